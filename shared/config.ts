@@ -1,0 +1,194 @@
+/**
+ * The service's settings: one validated object, built once from environment variables.
+ * Every limit of API.md §4.1 is a setting named as there, read from the upper-case variable
+ * (`max_wallets_per_owner` ← `MAX_WALLETS_PER_OWNER`). The README lists them all.
+ */
+import * as v from "valibot";
+
+const int = (fallback: number, min = 0) =>
+  v.optional(
+    v.pipe(
+      v.string(),
+      v.regex(/^\d+$/, "must be a non-negative integer"),
+      v.transform(Number),
+      v.minValue(min),
+    ),
+    String(fallback),
+  );
+const text = (fallback: string) => v.optional(v.pipe(v.string(), v.minLength(1)), fallback);
+const list = (fallback: string) =>
+  v.pipe(
+    v.optional(v.string(), fallback),
+    v.transform((s) => s.split(",").map((x) => x.trim()).filter(Boolean)),
+  );
+
+const Address = v.pipe(v.string(), v.regex(/^0x[0-9a-fA-F]{40}$/, "must be an address"));
+const Url = v.pipe(v.string(), v.url());
+
+/** One configured chain (API.md §5). */
+export const ChainSettings = v.object({
+  chainId: v.pipe(v.number(), v.integer(), v.minValue(1)),
+  rpcUrl: Url,
+  bundlerUrl: v.optional(Url),
+  entryPoint: v.optional(Address, "0x0000000071727De22E5E9d8BAf0edAc6f37da032"),
+  factory: v.optional(Address),
+  /** VerifyingPaymaster whose signer is the service controller; omitted = wallets pay their own gas. */
+  paymaster: v.optional(Address),
+  nativeToken: v.optional(
+    v.object({ symbol: v.string(), decimals: v.pipe(v.number(), v.integer()) }),
+    { symbol: "ETH", decimals: 18 },
+  ),
+  blockTimeSeconds: v.optional(v.pipe(v.number(), v.minValue(0.01))),
+});
+export type ChainSettings = v.InferOutput<typeof ChainSettings>;
+
+const Env = v.object({
+  PORT: int(3000, 1),
+  DATA_DIR: text(".data"),
+  LOG_LEVEL: v.optional(v.picklist(["debug", "info", "warn", "error", "silent"]), "info"),
+  SERVICE_VERSION: text("0.1.0"),
+
+  TABLE_NAME: text("workflow-automation"),
+  DYNAMODB_ENDPOINT: v.optional(Url),
+  KMS_ENDPOINT: v.optional(Url),
+  /** KMS key (id, ARN or alias) that wraps secret data keys. */
+  SECRETS_KMS_KEY_ID: text("alias/workflow-secrets"),
+  AWS_REGION: text("us-east-1"),
+
+  /** JSON array of ChainSettings; the local runtime adds its devnet. */
+  CHAINS: v.optional(v.string(), "[]"),
+  DEFAULT_CHAIN_ID: v.optional(v.pipe(v.string(), v.regex(/^\d+$/), v.transform(Number))),
+  /** Hex private key of the controller that signs user operations (local/dev); AWS uses a KMS key. */
+  CONTROLLER_PRIVATE_KEY: v.optional(v.pipe(v.string(), v.regex(/^0x[0-9a-fA-F]{64}$/))),
+  CONTROLLER_KMS_KEY_ID: v.optional(v.string()),
+
+  JWT_ISSUER: text("workflow-automation"),
+  /** PKCS#8 PEM of the ES256 signing key (an SST secret in AWS); locally generated into DATA_DIR. */
+  JWT_SIGNING_KEY: v.optional(v.string()),
+  AUTH_ALLOWED_URIS: list(""),
+  CORS_ALLOWED_ORIGINS: list("*"),
+
+  MAX_BODY_BYTES: int(1_048_576, 1),
+  MAX_WORKFLOW_BYTES: int(358_400, 1),
+  MAX_MANUAL_DATA_BYTES: int(1_048_576, 1),
+  MAX_SOURCE_BYTES: int(102_400, 1),
+  MAX_NODES: int(100, 1),
+  MAX_EDGES: int(500, 1),
+  MAX_ACTIVE_WORKFLOWS_PER_OWNER: int(1000, 1),
+  MAX_WALLETS_PER_OWNER: int(5, 1),
+  MAX_SECRETS_PER_OWNER: int(1000, 1),
+  MAX_SECRET_BYTES: int(32_768, 1),
+  DEFAULT_MAX_EXECUTION: int(51_840, 1),
+  MIN_CRON_INTERVAL_S: int(300),
+  MIN_BLOCK_INTERVAL_S: int(60),
+  CONSECUTIVE_ERROR_LIMIT: int(10, 1),
+  MAX_TOKEN_LIFETIME_S: int(7 * 24 * 3600, 1),
+  BLOCKING_TRIGGER_WAIT_MS: int(25_000),
+  EXECUTION_TIMEOUT_MS: int(15 * 60_000, 1),
+  SIMULATE_TIMEOUT_MS: int(25_000, 1),
+  SANDBOX_TIME_LIMIT_MS: int(5_000, 1),
+  SANDBOX_MEMORY_LIMIT_MIB: int(64, 1),
+  LOOP_MAX_ITERATIONS: int(100, 1),
+  LOOP_MAX_PARALLEL: int(10, 1),
+  HTTP_NODE_TIMEOUT_MS: int(30_000, 1),
+  HTTP_NODE_MAX_RESPONSE_BYTES: int(10 * 1_048_576, 1),
+  MAX_STEP_OUTPUT_BYTES: int(262_144, 1),
+  MAX_STEP_LOG_BYTES: int(65_536, 1),
+  USEROP_RECEIPT_WAIT_MS: int(120_000),
+  WITHDRAW_CONFIRM_WAIT_MS: int(10_000),
+  WITHDRAW_PENDING_TIMEOUT_MS: int(30 * 60_000, 1),
+  STREAM_MAX_MS: int(15 * 60_000, 1),
+  STREAM_KEEPALIVE_MS: int(15_000, 1),
+  IDEMPOTENCY_TTL_S: int(24 * 3600, 1),
+  MISSED_FIRE_GRACE_MS: int(15 * 60_000),
+  MAX_CATCHUP_BLOCKS: int(10_000),
+  RATE_LIMIT_BURST: int(50, 1),
+  RATE_LIMIT_RPS: int(10, 1),
+});
+
+function parseChains(json: string): ChainSettings[] {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(json);
+  } catch {
+    throw new Error("CHAINS must be a JSON array of chain settings");
+  }
+  return v.parse(v.array(ChainSettings), raw);
+}
+
+export type Config = ReturnType<typeof buildConfig>;
+
+/** Builds the config from an environment (process.env by default); throws naming every bad variable. */
+export function buildConfig(env: Record<string, string | undefined> = process.env) {
+  const result = v.safeParse(Env, pickDefined(env));
+  if (!result.success) {
+    const lines = result.issues.map((i) => `${v.getDotPath(i) ?? "?"}: ${i.message}`);
+    throw new Error(`Invalid configuration:\n  ${lines.join("\n  ")}`);
+  }
+  const e = result.output;
+  const chains = parseChains(e.CHAINS);
+  const defaultChainId = e.DEFAULT_CHAIN_ID ?? chains[0]?.chainId ?? 31337;
+  return {
+    port: e.PORT,
+    dataDir: e.DATA_DIR,
+    logLevel: e.LOG_LEVEL,
+    serviceVersion: e.SERVICE_VERSION,
+    tableName: e.TABLE_NAME,
+    region: e.AWS_REGION,
+    dynamoEndpoint: e.DYNAMODB_ENDPOINT,
+    kmsEndpoint: e.KMS_ENDPOINT,
+    secretsKeyId: e.SECRETS_KMS_KEY_ID,
+    chains,
+    defaultChainId,
+    controllerPrivateKey: e.CONTROLLER_PRIVATE_KEY as `0x${string}` | undefined,
+    controllerKmsKeyId: e.CONTROLLER_KMS_KEY_ID,
+    jwtIssuer: e.JWT_ISSUER,
+    jwtSigningKey: e.JWT_SIGNING_KEY,
+    authAllowedUris: e.AUTH_ALLOWED_URIS,
+    corsAllowedOrigins: e.CORS_ALLOWED_ORIGINS,
+    limits: {
+      maxBodyBytes: e.MAX_BODY_BYTES,
+      maxWorkflowBytes: e.MAX_WORKFLOW_BYTES,
+      maxManualDataBytes: e.MAX_MANUAL_DATA_BYTES,
+      maxSourceBytes: e.MAX_SOURCE_BYTES,
+      maxNodes: e.MAX_NODES,
+      maxEdges: e.MAX_EDGES,
+      maxActiveWorkflowsPerOwner: e.MAX_ACTIVE_WORKFLOWS_PER_OWNER,
+      maxWalletsPerOwner: e.MAX_WALLETS_PER_OWNER,
+      maxSecretsPerOwner: e.MAX_SECRETS_PER_OWNER,
+      maxSecretBytes: e.MAX_SECRET_BYTES,
+      defaultMaxExecution: e.DEFAULT_MAX_EXECUTION,
+      minCronIntervalS: e.MIN_CRON_INTERVAL_S,
+      minBlockIntervalS: e.MIN_BLOCK_INTERVAL_S,
+      consecutiveErrorLimit: e.CONSECUTIVE_ERROR_LIMIT,
+      maxTokenLifetimeS: e.MAX_TOKEN_LIFETIME_S,
+      blockingTriggerWaitMs: e.BLOCKING_TRIGGER_WAIT_MS,
+      executionTimeoutMs: e.EXECUTION_TIMEOUT_MS,
+      simulateTimeoutMs: e.SIMULATE_TIMEOUT_MS,
+      sandboxTimeLimitMs: e.SANDBOX_TIME_LIMIT_MS,
+      sandboxMemoryLimitMib: e.SANDBOX_MEMORY_LIMIT_MIB,
+      loopMaxIterations: e.LOOP_MAX_ITERATIONS,
+      loopMaxParallel: e.LOOP_MAX_PARALLEL,
+      httpNodeTimeoutMs: e.HTTP_NODE_TIMEOUT_MS,
+      httpNodeMaxResponseBytes: e.HTTP_NODE_MAX_RESPONSE_BYTES,
+      maxStepOutputBytes: e.MAX_STEP_OUTPUT_BYTES,
+      maxStepLogBytes: e.MAX_STEP_LOG_BYTES,
+      useropReceiptWaitMs: e.USEROP_RECEIPT_WAIT_MS,
+      withdrawConfirmWaitMs: e.WITHDRAW_CONFIRM_WAIT_MS,
+      withdrawPendingTimeoutMs: e.WITHDRAW_PENDING_TIMEOUT_MS,
+      streamMaxMs: e.STREAM_MAX_MS,
+      streamKeepaliveMs: e.STREAM_KEEPALIVE_MS,
+      idempotencyTtlS: e.IDEMPOTENCY_TTL_S,
+      missedFireGraceMs: e.MISSED_FIRE_GRACE_MS,
+      maxCatchupBlocks: e.MAX_CATCHUP_BLOCKS,
+      rateLimitBurst: e.RATE_LIMIT_BURST,
+      rateLimitRps: e.RATE_LIMIT_RPS,
+    },
+  };
+}
+
+function pickDefined(env: Record<string, string | undefined>) {
+  const out: Record<string, string> = {};
+  for (const [k, val] of Object.entries(env)) if (val !== undefined && val !== "") out[k] = val;
+  return out;
+}

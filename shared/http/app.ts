@@ -1,0 +1,196 @@
+/**
+ * The Hono app factory every endpoint group shares. A group is a list of routes written as API.md writes them
+ * (`/wallets/{address}:withdraw`); the factory adds what every route needs, in the order of API.md §1.6:
+ * route match (404/405) → X-Api-Version → authentication → rate limit → the handler, with request ids,
+ * CORS and problem+json errors around all of it.
+ */
+import { Hono, type Context } from "hono";
+import { cors } from "hono/cors";
+import { ulid } from "ulid";
+import { ApiError } from "../errors";
+import { log } from "../log";
+import { useRuntime } from "../runtime";
+import { withCaller, type Caller } from "../context";
+import { problemResponse } from "./problem";
+import { TokenBuckets, type RateDecision } from "./rate-limit";
+import { authenticate } from "../auth/token";
+
+export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+
+export type AppEnv = {
+  Variables: {
+    requestId: string;
+    /** Path parameters of the matched route template, percent-decoded. */
+    params: Record<string, string>;
+    /** The rate limiter's answer, repeated on error responses too. */
+    rate?: RateDecision;
+  };
+};
+export type AppContext = Context<AppEnv>;
+
+export interface Route {
+  method: Method;
+  /** API.md path template, e.g. `/wallets/{address}:withdraw`. */
+  path: string;
+  /** Public routes need no token and are rate limited per client IP. */
+  public?: boolean;
+  handler: (c: AppContext) => Response | Promise<Response>;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const EXPOSED_HEADERS = [
+  "X-Request-Id",
+  "X-Api-Version",
+  "X-RateLimit-Limit",
+  "X-RateLimit-Remaining",
+  "X-RateLimit-Reset",
+  "Retry-After",
+  "Location",
+  "Idempotency-Replayed",
+];
+const ALLOWED_HEADERS = ["Authorization", "Content-Type", "Idempotency-Key", "X-Request-Id", "X-Api-Version", "Last-Event-ID"];
+
+interface CompiledRoute extends Route {
+  pattern: RegExp;
+}
+
+/** `/wallets/{address}:withdraw` → a regex capturing `address`; parameters never span `/` or `:`. */
+function compileTemplate(path: string): RegExp {
+  const source = path
+    .split(/(\{[a-zA-Z_]+\})/)
+    .map((part) => {
+      const param = /^\{([a-zA-Z_]+)\}$/.exec(part);
+      return param ? `(?<${param[1]}>[^/:]+)` : part.replace(/[.*+?^$()|[\]\\]/g, "\\$&");
+    })
+    .join("");
+  return new RegExp(`^${source}$`);
+}
+
+/** The same template as a Hono pattern: `{name}` becomes a regex parameter that swallows the `:verb`. */
+function honoPattern(path: string): string {
+  return path.replace(/\{([a-zA-Z_]+)\}(:[a-zA-Z]+)?/g, (_m, name: string, verb?: string) => `:${name}{[^/:]+${verb ?? ""}}`);
+}
+
+/** Paths are matched after percent-decoding `:` (API.md §1.1). */
+function decodedPath(request: Request): string {
+  const url = request.url;
+  const start = url.indexOf("/", url.indexOf("://") + 3);
+  const end = url.indexOf("?", start);
+  const path = start === -1 ? "/" : url.slice(start, end === -1 ? undefined : end);
+  return path.replace(/%3a/gi, ":");
+}
+
+export function createApp(routes: Route[]) {
+  const compiled: CompiledRoute[] = routes.map((r) => ({ ...r, pattern: compileTemplate(r.path) }));
+  const app = new Hono<AppEnv>({ getPath: decodedPath });
+  let buckets: TokenBuckets | undefined;
+  const rateBuckets = () => {
+    const { rateLimitBurst, rateLimitRps } = useRuntime().config.limits;
+    return (buckets ??= new TokenBuckets(rateLimitBurst, rateLimitRps));
+  };
+
+  app.use("*", async (c, next) => {
+    const incoming = c.req.header("x-request-id");
+    const requestId = incoming && REQUEST_ID.test(incoming) ? incoming : ulid();
+    c.set("requestId", requestId);
+    await next();
+    c.res.headers.set("X-Request-Id", requestId);
+    c.res.headers.set("X-Api-Version", "4");
+  });
+
+  app.use(
+    "*",
+    cors({
+      origin: (origin) => {
+        const allowed = useRuntime().config.corsAllowedOrigins;
+        if (allowed.includes("*")) return "*";
+        return allowed.includes(origin) ? origin : null;
+      },
+      allowHeaders: ALLOWED_HEADERS,
+      exposeHeaders: EXPOSED_HEADERS,
+      allowMethods: ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
+      maxAge: 600,
+    }),
+  );
+
+  for (const route of compiled) {
+    app.on(route.method, honoPattern(route.path), async (c) => {
+      const params = route.pattern.exec(c.req.path)?.groups ?? {};
+      c.set("params", Object.fromEntries(Object.entries(params).map(([k, val]) => [k, safeDecode(val)])));
+      checkApiVersion(c);
+      const caller = route.public ? undefined : await authenticate(c.req.header("authorization"));
+      const decision = rateBuckets().take(caller ? `sub:${caller.owner}` : `ip:${clientIp(c)}`, Date.now());
+      c.set("rate", decision);
+      if (!decision.allowed) {
+        throw new ApiError(429, "RATE_LIMITED", "Too many requests; retry later.", {
+          headers: { "Retry-After": String(decision.retryAfter) },
+        });
+      }
+      const response = caller ? await withCaller(caller, () => route.handler(c)) : await route.handler(c);
+      if (caller) response.headers.set("Cache-Control", response.headers.get("Cache-Control") ?? "no-store");
+      for (const [name, value] of Object.entries(rateHeaders(decision))) response.headers.set(name, value);
+      return response;
+    });
+  }
+
+  app.notFound((c) => {
+    const path = c.req.path;
+    const methods = new Set(compiled.filter((r) => r.pattern.test(path)).map((r) => r.method as string));
+    if (methods.size === 0) return problem(c, new ApiError(404, "NOT_FOUND", `No route matches ${path}.`));
+    if (methods.has("GET")) methods.add("HEAD");
+    methods.add("OPTIONS");
+    const allow = [...methods].join(", ");
+    return problem(c, new ApiError(405, "METHOD_NOT_ALLOWED", `${c.req.method} is not allowed here.`, { headers: { Allow: allow } }));
+  });
+
+  app.onError((err, c) => {
+    if (err instanceof ApiError) return problem(c, err);
+    log.error("unhandled error", { requestId: c.get("requestId"), method: c.req.method, path: c.req.path, error: err });
+    return problem(c, new ApiError(500, "INTERNAL", "An internal error occurred."));
+  });
+
+  return app;
+}
+
+function problem(c: AppContext, err: ApiError): Response {
+  const requestId = c.get("requestId") ?? ulid();
+  const headers: Record<string, string> = { ...err.extra.headers, "X-Request-Id": requestId, "X-Api-Version": "4" };
+  if (err.status === 401) headers["WWW-Authenticate"] = "Bearer";
+  const rate = c.get("rate");
+  if (rate) Object.assign(headers, rateHeaders(rate));
+  return problemResponse(
+    { status: err.status, code: err.code, detail: err.message, requestId, errors: err.extra.errors, reason: err.extra.reason, limit: err.extra.limit },
+    headers,
+  );
+}
+
+function checkApiVersion(c: AppContext) {
+  const version = c.req.header("x-api-version");
+  if (version !== undefined && version.trim() !== "4") {
+    throw new ApiError(400, "UNSUPPORTED_API_VERSION", "This service speaks API version 4 only.");
+  }
+}
+
+function rateHeaders(d: RateDecision): Record<string, string> {
+  return { "X-RateLimit-Limit": String(d.limit), "X-RateLimit-Remaining": String(d.remaining), "X-RateLimit-Reset": String(d.resetAt) };
+}
+
+function clientIp(c: AppContext): string {
+  const forwarded = c.req.header("x-forwarded-for");
+  if (forwarded) return forwarded.split(",")[0]!.trim();
+  const env = c.env as { incoming?: { socket?: { remoteAddress?: string } }; requestContext?: { http?: { sourceIp?: string } } } | undefined;
+  return env?.requestContext?.http?.sourceIp ?? env?.incoming?.socket?.remoteAddress ?? "unknown";
+}
+
+function safeDecode(value: string): string {
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return value;
+  }
+}
+
+/** Path parameter of the matched route (already percent-decoded). */
+export const pathParam = (c: AppContext, name: string): string => c.get("params")[name] ?? "";
+
+export type { Caller };

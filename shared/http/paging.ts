@@ -1,0 +1,76 @@
+/**
+ * Page envelope and opaque cursors (API.md §3). A cursor names a position (a sort-key value) and is bound
+ * to the endpoint and caller that issued it; anything else is 400 INVALID_CURSOR.
+ */
+import * as v from "valibot";
+import { createHash } from "node:crypto";
+import { ApiError, validationFailed } from "../errors";
+import { parse } from "./validate";
+import type { PageResult } from "../store/query";
+
+export interface PageInfo {
+  hasNextPage: boolean;
+  hasPreviousPage: boolean;
+  startCursor?: string;
+  endCursor?: string;
+}
+
+export const PageQuery = {
+  limit: v.optional(
+    v.pipe(v.string(), v.regex(/^\d{1,4}$/, "must be an integer from 1 to 200"), v.transform(Number), v.minValue(1, "must be at least 1"), v.maxValue(200, "must be at most 200")),
+    "20",
+  ),
+  after: v.optional(v.pipe(v.string(), v.maxLength(512, "is not a valid cursor"))),
+  before: v.optional(v.pipe(v.string(), v.maxLength(512, "is not a valid cursor"))),
+};
+
+const callerTag = (owner: string) => createHash("sha256").update(owner.toLowerCase()).digest("base64url").slice(0, 10);
+
+export function encodeCursor(endpoint: string, owner: string, position: string): string {
+  return Buffer.from(JSON.stringify({ e: endpoint, o: callerTag(owner), p: position })).toString("base64url");
+}
+
+function decodeCursor(endpoint: string, owner: string, cursor: string): string {
+  const invalid = new ApiError(400, "INVALID_CURSOR", "The cursor is not valid for this list.");
+  let decoded: unknown;
+  try {
+    decoded = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"));
+  } catch {
+    throw invalid;
+  }
+  const c = decoded as { e?: unknown; o?: unknown; p?: unknown };
+  if (c.e !== endpoint || c.o !== callerTag(owner) || typeof c.p !== "string") throw invalid;
+  return c.p;
+}
+
+/** Validates limit/after/before and decodes the cursor into a position. */
+export function readPageParams(query: Record<string, string | undefined>, endpoint: string, owner: string) {
+  const p = parse(v.object(PageQuery), { limit: query.limit, after: query.after, before: query.before }, "query");
+  if (p.after !== undefined && p.before !== undefined) {
+    throw validationFailed([{ path: "query.before", message: "before and after cannot be used together" }]);
+  }
+  return {
+    limit: p.limit,
+    after: p.after === undefined ? undefined : decodeCursor(endpoint, owner, p.after),
+    before: p.before === undefined ? undefined : decodeCursor(endpoint, owner, p.before),
+  };
+}
+
+/** Builds `{data, pageInfo}` from a queried page; `position` gives each item's cursor position. */
+export function pageEnvelope<T>(
+  result: PageResult,
+  toData: (item: Record<string, unknown>) => T,
+  position: (item: Record<string, unknown>) => string,
+  endpoint: string,
+  owner: string,
+) {
+  const first = result.items[0];
+  const last = result.items[result.items.length - 1];
+  const pageInfo: PageInfo = {
+    hasNextPage: result.hasNextPage,
+    hasPreviousPage: result.hasPreviousPage,
+    ...(first ? { startCursor: encodeCursor(endpoint, owner, position(first)) } : {}),
+    ...(last ? { endCursor: encodeCursor(endpoint, owner, position(last)) } : {}),
+  };
+  return { data: result.items.map(toData), pageInfo };
+}

@@ -1,0 +1,93 @@
+/**
+ * Request parsing shared by every endpoint: JSON bodies (415/413/INVALID_JSON, API.md §1.3) and
+ * valibot validation whose issues become FieldErrors naming the failing field (`body.salt`, `query.limit`).
+ */
+import * as v from "valibot";
+import type { Context } from "hono";
+import { ApiError, validationFailed, type FieldError } from "../errors";
+import { useConfig } from "../runtime";
+import { getAddress, isAddress } from "viem";
+
+export type Location = "body" | "query" | "path" | "header";
+
+export function fieldErrors(issues: readonly v.BaseIssue<unknown>[], location: Location): FieldError[] {
+  return issues.map((issue) => {
+    let path: string = location;
+    for (const item of issue.path ?? []) {
+      const key = (item as { key: unknown }).key;
+      path += typeof key === "number" ? `[${key}]` : `.${String(key)}`;
+    }
+    return { path, message: issue.message };
+  });
+}
+
+/** Validates `input` against `schema`; on failure throws 400 with every problem found. */
+export function parse<S extends v.GenericSchema>(schema: S, input: unknown, location: Location, code?: string): v.InferOutput<S> {
+  const result = v.safeParse(schema, input, { abortEarly: false });
+  if (!result.success) throw validationFailed(fieldErrors(result.issues, location), code);
+  return result.output;
+}
+
+/** Reads a JSON object body: an empty body reads as {}; `null` members are dropped (treated as absent). */
+export async function readJsonBody(c: Context): Promise<Record<string, unknown>> {
+  const { maxBodyBytes } = useConfig().limits;
+  const declared = Number(c.req.header("content-length") ?? "0");
+  if (declared > maxBodyBytes) throw tooLarge(maxBodyBytes);
+  const raw = await c.req.arrayBuffer();
+  if (raw.byteLength > maxBodyBytes) throw tooLarge(maxBodyBytes);
+  if (raw.byteLength === 0) return {};
+  const type = (c.req.header("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
+  if (type !== "application/json") {
+    throw new ApiError(415, "UNSUPPORTED_MEDIA_TYPE", "The request body must be sent as application/json.");
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(raw));
+  } catch {
+    throw new ApiError(400, "INVALID_JSON", "The request body is not valid JSON.");
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new ApiError(400, "INVALID_JSON", "The request body must be a JSON object.");
+  }
+  return dropNulls(value as Record<string, unknown>);
+}
+
+const tooLarge = (limit: number) =>
+  new ApiError(413, "PAYLOAD_TOO_LARGE", `The request body is larger than ${limit} bytes.`);
+
+/** Optional top-level members sent as null count as absent (API.md §1.3). */
+function dropNulls(body: Record<string, unknown>) {
+  return Object.fromEntries(Object.entries(body).filter(([, value]) => value !== null));
+}
+
+/** Reusable scalar schemas of API.md §1.5. */
+export const Uint256String = v.pipe(
+  v.string(),
+  v.regex(/^(0|[1-9][0-9]*)$/, "must be a canonical decimal integer"),
+  v.check((s) => s.length <= 78 && BigInt(s) < 2n ** 256n, "must be at most 2^256 - 1"),
+);
+export const UlidString = v.pipe(
+  v.string(),
+  v.transform((s) => s.toUpperCase()),
+  v.regex(/^[0-9A-HJKMNP-TV-Z]{26}$/, "must be a ULID"),
+);
+export const BooleanQuery = v.picklist(["true", "false"], "must be true or false");
+export const ChainIdQuery = v.pipe(
+  v.string(),
+  v.regex(/^\d{1,15}$/, "must be a chain id"),
+  v.transform(Number),
+);
+
+/** An address in any accepted case (a mixed-case one must carry a valid EIP-55 checksum); output is EIP-55. */
+export const AddressString = v.pipe(
+  v.string(),
+  v.regex(/^0x[0-9a-fA-F]{40}$/, "must be an address (0x followed by 40 hex digits)"),
+  v.check((s) => isAcceptedAddress(s), "has an invalid EIP-55 checksum"),
+  v.transform((s) => getAddress(s)),
+);
+
+function isAcceptedAddress(s: string) {
+  const body = s.slice(2);
+  if (body === body.toLowerCase() || body === body.toUpperCase()) return true;
+  return isAddress(s, { strict: true });
+}

@@ -1,0 +1,24 @@
+/** Structured JSON log lines on stdout. Never pass secret values or keys here. */
+const LEVELS = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 } as const;
+type Level = keyof typeof LEVELS;
+
+let threshold: number = LEVELS[(process.env.LOG_LEVEL as Level) ?? "info"] ?? LEVELS.info;
+
+export function setLogLevel(level: Level) {
+  threshold = LEVELS[level];
+}
+
+function write(level: Exclude<Level, "silent">, message: string, fields: Record<string, unknown> = {}) {
+  if (LEVELS[level] < threshold) return;
+  const line = JSON.stringify({ level, time: new Date().toISOString(), message, ...fields }, (_k, value) =>
+    value instanceof Error ? { name: value.name, message: value.message, stack: value.stack } : typeof value === "bigint" ? value.toString() : value,
+  );
+  (level === "error" || level === "warn" ? process.stderr : process.stdout).write(line + "\n");
+}
+
+export const log = {
+  debug: (message: string, fields?: Record<string, unknown>) => write("debug", message, fields),
+  info: (message: string, fields?: Record<string, unknown>) => write("info", message, fields),
+  warn: (message: string, fields?: Record<string, unknown>) => write("warn", message, fields),
+  error: (message: string, fields?: Record<string, unknown>) => write("error", message, fields),
+};
