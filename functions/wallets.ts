@@ -1,0 +1,7 @@
+/** Wallet routes: list, create, update, withdraw, withdrawals, getNonce. */
+import "./bootstrap";
+import { handle } from "hono/aws-lambda";
+import { createApp } from "../shared/http/app";
+import { routeGroups } from "../shared/http/service";
+
+export const handler = handle(createApp(routeGroups.wallets));

@@ -1,0 +1,35 @@
+// The HTTP API: one Lambda per endpoint group. API Gateway cannot route on the `:verb` inside a path
+// segment, so each group takes its prefix whole and its Hono app matches the exact route; everything
+// else reaches the core function, which knows every route and answers 404/405 exactly.
+import { table } from "./table";
+import { keyPermissions, controllerKey, secretsKey } from "./keys";
+import { jwtSigningKey, chains } from "./secrets";
+
+const environment = {
+  SECRETS_KMS_KEY_ID: secretsKey.arn,
+  CONTROLLER_KMS_KEY_ID: controllerKey.arn,
+  CHAINS: chains.value,
+};
+
+const fn = (handler: string, permissions: { actions: string[]; resources: $util.Input<string>[] }[] = []) => ({
+  handler,
+  runtime: "nodejs20.x" as const,
+  architecture: "arm64" as const,
+  memory: "512 MB" as const,
+  timeout: "29 seconds" as const,
+  link: [table, jwtSigningKey],
+  environment,
+  permissions,
+});
+
+export const api = new sst.aws.ApiGatewayV2("Api", { cors: false /* answered by the app (API.md §1.4) */ });
+
+const core = fn("functions/core.handler", [keyPermissions.secrets]);
+const secrets = fn("functions/secrets.handler", [keyPermissions.secrets]);
+const wallets = fn("functions/wallets.handler", [keyPermissions.controller]);
+
+api.route("GET /secrets", secrets);
+api.route("ANY /secrets/{proxy+}", secrets);
+api.route("ANY /wallets", wallets);
+api.route("ANY /wallets/{proxy+}", wallets);
+api.route("$default", core);

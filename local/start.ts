@@ -1,0 +1,76 @@
+/**
+ * `npm start`: the whole service on one machine. DynamoDB Local, the KMS endpoint and the devnet start under
+ * DATA_DIR, then one @hono/node-server serves every route group on PORT. Ctrl-C stops everything cleanly.
+ */
+import { serve } from "@hono/node-server";
+import { buildConfig } from "../shared/config";
+import { createRuntime, setRuntime } from "../shared/runtime";
+import { ensureTable } from "../shared/store/table";
+import { createServiceApp } from "../shared/http/service";
+import { setLogLevel } from "../shared/log";
+import { portIsFree } from "./processes";
+import { startLocalStack } from "./stack";
+
+async function main() {
+  const base = buildConfig(); // validates the environment before anything starts
+  setLogLevel(base.logLevel);
+  if (!(await portIsFree(base.port))) {
+    console.error(`Port ${base.port} is already in use. Stop whatever listens there or choose another with PORT=<port>.`);
+    process.exit(1);
+  }
+
+  console.log(`Starting the local runtime in ${base.dataDir} ...`);
+  const stack = await startLocalStack({ dataDir: base.dataDir, persist: true });
+  const config = buildConfig({ ...process.env, ...stack.env });
+  const runtime = setRuntime(createRuntime({ config }));
+  await ensureTable(runtime.db, config.tableName);
+
+  const server = serve({ fetch: createServiceApp().fetch, port: config.port });
+  server.once("error", async (err) => {
+    console.error(`Could not listen on port ${config.port}: ${(err as Error).message}`);
+    await stack.stop();
+    process.exit(1);
+  });
+
+  const d = stack.devnet;
+  console.log(
+    [
+      `Workflow automation service listening on http://localhost:${config.port}`,
+      `  data:        ${config.dataDir}`,
+      `  DynamoDB:    ${stack.env.DYNAMODB_ENDPOINT} (table ${config.tableName})`,
+      `  KMS:         ${stack.env.KMS_ENDPOINT}`,
+      ...(d
+        ? [
+            `  chain:       ${d.chainId}`,
+            `  RPC:         ${d.rpcUrl}`,
+            `  bundler:     ${d.bundlerUrl}`,
+            `  EntryPoint:  ${d.entryPoint}`,
+            `  factory:     ${d.factory}`,
+            `  paymaster:   ${d.paymaster}`,
+            `  controller:  ${d.controller}`,
+            `  (written to ${config.dataDir}/devnet.json)`,
+          ]
+        : []),
+    ].join("\n"),
+  );
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    console.log(`\n${signal}: shutting down ...`);
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
+    await closed;
+    await stack.stop();
+    console.log("Stopped.");
+    process.exit(0);
+  };
+  process.on("SIGINT", () => void shutdown("SIGINT"));
+  process.on("SIGTERM", () => void shutdown("SIGTERM"));
+}
+
+main().catch((err) => {
+  console.error(err instanceof Error ? err.message : err);
+  process.exit(1);
+});

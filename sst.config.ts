@@ -1,0 +1,26 @@
+/// <reference path="./.sst/platform/config.d.ts" />
+
+// App settings only; each concern's resources live in infra/<concern>.ts.
+export default $config({
+  app(input) {
+    return {
+      name: "workflow-automation",
+      removal: input?.stage === "production" ? "retain" : "remove",
+      protect: input?.stage === "production",
+      home: "aws",
+    };
+  },
+  async run() {
+    const { table } = await import("./infra/table");
+    const { secretsKey, controllerKey } = await import("./infra/keys");
+    const { jwtSigningKey, chains } = await import("./infra/secrets");
+    const { api } = await import("./infra/api");
+    return {
+      api: api.url,
+      table: table.name,
+      secretsKey: secretsKey.arn,
+      controllerKey: controllerKey.arn,
+      linked: [jwtSigningKey.name, chains.name].join(","),
+    };
+  },
+});
