@@ -62,7 +62,9 @@ export async function issueToken(owner: `0x${string}`, chainId: number, expiresA
     .sign(privateKey);
 }
 
-const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
+// The signature segment may be empty: an unsecured (`alg: none`) JWT is well-formed and answers
+// AUTH_INVALID_TOKEN (API.md §7.3), not AUTH_MALFORMED.
+const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 
 /** Checks an Authorization header and returns the caller, or throws the 401 of API.md §7.3. */
 export async function authenticate(header: string | undefined): Promise<Caller> {

@@ -52,7 +52,7 @@ import {
   loadEntryPointArtifact,
   loadVerifyingPaymasterArtifact,
   verifyingPaymasterAbi,
-} from "./contracts/index.js";
+} from "./contracts/index";
 
 export interface DevnetInfo {
   chainId: number;
@@ -194,7 +194,7 @@ export async function startDevnet(opts: StartDevnetOptions): Promise<Devnet> {
       "--utility-wallet-monitor", "false",
       "--refilling-wallets", "false",
       "--log-level", log ? "info" : "warn",
-      "--public-client-log-level", "warn",
+      "--public-client-log-level", process.env.ALTO_PC_LOG ?? "warn",
       "--wallet-client-log-level", "warn",
       "--json", "true",
     ];

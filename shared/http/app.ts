@@ -128,6 +128,10 @@ export function createApp(routes: Route[]) {
       }
       const response = caller ? await withCaller(caller, () => route.handler(c)) : await route.handler(c);
       if (caller) response.headers.set("Cache-Control", response.headers.get("Cache-Control") ?? "no-store");
+      // Success bodies are `application/json; charset=utf-8` (API.md §1.3); Hono's c.json() omits the charset.
+      if (response.headers.get("Content-Type") === "application/json") {
+        response.headers.set("Content-Type", "application/json; charset=utf-8");
+      }
       for (const [name, value] of Object.entries(rateHeaders(decision))) response.headers.set(name, value);
       return response;
     });
@@ -154,7 +158,8 @@ export function createApp(routes: Route[]) {
 
 function problem(c: AppContext, err: ApiError): Response {
   const requestId = c.get("requestId") ?? ulid();
-  const headers: Record<string, string> = { ...err.extra.headers, "X-Request-Id": requestId, "X-Api-Version": "4" };
+  // Errors are never cached; this also keeps errors to authenticated requests `no-store` (API.md §1.4).
+  const headers: Record<string, string> = { "Cache-Control": "no-store", ...err.extra.headers, "X-Request-Id": requestId, "X-Api-Version": "4" };
   if (err.status === 401) headers["WWW-Authenticate"] = "Bearer";
   const rate = c.get("rate");
   if (rate) Object.assign(headers, rateHeaders(rate));
@@ -175,11 +180,17 @@ function rateHeaders(d: RateDecision): Record<string, string> {
   return { "X-RateLimit-Limit": String(d.limit), "X-RateLimit-Remaining": String(d.remaining), "X-RateLimit-Reset": String(d.resetAt) };
 }
 
+/**
+ * The client address for per-IP limits. The addresses the platform vouches for come first (API Gateway's
+ * `sourceIp`, the node server's socket): `X-Forwarded-For` is written by the client, so preferring it
+ * would let anyone pick a fresh bucket per request. It is used only when neither exists (`app.request()`).
+ */
 function clientIp(c: AppContext): string {
-  const forwarded = c.req.header("x-forwarded-for");
-  if (forwarded) return forwarded.split(",")[0]!.trim();
   const env = c.env as { incoming?: { socket?: { remoteAddress?: string } }; requestContext?: { http?: { sourceIp?: string } } } | undefined;
-  return env?.requestContext?.http?.sourceIp ?? env?.incoming?.socket?.remoteAddress ?? "unknown";
+  const trusted = env?.requestContext?.http?.sourceIp ?? env?.incoming?.socket?.remoteAddress;
+  if (trusted) return trusted;
+  const forwarded = c.req.header("x-forwarded-for");
+  return forwarded ? forwarded.split(",")[0]!.trim() : "unknown";
 }
 
 function safeDecode(value: string): string {

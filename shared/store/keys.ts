@@ -13,26 +13,27 @@ export const Keys = {
     sk: workflowId ? `SECRET#${name}#1#${workflowId}` : `SECRET#${name}#0`,
   }),
   secretPrefix: "SECRET#",
-  /** GSI1 of a workflow-scoped secret: that workflow's secrets by name. */
+  /**
+   * GSI1 of a workflow-scoped secret: that workflow's secrets by name. The sort key repeats the main sort key,
+   * so one cursor position (the `sk`) orders the filtered and the unfiltered list alike (API.md §3).
+   */
   secretByWorkflow: (owner: string, workflowId: string, name: string) => ({
     gsi1pk: `${Keys.owner(owner)}#WF#${workflowId}#SECRETS`,
-    gsi1sk: `SECRET#${name}`,
+    gsi1sk: Keys.secret(owner, name, workflowId).sk,
   }),
+
+  /** Workflows: one item per id (the id is a ULID); the item carries `owner` (EIP-55) and `type: "workflow"`. */
+  workflow: (id: string) => ({ pk: `WF#${id}`, sk: "WORKFLOW" }),
 
   /** Per-owner counters guarded by conditional updates (secrets, wallets per chain, active workflows). */
   counter: (owner: string, name: string) => ({ pk: Keys.owner(owner), sk: `COUNTER#${name}` }),
 
-  /** Wallets: owner partition, one per (chain, factory, salt). */
-  wallet: (owner: string, chainId: number, factory: string, salt: string) => ({
+  /** Wallets: owner partition, one per (chain, address); the address is derived from (owner, factory, salt). */
+  wallet: (owner: string, chainId: number, address: string) => ({
     pk: Keys.owner(owner),
-    sk: `WALLET#${chainId}#${lower(factory)}#${salt}`,
+    sk: `WALLET#${chainId}#${lower(address)}`,
   }),
   walletPrefix: (chainId: number) => `WALLET#${chainId}#`,
-  /** GSI1 of a wallet: the owner's wallets on a chain by address (update, withdraw, nonce are keyed by address). */
-  walletByAddress: (owner: string, chainId: number, address: string) => ({
-    gsi1pk: `${Keys.owner(owner)}#WALLETADDR#${chainId}`,
-    gsi1sk: lower(address),
-  }),
 
   /** Withdrawals: owner partition, per wallet and chain, newest first by ULID. */
   withdrawal: (owner: string, chainId: number, wallet: string, id: string) => ({
@@ -40,6 +41,8 @@ export const Keys = {
     sk: `${Keys.withdrawalPrefix(chainId, wallet)}${id}`,
   }),
   withdrawalPrefix: (chainId: number, wallet: string) => `WITHDRAWAL#${chainId}#${lower(wallet)}#`,
+  /** GSI2 of a pending withdrawal (sparse): the background follow-up reads them oldest first. */
+  pendingWithdrawal: (submittedAt: number, id: string) => ({ gsi2pk: "WITHDRAWAL#pending", gsi2sk: `${submittedAt}#${id}` }),
 
   /** Idempotency records: one per (owner, scope, key), expiring after idempotency_ttl_s. */
   idempotency: (owner: string, scope: string, key: string) => ({

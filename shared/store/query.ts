@@ -56,8 +56,11 @@ async function collect(
   let lo = q.skPrefix;
   let hi = q.skPrefix + HIGHEST;
   if (walk.from !== undefined) {
-    if (ascending) lo = walk.from;
-    else hi = walk.from;
+    // A cursor position outside the list's key range (a crafted cursor) must neither reach other entities of
+    // the partition nor make an inverted BETWEEN, which DynamoDB rejects.
+    if (ascending) lo = walk.from > lo ? walk.from : lo;
+    else hi = walk.from < hi ? walk.from : hi;
+    if (lo > hi) return [];
   }
   const input: QueryCommandInput = {
     TableName: config.tableName,

@@ -1,0 +1,48 @@
+/**
+ * Account kinds: how a smart wallet's address is derived, how it is deployed (init code), how calls are
+ * encoded and how an operation is signed. One kind today (ControlledAccount: owner or service controller
+ * may sign); an ERC-6900 modular account would be a second `AccountKind`, chosen by factory.
+ */
+import { encodeFunctionData, getContractAddress, isAddressEqual, type Address, type Hex, type PublicClient } from "viem";
+import { controlledAccountFactoryAbi } from "./contracts";
+import {
+  encodeAccountCalls,
+  encodeCreateAccount,
+  predictAccountAddress,
+  signUserOperation,
+  type AccountCall,
+  type DigestSigner,
+  type UserOperationV07,
+} from "./userop";
+
+export interface AccountKind {
+  name: string;
+  /** Address of (owner, salt) under `factory`, computed offline when the factory is the built-in one. */
+  deriveAddress(p: { client: PublicClient; factory: Address; builtInFactory?: Address; controller: Address; owner: Address; salt: bigint }): Promise<Address>;
+  factoryData(owner: Address, salt: bigint): Hex;
+  encodeCalls(calls: readonly AccountCall[]): Hex;
+  sign(p: { userOp: UserOperationV07; signer: DigestSigner; chainId: number; entryPoint: Address }): Promise<UserOperationV07>;
+}
+
+export const controlledAccount: AccountKind = {
+  name: "ControlledAccount",
+  async deriveAddress({ client, factory, builtInFactory, controller, owner, salt }) {
+    if (builtInFactory && isAddressEqual(factory, builtInFactory)) {
+      // The factory creates its account implementation in its constructor: the factory's first CREATE.
+      const implementation = getContractAddress({ from: factory, nonce: 1n });
+      return predictAccountAddress({ factory, implementation, controller, owner, salt });
+    }
+    return client.readContract({ address: factory, abi: controlledAccountFactoryAbi, functionName: "getAddress", args: [owner, salt] });
+  },
+  factoryData: encodeCreateAccount,
+  encodeCalls: encodeAccountCalls,
+  sign: ({ userOp, signer, chainId, entryPoint }) => signUserOperation({ userOp, signer, chainId, entryPoint }),
+};
+
+/** ERC-20 `transfer(recipient, amount)` calldata. */
+export const erc20Transfer = (recipient: Address, amount: bigint): Hex =>
+  encodeFunctionData({
+    abi: [{ type: "function", name: "transfer", stateMutability: "nonpayable", inputs: [{ name: "to", type: "address" }, { name: "amount", type: "uint256" }], outputs: [{ type: "bool" }] }],
+    functionName: "transfer",
+    args: [recipient, amount],
+  });

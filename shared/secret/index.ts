@@ -1,0 +1,1 @@
+export * as Secret from "./secret";

@@ -1,0 +1,437 @@
+/**
+ * Secrets (API.md §12): per-owner values, user-scoped or scoped to one of the owner's workflows, stored only
+ * as envelope-encrypted ciphertext (shared/keys/envelope.ts) and decrypted only for executions that use them.
+ *
+ * Access patterns (one table, see shared/store/README.md):
+ *
+ * | Who / when                       | Reads or writes                                  | Key                                                      |
+ * |----------------------------------|--------------------------------------------------|----------------------------------------------------------|
+ * | PUT /secrets/{name}              | replace (1 UpdateItem) or create (1 transaction) | Keys.secret(owner, name, workflowId?) + Keys.counter     |
+ * | PUT / GET with workflowId        | the workflow, to check its owner (1 GetItem)     | Keys.workflow(id)                                        |
+ * | GET /secrets                     | owner's secrets in list order (Query)            | pk = OWNER#…, sk begins with SECRET#                     |
+ * | GET /secrets?workflowId=…        | that workflow's secrets (Query on GSI1)          | Keys.secretByWorkflow: gsi1pk per (owner, workflow)      |
+ * | DELETE /secrets/{name}           | delete + counter decrement (1 transaction)       | Keys.secret + Keys.counter                               |
+ * | the engine (resolveForExecution) | only the referenced names (1 BatchGetItem)       | Keys.secret for user and workflow scope of each name     |
+ *
+ * Sort key `SECRET#<name>#0` (user scope) or `SECRET#<name>#1#<workflowId>` gives exactly the list order of
+ * API.md §3 (name in byte order, user scope first, then workflowId): `#` sorts below every name character.
+ * GSI1's sort key repeats it, so a cursor position (the `sk`) is valid in the filtered and unfiltered list.
+ *
+ * Cap (max_secrets_per_owner): a counter item per owner changes only in the same transaction as a create
+ * (condition: the secret does not exist and the count is below the cap) or a delete (condition: the secret
+ * exists), so concurrent creates never pass the cap and a replace never counts.
+ *
+ * The plaintext value is never logged, never returned, and never part of an error.
+ */
+import * as v from "valibot";
+import { BatchGetCommand, GetCommand, TransactWriteCommand, UpdateCommand, DeleteCommand } from "@aws-sdk/lib-dynamodb";
+import { useRuntime } from "../runtime";
+import { useOwner } from "../context";
+import { ApiError, notFound, quotaReached, validationFailed, type FieldError } from "../errors";
+import { fieldErrors } from "../http/validate";
+import { pageEnvelope, readPageParams } from "../http/paging";
+import { queryPage } from "../store/query";
+import { Keys } from "../store/keys";
+import { Index, cancellationReasons } from "../store/table";
+import { open, seal, type EncryptionContext, type Sealed } from "../keys/envelope";
+import { log } from "../log";
+
+type Item = Record<string, unknown>;
+
+export const NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+const ULID_PATTERN = /^[0-9A-HJKMNP-TV-Z]{26}$/;
+const POSITION_PATTERN = /^SECRET#[A-Za-z_][A-Za-z0-9_]{0,127}#(0|1#[0-9A-HJKMNP-TV-Z]{26})$/;
+const LIST_ENDPOINT = "GET /secrets";
+const ENTITY = "secret";
+const VERSION = 1;
+const MAX_ATTEMPTS = 25;
+
+export type Scope = "user" | "workflow";
+
+// ---------------------------------------------------------------------------------------------------------
+// Schemas. Messages never echo the received value (a mistyped value might still be a secret).
+
+export const Name = v.pipe(
+  v.string("must be a string"),
+  v.regex(NAME_PATTERN, "must start with a letter or _ and contain only letters, digits and _ (at most 128 characters)"),
+);
+
+/** Names starting with `ap_` in any letter case are reserved (SECRET_NAME_RESERVED). */
+export const isReservedName = (name: string) => name.slice(0, 3).toLowerCase() === "ap_";
+
+const utf8Bytes = (s: string) => Buffer.byteLength(s, "utf8");
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+export const Value = v.pipe(
+  v.string("must be a string"),
+  v.check((s) => !LONE_SURROGATE.test(s), "must be valid Unicode text"),
+  v.check(
+    (s) => utf8Bytes(s) >= 1 && utf8Bytes(s) <= useRuntime().config.limits.maxSecretBytes,
+    () => `must be 1 to ${useRuntime().config.limits.maxSecretBytes} bytes of UTF-8`,
+  ),
+);
+
+export const WorkflowId = v.pipe(
+  v.string("must be a ULID"),
+  v.transform((s) => s.toUpperCase()),
+  v.regex(ULID_PATTERN, "must be a ULID"),
+);
+
+/** Missing required members say "is required"; a body that is not an object cannot reach here from HTTP. */
+const objectMessage = (issue: v.BaseIssue<unknown>) => (issue.expected === "Object" ? "must be an object" : "is required");
+
+/** Body of PUT /secrets/{name}. `orgId` is listed only to be rejected with SECRET_SCOPE_UNSUPPORTED. */
+export const PutBody = v.object(
+  {
+    value: Value,
+    workflowId: v.optional(WorkflowId),
+    orgId: v.optional(v.unknown()),
+  },
+  objectMessage,
+);
+
+/** Query of GET /secrets besides the paging parameters. */
+export const ListQuery = v.object({ workflowId: v.optional(WorkflowId), orgId: v.optional(v.string()) });
+
+/** Query of DELETE /secrets/{name}. */
+export const RemoveQuery = ListQuery;
+
+/** A list element (API.md §12.1); the value is never part of it. */
+export const Info = v.object({
+  name: v.string(),
+  scope: v.picklist(["user", "workflow"]),
+  workflowId: v.optional(v.string()),
+  createdAt: v.number(),
+  updatedAt: v.number(),
+});
+export type Info = v.InferOutput<typeof Info>;
+
+// ---------------------------------------------------------------------------------------------------------
+// Validation in the order of API.md §1.6 step 6 and §12: path name, then body fields / query, then orgId.
+
+const nameError = (name: unknown): FieldError[] =>
+  v.is(Name, name) ? [] : fieldErrors(v.safeParse(Name, name).issues ?? [], "path").map((e) => ({ ...e, path: "path.name" }));
+
+const reservedError = () =>
+  validationFailed([{ path: "path.name", message: "names starting with ap_ (any letter case) are reserved" }], "SECRET_NAME_RESERVED");
+
+const scopeUnsupported = (path: string) =>
+  validationFailed([{ path, message: "organization-scoped secrets are not supported" }], "SECRET_SCOPE_UNSUPPORTED");
+
+function unknownMembers(body: Record<string, unknown>, known: Record<string, unknown>, location: "body"): FieldError[] {
+  return Object.keys(body)
+    .filter((key) => !Object.hasOwn(known, key))
+    .map((key) => ({ path: `${location}.${key}`, message: "is not a known field" }));
+}
+
+interface PutInput {
+  name: string;
+  value: string;
+  workflowId?: string;
+}
+
+function parsePut(name: unknown, body: Record<string, unknown>): PutInput {
+  const nameErrors = nameError(name);
+  const parsed = v.safeParse(PutBody, body, { abortEarly: false });
+  const bodyErrors = [...(parsed.success ? [] : fieldErrors(parsed.issues, "body")), ...unknownMembers(body, PutBody.entries, "body")];
+  if (nameErrors.length > 0) throw validationFailed([...nameErrors, ...bodyErrors]);
+  if (isReservedName(name as string)) throw reservedError();
+  if (bodyErrors.length > 0 || !parsed.success) throw validationFailed(bodyErrors);
+  if (parsed.output.orgId !== undefined && parsed.output.orgId !== null) throw scopeUnsupported("body.orgId");
+  return { name: name as string, value: parsed.output.value, workflowId: parsed.output.workflowId };
+}
+
+/** The workflowId of a list or delete query, with its field errors (orgId is checked after them). */
+function parseWorkflowQuery(query: Record<string, string | undefined>): { workflowId?: string; errors: FieldError[] } {
+  const parsed = v.safeParse(ListQuery, { workflowId: query.workflowId, orgId: query.orgId }, { abortEarly: false });
+  if (parsed.success) return { workflowId: parsed.output.workflowId, errors: [] };
+  return { errors: fieldErrors(parsed.issues, "query") };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Storage helpers.
+
+const scopeOf = (workflowId?: string): Scope => (workflowId ? "workflow" : "user");
+
+/** The encryption context that binds a ciphertext to its identity (API.md §12.5). */
+export function encryptionContext(owner: string, name: string, workflowId?: string): EncryptionContext {
+  return { owner: owner.toLowerCase(), name, scope: scopeOf(workflowId), workflowId: workflowId ?? "" };
+}
+
+const sealedOf = (item: Item): Sealed => ({
+  encryptedKey: String(item.encryptedKey),
+  iv: String(item.iv),
+  ciphertext: String(item.ciphertext),
+  tag: String(item.tag),
+  keyId: String(item.keyId),
+});
+
+const toInfo = (item: Item): Info => ({
+  name: item.name as string,
+  scope: item.scope as Scope,
+  ...(item.scope === "workflow" ? { workflowId: item.workflowId as string } : {}),
+  createdAt: item.createdAt as number,
+  updatedAt: item.updatedAt as number,
+});
+
+const errorName = (err: unknown) => (err as { name?: string }).name;
+const backoff = (attempt: number) => new Promise((r) => setTimeout(r, Math.random() * 10 * Math.min(attempt, 8)));
+
+/** 404 WORKFLOW_NOT_FOUND unless the workflow exists and belongs to `owner` (same answer for both). */
+async function requireOwnWorkflow(owner: string, workflowId: string) {
+  const { db, config } = useRuntime();
+  const { Item } = await db.send(
+    new GetCommand({
+      TableName: config.tableName,
+      Key: Keys.workflow(workflowId),
+      ProjectionExpression: "#owner, #type",
+      ExpressionAttributeNames: { "#owner": "owner", "#type": "type" },
+    }),
+  );
+  if (!Item || Item.type !== "workflow" || typeof Item.owner !== "string" || Item.owner.toLowerCase() !== owner.toLowerCase()) {
+    throw notFound("WORKFLOW_NOT_FOUND", "The workflow");
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Public functions.
+
+/**
+ * PUT /secrets/{name}: creates or replaces the caller's secret `name` (workflow-scoped when body.workflowId).
+ * Returns "created" (201) or "replaced" (204).
+ */
+export async function put(name: unknown, body: Record<string, unknown>): Promise<"created" | "replaced"> {
+  const owner = useOwner();
+  const input = parsePut(name, body);
+  if (input.workflowId) await requireOwnWorkflow(owner, input.workflowId);
+
+  const { db, config, now } = useRuntime();
+  const sealed = await seal(input.value, encryptionContext(owner, input.name, input.workflowId));
+  const key = Keys.secret(owner, input.name, input.workflowId);
+  const counter = Keys.counter(owner, "secrets");
+  const max = config.limits.maxSecretsPerOwner;
+
+  for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+    const at = now();
+    // 1. Replace an existing secret: keeps createdAt, never touches the counter.
+    try {
+      await db.send(
+        new UpdateCommand({
+          TableName: config.tableName,
+          Key: key,
+          UpdateExpression: "SET #updatedAt = :at, #encryptedKey = :ek, #iv = :iv, #ciphertext = :ct, #tag = :tag, #keyId = :kid",
+          ConditionExpression: "attribute_exists(#pk)",
+          ExpressionAttributeNames: {
+            "#pk": "pk",
+            "#updatedAt": "updatedAt",
+            "#encryptedKey": "encryptedKey",
+            "#iv": "iv",
+            "#ciphertext": "ciphertext",
+            "#tag": "tag",
+            "#keyId": "keyId",
+          },
+          ExpressionAttributeValues: {
+            ":at": at,
+            ":ek": sealed.encryptedKey,
+            ":iv": sealed.iv,
+            ":ct": sealed.ciphertext,
+            ":tag": sealed.tag,
+            ":kid": sealed.keyId,
+          },
+        }),
+      );
+      return "replaced";
+    } catch (err) {
+      if (errorName(err) === "TransactionConflictException") {
+        await backoff(attempt);
+        continue;
+      }
+      if (errorName(err) !== "ConditionalCheckFailedException") throw err;
+    }
+
+    // 2. It does not exist: create it and count it in one transaction.
+    const item: Item = {
+      ...key,
+      ...(input.workflowId ? Keys.secretByWorkflow(owner, input.workflowId, input.name) : {}),
+      type: ENTITY,
+      v: VERSION,
+      owner: owner.toLowerCase(),
+      name: input.name,
+      scope: scopeOf(input.workflowId),
+      ...(input.workflowId ? { workflowId: input.workflowId } : {}),
+      createdAt: at,
+      updatedAt: at,
+      ...sealed,
+    };
+    try {
+      await db.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            { Put: { TableName: config.tableName, Item: item, ConditionExpression: "attribute_not_exists(pk)" } },
+            {
+              Update: {
+                TableName: config.tableName,
+                Key: counter,
+                UpdateExpression: "SET #count = if_not_exists(#count, :zero) + :one, #type = :type, #v = :v",
+                ConditionExpression: "attribute_not_exists(#count) OR #count < :max",
+                ExpressionAttributeNames: { "#count": "count", "#type": "type", "#v": "v" },
+                ExpressionAttributeValues: { ":zero": 0, ":one": 1, ":max": max, ":type": "counter", ":v": VERSION },
+              },
+            },
+          ],
+        }),
+      );
+      return "created";
+    } catch (err) {
+      if (errorName(err) !== "TransactionCanceledException") throw err;
+      const [secretReason, counterReason] = cancellationReasons(err);
+      if (secretReason === "ConditionalCheckFailed") continue; // created meanwhile: replace it
+      if (counterReason === "ConditionalCheckFailed") {
+        // At the cap, and the secret did not exist when the transaction was evaluated.
+        throw quotaReached("SECRETS_LIMIT_REACHED", "secrets", max);
+      }
+      await backoff(attempt); // TransactionConflict: another write on the same items; try again
+    }
+  }
+  log.warn("secret put gave up after repeated conflicts", { attempts: MAX_ATTEMPTS });
+  throw new Error("Secret write kept conflicting with concurrent writes");
+}
+
+/** GET /secrets: one page of the caller's secret metadata in list order (API.md §3, §12.3). */
+export async function list(query: Record<string, string | undefined>) {
+  const owner = useOwner();
+  // Field validation (§12.3 order: workflowId, orgId, then paging); field errors of one code are reported together.
+  const { workflowId, errors } = parseWorkflowQuery(query);
+  let page: ReturnType<typeof readPageParams> | undefined;
+  let pageError: ApiError | undefined;
+  try {
+    page = readPageParams(query, LIST_ENDPOINT, owner);
+  } catch (err) {
+    if (!(err instanceof ApiError)) throw err;
+    pageError = err;
+  }
+  if (errors.length > 0) {
+    throw validationFailed([...errors, ...(pageError?.code === "VALIDATION_FAILED" ? (pageError.extra.errors ?? []) : [])]);
+  }
+  if (query.orgId !== undefined) throw scopeUnsupported("query.orgId");
+  if (pageError || !page) throw pageError;
+  for (const position of [page.after, page.before]) {
+    if (position !== undefined && !POSITION_PATTERN.test(position)) {
+      throw new ApiError(400, "INVALID_CURSOR", "The cursor is not valid for this list.");
+    }
+  }
+  if (workflowId) await requireOwnWorkflow(owner, workflowId);
+
+  const result = await queryPage(
+    workflowId
+      ? {
+          index: Index.gsi1,
+          pkName: "gsi1pk",
+          pk: Keys.secretByWorkflow(owner, workflowId, "").gsi1pk,
+          skName: "gsi1sk",
+          skPrefix: Keys.secretPrefix,
+          order: "asc",
+          limit: page.limit,
+          after: page.after,
+          before: page.before,
+        }
+      : {
+          pkName: "pk",
+          pk: Keys.owner(owner),
+          skName: "sk",
+          skPrefix: Keys.secretPrefix,
+          order: "asc",
+          limit: page.limit,
+          after: page.after,
+          before: page.before,
+        },
+  );
+  return pageEnvelope(result, toInfo, (item) => item.sk as string, LIST_ENDPOINT, owner);
+}
+
+/** DELETE /secrets/{name}: removes the caller's secret of that identity if it exists (always 204). */
+export async function remove(name: unknown, query: Record<string, string | undefined>): Promise<void> {
+  const owner = useOwner();
+  // A malformed name or workflowId first (reported together), then orgId; a reserved name simply matches nothing.
+  const { workflowId, errors } = parseWorkflowQuery(query);
+  const invalid = [...nameError(name), ...errors];
+  if (invalid.length > 0) throw validationFailed(invalid);
+  if (query.orgId !== undefined) throw scopeUnsupported("query.orgId");
+  const { db, config } = useRuntime();
+  const key = Keys.secret(owner, name as string, workflowId);
+
+  for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+    try {
+      await db.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            { Delete: { TableName: config.tableName, Key: key, ConditionExpression: "attribute_exists(pk)" } },
+            {
+              Update: {
+                TableName: config.tableName,
+                Key: Keys.counter(owner, "secrets"),
+                UpdateExpression: "SET #count = #count - :one",
+                ConditionExpression: "#count > :zero",
+                ExpressionAttributeNames: { "#count": "count" },
+                ExpressionAttributeValues: { ":zero": 0, ":one": 1 },
+              },
+            },
+          ],
+        }),
+      );
+      return;
+    } catch (err) {
+      if (errorName(err) !== "TransactionCanceledException") throw err;
+      const [secretReason, counterReason] = cancellationReasons(err);
+      if (secretReason === "ConditionalCheckFailed") return; // nothing to delete
+      if (counterReason === "ConditionalCheckFailed") {
+        // The counter is missing or zero although the secret exists (never written by this module): still delete.
+        log.warn("secret counter out of step; deleting without decrement", { owner: owner.toLowerCase() });
+        try {
+          await db.send(new DeleteCommand({ TableName: config.tableName, Key: key, ConditionExpression: "attribute_exists(pk)" }));
+        } catch (e) {
+          if (errorName(e) !== "ConditionalCheckFailedException") throw e;
+        }
+        return;
+      }
+      await backoff(attempt);
+    }
+  }
+  log.warn("secret delete gave up after repeated conflicts", { attempts: MAX_ATTEMPTS });
+  throw new Error("Secret delete kept conflicting with concurrent writes");
+}
+
+/**
+ * The engine's decrypt-for-execution: the values of `names` for a run of `workflowId` by `owner`.
+ * Each name resolves to the workflow-scoped secret if one exists, else the user-scoped one; names with
+ * neither (or that are not valid secret names) are absent from the result. Only the asked-for names are read
+ * and decrypted.
+ */
+export async function resolveForExecution(owner: string, workflowId: string | undefined, names: string[]): Promise<Record<string, string>> {
+  const wf = workflowId && ULID_PATTERN.test(workflowId.toUpperCase()) ? workflowId.toUpperCase() : undefined;
+  const wanted = [...new Set(names)].filter((n) => NAME_PATTERN.test(n) && !isReservedName(n));
+  if (wanted.length === 0) return {};
+  const keys = wanted.flatMap((n) => [Keys.secret(owner, n, undefined), ...(wf ? [Keys.secret(owner, n, wf)] : [])]);
+  const found = new Map<string, Item>();
+  const { db, config } = useRuntime();
+  for (let i = 0; i < keys.length; i += 100) {
+    let pending: Record<string, unknown>[] | undefined = keys.slice(i, i + 100);
+    for (let attempt = 1; pending && pending.length > 0; attempt++) {
+      if (attempt > MAX_ATTEMPTS) throw new Error("Secret reads kept being throttled");
+      if (attempt > 1) await backoff(attempt);
+      const out = await db.send(new BatchGetCommand({ RequestItems: { [config.tableName]: { Keys: pending, ConsistentRead: true } } }));
+      for (const item of out.Responses?.[config.tableName] ?? []) found.set(item.sk as string, item);
+      pending = out.UnprocessedKeys?.[config.tableName]?.Keys as Record<string, unknown>[] | undefined;
+    }
+  }
+  const entries = await Promise.all(
+    wanted.map(async (n) => {
+      const item = (wf ? found.get(Keys.secret(owner, n, wf).sk) : undefined) ?? found.get(Keys.secret(owner, n, undefined).sk);
+      if (!item || item.type !== ENTITY) return undefined;
+      const itemWorkflow = item.scope === "workflow" ? (item.workflowId as string) : undefined;
+      const value = await open(sealedOf(item), encryptionContext(owner, n, itemWorkflow));
+      return [n, value] as const;
+    }),
+  );
+  return Object.fromEntries(entries.filter((e): e is readonly [string, string] => e !== undefined));
+}

@@ -1,0 +1,259 @@
+/**
+ * Smart wallets (API.md §11.1-11.4, §11.7): registration of counterfactual accounts owned by the caller's EOA,
+ * the per-owner cap, hiding, and the EntryPoint nonce.
+ */
+import * as v from "valibot";
+import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { BaseError, getAddress, isAddressEqual, zeroAddress, type Address } from "viem";
+import { entryPoint07Abi } from "viem/account-abstraction";
+import { ApiError, notFound, quotaReached } from "../errors";
+import { useOwner } from "../context";
+import { useConfig, useRuntime } from "../runtime";
+import { Keys } from "../store/keys";
+import { cancellationReasons, isConditionFailure } from "../store/table";
+import { AddressString, Uint256String } from "../http/validate";
+import { controllerSigner, publicClient, resolveCallerChain } from "../chain/chains";
+import { controlledAccount } from "../chain/account";
+import { upstreamError } from "../chain/upstream";
+import type { ChainSettings } from "../config";
+
+const ChainIdInput = v.pipe(v.number("must be an integer"), v.integer("must be an integer"), v.minValue(0, "must not be negative"), v.maxValue(Number.MAX_SAFE_INTEGER));
+
+export const CreateInput = v.strictObject({
+  salt: Uint256String,
+  factoryAddress: v.optional(AddressString),
+  chainId: v.optional(ChainIdInput),
+});
+export const UpdateInput = v.strictObject({ isHidden: v.optional(v.boolean("must be a boolean")) });
+
+/** The stored record. */
+export interface WalletRecord {
+  owner: Address;
+  chainId: number;
+  address: Address;
+  salt: string;
+  factoryAddress: Address;
+  isHidden: boolean;
+  createdAt: number;
+}
+
+export interface Info {
+  address: Address;
+  salt: string;
+  factoryAddress: Address;
+  isHidden: boolean;
+  totalWorkflowCount: number;
+  enabledWorkflowCount: number;
+  disabledWorkflowCount: number;
+  completedWorkflowCount: number;
+  failedWorkflowCount: number;
+}
+
+const table = () => useConfig().tableName;
+const walletNotFound = () => notFound("WALLET_NOT_FOUND", "The wallet");
+
+/** The caller's wallets on the resolved chain, sorted by salt as a number, then factory. */
+export async function list(input: { chainId?: number; includeHidden: boolean }): Promise<Info[]> {
+  const chain = resolveCallerChain(input.chainId);
+  const owner = useOwner();
+  const wallets = await walletsOn(owner, chain.chainId);
+  const visible = wallets.filter((w) => input.includeHidden || !w.isHidden);
+  visible.sort((a, b) => {
+    const bySalt = BigInt(a.salt) - BigInt(b.salt);
+    if (bySalt !== 0n) return bySalt < 0n ? -1 : 1;
+    return a.factoryAddress.toLowerCase() < b.factoryAddress.toLowerCase() ? -1 : 1;
+  });
+  return Promise.all(visible.map((w) => toInfo(w)));
+}
+
+async function walletsOn(owner: Address, chainId: number): Promise<WalletRecord[]> {
+  const prefix = Keys.walletPrefix(chainId);
+  const out = await useRuntime().db.send(
+    new QueryCommand({
+      TableName: table(),
+      KeyConditionExpression: "pk = :pk AND begins_with(sk, :prefix)",
+      ExpressionAttributeValues: { ":pk": Keys.owner(owner), ":prefix": prefix },
+      ConsistentRead: true,
+    }),
+  );
+  return (out.Items ?? []) as WalletRecord[];
+}
+
+/** Registers (owner, chain, factory, salt); answers whether it was new. */
+export async function create(input: v.InferOutput<typeof CreateInput>): Promise<{ created: boolean; wallet: Info }> {
+  const chain = resolveCallerChain(input.chainId);
+  const owner = useOwner();
+  const factory = input.factoryAddress ?? (chain.factory ? getAddress(chain.factory) : undefined);
+  if (!factory || isAddressEqual(factory, zeroAddress)) {
+    throw new ApiError(400, "INVALID_FACTORY", "The factory address is not a usable account factory.");
+  }
+  const address = await deriveAddress(chain, factory, owner, BigInt(input.salt));
+
+  const key = Keys.wallet(owner, chain.chainId, address);
+  const existing = await get(owner, chain.chainId, address);
+  if (existing) return { created: false, wallet: await toInfo(existing) };
+
+  const max = useConfig().limits.maxWalletsPerOwner;
+  const record: WalletRecord = {
+    owner,
+    chainId: chain.chainId,
+    address,
+    salt: input.salt,
+    factoryAddress: factory,
+    isHidden: false,
+    createdAt: useRuntime().now(),
+  };
+  try {
+    await useRuntime().db.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          { Put: { TableName: table(), Item: { ...key, type: "wallet", v: 1, ...record }, ConditionExpression: "attribute_not_exists(pk)" } },
+          {
+            Update: {
+              TableName: table(),
+              Key: Keys.counter(owner, `wallets#${chain.chainId}`),
+              UpdateExpression: "ADD #count :one SET #type = :type",
+              ConditionExpression: "attribute_not_exists(#count) OR #count < :max",
+              ExpressionAttributeNames: { "#count": "count", "#type": "type" },
+              ExpressionAttributeValues: { ":one": 1, ":max": max, ":type": "counter" },
+            },
+          },
+        ],
+      }),
+    );
+  } catch (err) {
+    if (!isConditionFailure(err)) throw err;
+    const [walletReason] = cancellationReasons(err);
+    if (walletReason === "ConditionalCheckFailed") {
+      const raced = await get(owner, chain.chainId, address);
+      if (raced) return { created: false, wallet: await toInfo(raced) };
+    }
+    throw quotaReached("WALLETS_LIMIT_REACHED", "wallets per owner on this chain", max);
+  }
+  return { created: true, wallet: await toInfo(record) };
+}
+
+async function deriveAddress(chain: ChainSettings, factory: Address, owner: Address, salt: bigint): Promise<Address> {
+  const client = publicClient(chain);
+  const builtIn = chain.factory ? getAddress(chain.factory) : undefined;
+  const isBuiltIn = builtIn !== undefined && isAddressEqual(factory, builtIn);
+  const invalidFactory = () => new ApiError(400, "INVALID_FACTORY", "The factory has no code on this chain or cannot derive an address.");
+  try {
+    if (!isBuiltIn) {
+      const code = await client.getCode({ address: factory });
+      if (!code || code === "0x") throw invalidFactory();
+    }
+    const address = await controlledAccount.deriveAddress({
+      client,
+      factory,
+      builtInFactory: builtIn,
+      controller: (await controllerSigner()).address,
+      owner,
+      salt,
+    });
+    if (isAddressEqual(address, zeroAddress)) throw invalidFactory();
+    return getAddress(address);
+  } catch (err) {
+    if (err instanceof ApiError) throw err;
+    // A factory that reverts or answers garbage is not a usable factory; an unreachable RPC is upstream.
+    if (err instanceof BaseError && err.walk((e) => (e as { name?: string }).name === "ContractFunctionExecutionError")) {
+      throw invalidFactory();
+    }
+    throw upstreamError(err);
+  }
+}
+
+export async function get(owner: Address, chainId: number, address: Address): Promise<WalletRecord | undefined> {
+  const out = await useRuntime().db.send(
+    new GetCommand({ TableName: table(), Key: Keys.wallet(owner, chainId, address), ConsistentRead: true }),
+  );
+  return out.Item as WalletRecord | undefined;
+}
+
+/** The caller's wallet at `rawAddress` on the resolved chain, or 404 (malformed addresses too). */
+export async function requireOwned(rawAddress: string, chainId?: number): Promise<{ wallet: WalletRecord; chain: ChainSettings }> {
+  const chain = resolveCallerChain(chainId);
+  const parsed = v.safeParse(AddressString, rawAddress);
+  if (!parsed.success) throw walletNotFound();
+  const wallet = await get(useOwner(), chain.chainId, parsed.output);
+  if (!wallet) throw walletNotFound();
+  return { wallet, chain };
+}
+
+export async function update(rawAddress: string, chainId: number | undefined, input: v.InferOutput<typeof UpdateInput>): Promise<Info> {
+  const { wallet, chain } = await requireOwned(rawAddress, chainId);
+  if (input.isHidden === undefined || input.isHidden === wallet.isHidden) return toInfo(wallet);
+  const out = await useRuntime().db.send(
+    new UpdateCommand({
+      TableName: table(),
+      Key: Keys.wallet(wallet.owner, chain.chainId, wallet.address),
+      UpdateExpression: "SET isHidden = :hidden",
+      ConditionExpression: "attribute_exists(pk)",
+      ExpressionAttributeValues: { ":hidden": input.isHidden },
+      ReturnValues: "ALL_NEW",
+    }),
+  );
+  return toInfo(out.Attributes as WalletRecord);
+}
+
+/** EntryPoint `getNonce(wallet, 0)`: "0" for an undeployed account. */
+export async function nonce(rawAddress: string, chainId?: number): Promise<string> {
+  const { wallet, chain } = await requireOwned(rawAddress, chainId);
+  try {
+    const value = await publicClient(chain).readContract({
+      address: getAddress(chain.entryPoint),
+      abi: entryPoint07Abi,
+      functionName: "getNonce",
+      args: [wallet.address, 0n],
+    });
+    return value.toString();
+  } catch (err) {
+    throw upstreamError(err);
+  }
+}
+
+/**
+ * Workflow counts by effective status for a wallet. Workflows are stored by a later issue under
+ * gsi2 `OWNER#o#WALLET#<address>#WF` (shared/store/README.md, pattern 13); none exist before it.
+ */
+async function workflowCounts(owner: Address, address: Address) {
+  const counts = { enabled: 0, disabled: 0, completed: 0, failed: 0 };
+  const now = useRuntime().now();
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    const out = await useRuntime().db.send(
+      new QueryCommand({
+        TableName: table(),
+        IndexName: "gsi2",
+        KeyConditionExpression: "gsi2pk = :pk",
+        ExpressionAttributeValues: { ":pk": `${Keys.owner(owner)}#WALLET#${address.toLowerCase()}#WF` },
+        ProjectionExpression: "#status, expiredAt",
+        ExpressionAttributeNames: { "#status": "status" },
+        ExclusiveStartKey: startKey,
+      }),
+    );
+    for (const item of out.Items ?? []) {
+      const stored = item.status as keyof typeof counts;
+      const expired = (stored === "enabled" || stored === "disabled") && typeof item.expiredAt === "number" && item.expiredAt <= now;
+      const status = expired ? "completed" : stored;
+      if (status in counts) counts[status] += 1;
+    }
+    startKey = out.LastEvaluatedKey;
+  } while (startKey);
+  return counts;
+}
+
+async function toInfo(w: WalletRecord): Promise<Info> {
+  const c = await workflowCounts(w.owner, w.address);
+  return {
+    address: getAddress(w.address),
+    salt: w.salt,
+    factoryAddress: getAddress(w.factoryAddress),
+    isHidden: w.isHidden,
+    totalWorkflowCount: c.enabled + c.disabled + c.completed + c.failed,
+    enabledWorkflowCount: c.enabled,
+    disabledWorkflowCount: c.disabled,
+    completedWorkflowCount: c.completed,
+    failedWorkflowCount: c.failed,
+  };
+}

@@ -1,0 +1,472 @@
+/**
+ * Withdrawals (API.md §11.5, §11.6): ETH or an ERC-20 out of a smart wallet as one user operation,
+ * signed by the service's controller, sponsored by the chain's paymaster when configured, sent to the
+ * chain's bundler, recorded, and followed until a receipt (or the 30-minute give-up).
+ */
+import * as v from "valibot";
+import { ulid } from "ulid";
+import { GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import {
+  BaseError,
+  RpcRequestError,
+  erc20Abi,
+  getAddress,
+  isAddressEqual,
+  zeroAddress,
+  type Address,
+  type Hex,
+  type PublicClient,
+} from "viem";
+import { UserOperationReceiptNotFoundError, WaitForUserOperationReceiptTimeoutError, type BundlerClient } from "viem/account-abstraction";
+import { ApiError, notFound, validationFailed, type FieldError } from "../errors";
+import { useOwner } from "../context";
+import { useConfig, useRuntime } from "../runtime";
+import { Keys } from "../store/keys";
+import { queryPage } from "../store/query";
+import { AddressString, Uint256String, fieldErrors } from "../http/validate";
+import { bundlerClient, controllerSigner, publicClient, unsupportedChain } from "../chain/chains";
+import { controlledAccount, erc20Transfer } from "../chain/account";
+import {
+  estimateUserOperationGas,
+  getUserOperationFees,
+  getUserOperationHashV07,
+  sponsorUserOperation,
+  withVerifyingPaymasterStub,
+  DUMMY_SIGNATURE,
+  type AccountCall,
+  type UserOperationV07,
+} from "../chain/userop";
+import { forgetNonce, isStaleNonce, markNonceUsed, nextNonce, withWalletLock } from "../chain/nonce";
+import { upstreamError } from "../chain/upstream";
+import * as Idempotency from "../idempotency";
+import { requireOwned, type WalletRecord } from "./wallet";
+import type { ChainSettings } from "../config";
+
+export type Status = "pending" | "confirmed" | "failed";
+
+export interface Result {
+  id: string;
+  chainId: number;
+  status: Status;
+  message?: string;
+  userOpHash?: Hex;
+  transactionHash?: Hex;
+  submittedAt: number;
+  smartWalletAddress: Address;
+  recipientAddress: Address;
+  amount: string;
+  token: string;
+}
+
+interface StoredWithdrawal extends Result {
+  owner: Address;
+  lastCheckedAt?: number;
+}
+
+const table = () => useConfig().tableName;
+const ETH = "ETH";
+
+// ---------------------------------------------------------------------------------------------
+// Input: the specific codes of §11.5 come first, in their order, then VALIDATION_FAILED.
+
+const ChainIdInput = v.pipe(v.number("must be an integer"), v.integer("must be an integer"), v.minValue(0, "must not be negative"), v.maxValue(Number.MAX_SAFE_INTEGER));
+const Shape = v.strictObject({
+  recipientAddress: v.unknown(),
+  amount: v.unknown(),
+  token: v.unknown(),
+  chainId: v.optional(ChainIdInput),
+});
+const PositiveWei = v.pipe(Uint256String, v.check((s) => s !== "0", "must be greater than 0"));
+
+export interface Request {
+  recipient: Address;
+  amount: bigint | "max";
+  token: Address | typeof ETH;
+  chainId?: number;
+}
+
+export function parseRequest(walletPath: string, body: Record<string, unknown>): Request {
+  const missing = ["recipientAddress", "amount", "token"].filter((k) => body[k] === undefined || body[k] === "");
+  if (missing.length) {
+    throw validationFailed(missing.map((k) => ({ path: `body.${k}`, message: "is required" })), "WITHDRAW_MISSING_FIELDS");
+  }
+  const recipient = v.safeParse(AddressString, body.recipientAddress);
+  const isWallet = recipient.success && walletPath.toLowerCase() === recipient.output.toLowerCase();
+  if (!recipient.success || isAddressEqual(recipient.output, zeroAddress) || isWallet) {
+    throw fieldError("WITHDRAW_BAD_RECIPIENT", "body.recipientAddress", "must be an address other than the zero address and the wallet itself");
+  }
+  const amount = body.amount === "max" ? "max" : v.safeParse(PositiveWei, body.amount);
+  if (amount !== "max" && !amount.success) {
+    throw fieldError("WITHDRAW_BAD_AMOUNT", "body.amount", "must be a wei amount greater than 0 as a decimal string, or \"max\"");
+  }
+  const token = body.token === ETH ? ETH : v.safeParse(AddressString, body.token);
+  if (token !== ETH && (!token.success || isAddressEqual(token.output, zeroAddress))) {
+    throw fieldError("WITHDRAW_BAD_TOKEN", "body.token", "must be \"ETH\" or a non-zero ERC-20 contract address");
+  }
+  const shape = v.safeParse(Shape, body, { abortEarly: false });
+  if (!shape.success) throw validationFailed(fieldErrors(shape.issues, "body"));
+  return {
+    recipient: recipient.output,
+    amount: amount === "max" ? "max" : BigInt(amount.output),
+    token: token === ETH ? ETH : token.output,
+    chainId: shape.output.chainId,
+  };
+}
+
+const fieldError = (code: string, path: string, message: string) => validationFailed([{ path, message } satisfies FieldError], code);
+
+// ---------------------------------------------------------------------------------------------
+// Withdraw
+
+export async function withdraw(
+  walletPath: string,
+  body: Record<string, unknown>,
+  idempotencyKey: string | undefined,
+): Promise<{ result: Result; replayed: boolean }> {
+  const request = parseRequest(walletPath, body);
+  const { wallet, chain } = await requireOwned(walletPath, request.chainId);
+  if (!chain.bundlerUrl) throw unsupportedChain(chain.chainId);
+  const owner = useOwner();
+  const scope = `withdraw#${chain.chainId}#${wallet.address.toLowerCase()}`;
+
+  if (idempotencyKey) {
+    const claim = await Idempotency.claim(owner, scope, idempotencyKey, Idempotency.bodyFingerprint(body));
+    if (claim.kind === "replay") {
+      const stored = await getStored(owner, chain.chainId, wallet.address, String(claim.outcome.withdrawalId));
+      if (!stored) throw new Error("idempotency record points at a missing withdrawal");
+      return { result: await refresh(stored, chain), replayed: true };
+    }
+  }
+  try {
+    const result = await withWalletLock(`${chain.chainId}:${wallet.address}`, () => send(wallet, chain, request));
+    if (idempotencyKey) await Idempotency.complete(owner, scope, idempotencyKey, { withdrawalId: result.id });
+    return { result, replayed: false };
+  } catch (err) {
+    // Nothing was sent: the key is not remembered (a preflight 400, an unreachable RPC).
+    if (idempotencyKey) await Idempotency.release(owner, scope, idempotencyKey);
+    throw err;
+  }
+}
+
+/** Preflight, build, sign, record and send one withdrawal; runs under the wallet's lock. */
+async function send(wallet: WalletRecord, chain: ChainSettings, request: Request): Promise<Result> {
+  const client = publicClient(chain);
+  const bundler = bundlerClient(chain);
+  const nonceKey = `${chain.chainId}:${wallet.address}`;
+  const { amount, balance, call } = await preflight(client, wallet, request);
+
+  const base = {
+    id: ulid(),
+    chainId: chain.chainId,
+    smartWalletAddress: getAddress(wallet.address),
+    recipientAddress: request.recipient,
+    token: request.token,
+    owner: wallet.owner,
+  };
+  for (let attempt = 0; ; attempt++) {
+    let op: UserOperationV07;
+    let finalAmount: bigint;
+    try {
+      ({ op, amount: finalAmount } = await prepare(client, bundler, wallet, chain, call, amount, nonceKey));
+    } catch (err) {
+      const rejection = bundlerRejection(err);
+      if (rejection === undefined) throw err instanceof ApiError ? err : upstreamError(err);
+      if (isStaleNonce(rejection) && attempt === 0) {
+        forgetNonce(nonceKey);
+        continue;
+      }
+      return record({ ...base, status: "failed", message: rejection, amount: String(amount === "max" ? balance : amount), submittedAt: useRuntime().now() });
+    }
+    const userOpHash = getUserOperationHashV07(op, { chainId: chain.chainId, entryPoint: getAddress(chain.entryPoint) });
+    const submitted = await record({ ...base, status: "pending", userOpHash, amount: finalAmount.toString(), submittedAt: useRuntime().now() });
+    try {
+      await bundler.sendUserOperation({ ...op, entryPointAddress: getAddress(chain.entryPoint) } as never);
+    } catch (err) {
+      const rejection = bundlerRejection(err);
+      if (rejection === undefined) return submitted; // the answer was lost: followed up as pending
+      forgetNonce(nonceKey);
+      if (isStaleNonce(rejection) && attempt === 0) {
+        await markFailedBeforeRetry(submitted);
+        continue;
+      }
+      return settle(submitted, { status: "failed", message: rejection, userOpHash: undefined });
+    }
+    markNonceUsed(nonceKey, op.nonce);
+    return awaitReceipt(submitted, bundler, useConfig().limits.withdrawConfirmWaitMs);
+  }
+}
+
+/** Token code, balance, and the account call (API.md §11.5 checks after the wallet lookup). */
+async function preflight(client: PublicClient, wallet: WalletRecord, request: Request) {
+  try {
+    if (request.token === ETH) {
+      const balance = await client.getBalance({ address: wallet.address });
+      const amount = request.amount === "max" ? balance : request.amount;
+      if (balance === 0n || balance < amount) throw insufficient();
+      return { amount: request.amount, balance, call: (value: bigint): AccountCall => ({ to: request.recipient, value }) };
+    }
+    const token = request.token;
+    const code = await client.getCode({ address: token });
+    if (!code || code === "0x") throw fieldError("WITHDRAW_BAD_TOKEN", "body.token", "has no contract code on this chain");
+    const balance = await client.readContract({ address: token, abi: erc20Abi, functionName: "balanceOf", args: [wallet.address] });
+    const amount = request.amount === "max" ? balance : request.amount;
+    if (balance === 0n || balance < amount) throw insufficient();
+    return { amount, balance, call: (value: bigint): AccountCall => ({ to: token, data: erc20Transfer(request.recipient, value) }) };
+  } catch (err) {
+    throw err instanceof ApiError ? err : upstreamError(err);
+  }
+}
+
+const insufficient = () => new ApiError(400, "INSUFFICIENT_BALANCE", "The wallet's balance is below the amount to withdraw.");
+
+/**
+ * Builds the signed operation. `max` of the native token is resolved here: the whole balance when the
+ * paymaster sponsors gas, else the balance minus the operation's maximum gas cost (its required prefund).
+ */
+async function prepare(
+  client: PublicClient,
+  bundler: BundlerClient,
+  wallet: WalletRecord,
+  chain: ChainSettings,
+  call: (value: bigint) => AccountCall,
+  requested: bigint | "max",
+  nonceKey: string,
+): Promise<{ op: UserOperationV07; amount: bigint }> {
+  const entryPoint = getAddress(chain.entryPoint);
+  const owner = getAddress(wallet.owner);
+  const salt = BigInt(wallet.salt);
+  const [code, chainNonce, fees, balance] = await Promise.all([
+    client.getCode({ address: wallet.address }),
+    client.readContract({ address: entryPoint, abi: entryPointNonceAbi, functionName: "getNonce", args: [wallet.address, 0n] }),
+    getUserOperationFees({ client, bundler }),
+    requested === "max" ? client.getBalance({ address: wallet.address }) : Promise.resolve(0n),
+  ]);
+  const deployed = code !== undefined && code !== "0x";
+  const sponsored = Boolean(chain.paymaster);
+  // Estimate with the largest value the operation may carry, so calldata costs are not under-estimated.
+  const estimateValue = requested === "max" ? balance : requested;
+  const unsigned = (value: bigint): UserOperationV07 => ({
+    sender: getAddress(wallet.address),
+    nonce: nextNonce(nonceKey, chainNonce),
+    ...(deployed ? {} : { factory: getAddress(wallet.factoryAddress), factoryData: controlledAccount.factoryData(owner, salt) }),
+    callData: controlledAccount.encodeCalls([call(value)]),
+    callGasLimit: 0n,
+    verificationGasLimit: 0n,
+    preVerificationGas: 0n,
+    maxFeePerGas: fees.maxFeePerGas,
+    maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+    signature: DUMMY_SIGNATURE,
+  });
+  let op = unsigned(estimateValue);
+  if (sponsored) op = withVerifyingPaymasterStub(op, { paymaster: getAddress(chain.paymaster!) });
+  const estimated = await estimateUserOperationGas({ bundler, userOp: op, entryPoint });
+  const gas = {
+    callGasLimit: estimated.callGasLimit,
+    verificationGasLimit: estimated.verificationGasLimit,
+    preVerificationGas: estimated.preVerificationGas + estimated.preVerificationGas / 10n,
+    paymasterVerificationGasLimit: estimated.paymasterVerificationGasLimit,
+    paymasterPostOpGasLimit: estimated.paymasterPostOpGasLimit,
+  };
+
+  let amount = requested === "max" ? balance : requested;
+  // Only the native token can be "max" here: an ERC-20 "max" was resolved to its balance in preflight.
+  if (requested === "max" && !sponsored) {
+    const prefund =
+      (gas.callGasLimit + gas.verificationGasLimit + gas.preVerificationGas) * fees.maxFeePerGas;
+    amount = balance - prefund;
+    if (amount <= 0n) throw insufficient();
+  }
+  op = { ...unsigned(amount), ...gas };
+  if (sponsored) {
+    op = await sponsorUserOperation({ userOp: { ...op, paymaster: getAddress(chain.paymaster!) }, paymaster: getAddress(chain.paymaster!), signer: await controllerSigner(), chainId: chain.chainId });
+  } else {
+    delete op.paymasterVerificationGasLimit;
+    delete op.paymasterPostOpGasLimit;
+  }
+  op = await controlledAccount.sign({ userOp: op, signer: await controllerSigner(), chainId: chain.chainId, entryPoint });
+  return { op, amount };
+}
+
+const entryPointNonceAbi = [
+  { type: "function", name: "getNonce", stateMutability: "view", inputs: [{ name: "sender", type: "address" }, { name: "key", type: "uint192" }], outputs: [{ type: "uint256" }] },
+] as const;
+
+/** The bundler's or paymaster's refusal message when it answered with a JSON-RPC error; undefined for transport failures. */
+function bundlerRejection(err: unknown): string | undefined {
+  if (!(err instanceof BaseError)) return undefined;
+  const rpc = err.walk((e) => e instanceof RpcRequestError) as RpcRequestError | null;
+  if (!rpc) return undefined;
+  return rpc.details || rpc.shortMessage;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Records
+
+async function record(w: StoredWithdrawal): Promise<Result> {
+  await useRuntime().db.send(
+    new PutCommand({
+      TableName: table(),
+      Item: {
+        ...Keys.withdrawal(w.owner, w.chainId, w.smartWalletAddress, w.id),
+        ...(w.status === "pending" ? Keys.pendingWithdrawal(w.submittedAt, w.id) : {}),
+        type: "withdrawal",
+        v: 1,
+        ...w,
+      },
+    }),
+  );
+  return toResult(w);
+}
+
+/** Moves a pending withdrawal to its final state (only if it is still pending). */
+async function settle(
+  w: Result & { owner?: Address },
+  outcome: { status: Status; message?: string; transactionHash?: Hex; userOpHash?: Hex | undefined },
+): Promise<Result> {
+  const owner = w.owner ?? useOwner();
+  const sets = ["#status = :status", "lastCheckedAt = :now"];
+  const removes = ["gsi2pk", "gsi2sk"];
+  const values: Record<string, unknown> = { ":status": outcome.status, ":pending": "pending", ":now": useRuntime().now() };
+  if (outcome.message) (sets.push("message = :message"), (values[":message"] = outcome.message));
+  if (outcome.transactionHash) (sets.push("transactionHash = :tx"), (values[":tx"] = outcome.transactionHash));
+  if ("userOpHash" in outcome && outcome.userOpHash === undefined) removes.push("userOpHash");
+  if (outcome.status === "pending") removes.length = 0;
+  try {
+    const out = await useRuntime().db.send(
+      new UpdateCommand({
+        TableName: table(),
+        Key: Keys.withdrawal(owner, w.chainId, w.smartWalletAddress, w.id),
+        UpdateExpression: `SET ${sets.join(", ")}${removes.length ? ` REMOVE ${removes.join(", ")}` : ""}`,
+        ConditionExpression: "#status = :pending",
+        ExpressionAttributeNames: { "#status": "status" },
+        ExpressionAttributeValues: values,
+        ReturnValues: "ALL_NEW",
+      }),
+    );
+    return toResult(out.Attributes as StoredWithdrawal);
+  } catch (err) {
+    if ((err as { name?: string }).name !== "ConditionalCheckFailedException") throw err;
+    const current = await getStored(owner, w.chainId, w.smartWalletAddress, w.id);
+    return toResult(current ?? (w as StoredWithdrawal));
+  }
+}
+
+/** A send refused for a stale nonce is retried under a new record; this one ends failed. */
+function markFailedBeforeRetry(w: Result) {
+  return settle(w, { status: "failed", message: "superseded: the nonce was stale, sent again", userOpHash: undefined });
+}
+
+async function awaitReceipt(w: Result, bundler: BundlerClient, waitMs: number): Promise<Result> {
+  try {
+    const receipt = await bundler.waitForUserOperationReceipt({ hash: w.userOpHash!, timeout: waitMs, pollingInterval: 200 });
+    return receipt.success
+      ? settle(w, { status: "confirmed", transactionHash: receipt.receipt.transactionHash })
+      : settle(w, { status: "failed", message: "user operation reverted", transactionHash: receipt.receipt.transactionHash });
+  } catch (err) {
+    if (err instanceof WaitForUserOperationReceiptTimeoutError) return w;
+    return w; // the bundler could not be asked: still pending, followed up later
+  }
+}
+
+async function getStored(owner: Address, chainId: number, wallet: Address, id: string): Promise<StoredWithdrawal | undefined> {
+  const out = await useRuntime().db.send(
+    new GetCommand({ TableName: table(), Key: Keys.withdrawal(owner, chainId, wallet, id), ConsistentRead: true }),
+  );
+  return out.Item as StoredWithdrawal | undefined;
+}
+
+function toResult(w: StoredWithdrawal | Result): Result {
+  return {
+    id: w.id,
+    chainId: w.chainId,
+    status: w.status,
+    ...(w.message && w.status === "failed" ? { message: w.message } : {}),
+    ...(w.userOpHash ? { userOpHash: w.userOpHash } : {}),
+    ...(w.transactionHash ? { transactionHash: w.transactionHash } : {}),
+    submittedAt: w.submittedAt,
+    smartWalletAddress: getAddress(w.smartWalletAddress),
+    recipientAddress: getAddress(w.recipientAddress),
+    amount: w.amount,
+    token: w.token,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Following pending withdrawals
+
+const FOLLOW_UP_INTERVAL_MS = 5_000;
+
+/** Asks the bundler about a pending withdrawal (at most once per 5 s) and stores the outcome. */
+export async function refresh(w: StoredWithdrawal, chain: ChainSettings): Promise<Result> {
+  if (w.status !== "pending") return toResult(w);
+  const now = useRuntime().now();
+  if (w.lastCheckedAt !== undefined && now - w.lastCheckedAt < FOLLOW_UP_INTERVAL_MS) return toResult(w);
+  if (w.userOpHash) {
+    try {
+      const receipt = await bundlerClient(chain).getUserOperationReceipt({ hash: w.userOpHash });
+      return receipt.success
+        ? settle(w, { status: "confirmed", transactionHash: receipt.receipt.transactionHash })
+        : settle(w, { status: "failed", message: "user operation reverted", transactionHash: receipt.receipt.transactionHash });
+    } catch (err) {
+      if (!(err instanceof UserOperationReceiptNotFoundError)) return toResult(w); // bundler unreachable: last stored state
+    }
+  }
+  if (now - w.submittedAt > useConfig().limits.withdrawPendingTimeoutMs) {
+    return settle(w, { status: "failed", message: "user operation was not included" });
+  }
+  await useRuntime().db.send(
+    new UpdateCommand({
+      TableName: table(),
+      Key: Keys.withdrawal(w.owner, w.chainId, w.smartWalletAddress, w.id),
+      UpdateExpression: "SET lastCheckedAt = :now",
+      ConditionExpression: "#status = :pending",
+      ExpressionAttributeNames: { "#status": "status" },
+      ExpressionAttributeValues: { ":now": now, ":pending": "pending" },
+    }),
+  ).catch(() => undefined);
+  return toResult(w);
+}
+
+export const ListStatus = v.picklist(["pending", "confirmed", "failed"], "must be pending, confirmed or failed");
+
+export async function listWithdrawals(
+  walletPath: string,
+  chainId: number | undefined,
+  statuses: Status[],
+  page: { limit: number; after?: string; before?: string },
+) {
+  const { wallet, chain } = await requireOwned(walletPath, chainId);
+  const owner = useOwner();
+  const result = await queryPage({
+    pkName: "pk",
+    pk: Keys.owner(owner),
+    skName: "sk",
+    skPrefix: Keys.withdrawalPrefix(chain.chainId, wallet.address),
+    order: "desc",
+    limit: page.limit,
+    after: page.after,
+    before: page.before,
+    ...(statuses.length
+      ? {
+          filter: {
+            expression: `#status IN (${statuses.map((_, i) => `:s${i}`).join(", ")})`,
+            names: { "#status": "status" },
+            values: Object.fromEntries(statuses.map((s, i) => [`:s${i}`, s])),
+          },
+        }
+      : {}),
+  });
+  const refreshed = await Promise.all(result.items.map((item) => refresh(item as unknown as StoredWithdrawal, chain)));
+  return { result: { ...result, items: refreshed as unknown as Record<string, unknown>[] }, chain, wallet };
+}
+
+export async function getWithdrawal(walletPath: string, chainId: number | undefined, id: string): Promise<Result> {
+  const { wallet, chain } = await requireOwned(walletPath, chainId);
+  const normalized = id.toUpperCase();
+  const stored = /^[0-9A-HJKMNP-TV-Z]{26}$/.test(normalized) ? await getStored(useOwner(), chain.chainId, wallet.address, normalized) : undefined;
+  if (!stored) throw notFound("WITHDRAWAL_NOT_FOUND", "The withdrawal");
+  return refresh(stored, chain);
+}
+
+/** Sort-key position of a withdrawal, for cursors. */
+export const withdrawalPosition = (chainId: number, wallet: Address, id: string) => `${Keys.withdrawalPrefix(chainId, wallet)}${id}`;
