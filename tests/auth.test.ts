@@ -399,15 +399,18 @@ describe("POST /auth:exchange: signature", () => {
   });
 });
 
+/** Whatever key jose's SignJWT#sign takes. */
+type SignKey = Parameters<SignJWT["sign"]>[0];
+
 describe("presenting the token (§7.3)", () => {
   let kid: string;
-  let serviceKey: CryptoKey;
+  let serviceKey: SignKey;
   let owner: `0x${string}`;
 
   beforeAll(async () => {
     const res = await app.request("/.well-known/jwks.json");
     kid = ((await res.json()) as { keys: JWK[] }).keys[0]!.kid!;
-    serviceKey = (await importPKCS8(rt.config.jwtSigningKey!, "ES256")) as CryptoKey;
+    serviceKey = await importPKCS8(rt.config.jwtSigningKey!, "ES256");
     owner = privateKeyToAccount(generatePrivateKey()).address;
   });
 
@@ -421,7 +424,7 @@ describe("presenting the token (§7.3)", () => {
     jti: "01JD7Q0S7W3C2Y8K5N6M4P1R9T",
     ...over,
   });
-  const forge = (payload: JWTPayload, header: Record<string, unknown> = {}, key: CryptoKey | Uint8Array = serviceKey) =>
+  const forge = (payload: JWTPayload, header: Record<string, unknown> = {}, key: SignKey = serviceKey) =>
     new SignJWT(payload).setProtectedHeader({ alg: "ES256", typ: "JWT", kid, ...header }).sign(key);
   const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64url");
 

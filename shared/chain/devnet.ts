@@ -17,7 +17,8 @@
  *   #9 Alto's utility key. Do not use #8/#9 elsewhere (nonce races with the bundler).
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
+import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
@@ -106,8 +107,25 @@ const BUNDLER_FUNDING = parseEther("1000");
 const STATE_INTERVAL_SECONDS = 5;
 
 const binDir = join(dirname(fileURLToPath(import.meta.url)), "../../node_modules/.bin");
-const ANVIL_BIN = join(binDir, "anvil");
 const ALTO_BIN = join(binDir, "alto");
+
+/**
+ * The real anvil executable. node_modules/.bin/anvil is a Node wrapper that, on SIGTERM, forwards
+ * the signal and exits at once without waiting for anvil (so "stopped" would not mean "state
+ * dumped"), and on SIGKILL orphans anvil. Run the platform binary directly; fall back to the
+ * wrapper when the platform package is not installed.
+ */
+function anvilBinary(): string {
+  const arch = process.arch === "x64" ? "amd64" : process.arch;
+  const exe = process.platform === "win32" ? "anvil.exe" : "anvil";
+  try {
+    const path = createRequire(import.meta.url).resolve(`@foundry-rs/anvil-${process.platform}-${arch}/bin/${exe}`);
+    if (existsSync(path)) return path;
+  } catch {
+    // fall through
+  }
+  return join(binDir, "anvil");
+}
 
 /** Constructor-args-included init code of the factory for a controller. */
 export function factoryInitCode(entryPoint: Address, controller: Address): Hex {
@@ -162,7 +180,7 @@ export async function startDevnet(opts: StartDevnetOptions): Promise<Devnet> {
       anvilArgs.push("--state-interval", String(STATE_INTERVAL_SECONDS));
     }
     const { proc: anvil, url: rpcUrl } = await startWithFreePort("anvil", log, async (port) => {
-      const proc = spawnManaged("anvil", ANVIL_BIN, [...anvilArgs, "--port", String(port)], log);
+      const proc = spawnManaged("anvil", anvilBinary(), [...anvilArgs, "--port", String(port)], log, anvilLogFilter());
       const url = `http://127.0.0.1:${port}`;
       await waitFor(proc, 30_000, async () => (await rpc(url, "eth_chainId", [])) !== undefined);
       return { proc, url };
@@ -194,7 +212,7 @@ export async function startDevnet(opts: StartDevnetOptions): Promise<Devnet> {
       "--utility-wallet-monitor", "false",
       "--refilling-wallets", "false",
       "--log-level", log ? "info" : "warn",
-      "--public-client-log-level", process.env.ALTO_PC_LOG ?? "warn",
+      "--public-client-log-level", "warn",
       "--wallet-client-log-level", "warn",
       "--json", "true",
     ];
@@ -382,7 +400,25 @@ function installExitHooks(): void {
   }
 }
 
-function spawnManaged(name: string, bin: string, args: string[], log?: (l: string) => void): Managed {
+/** Drops anvil's startup banner (accounts, keys) and its one-line-per-RPC-call method names. */
+function anvilLogFilter(): (line: string) => boolean {
+  let bannerDone = false;
+  return (line) => {
+    if (!bannerDone) {
+      bannerDone = line.startsWith("Listening on");
+      return bannerDone;
+    }
+    return !/^\s*[a-z0-9]+_[A-Za-z0-9_]+\s*$/.test(line);
+  };
+}
+
+function spawnManaged(
+  name: string,
+  bin: string,
+  args: string[],
+  log?: (l: string) => void,
+  filter: (line: string) => boolean = () => true,
+): Managed {
   installExitHooks();
   const child = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"], env: process.env });
   live.add(child);
@@ -408,7 +444,7 @@ function spawnManaged(name: string, bin: string, args: string[], log?: (l: strin
     createInterface({ input: stream }).on("line", (line) => {
       tail.push(line);
       if (tail.length > 40) tail.shift();
-      log?.(`[${name}] ${line}`);
+      if (log && filter(line)) log(`[${name}] ${line}`);
     });
   }
   return {

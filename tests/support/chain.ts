@@ -1,0 +1,87 @@
+/**
+ * Devnet helpers for tests: clients, funding (anvil_setBalance, so parallel test files never race on a
+ * shared sender's nonce), and a minimal ERC-20 compiled with solc-js and deployed from a fresh key.
+ */
+import { createPublicClient, createTestClient, createWalletClient, http, parseEther, type Address, type Hex, type PublicClient } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { createRequire } from "node:module";
+import { stackEnv } from "./runtime";
+
+export function devnet() {
+  const chains = JSON.parse(stackEnv().CHAINS ?? "[]") as { chainId: number; rpcUrl: string; bundlerUrl: string; entryPoint: Address; factory: Address; paymaster: Address }[];
+  const chain = chains.find((c) => c.chainId === 31337);
+  if (!chain) throw new Error("the devnet is not running (TEST_DEVNET=0?)");
+  const viemChain = { id: chain.chainId, name: "devnet", nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [chain.rpcUrl] } } } as const;
+  const client = createPublicClient({ chain: viemChain, transport: http(chain.rpcUrl) }) as PublicClient;
+  const testClient = createTestClient({ chain: viemChain, mode: "anvil", transport: http(chain.rpcUrl) });
+  return { ...chain, viemChain, client, testClient };
+}
+
+export async function setBalance(address: Address, wei: bigint) {
+  await devnet().testClient.setBalance({ address, value: wei });
+}
+
+/** A fresh EOA with 10 ETH for sending its own transactions. */
+export async function fundedAccount() {
+  const privateKey = generatePrivateKey();
+  const account = privateKeyToAccount(privateKey);
+  await setBalance(account.address, parseEther("10"));
+  const d = devnet();
+  return { privateKey, account, wallet: createWalletClient({ account, chain: d.viemChain, transport: http(d.rpcUrl) }) };
+}
+
+const TOKEN_SOURCE = `// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.20;
+contract TestToken {
+    mapping(address => uint256) public balanceOf;
+    event Transfer(address indexed from, address indexed to, uint256 value);
+    function decimals() external pure returns (uint8) { return 18; }
+    function mint(address to, uint256 amount) external { balanceOf[to] += amount; emit Transfer(address(0), to, amount); }
+    function transfer(address to, uint256 amount) external returns (bool) {
+        require(balanceOf[msg.sender] >= amount, "insufficient balance");
+        balanceOf[msg.sender] -= amount;
+        balanceOf[to] += amount;
+        emit Transfer(msg.sender, to, amount);
+        return true;
+    }
+}`;
+
+export const testTokenAbi = [
+  { type: "function", name: "balanceOf", stateMutability: "view", inputs: [{ type: "address" }], outputs: [{ type: "uint256" }] },
+  { type: "function", name: "mint", stateMutability: "nonpayable", inputs: [{ type: "address" }, { type: "uint256" }], outputs: [] },
+] as const;
+
+let compiled: Hex | undefined;
+
+function tokenBytecode(): Hex {
+  if (compiled) return compiled;
+  const solc = createRequire(import.meta.url)("solc");
+  const output = JSON.parse(
+    solc.compile(
+      JSON.stringify({
+        language: "Solidity",
+        sources: { "TestToken.sol": { content: TOKEN_SOURCE } },
+        settings: { evmVersion: "cancun", outputSelection: { "*": { "*": ["evm.bytecode.object"] } } },
+      }),
+    ),
+  );
+  compiled = `0x${output.contracts["TestToken.sol"].TestToken.evm.bytecode.object}` as Hex;
+  return compiled;
+}
+
+/** Deploys a TestToken; `mint(to, amount)` is open to anyone. */
+export async function deployTestToken() {
+  const { wallet } = await fundedAccount();
+  const client = devnet().client;
+  const hash = await wallet.deployContract({ abi: testTokenAbi, bytecode: tokenBytecode() });
+  const receipt = await client.waitForTransactionReceipt({ hash });
+  const address = receipt.contractAddress!;
+  return {
+    address,
+    mint: async (to: Address, amount: bigint) => {
+      const tx = await wallet.writeContract({ address, abi: testTokenAbi, functionName: "mint", args: [to, amount] });
+      await client.waitForTransactionReceipt({ hash: tx });
+    },
+    balanceOf: (who: Address) => client.readContract({ address, abi: testTokenAbi, functionName: "balanceOf", args: [who] }),
+  };
+}
