@@ -78,7 +78,8 @@ describe("local KMS endpoint", () => {
 
   it("Decrypt with a different, partial or missing encryption context fails with InvalidCiphertextException", async () => {
     const enc = await kms.send(new EncryptCommand({ KeyId: "alias/ctx", Plaintext: Buffer.from("x"), EncryptionContext: { owner: "a", scope: "user" } }));
-    for (const EncryptionContext of [{ owner: "b", scope: "user" }, { owner: "a" }, { owner: "a", scope: "user", extra: "" }, undefined]) {
+    const contexts: (Record<string, string> | undefined)[] = [{ owner: "b", scope: "user" }, { owner: "a" }, { owner: "a", scope: "user", extra: "" }, undefined];
+    for (const EncryptionContext of contexts) {
       const err = await errorOf(kms.send(new DecryptCommand({ CiphertextBlob: enc.CiphertextBlob, EncryptionContext })));
       expect(err).toEqual({ name: "InvalidCiphertextException", status: 400 });
     }

@@ -17,7 +17,7 @@
  *   #9 Alto's utility key. Do not use #8/#9 elsewhere (nonce races with the bundler).
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, realpathSync } from "node:fs";
 import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { dirname, join } from "node:path";
@@ -107,7 +107,8 @@ const BUNDLER_FUNDING = parseEther("1000");
 const STATE_INTERVAL_SECONDS = 5;
 
 const binDir = join(dirname(fileURLToPath(import.meta.url)), "../../node_modules/.bin");
-const ALTO_BIN = join(binDir, "alto");
+/** Alto's CLI script, run with this Node (one process, handles SIGTERM itself). */
+const altoScript = (): string => realpathSync(join(binDir, "alto"));
 
 /**
  * The real anvil executable. node_modules/.bin/anvil is a Node wrapper that, on SIGTERM, forwards
@@ -217,7 +218,7 @@ export async function startDevnet(opts: StartDevnetOptions): Promise<Devnet> {
       "--json", "true",
     ];
     const { proc: alto, url: bundlerUrl } = await startWithFreePort("alto", log, async (port) => {
-      const proc = spawnManaged("alto", ALTO_BIN, [...altoArgs, "--port", String(port)], log);
+      const proc = spawnManaged("alto", process.execPath, [altoScript(), ...altoArgs, "--port", String(port)], log);
       const url = `http://127.0.0.1:${port}`;
       await waitFor(proc, 60_000, async () => {
         const eps = (await rpc(url, "eth_supportedEntryPoints", [])) as string[] | undefined;
@@ -500,7 +501,12 @@ async function waitFor(proc: Managed, timeoutMs: number, ready: () => Promise<bo
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (proc.isExited()) throw new Error(`${proc.name} exited during startup:\n${proc.recent()}`);
-    if (await ready().catch(() => false)) return;
+    if (await ready().catch(() => false)) {
+      // Make sure it was our process that answered (not another one that grabbed the port).
+      await new Promise((r) => setTimeout(r, 50));
+      if (proc.isExited()) throw new Error(`${proc.name} exited during startup:\n${proc.recent()}`);
+      return;
+    }
     if (Date.now() > deadline) {
       await proc.stop();
       throw new Error(`${proc.name} not ready after ${timeoutMs} ms:\n${proc.recent()}`);

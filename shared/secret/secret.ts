@@ -175,6 +175,8 @@ const toInfo = (item: Item): Info => ({
 });
 
 const errorName = (err: unknown) => (err as { name?: string }).name;
+/** A cancelled transaction worth another attempt: only failed conditions and conflicts, nothing else. */
+const retryable = (reasons: string[]) => reasons.every((r) => r === "None" || r === "ConditionalCheckFailed" || r === "TransactionConflict");
 const backoff = (attempt: number) => new Promise((r) => setTimeout(r, Math.random() * 10 * Math.min(attempt, 8)));
 
 /** 404 WORKFLOW_NOT_FOUND unless the workflow exists and belongs to `owner` (same answer for both). */
@@ -284,7 +286,9 @@ export async function put(name: unknown, body: Record<string, unknown>): Promise
       return "created";
     } catch (err) {
       if (errorName(err) !== "TransactionCanceledException") throw err;
-      const [secretReason, counterReason] = cancellationReasons(err);
+      const reasons = cancellationReasons(err);
+      if (!retryable(reasons)) throw err;
+      const [secretReason, counterReason] = reasons;
       if (secretReason === "ConditionalCheckFailed") continue; // created meanwhile: replace it
       if (counterReason === "ConditionalCheckFailed") {
         // At the cap, and the secret did not exist when the transaction was evaluated.
@@ -382,7 +386,9 @@ export async function remove(name: unknown, query: Record<string, string | undef
       return;
     } catch (err) {
       if (errorName(err) !== "TransactionCanceledException") throw err;
-      const [secretReason, counterReason] = cancellationReasons(err);
+      const reasons = cancellationReasons(err);
+      if (!retryable(reasons)) throw err;
+      const [secretReason, counterReason] = reasons;
       if (secretReason === "ConditionalCheckFailed") return; // nothing to delete
       if (counterReason === "ConditionalCheckFailed") {
         // The counter is missing or zero although the secret exists (never written by this module): still delete.

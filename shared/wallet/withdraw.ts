@@ -243,8 +243,9 @@ async function prepare(
   ]);
   const deployed = code !== undefined && code !== "0x";
   const sponsored = Boolean(chain.paymaster);
-  // Estimate with the largest value the operation may carry, so calldata costs are not under-estimated.
-  const estimateValue = requested === "max" ? balance : requested;
+  // Estimate with a value of the final one's size, so calldata costs are not under-estimated; a wallet that
+  // pays its own gas cannot also send its whole balance in the simulation, so it estimates with half.
+  const estimateValue = requested !== "max" ? requested : sponsored ? balance : balance / 2n;
   const unsigned = (value: bigint): UserOperationV07 => ({
     sender: getAddress(wallet.address),
     nonce: nextNonce(nonceKey, chainNonce),
