@@ -46,7 +46,7 @@ afterAll(async () => {
 });
 
 describe("restart", () => {
-  it("resolves the same plaintext after DynamoDB Local and the KMS endpoint restart on the same data directory", async () => {
+  it("resolves the same plaintext after DynamoDB Local and the KMS endpoint restart on the same data directory", { timeout: 180_000 }, async () => {
     const owner = getAddress(`0x${randomBytes(20).toString("hex")}`);
     const caller = { owner, audienceChainId: 31337 };
     const first = await start();

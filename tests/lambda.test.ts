@@ -1,0 +1,93 @@
+/**
+ * The Lambda shape: entry points in functions/ answer real-shaped API Gateway HTTP API (payload v2) events,
+ * reading their linked resources the way SST provides them (SST_RESOURCE_* variables).
+ */
+import { beforeAll, describe, expect, it } from "vitest";
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from "aws-lambda";
+import { randomUUID } from "node:crypto";
+import { privateKeyToAccount, generatePrivateKey } from "viem/accounts";
+import { stackEnv } from "./support/runtime";
+import { buildAuthMessage, messageDefaults } from "./support/auth";
+import { ensureTable } from "../shared/store/table";
+import { useRuntime } from "../shared/runtime";
+
+type Handler = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyStructuredResultV2>;
+let core: Handler;
+let secrets: Handler;
+
+beforeAll(async () => {
+  const env = stackEnv();
+  const tableName = `lambda-${randomUUID()}`;
+  Object.assign(process.env, {
+    ...env,
+    LOG_LEVEL: "error",
+    SST_RESOURCE_Table: JSON.stringify({ name: tableName }),
+    SST_RESOURCE_JwtSigningKey: JSON.stringify({ value: env.JWT_SIGNING_KEY }),
+  });
+  core = (await import("../functions/core")).handler as unknown as Handler;
+  secrets = (await import("../functions/secrets")).handler as unknown as Handler;
+  await ensureTable(useRuntime().db, tableName);
+  expect(useRuntime().config.tableName).toBe(tableName);
+});
+
+function event(method: string, rawPath: string, init: { body?: string; headers?: Record<string, string>; rawQueryString?: string } = {}): APIGatewayProxyEventV2 {
+  const now = Date.now();
+  return {
+    version: "2.0",
+    routeKey: "$default",
+    rawPath,
+    rawQueryString: init.rawQueryString ?? "",
+    headers: { host: "abc123.execute-api.us-east-1.amazonaws.com", "user-agent": "vitest", "x-forwarded-for": "203.0.113.7", ...init.headers },
+    requestContext: {
+      accountId: "123456789012",
+      apiId: "abc123",
+      domainName: "abc123.execute-api.us-east-1.amazonaws.com",
+      domainPrefix: "abc123",
+      http: { method, path: rawPath, protocol: "HTTP/1.1", sourceIp: "203.0.113.7", userAgent: "vitest" },
+      requestId: "req-1",
+      routeKey: "$default",
+      stage: "$default",
+      time: new Date(now).toUTCString(),
+      timeEpoch: now,
+    },
+    body: init.body,
+    isBase64Encoded: false,
+  };
+}
+
+const context = { awsRequestId: "lambda-req", functionName: "test", callbackWaitsForEmptyEventLoop: false } as Context;
+
+describe("Lambda entry points", () => {
+  it("core answers GET /health and 404 problem+json for unknown paths", async () => {
+    const health = await core(event("GET", "/health"), context);
+    expect(health.statusCode).toBe(200);
+    expect(JSON.parse(health.body!)).toMatchObject({ version: expect.any(String), chainId: expect.any(Number) });
+    expect(health.headers?.["x-api-version"] ?? health.headers?.["X-Api-Version"]).toBe("4");
+    const missing = await core(event("GET", "/nope"), context);
+    expect(missing.statusCode).toBe(404);
+    expect(JSON.parse(missing.body!).code).toBe("NOT_FOUND");
+  });
+
+  it("signs in through core and stores a secret through the secrets function", async () => {
+    const account = privateKeyToAccount(generatePrivateKey());
+    const message = buildAuthMessage(messageDefaults(account.address));
+    const signature = await account.signMessage({ message });
+    const exchange = await core(
+      event("POST", "/auth:exchange", { headers: { "content-type": "application/json" }, body: JSON.stringify({ ownerAddress: account.address, signature, message }) }),
+      context,
+    );
+    expect(exchange.statusCode).toBe(200);
+    const { token } = JSON.parse(exchange.body!);
+    const auth = { authorization: `Bearer ${token}`, "content-type": "application/json" };
+
+    const put = await secrets(event("PUT", "/secrets/API_KEY", { headers: auth, body: JSON.stringify({ value: "s3cret-value" }) }), context);
+    expect(put.statusCode).toBe(201);
+    const list = await secrets(event("GET", "/secrets", { headers: auth, rawQueryString: "limit=5" }), context);
+    expect(list.statusCode).toBe(200);
+    const body = JSON.parse(list.body!);
+    expect(body.data.map((s: { name: string }) => s.name)).toEqual(["API_KEY"]);
+    expect(list.body).not.toContain("s3cret-value");
+    const unauthorized = await secrets(event("GET", "/secrets"), context);
+    expect(unauthorized.statusCode).toBe(401);
+  });
+});
