@@ -12,7 +12,7 @@ export interface LocalDynamo {
 export async function startDynamoLocal(dbDir?: string): Promise<LocalDynamo> {
   if (dbDir) mkdirSync(dbDir, { recursive: true });
   const port = await freePort();
-  const child = track(spawn({ port, sharedDb: true, ...(dbDir ? { path: dbDir } : {}), stdio: ["ignore", "ignore", "pipe"] } as never));
+  const child = track(spawn({ port, sharedDb: true, ...(dbDir ? { path: dbDir } : {}), stdio: ["ignore", "ignore", "pipe"], detached: true } as never));
   let stderr = "";
   child.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()).slice(-4000));
   child.once("error", (err) => (stderr += String(err)));

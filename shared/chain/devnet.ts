@@ -390,12 +390,12 @@ function installExitHooks(): void {
   });
   for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
     const handler = () => {
+      // A host with its own handler (npm start) shuts down gracefully and stops the devnet itself,
+      // which lets anvil dump its state; only an unhandled signal kills the children at once.
+      if (process.listenerCount(sig) > 1) return;
       for (const c of live) c.kill("SIGKILL");
-      // If nobody else handles the signal, keep the default behaviour (terminate).
-      if (process.listenerCount(sig) === 1) {
-        process.removeListener(sig, handler);
-        process.kill(process.pid, sig);
-      }
+      process.removeListener(sig, handler);
+      process.kill(process.pid, sig);
     };
     process.on(sig, handler);
   }
@@ -421,7 +421,8 @@ function spawnManaged(
   filter: (line: string) => boolean = () => true,
 ): Managed {
   installExitHooks();
-  const child = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"], env: process.env });
+  // Own process group: a Ctrl-C in the terminal reaches the host only, which then stops us in order.
+  const child = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"], env: process.env, detached: true });
   live.add(child);
   const tail: string[] = [];
   let done = false;
