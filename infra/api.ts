@@ -33,3 +33,9 @@ api.route("ANY /secrets/{proxy+}", secrets);
 api.route("ANY /wallets", wallets);
 api.route("ANY /wallets/{proxy+}", wallets);
 api.route("$default", core);
+
+// Pending withdrawals are also followed up in the background, not only when read.
+export const sweeper = new sst.aws.Cron("WithdrawalFollowUp", {
+  schedule: "rate(1 minute)",
+  function: fn("functions/sweeper.handler", [keyPermissions.controller]),
+});

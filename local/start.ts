@@ -10,6 +10,8 @@ import { createServiceApp } from "../shared/http/service";
 import { setLogLevel } from "../shared/log";
 import { portIsFree } from "./processes";
 import { startLocalStack } from "./stack";
+import { followUpPending } from "../shared/wallet/withdraw";
+import { log } from "../shared/log";
 
 async function main() {
   const base = buildConfig(); // validates the environment before anything starts
@@ -54,11 +56,17 @@ async function main() {
     ].join("\n"),
   );
 
+  // Background follow-up of pending withdrawals (the AWS deployment runs the same function on a schedule).
+  const followUp = setInterval(() => {
+    followUpPending().catch((err) => log.warn("withdrawal follow-up failed", { error: (err as Error).message }));
+  }, 5_000);
+
   let stopping = false;
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     console.log(`\n${signal}: shutting down ...`);
+    clearInterval(followUp);
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
     await closed;

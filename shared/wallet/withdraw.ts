@@ -5,7 +5,7 @@
  */
 import * as v from "valibot";
 import { ulid } from "ulid";
-import { GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import {
   BaseError,
   RpcRequestError,
@@ -24,7 +24,7 @@ import { useConfig, useRuntime } from "../runtime";
 import { Keys } from "../store/keys";
 import { queryPage } from "../store/query";
 import { AddressString, Uint256String, fieldErrors } from "../http/validate";
-import { bundlerClient, controllerSigner, publicClient, unsupportedChain } from "../chain/chains";
+import { bundlerClient, chainSettings, controllerSigner, publicClient, unsupportedChain } from "../chain/chains";
 import { controlledAccount, erc20Transfer } from "../chain/account";
 import {
   estimateUserOperationGas,
@@ -328,8 +328,14 @@ async function settle(
   const sets = ["#status = :status", "lastCheckedAt = :now"];
   const removes = ["gsi2pk", "gsi2sk"];
   const values: Record<string, unknown> = { ":status": outcome.status, ":pending": "pending", ":now": useRuntime().now() };
-  if (outcome.message) (sets.push("message = :message"), (values[":message"] = outcome.message));
-  if (outcome.transactionHash) (sets.push("transactionHash = :tx"), (values[":tx"] = outcome.transactionHash));
+  if (outcome.message) {
+    sets.push("message = :message");
+    values[":message"] = outcome.message;
+  }
+  if (outcome.transactionHash) {
+    sets.push("transactionHash = :tx");
+    values[":tx"] = outcome.transactionHash;
+  }
   if ("userOpHash" in outcome && outcome.userOpHash === undefined) removes.push("userOpHash");
   if (outcome.status === "pending") removes.length = 0;
   try {
@@ -358,6 +364,7 @@ function markFailedBeforeRetry(w: Result) {
 }
 
 async function awaitReceipt(w: Result, bundler: BundlerClient, waitMs: number): Promise<Result> {
+  if (waitMs <= 0) return w;
   try {
     const receipt = await bundler.waitForUserOperationReceipt({ hash: w.userOpHash!, timeout: waitMs, pollingInterval: 200 });
     return receipt.success
@@ -426,6 +433,30 @@ export async function refresh(w: StoredWithdrawal, chain: ChainSettings): Promis
     }),
   ).catch(() => undefined);
   return toResult(w);
+}
+
+/**
+ * The background half of the follow-up: refreshes the oldest pending withdrawals of every owner
+ * (sparse index gsi2 `WITHDRAWAL#pending`). Run every few seconds locally, every minute in AWS.
+ */
+export async function followUpPending(max = 100): Promise<{ checked: number; settled: number }> {
+  const out = await useRuntime().db.send(
+    new QueryCommand({
+      TableName: table(),
+      IndexName: "gsi2",
+      KeyConditionExpression: "gsi2pk = :pk",
+      ExpressionAttributeValues: { ":pk": Keys.pendingWithdrawal(0, "").gsi2pk },
+      Limit: max,
+    }),
+  );
+  let settled = 0;
+  for (const item of (out.Items ?? []) as StoredWithdrawal[]) {
+    const chain = useConfig().chains.find((c) => c.chainId === item.chainId);
+    if (!chain) continue;
+    const after = await refresh(item, chainSettings(chain.chainId));
+    if (after.status !== "pending") settled += 1;
+  }
+  return { checked: out.Items?.length ?? 0, settled };
 }
 
 export const ListStatus = v.picklist(["pending", "confirmed", "failed"], "must be pending, confirmed or failed");
