@@ -31,7 +31,7 @@ async function call(method: string, path: string, body?: unknown) {
     headers: { ...alice.headers, ...(body === undefined ? {} : { "Content-Type": "application/json" }) },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
-  return { status: res.status, body: await res.json() };
+  return { status: res.status, body: JSON.parse(await res.text()) };
 }
 
 let salt = 0;
@@ -51,7 +51,7 @@ async function untilReceipt(hash: `0x${string}`) {
       headers: { "Content-Type": "application/json" },
       body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_getUserOperationReceipt", params: [hash] }),
     });
-    if ((await res.json()).result) return;
+    if (JSON.parse(await res.text()).result) return;
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error("no receipt");

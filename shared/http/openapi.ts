@@ -741,7 +741,15 @@ function operations(config: Config): Operation[] {
           headers: commonSuccessHeaders(false),
           content: {
             "application/json": {
-              schema: { type: "object", required: ["openapi", "info", "paths"], properties: { openapi: { type: "string", pattern: "^3\\.1\\.\\d+$" } } },
+              schema: {
+                type: "object",
+                required: ["openapi", "info", "paths"],
+                properties: {
+                  openapi: { type: "string", pattern: "^3\\.1\\.\\d+$" },
+                  info: { type: "object", required: ["title", "version"] },
+                  paths: { type: "object" },
+                },
+              },
             },
           },
         },

@@ -1,0 +1,176 @@
+/**
+ * `npm run bench`: latency through the full local stack (real HTTP server, DynamoDB Local on disk, the KMS
+ * endpoint, the devnet), each compared with a baseline measured in the same run:
+ *   PUT /secrets/{name}, GET /secrets  vs  raw DynamoDB PutItem / GetItem
+ *   POST /wallets                      vs  raw DynamoDB PutItem
+ *   withdraw (request → confirmed)     vs  the same user operation sent straight to the bundler
+ * Ratios matter more than absolute numbers: both sides share this machine's load.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { randomUUID } from "node:crypto";
+import { serve } from "@hono/node-server";
+import { GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
+import { createTestClient, http, parseEther, getAddress, type Address } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { startLocalStack } from "../local/stack";
+import { freePort } from "../local/processes";
+import { buildConfig } from "../shared/config";
+import { createRuntime, setRuntime } from "../shared/runtime";
+import { ensureTable } from "../shared/store/table";
+import { createServiceApp } from "../shared/http/service";
+import { setLogLevel } from "../shared/log";
+import { publicClient, bundlerClient, controllerSigner } from "../shared/chain/chains";
+import { executeUserOperation } from "../shared/chain/userop";
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 200);
+const CHAIN_ROUNDS = Number(process.env.BENCH_CHAIN_ROUNDS ?? 15);
+
+function percentile(sorted: number[], p: number) {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+async function measure(rounds: number, fn: (i: number) => Promise<void>) {
+  for (let i = 0; i < Math.min(10, rounds); i++) await fn(-1 - i); // warm-up
+  const times: number[] = [];
+  for (let i = 0; i < rounds; i++) {
+    const start = performance.now();
+    await fn(i);
+    times.push(performance.now() - start);
+  }
+  times.sort((a, b) => a - b);
+  return { p50: percentile(times, 50), p99: percentile(times, 99) };
+}
+
+type Stat = Awaited<ReturnType<typeof measure>>;
+const rows: string[][] = [];
+function report(name: string, stat: Stat, baselineName: string, baseline: Stat) {
+  rows.push([
+    name,
+    stat.p50.toFixed(2),
+    stat.p99.toFixed(2),
+    baselineName,
+    baseline.p50.toFixed(2),
+    baseline.p99.toFixed(2),
+    `${(stat.p50 / baseline.p50).toFixed(1)}x`,
+    `${(stat.p99 / baseline.p99).toFixed(1)}x`,
+  ]);
+}
+
+async function main() {
+  setLogLevel("error");
+  const dataDir = mkdtempSync(join(tmpdir(), "wa-bench-"));
+  const stack = await startLocalStack({ dataDir, persist: true });
+  try {
+    const config = buildConfig({ ...process.env, ...stack.env, LOG_LEVEL: "error", TABLE_NAME: `bench-${randomUUID()}`, MAX_WALLETS_PER_OWNER: "100000", RATE_LIMIT_BURST: "1000000", RATE_LIMIT_RPS: "1000000" });
+    const runtime = setRuntime(createRuntime({ config }));
+    await ensureTable(runtime.db, config.tableName);
+    const port = await freePort();
+    const server = serve({ fetch: createServiceApp().fetch, port, hostname: "127.0.0.1" });
+    const base = `http://127.0.0.1:${port}`;
+
+    const owner = privateKeyToAccount(generatePrivateKey());
+    const token = await signIn(base, owner);
+    const headers = { Authorization: `Bearer ${token}`, "Content-Type": "application/json" };
+    const request = async (method: string, path: string, body?: unknown, expected = [200, 201, 204]) => {
+      const res = await fetch(base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+      await res.arrayBuffer();
+      if (!expected.includes(res.status)) throw new Error(`${method} ${path}: ${res.status}`);
+      return res;
+    };
+
+    // --- secrets vs raw DynamoDB ---
+    const rawPut = await measure(ROUNDS, async (i) => {
+      await runtime.db.send(new PutCommand({ TableName: config.tableName, Item: { pk: `BENCH#${owner.address}`, sk: `RAW#${i}`, value: "x".repeat(64) } }));
+    });
+    const rawGet = await measure(ROUNDS, async (i) => {
+      await runtime.db.send(new GetCommand({ TableName: config.tableName, Key: { pk: `BENCH#${owner.address}`, sk: `RAW#${Math.max(0, i)}` } }));
+    });
+    const putSecret = await measure(ROUNDS, (i) => request("PUT", `/secrets/BENCH_${i < 0 ? `W${-i}` : i}`, { value: "x".repeat(64) }).then(() => undefined));
+    const listSecrets = await measure(ROUNDS, () => request("GET", "/secrets?limit=20").then(() => undefined));
+    report("PUT /secrets/{name}", putSecret, "PutItem", rawPut);
+    report("GET /secrets (20)", listSecrets, "GetItem", rawGet);
+
+    // --- wallet create vs raw PutItem ---
+    const createWallet = await measure(ROUNDS, (i) => request("POST", "/wallets", { salt: String(i + 1000) }).then(() => undefined));
+    report("POST /wallets", createWallet, "PutItem", rawPut);
+
+    // --- withdraw vs the same operation sent straight to the bundler ---
+    const chain = config.chains.find((c) => c.chainId === stack.devnet!.chainId)!;
+    const testClient = createTestClient({ mode: "anvil", transport: http(chain.rpcUrl) });
+    const walletRes = await fetch(`${base}/wallets`, { method: "POST", headers, body: JSON.stringify({ salt: "1" }) });
+    const wallet = getAddress(((await walletRes.json()) as { address: Address }).address);
+    await testClient.setBalance({ address: wallet, value: parseEther("100") });
+    const recipient = privateKeyToAccount(generatePrivateKey()).address;
+    const viaService = await measure(CHAIN_ROUNDS, async () => {
+      const res = await fetch(`${base}/wallets/${wallet}:withdraw`, { method: "POST", headers, body: JSON.stringify({ recipientAddress: recipient, amount: "1000", token: "ETH" }) });
+      const body = (await res.json()) as { status: string };
+      if (body.status !== "confirmed") throw new Error(`withdraw ended ${body.status}`);
+    });
+    const signer = await controllerSigner();
+    const direct = await measure(CHAIN_ROUNDS, async () => {
+      const { receipt } = await executeUserOperation({
+        client: publicClient(chain),
+        bundler: bundlerClient(chain),
+        chainId: chain.chainId,
+        entryPoint: getAddress(chain.entryPoint),
+        factory: getAddress(chain.factory!),
+        owner: owner.address,
+        salt: 1n,
+        sender: wallet,
+        calls: [{ to: recipient, value: 1000n }],
+        signer,
+        paymaster: { address: getAddress(chain.paymaster!), signer },
+      });
+      if (!receipt.success) throw new Error("direct user operation reverted");
+    });
+    report("withdraw → confirmed", viaService, "raw bundler op", direct);
+
+    printTable();
+    server.close();
+  } finally {
+    await stack.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+async function signIn(base: string, account: ReturnType<typeof privateKeyToAccount>) {
+  const health = (await (await fetch(`${base}/health`)).json()) as { chainId: number; version: string };
+  const now = Date.now();
+  const message = [
+    "Please sign the below text for ownership verification.",
+    "",
+    `URI: ${base}`,
+    `Chain ID: ${health.chainId}`,
+    `Version: ${health.version}`,
+    `Issued At: ${new Date(now).toISOString()}`,
+    `Expire At: ${new Date(now + 3600_000).toISOString()}`,
+    `Wallet: ${account.address}`,
+  ].join("\n");
+  const signature = await account.signMessage({ message });
+  const res = await fetch(`${base}/auth:exchange`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ ownerAddress: account.address, signature, message }),
+  });
+  return ((await res.json()) as { token: string }).token;
+}
+
+function printTable() {
+  const header = ["operation", "p50 ms", "p99 ms", "baseline", "p50 ms", "p99 ms", "p50 ratio", "p99 ratio"];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join("  ");
+  console.log(`\nrounds: ${ROUNDS} (chain: ${CHAIN_ROUNDS}); machine: 2 cores\n`);
+  console.log(line(header));
+  console.log(widths.map((w) => "-".repeat(w)).join("  "));
+  for (const r of rows) console.log(line(r));
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    console.error(err);
+    process.exit(1);
+  },
+);
