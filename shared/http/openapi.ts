@@ -87,7 +87,6 @@ const CODES: Record<string, string> = {
   UPSTREAM_UNAVAILABLE: "Chain RPC, bundler or paymaster unusable: 503 when unreachable or timed out, 502 when it answered with something invalid.",
 };
 
-const QUOTA_CODES = new Set(["WALLETS_LIMIT_REACHED", "SECRETS_LIMIT_REACHED"]);
 const FIELD_CODES = new Set([
   "VALIDATION_FAILED",
   "SECRET_NAME_RESERVED",
@@ -203,7 +202,6 @@ function components(config: Config): Json {
         "`0x` + 40 hex digits. Accepted all-lowercase, all-uppercase or in valid EIP-55 mixed case (a mixed-case value with a wrong checksum is rejected); compared case-insensitively; always returned in EIP-55 form.",
       examples: ["0x5B38Da6a701c568545dCfcB03FcB875f56beddC4"],
     },
-    Hex: { type: "string", pattern: "^0x([0-9a-fA-F]{2})*$", description: "`0x` followed by an even number of hex digits (`0x` alone is empty data)." },
     Bytes32: { type: "string", pattern: "^0x[0-9a-fA-F]{64}$", description: "`0x` + 64 hex digits." },
     Uint256: uint256,
     Ulid: {
@@ -746,7 +744,7 @@ function operations(config: Config): Operation[] {
                 required: ["openapi", "info", "paths"],
                 properties: {
                   openapi: { type: "string", pattern: "^3\\.1\\.\\d+$" },
-                  info: { type: "object", required: ["title", "version"] },
+                  info: { type: "object", properties: { title: { type: "string" }, version: { type: "string" } }, required: ["title", "version"] },
                   paths: { type: "object" },
                 },
               },
@@ -976,7 +974,8 @@ function buildOperation(op: Operation, config: Config): Json {
       content: { "application/json": { schema: schemaRef(op.body.schema) } },
     };
   }
-  if (!op.public) result.security = [{ bearerAuth: [] }];
+  // Public operations say so explicitly (`[]`); there is no document-level default.
+  result.security = op.public ? [] : [{ bearerAuth: [] }];
   return result;
 }
 
@@ -1036,7 +1035,7 @@ function buildDocsPage(doc: Json): string {
   const rows: string[] = [];
   for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, Json>>)) {
     for (const [method, op] of Object.entries(item)) {
-      const auth = op.security ? "bearer token" : "public";
+      const auth = (op.security as unknown[]).length > 0 ? "bearer token" : "public";
       rows.push(
         `<li><code>${method.toUpperCase()} ${escapeHtml(path)}</code> — ${escapeHtml(String(op.summary))} <small>(${auth}; <code>${escapeHtml(String(op.operationId))}</code>)</small></li>`,
       );

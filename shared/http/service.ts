@@ -7,9 +7,10 @@ import { healthRoutes } from "../health";
 import { authRoutes } from "../auth/routes";
 import { secretRoutes } from "../secret/routes";
 import { walletRoutes } from "../wallet/routes";
+import { openapiRoutes } from "./openapi";
 
 export const routeGroups = {
-  core: [...healthRoutes, ...authRoutes],
+  core: [...healthRoutes, ...authRoutes, ...openapiRoutes],
   secrets: secretRoutes,
   wallets: walletRoutes,
 } satisfies Record<string, Route[]>;
