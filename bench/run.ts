@@ -16,6 +16,7 @@ import { createTestClient, http, parseEther, getAddress, type Address } from "vi
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { startLocalStack } from "../local/stack";
 import { freePort } from "../local/processes";
+import { signInWithAccount } from "../local/client";
 import { buildConfig } from "../shared/config";
 import { createRuntime, setRuntime } from "../shared/runtime";
 import { ensureTable } from "../shared/store/table";
@@ -71,7 +72,7 @@ async function main() {
     const base = `http://127.0.0.1:${port}`;
 
     const owner = privateKeyToAccount(generatePrivateKey());
-    const token = await signIn(base, owner);
+    const token = await signInWithAccount(base, owner);
     const headers = { Authorization: `Bearer ${token}`, "Content-Type": "application/json" };
     const request = async (method: string, path: string, body?: unknown, expected = [200, 201, 204]) => {
       const res = await fetch(base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
@@ -133,28 +134,6 @@ async function main() {
     await stack.stop();
     rmSync(dataDir, { recursive: true, force: true });
   }
-}
-
-async function signIn(base: string, account: ReturnType<typeof privateKeyToAccount>) {
-  const health = (await (await fetch(`${base}/health`)).json()) as { chainId: number; version: string };
-  const now = Date.now();
-  const message = [
-    "Please sign the below text for ownership verification.",
-    "",
-    `URI: ${base}`,
-    `Chain ID: ${health.chainId}`,
-    `Version: ${health.version}`,
-    `Issued At: ${new Date(now).toISOString()}`,
-    `Expire At: ${new Date(now + 3600_000).toISOString()}`,
-    `Wallet: ${account.address}`,
-  ].join("\n");
-  const signature = await account.signMessage({ message });
-  const res = await fetch(`${base}/auth:exchange`, {
-    method: "POST",
-    headers: { "Content-Type": "application/json" },
-    body: JSON.stringify({ ownerAddress: account.address, signature, message }),
-  });
-  return ((await res.json()) as { token: string }).token;
 }
 
 function printTable() {

@@ -212,6 +212,10 @@ export interface BuildUserOperationParams {
   /** Fixed fees; otherwise getUserOperationFees({ client, bundler }). */
   fees?: UserOperationFees;
   bundler?: BundlerClient;
+  /** A nonce chosen by the caller (a nonce manager); otherwise the EntryPoint's. */
+  nonce?: bigint;
+  /** Whether the account is deployed, when already known (skips eth_getCode). */
+  deployed?: boolean;
 }
 
 /**
@@ -222,17 +226,17 @@ export interface BuildUserOperationParams {
 export async function buildUserOperation(p: BuildUserOperationParams): Promise<UserOperationV07> {
   const entryPoint = p.entryPoint ?? entryPoint07Address;
   const sender = p.sender ?? (await getAccountAddress(p.client, p));
-  const [code, nonce, fees] = await Promise.all([
-    p.client.getCode({ address: sender }),
-    p.client.readContract({
-      address: entryPoint,
-      abi: entryPoint07Abi,
-      functionName: "getNonce",
-      args: [sender, p.nonceKey ?? 0n],
-    }),
+  const [deployed, nonce, fees] = await Promise.all([
+    p.deployed ?? p.client.getCode({ address: sender }).then((code) => code !== undefined && code !== "0x"),
+    p.nonce ??
+      p.client.readContract({
+        address: entryPoint,
+        abi: entryPoint07Abi,
+        functionName: "getNonce",
+        args: [sender, p.nonceKey ?? 0n],
+      }),
     p.fees ?? getUserOperationFees({ client: p.client, bundler: p.bundler }),
   ]);
-  const deployed = code !== undefined && code !== "0x";
   return {
     sender,
     nonce,

@@ -27,12 +27,12 @@ import { AddressString, Uint256String, fieldErrors } from "../http/validate";
 import { bundlerClient, chainSettings, controllerSigner, publicClient, unsupportedChain } from "../chain/chains";
 import { controlledAccount, erc20Transfer } from "../chain/account";
 import {
+  buildUserOperation,
   estimateUserOperationGas,
   getUserOperationFees,
   getUserOperationHashV07,
   sponsorUserOperation,
   withVerifyingPaymasterStub,
-  DUMMY_SIGNATURE,
   type AccountCall,
   type UserOperationV07,
 } from "../chain/userop";
@@ -246,19 +246,20 @@ async function prepare(
   // Estimate with a value of the final one's size, so calldata costs are not under-estimated; a wallet that
   // pays its own gas cannot also send its whole balance in the simulation, so it estimates with half.
   const estimateValue = requested !== "max" ? requested : sponsored ? balance : balance / 2n;
-  const unsigned = (value: bigint): UserOperationV07 => ({
-    sender: getAddress(wallet.address),
-    nonce: nextNonce(nonceKey, chainNonce),
-    ...(deployed ? {} : { factory: getAddress(wallet.factoryAddress), factoryData: controlledAccount.factoryData(owner, salt) }),
-    callData: controlledAccount.encodeCalls([call(value)]),
-    callGasLimit: 0n,
-    verificationGasLimit: 0n,
-    preVerificationGas: 0n,
-    maxFeePerGas: fees.maxFeePerGas,
-    maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
-    signature: DUMMY_SIGNATURE,
-  });
-  let op = unsigned(estimateValue);
+  const unsigned = (value: bigint) =>
+    buildUserOperation({
+      client,
+      entryPoint,
+      factory: getAddress(wallet.factoryAddress),
+      owner,
+      salt,
+      sender: getAddress(wallet.address),
+      calls: [call(value)],
+      nonce: nextNonce(nonceKey, chainNonce),
+      deployed,
+      fees,
+    });
+  let op = await unsigned(estimateValue);
   if (sponsored) op = withVerifyingPaymasterStub(op, { paymaster: getAddress(chain.paymaster!) });
   const estimated = await estimateUserOperationGas({ bundler, userOp: op, entryPoint });
   const gas = {
@@ -277,7 +278,7 @@ async function prepare(
     amount = balance - prefund;
     if (amount <= 0n) throw insufficient();
   }
-  op = { ...unsigned(amount), ...gas };
+  op = { ...(await unsigned(amount)), ...gas };
   if (sponsored) {
     op = await sponsorUserOperation({ userOp: { ...op, paymaster: getAddress(chain.paymaster!) }, paymaster: getAddress(chain.paymaster!), signer: await controllerSigner(), chainId: chain.chainId });
   } else {
