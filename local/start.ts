@@ -14,6 +14,8 @@ import { followUpPending } from "../shared/wallet/withdraw";
 import { log } from "../shared/log";
 
 async function main() {
+  // The pinned AWS SDK runs on Node 20; its notice about later releases needing Node 22 is noise here.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
   const base = buildConfig(); // validates the environment before anything starts
   setLogLevel(base.logLevel);
   if (!(await portIsFree(base.port))) {
