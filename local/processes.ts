@@ -56,3 +56,47 @@ export function track(child: ChildProcess): ChildProcess {
 process.once("exit", () => {
   for (const child of children) child.kill("SIGKILL");
 });
+
+/**
+ * Stops processes left over by an earlier run on the same data directory (a host killed with SIGKILL
+ * leaves its children running): anything whose command line names the directory. A leftover anvil gets
+ * SIGTERM first, so it dumps its state before the new one loads it.
+ */
+export async function stopLeftovers(dataDir: string): Promise<number> {
+  const { readdirSync, readFileSync } = await import("node:fs");
+  let entries: string[];
+  try {
+    entries = readdirSync("/proc");
+  } catch {
+    return 0; // not Linux: nothing to look at
+  }
+  const mine = new Set([process.pid, process.ppid]);
+  const leftovers: number[] = [];
+  for (const entry of entries) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid) || mine.has(pid)) continue;
+    try {
+      const args = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+      const onOurData = args.some((arg) => arg.startsWith(dataDir + "/") || arg === dataDir) && /anvil|java/.test(args[0] ?? "");
+      // An orphaned bundler names no directory; it is ours when it runs from this checkout and lost its parent.
+      const parent = Number(readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ")[1]);
+      const orphanedBundler = parent === 1 && args.some((arg) => arg.startsWith(`${process.cwd()}/node_modules/@pimlico/alto/`));
+      if (onOurData || orphanedBundler) leftovers.push(pid);
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  for (const pid of leftovers) process.kill(pid, "SIGTERM");
+  const deadline = Date.now() + 5_000;
+  while (leftovers.some(alive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  for (const pid of leftovers.filter(alive)) process.kill(pid, "SIGKILL");
+  return leftovers.length;
+}

@@ -8,6 +8,7 @@ import { join, resolve } from "node:path";
 import { startDynamoLocal } from "./dynamodb";
 import { startKmsEndpoint } from "./kms-endpoint";
 import { localKeys } from "./keys";
+import { stopLeftovers } from "./processes";
 import { startDevnet, type DevnetInfo } from "../shared/chain/devnet";
 
 export interface LocalStack {
@@ -26,6 +27,10 @@ export async function startLocalStack(options: {
 }): Promise<LocalStack> {
   const dataDir = resolve(options.dataDir);
   mkdirSync(dataDir, { recursive: true });
+  if (options.persist !== false) {
+    const stopped = await stopLeftovers(dataDir);
+    if (stopped) options.log?.(`stopped ${stopped} process(es) left over by an earlier run on ${dataDir}`);
+  }
   const keys = localKeys(dataDir);
   const stops: (() => Promise<void>)[] = [];
   const stop = async () => {
