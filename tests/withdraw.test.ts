@@ -11,6 +11,8 @@ import { signIn, type SignedIn } from "./support/auth";
 import { deployTestToken, devnet, fundedAccount, setBalance } from "./support/chain";
 import { createServiceApp } from "../shared/http/service";
 import { controlledAccountAbi } from "../shared/chain/contracts";
+import { encodeFunctionData, getAddress as checksum } from "viem";
+import { createBundler, executeUserOperation, localDigestSigner } from "../shared/chain/userop";
 
 const app = createServiceApp();
 let alice: SignedIn;
@@ -210,6 +212,36 @@ describe("withdraw refusals", () => {
     const refused = await call(dan, "POST", `/wallets/${wallet}:withdraw`, { recipientAddress: recipient(), amount: "1", token: "ETH" });
     expect(refused.body.status).toBe("failed");
     expect(refused.body.message).toMatch(/AA24|signature/i);
+  });
+});
+
+describe("what the controller may sign", () => {
+  it("never an operation that makes the account call itself (setController, upgrades); the owner may", async () => {
+    const owner = await fundedAccount();
+    const erin = await signIn(app, { privateKey: owner.privateKey });
+    const wallet = await newWallet(erin);
+    await setBalance(wallet, parseEther("1"));
+    expect((await call(erin, "POST", `/wallets/${wallet}:withdraw`, { recipientAddress: recipient(), amount: "1", token: "ETH" })).body.status).toBe("confirmed");
+    const d = devnet();
+    const selfCall = {
+      to: wallet,
+      data: encodeFunctionData({ abi: controlledAccountAbi, functionName: "setController", args: [recipient()] }),
+    };
+    const common = {
+      client: d.client,
+      bundler: createBundler(d.bundlerUrl),
+      chainId: d.chainId,
+      entryPoint: d.entryPoint,
+      factory: checksum(d.factory),
+      owner: owner.account.address,
+      salt: BigInt(saltCounter),
+      sender: wallet,
+      calls: [selfCall],
+    };
+    const controller = localDigestSigner(stackEnv().CONTROLLER_PRIVATE_KEY as `0x${string}`);
+    await expect(executeUserOperation({ ...common, signer: controller, paymaster: { address: d.paymaster, signer: controller } })).rejects.toThrow(/AA24|signature/i);
+    const byOwner = await executeUserOperation({ ...common, signer: localDigestSigner(owner.privateKey), paymaster: { address: d.paymaster, signer: controller } });
+    expect(byOwner.receipt.success).toBe(true);
   });
 });
 

@@ -18,9 +18,10 @@ import "@account-abstraction/contracts/samples/SimpleAccount.sol";
  *   owner (directly, or through the account itself via execute) can replace it, and
  *   `setController(address(0))` removes it.
  *
- * Trust note: while set, the controller can sign any user operation, including one that
- * makes the account call itself (setController, upgradeToAndCall). The owner can always
- * call setController directly to revoke it.
+ * Limits of the controller: it may move the account's assets (execute / executeBatch to
+ * other addresses) but an operation it signs may never make the account call itself, so it
+ * cannot replace itself, touch the owner's powers or upgrade the implementation. The owner
+ * can always call setController directly to revoke it.
  */
 contract ControlledAccount is SimpleAccount {
     /// @notice Second signer accepted for user operations; address(0) when none.
@@ -58,7 +59,30 @@ contract ControlledAccount is SimpleAccount {
         bytes32 hash = MessageHashUtils.toEthSignedMessageHash(userOpHash);
         (address signer, ECDSA.RecoverError err, ) = ECDSA.tryRecover(hash, userOp.signature);
         if (err != ECDSA.RecoverError.NoError || signer == address(0)) return SIG_VALIDATION_FAILED;
-        if (signer == owner || signer == controller) return SIG_VALIDATION_SUCCESS;
+        if (signer == owner) return SIG_VALIDATION_SUCCESS;
+        if (signer == controller && controller != address(0) && _controllerMayRun(userOp.callData)) {
+            return SIG_VALIDATION_SUCCESS;
+        }
         return SIG_VALIDATION_FAILED;
+    }
+
+    /// @dev A controller-signed operation may only be execute / executeBatch to addresses other than
+    /// the account itself. Malformed call data fails validation rather than reverting.
+    function _controllerMayRun(bytes calldata callData) internal view returns (bool) {
+        if (callData.length < 4) return false;
+        bytes4 selector = bytes4(callData[:4]);
+        if (selector == this.execute.selector) {
+            if (callData.length < 36) return false;
+            address dest = abi.decode(callData[4:36], (address));
+            return dest != address(this);
+        }
+        if (selector == this.executeBatch.selector) {
+            (address[] memory dest, , ) = abi.decode(callData[4:], (address[], uint256[], bytes[]));
+            for (uint256 i = 0; i < dest.length; i++) {
+                if (dest[i] == address(this)) return false;
+            }
+            return true;
+        }
+        return false;
     }
 }
