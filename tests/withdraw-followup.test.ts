@@ -81,6 +81,20 @@ describe("pending withdrawals", () => {
     expect(listed.body.data.map((w: { id: string }) => w.id)).toEqual([sent.body.id]);
   });
 
+  it("runs back-to-back withdrawals one after another on chain, even when each is answered pending: nonces 0-2", async () => {
+    const wallet = await fundedWallet();
+    const sent = [];
+    for (let i = 0; i < 3; i++) {
+      const res = await call("POST", `/wallets/${wallet}:withdraw`, { recipientAddress: to(), amount: String(100 + i), token: "ETH" });
+      expect(res.body.status, JSON.stringify(res.body)).toBe("pending"); // answered at once (WITHDRAW_CONFIRM_WAIT_MS=0)
+      sent.push(res.body);
+    }
+    for (const w of sent) await untilReceipt(w.userOpHash);
+    const listed = await call("GET", `/wallets/${wallet}/withdrawals`);
+    expect(listed.body.data.map((w: { status: string }) => w.status)).toEqual(["confirmed", "confirmed", "confirmed"]);
+    expect((await call("GET", `/wallets/${wallet}:getNonce`)).body.nonce).toBe("3");
+  });
+
   it('gives up 30 minutes after submission: failed, "user operation was not included"', async () => {
     const wallet = await fundedWallet();
     const { db, config, now } = useRuntime();

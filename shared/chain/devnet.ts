@@ -210,6 +210,8 @@ export async function startDevnet(opts: StartDevnetOptions): Promise<Devnet> {
       "--block-time", "200",
       "--min-bundle-interval", "50",
       "--max-bundle-interval", "200",
+      // A withdrawal answered "pending" may be followed by the same wallet's next nonce: queue it.
+      "--mempool-max-queued-ops", "10",
       "--utility-wallet-monitor", "false",
       "--refilling-wallets", "false",
       "--log-level", log ? "info" : "warn",

@@ -7,11 +7,22 @@
 const tails = new Map<string, Promise<unknown>>();
 const lastUsed = new Map<string, bigint>();
 
-/** Runs `fn` after every earlier operation of the same wallet has settled. */
-export function withWalletLock<T>(wallet: string, fn: () => Promise<T>): Promise<T> {
+/**
+ * Runs `fn` after every earlier operation of the same wallet has settled. `fn` may extend the lock past its
+ * own answer with `hold(promise)`: a sent operation keeps later ones waiting until it is included, so they are
+ * validated against the state it leaves (a deployed account, the next nonce) instead of a bundler queue.
+ */
+export function withWalletLock<T>(wallet: string, fn: (hold: (until: Promise<unknown>) => void) => Promise<T>): Promise<T> {
   const previous = tails.get(wallet) ?? Promise.resolve();
-  const run = previous.then(fn, fn);
-  const tail = run.catch(() => undefined);
+  let held: Promise<unknown> = Promise.resolve();
+  const hold = (until: Promise<unknown>) => {
+    held = until.catch(() => undefined);
+  };
+  const run = previous.then(() => fn(hold));
+  const tail = run.then(
+    () => held,
+    () => held,
+  );
   tails.set(wallet, tail);
   void tail.then(() => {
     if (tails.get(wallet) === tail) tails.delete(wallet);

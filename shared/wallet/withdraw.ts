@@ -17,7 +17,7 @@ import {
   type Hex,
   type PublicClient,
 } from "viem";
-import { UserOperationReceiptNotFoundError, WaitForUserOperationReceiptTimeoutError, type BundlerClient } from "viem/account-abstraction";
+import { UserOperationReceiptNotFoundError, type BundlerClient, type UserOperationReceipt } from "viem/account-abstraction";
 import { ApiError, notFound, validationFailed, type FieldError } from "../errors";
 import { useOwner } from "../context";
 import { useConfig, useRuntime } from "../runtime";
@@ -138,7 +138,7 @@ export async function withdraw(
     }
   }
   try {
-    const result = await withWalletLock(`${chain.chainId}:${wallet.address}`, () => send(wallet, chain, request));
+    const result = await withWalletLock(`${chain.chainId}:${wallet.address}`, (hold) => send(wallet, chain, request, hold));
     if (idempotencyKey) await Idempotency.complete(owner, scope, idempotencyKey, { withdrawalId: result.id });
     return { result, replayed: false };
   } catch (err) {
@@ -149,7 +149,7 @@ export async function withdraw(
 }
 
 /** Preflight, build, sign, record and send one withdrawal; runs under the wallet's lock. */
-async function send(wallet: WalletRecord, chain: ChainSettings, request: Request): Promise<Result> {
+async function send(wallet: WalletRecord, chain: ChainSettings, request: Request, hold: (until: Promise<unknown>) => void): Promise<Result> {
   const client = publicClient(chain);
   const bundler = bundlerClient(chain);
   const nonceKey = `${chain.chainId}:${wallet.address}`;
@@ -192,7 +192,15 @@ async function send(wallet: WalletRecord, chain: ChainSettings, request: Request
       return settle(submitted, { status: "failed", message: rejection, userOpHash: undefined });
     }
     markNonceUsed(nonceKey, op.nonce);
-    return awaitReceipt(submitted, bundler, useConfig().limits.withdrawConfirmWaitMs);
+    const { withdrawConfirmWaitMs, useropReceiptWaitMs } = useConfig().limits;
+    // The wallet's next operation waits for this one's inclusion (up to the user-operation receipt wait), so
+    // it is built against the state this one leaves: a deployed account, the next nonce. The caller gets its
+    // answer after at most withdraw_confirm_wait_ms either way.
+    const receipt = bundler
+      .waitForUserOperationReceipt({ hash: userOpHash, timeout: Math.max(withdrawConfirmWaitMs, useropReceiptWaitMs), pollingInterval: 200 })
+      .catch(() => undefined); // no receipt in time, or the bundler could not be asked: still pending
+    hold(receipt);
+    return awaitReceipt(submitted, receipt, withdrawConfirmWaitMs);
   }
 }
 
@@ -364,17 +372,16 @@ function markFailedBeforeRetry(w: Result) {
   return settle(w, { status: "failed", message: "superseded: the nonce was stale, sent again", userOpHash: undefined });
 }
 
-async function awaitReceipt(w: Result, bundler: BundlerClient, waitMs: number): Promise<Result> {
-  if (waitMs <= 0) return w;
-  try {
-    const receipt = await bundler.waitForUserOperationReceipt({ hash: w.userOpHash!, timeout: waitMs, pollingInterval: 200 });
-    return receipt.success
-      ? settle(w, { status: "confirmed", transactionHash: receipt.receipt.transactionHash })
-      : settle(w, { status: "failed", message: "user operation reverted", transactionHash: receipt.receipt.transactionHash });
-  } catch (err) {
-    if (err instanceof WaitForUserOperationReceiptTimeoutError) return w;
-    return w; // the bundler could not be asked: still pending, followed up later
-  }
+/** The answer after at most `waitMs`: confirmed or failed once the receipt is in, else still pending. */
+async function awaitReceipt(w: Result, receipt: Promise<UserOperationReceipt | undefined>, waitMs: number): Promise<Result> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, waitMs, undefined)));
+  const outcome = await Promise.race([receipt, timeout]);
+  clearTimeout(timer);
+  if (!outcome) return w;
+  return outcome.success
+    ? settle(w, { status: "confirmed", transactionHash: outcome.receipt.transactionHash })
+    : settle(w, { status: "failed", message: "user operation reverted", transactionHash: outcome.receipt.transactionHash });
 }
 
 async function getStored(owner: Address, chainId: number, wallet: Address, id: string): Promise<StoredWithdrawal | undefined> {
