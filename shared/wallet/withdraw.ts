@@ -185,10 +185,8 @@ async function send(wallet: WalletRecord, chain: ChainSettings, request: Request
       const rejection = bundlerRejection(err);
       if (rejection === undefined) return submitted; // the answer was lost: followed up as pending
       forgetNonce(nonceKey);
-      if (isStaleNonce(rejection) && attempt === 0) {
-        await markFailedBeforeRetry(submitted);
-        continue;
-      }
+      // Another instance took the nonce: build again; the retry overwrites this same record.
+      if (isStaleNonce(rejection) && attempt === 0) continue;
       return settle(submitted, { status: "failed", message: rejection, userOpHash: undefined });
     }
     markNonceUsed(nonceKey, op.nonce);
@@ -365,11 +363,6 @@ async function settle(
     const current = await getStored(owner, w.chainId, w.smartWalletAddress, w.id);
     return toResult(current ?? (w as StoredWithdrawal));
   }
-}
-
-/** A send refused for a stale nonce is retried under a new record; this one ends failed. */
-function markFailedBeforeRetry(w: Result) {
-  return settle(w, { status: "failed", message: "superseded: the nonce was stale, sent again", userOpHash: undefined });
 }
 
 /** The answer after at most `waitMs`: confirmed or failed once the receipt is in, else still pending. */
