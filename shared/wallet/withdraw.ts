@@ -183,7 +183,10 @@ async function send(wallet: WalletRecord, chain: ChainSettings, request: Request
       await bundler.sendUserOperation({ ...op, entryPointAddress: getAddress(chain.entryPoint) } as never);
     } catch (err) {
       const rejection = bundlerRejection(err);
-      if (rejection === undefined) return submitted; // the answer was lost: followed up as pending
+      if (rejection === undefined) {
+        markNonceUsed(nonceKey, op.nonce); // the answer was lost, the operation may be in: followed up as pending
+        return submitted;
+      }
       forgetNonce(nonceKey);
       // Another instance took the nonce: build again; the retry overwrites this same record.
       if (isStaleNonce(rejection) && attempt === 0) continue;
