@@ -2,18 +2,7 @@
 import { createServer } from "node:net";
 import type { ChildProcess } from "node:child_process";
 
-/** A free TCP port on the loopback interface. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
+export { freePort } from "../shared/chain/devnet";
 
 /** True when nothing listens on `port` (checked on all interfaces, as the HTTP server will bind). */
 export function portIsFree(port: number): Promise<boolean> {

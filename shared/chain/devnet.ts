@@ -467,7 +467,8 @@ function spawnManaged(
   };
 }
 
-async function freePort(): Promise<number> {
+/** A free TCP port on the loopback interface (the local runtime uses it too). */
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.unref();

@@ -26,6 +26,7 @@
 import * as v from "valibot";
 import { BatchGetCommand, GetCommand, TransactWriteCommand, UpdateCommand, DeleteCommand } from "@aws-sdk/lib-dynamodb";
 import { useRuntime } from "../runtime";
+import { decrement, incrementBelow } from "../store/counters";
 import { useOwner } from "../context";
 import { ApiError, notFound, quotaReached, validationFailed, type FieldError } from "../errors";
 import { fieldErrors } from "../http/validate";
@@ -270,16 +271,7 @@ export async function put(name: unknown, body: Record<string, unknown>): Promise
         new TransactWriteCommand({
           TransactItems: [
             { Put: { TableName: config.tableName, Item: item, ConditionExpression: "attribute_not_exists(pk)" } },
-            {
-              Update: {
-                TableName: config.tableName,
-                Key: counter,
-                UpdateExpression: "SET #count = if_not_exists(#count, :zero) + :one, #type = :type, #v = :v",
-                ConditionExpression: "attribute_not_exists(#count) OR #count < :max",
-                ExpressionAttributeNames: { "#count": "count", "#type": "type", "#v": "v" },
-                ExpressionAttributeValues: { ":zero": 0, ":one": 1, ":max": max, ":type": "counter", ":v": VERSION },
-              },
-            },
+            incrementBelow(config.tableName, counter, max),
           ],
         }),
       );
@@ -370,16 +362,7 @@ export async function remove(name: unknown, query: Record<string, string | undef
         new TransactWriteCommand({
           TransactItems: [
             { Delete: { TableName: config.tableName, Key: key, ConditionExpression: "attribute_exists(pk)" } },
-            {
-              Update: {
-                TableName: config.tableName,
-                Key: Keys.counter(owner, "secrets"),
-                UpdateExpression: "SET #count = #count - :one",
-                ConditionExpression: "#count > :zero",
-                ExpressionAttributeNames: { "#count": "count" },
-                ExpressionAttributeValues: { ":zero": 0, ":one": 1 },
-              },
-            },
+            decrement(config.tableName, Keys.counter(owner, "secrets")),
           ],
         }),
       );

@@ -10,6 +10,7 @@ import { ApiError, notFound, quotaReached } from "../errors";
 import { useOwner } from "../context";
 import { useConfig, useRuntime } from "../runtime";
 import { Keys } from "../store/keys";
+import { incrementBelow } from "../store/counters";
 import { cancellationReasons, isConditionFailure } from "../store/table";
 import { AddressString, Uint256String } from "../http/validate";
 import { controllerSigner, publicClient, resolveCallerChain } from "../chain/chains";
@@ -108,16 +109,7 @@ export async function create(input: v.InferOutput<typeof CreateInput>): Promise<
       new TransactWriteCommand({
         TransactItems: [
           { Put: { TableName: table(), Item: { ...key, type: "wallet", v: 1, ...record }, ConditionExpression: "attribute_not_exists(pk)" } },
-          {
-            Update: {
-              TableName: table(),
-              Key: Keys.counter(owner, `wallets#${chain.chainId}`),
-              UpdateExpression: "ADD #count :one SET #type = :type",
-              ConditionExpression: "attribute_not_exists(#count) OR #count < :max",
-              ExpressionAttributeNames: { "#count": "count", "#type": "type" },
-              ExpressionAttributeValues: { ":one": 1, ":max": max, ":type": "counter" },
-            },
-          },
+          incrementBelow(table(), Keys.counter(owner, `wallets#${chain.chainId}`), max),
         ],
       }),
     );
