@@ -2,13 +2,13 @@
  * `npm start`: the whole service on one machine. DynamoDB Local, the KMS endpoint and the devnet start under
  * DATA_DIR, then one @hono/node-server serves every route group on PORT. Ctrl-C stops everything cleanly.
  */
-import { serve } from "@hono/node-server";
 import { buildConfig } from "../shared/config";
 import { createRuntime, setRuntime } from "../shared/runtime";
 import { ensureTable } from "../shared/store/table";
 import { createServiceApp } from "../shared/http/service";
 import { setLogLevel } from "../shared/log";
 import { portIsFree } from "./processes";
+import { serveApp } from "./http-server";
 import { startLocalStack } from "./stack";
 import { followUpPending } from "../shared/wallet/withdraw";
 import { log } from "../shared/log";
@@ -29,12 +29,14 @@ async function main() {
   const runtime = setRuntime(createRuntime({ config }));
   await ensureTable(runtime.db, config.tableName);
 
-  const server = serve({ fetch: createServiceApp().fetch, port: config.port });
-  server.once("error", async (err) => {
+  let server: Awaited<ReturnType<typeof serveApp>>;
+  try {
+    server = await serveApp(createServiceApp(), { port: config.port });
+  } catch (err) {
     console.error(`Could not listen on port ${config.port}: ${(err as Error).message}`);
     await stack.stop();
     process.exit(1);
-  });
+  }
 
   const d = stack.devnet;
   console.log(
@@ -69,9 +71,7 @@ async function main() {
     stopping = true;
     console.log(`\n${signal}: shutting down ...`);
     clearInterval(followUp);
-    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-    (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
-    await closed;
+    await server.close();
     await stack.stop();
     console.log("Stopped.");
     process.exit(0);

@@ -30,8 +30,8 @@ export const validationFailed = (errors: FieldError[], code = "VALIDATION_FAILED
 
 export const notFound = (code: string, what: string) => new ApiError(404, code, `${what} was not found.`);
 
-export const upstreamUnavailable = (invalidAnswer = false) =>
-  new ApiError(invalidAnswer ? 502 : 503, "UPSTREAM_UNAVAILABLE", "The chain RPC or bundler is unavailable.");
+export const upstreamUnavailable = (invalidAnswer = false, detail = "The chain RPC or bundler is unavailable.") =>
+  new ApiError(invalidAnswer ? 502 : 503, "UPSTREAM_UNAVAILABLE", detail);
 
 export const quotaReached = (code: string, what: string, limit: number) =>
   new ApiError(429, code, `The limit of ${limit} ${what} has been reached.`, { limit });

@@ -642,14 +642,14 @@ describe("storage and use", () => {
       expect((await list(owner, `workflowId=${wf}`)).status).toBe(200);
       expect(await Secret.resolveForExecution(owner, wf, ["CANARY"])).toEqual({ CANARY: value });
 
-      // A failing key service: the request answers a generic 500 and the logged error holds no plaintext.
+      // An unreachable key service: 503 UPSTREAM_UNAVAILABLE, and the logged warning holds no plaintext.
       const broken = createRuntime({
         config: buildConfig({ ...stackEnv(), TABLE_NAME: runtime.config.tableName, KMS_ENDPOINT: "http://127.0.0.1:9", RATE_LIMIT_BURST: "1000000" }),
       });
       setRuntime(broken);
       try {
         const res = await put(owner, "CANARY2", { value });
-        const body = await problem(res, 500, "INTERNAL");
+        const body = await problem(res, 503, "UPSTREAM_UNAVAILABLE");
         expect(JSON.stringify(body)).not.toContain(value);
       } finally {
         setRuntime(runtime);
@@ -662,7 +662,7 @@ describe("storage and use", () => {
       out.mockRestore();
       err.mockRestore();
     }
-    expect(written.some((line) => line.includes("unhandled error"))).toBe(true); // the capture works
+    expect(written.some((line) => line.includes("key service call failed"))).toBe(true); // the capture works
     for (const line of written) expect(line).not.toContain(value);
   });
 });

@@ -38,6 +38,8 @@ function decodeCursor(endpoint: string, owner: string, cursor: string): string {
   } catch {
     throw invalid;
   }
+  // Any JSON decodes, `null` and arrays included: only an object with our three members is a cursor.
+  if (typeof decoded !== "object" || decoded === null || Array.isArray(decoded)) throw invalid;
   const c = decoded as { e?: unknown; o?: unknown; p?: unknown };
   if (c.e !== endpoint || c.o !== callerTag(owner) || typeof c.p !== "string") throw invalid;
   return c.p;
@@ -46,6 +48,11 @@ function decodeCursor(endpoint: string, owner: string, cursor: string): string {
 /** Validates limit/after/before and decodes the cursor into a position. */
 export function readPageParams(query: Record<string, string | undefined>, endpoint: string, owner: string) {
   const p = parse(v.object(PageQuery), { limit: query.limit, after: query.after, before: query.before }, "query");
+  return decodePage(p, endpoint, owner);
+}
+
+/** Paging parameters already validated with the other query fields (PageQuery): cursors decoded to positions. */
+export function decodePage(p: { limit: number; after?: string; before?: string }, endpoint: string, owner: string) {
   if (p.after !== undefined && p.before !== undefined) {
     throw validationFailed([{ path: "query.before", message: "before and after cannot be used together" }]);
   }

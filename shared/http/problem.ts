@@ -14,11 +14,25 @@ export interface Problem {
   limit?: number;
 }
 
-export function problemResponse(
-  p: { status: number; code: string; detail: string; requestId: string; errors?: FieldError[]; reason?: string; limit?: number },
-  headers: Record<string, string> = {},
-): Response {
-  const body: Problem = {
+export interface ProblemInput {
+  status: number;
+  code: string;
+  detail: string;
+  requestId: string;
+  errors?: FieldError[];
+  reason?: string;
+  limit?: number;
+}
+
+export function problemResponse(p: ProblemInput, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(problemBody(p)), {
+    status: p.status,
+    headers: { "Content-Type": "application/problem+json", ...headers },
+  });
+}
+
+export function problemBody(p: ProblemInput): Problem {
+  return {
     type: "about:blank",
     title: STATUS_CODES[p.status] ?? "Error",
     status: p.status,
@@ -29,8 +43,4 @@ export function problemResponse(
     ...(p.reason ? { reason: p.reason } : {}),
     ...(p.limit !== undefined ? { limit: p.limit } : {}),
   };
-  return new Response(JSON.stringify(body), {
-    status: p.status,
-    headers: { "Content-Type": "application/problem+json", ...headers },
-  });
 }

@@ -14,6 +14,8 @@
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import { DecryptCommand, GenerateDataKeyCommand } from "@aws-sdk/client-kms";
 import { useRuntime } from "../runtime";
+import { ApiError, upstreamUnavailable } from "../errors";
+import { log } from "../log";
 
 export interface Sealed {
   /** The data key wrapped by KMS (base64 CiphertextBlob). */
@@ -46,7 +48,9 @@ function aad(context: EncryptionContext): Buffer {
 
 export async function seal(plaintext: string, context: EncryptionContext): Promise<Sealed> {
   const { kms, config } = useRuntime();
-  const out = await kms.send(new GenerateDataKeyCommand({ KeyId: config.secretsKeyId, KeySpec: "AES_256", EncryptionContext: context }));
+  const out = await kms
+    .send(new GenerateDataKeyCommand({ KeyId: config.secretsKeyId, KeySpec: "AES_256", EncryptionContext: context }))
+    .catch(keyServiceError);
   if (!out.Plaintext || !out.CiphertextBlob || out.Plaintext.length !== 32) {
     out.Plaintext?.fill(0);
     throw new EnvelopeError("The key service returned an unusable data key");
@@ -73,9 +77,9 @@ export async function open(sealed: Sealed, context: EncryptionContext): Promise<
   const { kms } = useRuntime();
   let dataKey: Uint8Array | undefined;
   try {
-    const out = await kms.send(
-      new DecryptCommand({ CiphertextBlob: Buffer.from(sealed.encryptedKey, "base64"), EncryptionContext: context, KeyId: sealed.keyId }),
-    );
+    const out = await kms
+      .send(new DecryptCommand({ CiphertextBlob: Buffer.from(sealed.encryptedKey, "base64"), EncryptionContext: context, KeyId: sealed.keyId }))
+      .catch(keyServiceError);
     dataKey = out.Plaintext;
     if (!dataKey || dataKey.length !== 32) throw new EnvelopeError("The key service returned an unusable data key");
     const decipher = createDecipheriv("aes-256-gcm", dataKey, Buffer.from(sealed.iv, "base64"));
@@ -88,7 +92,7 @@ export async function open(sealed: Sealed, context: EncryptionContext): Promise<
       plaintext.fill(0);
     }
   } catch (err) {
-    if (err instanceof EnvelopeError) throw err;
+    if (err instanceof EnvelopeError || err instanceof ApiError) throw err;
     // KMS InvalidCiphertextException (wrong context or key) or a failed GCM tag check.
     const name = (err as { name?: string }).name;
     if (name === "InvalidCiphertextException" || name === "IncorrectKeyException" || (err as Error).message?.includes("authenticate")) {
@@ -98,4 +102,20 @@ export async function open(sealed: Sealed, context: EncryptionContext): Promise<
   } finally {
     dataKey?.fill(0);
   }
+}
+
+const KEY_SERVICE_BUSY = new Set(["ThrottlingException", "KMSInternalException", "DependencyTimeoutException", "KeyUnavailableException"]);
+
+/**
+ * KMS unreachable, timing out, throttling or failing on its side is 503 UPSTREAM_UNAVAILABLE (API.md §1.6 step
+ * 10), like any other upstream; its own refusals (a wrong key, a bad ciphertext) pass through unchanged.
+ */
+function keyServiceError(err: unknown): never {
+  const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
+  const status = e.$metadata?.httpStatusCode;
+  if (status === undefined || status >= 500 || KEY_SERVICE_BUSY.has(e.name ?? "")) {
+    log.warn("key service call failed", { error: e.name ?? "unknown", status });
+    throw upstreamUnavailable(false, "The key service is unavailable.");
+  }
+  throw err;
 }

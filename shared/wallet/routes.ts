@@ -2,8 +2,8 @@
 import * as v from "valibot";
 import type { Route } from "../http/app";
 import { pathParam } from "../http/app";
-import { BooleanQuery, ChainIdQuery, parse, readJsonBody } from "../http/validate";
-import { pageEnvelope, readPageParams } from "../http/paging";
+import { BooleanQuery, ChainIdQuery, parse, parseParts, readJsonBody } from "../http/validate";
+import { PageQuery, decodePage, pageEnvelope } from "../http/paging";
 import { useOwner } from "../context";
 import { readIdempotencyKey } from "../idempotency";
 import * as Wallet from "./wallet";
@@ -17,6 +17,8 @@ const StatusList = v.pipe(
   v.maxLength(50, "accepts at most 50 values"),
   v.array(Withdraw.ListStatus),
 );
+
+const WithdrawalListQuery = v.object({ chainId: v.optional(ChainIdQuery), status: v.optional(StatusList, []), ...PageQuery });
 
 export const walletRoutes: Route[] = [
   {
@@ -40,9 +42,9 @@ export const walletRoutes: Route[] = [
     method: "PATCH",
     path: "/wallets/{address}",
     handler: async (c) => {
-      const { chainId } = parse(ChainQuery, c.req.query(), "query");
-      const input = parse(Wallet.UpdateInput, await readJsonBody(c), "body");
-      return c.json(await Wallet.update(pathParam(c, "address"), chainId, input));
+      const body = await readJsonBody(c); // transport errors (413, 415, INVALID_JSON) come before field errors
+      const { query, input } = parseParts({ query: [ChainQuery, c.req.query(), "query"], input: [Wallet.UpdateInput, body, "body"] });
+      return c.json(await Wallet.update(pathParam(c, "address"), query.chainId, input));
     },
   },
   {
@@ -68,11 +70,10 @@ export const walletRoutes: Route[] = [
     method: "GET",
     path: "/wallets/{address}/withdrawals",
     handler: async (c) => {
-      const { chainId } = parse(ChainQuery, c.req.query(), "query");
-      const statuses = parse(v.object({ status: v.optional(StatusList, []) }), { status: c.req.queries("status") }, "query").status;
+      const q = parse(WithdrawalListQuery, { ...c.req.query(), status: c.req.queries("status") }, "query");
       const endpoint = `withdrawals:${pathParam(c, "address").toLowerCase()}`;
-      const page = readPageParams(c.req.query(), endpoint, useOwner());
-      const { result, chain, wallet } = await Withdraw.listWithdrawals(pathParam(c, "address"), chainId, statuses, page);
+      const page = decodePage(q, endpoint, useOwner());
+      const { result, chain, wallet } = await Withdraw.listWithdrawals(pathParam(c, "address"), q.chainId, q.status, page);
       return c.json(
         pageEnvelope(result, (item) => item, (item) => Withdraw.withdrawalPosition(chain.chainId, wallet.address, String(item.id)), endpoint, useOwner()),
       );
