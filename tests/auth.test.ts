@@ -2,8 +2,6 @@
  * Authentication (API.md §7): the token exchange with every rejection of §7.1 in its order, the token
  * and every rejection of §7.3, and the JWKS of §6.2.
  */
-import { once } from "node:events";
-import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { getAddress, zeroAddress } from "viem";
@@ -20,7 +18,7 @@ import {
   type JWK,
   type JWTPayload,
 } from "jose";
-import { serve } from "@hono/node-server";
+import { startTestServer } from "./support/server";
 import { Client } from "@avaprotocol/sdk-js";
 import { createApp, type Route } from "../shared/http/app";
 import { authRoutes } from "../shared/auth/routes";
@@ -154,10 +152,9 @@ describe("POST /auth:exchange: success", () => {
   it("works with the public @avaprotocol/sdk-js client against a real HTTP server", async () => {
     // The SDK builds the same 8-line message (AUTH_TEMPLATE), signs it with ethers' signMessage (EIP-191),
     // and POSTs {ownerAddress, signature, message} to `${baseUrl}/auth:exchange`, so it talks to us as is.
-    const server = serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" });
+    const server = await startTestServer(app);
     try {
-      if (!server.listening) await once(server, "listening");
-      const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const baseUrl = server.url;
       const client = new Client({ baseUrl });
       const health = (await client.health.check()) as unknown as { version: string; chainId: number };
       expect(health.version).toBe(rt.config.serviceVersion);
@@ -173,7 +170,7 @@ describe("POST /auth:exchange: success", () => {
       expect(me.status).toBe(200);
       expect(((await me.json()) as { owner: string }).owner).toBe(privateKeyToAccount(key).address);
     } finally {
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await server.close();
     }
   });
 

@@ -3,29 +3,26 @@
  * secrets and wallets (including a withdrawal on the devnet) through the SDK's own calls.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { once } from "node:events";
-import type { AddressInfo } from "node:net";
-import { serve, type ServerType } from "@hono/node-server";
 import { Client } from "@avaprotocol/sdk-js";
 import { parseEther } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { useTestRuntime } from "./support/runtime";
 import { devnet, setBalance } from "./support/chain";
 import { createServiceApp } from "../shared/http/service";
+import { startTestServer, type TestServer } from "./support/server";
 
-let server: ServerType;
+let server: TestServer;
 let client: Client;
 
 beforeAll(async () => {
   await useTestRuntime();
-  server = serve({ fetch: createServiceApp().fetch, port: 0, hostname: "127.0.0.1" });
-  if (!(server as unknown as { listening: boolean }).listening) await once(server, "listening");
-  client = new Client({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
+  server = await startTestServer(createServiceApp());
+  client = new Client({ baseUrl: server.url });
   await client.auth.exchangeWithKey(generatePrivateKey(), { uri: "https://app.example.com", chainId: devnet().chainId, version: "0.1.0" });
 });
 
 afterAll(async () => {
-  await new Promise<void>((resolve) => server.close(() => resolve()));
+  await server.close();
 });
 
 describe("@avaprotocol/sdk-js as a client", () => {
