@@ -82,6 +82,12 @@ describe("Lambda entry points", () => {
 
     const put = await secrets(event("PUT", "/secrets/API_KEY", { headers: auth, body: JSON.stringify({ value: "s3cret-value" }) }), context);
     expect(put.statusCode).toBe(201);
+    expect(Object.keys(put.headers ?? {}).map((h) => h.toLowerCase())).not.toContain("content-type"); // 201 without a body
+    const encoded = await secrets(event("PUT", "/secrets/%41PI_KEY", { headers: auth, body: JSON.stringify({ value: "again" }) }), context);
+    expect(encoded.statusCode).toBe(204); // the same secret: the path is decoded before routing
+    const tooLarge = await secrets(event("PUT", "/secrets/BIG", { headers: auth, body: JSON.stringify({ value: "x".repeat(1_100_000) }) }), context);
+    expect(tooLarge.statusCode).toBe(413);
+    expect(JSON.parse(tooLarge.body!).code).toBe("PAYLOAD_TOO_LARGE");
     const list = await secrets(event("GET", "/secrets", { headers: auth, rawQueryString: "limit=5" }), context);
     expect(list.statusCode).toBe(200);
     const body = JSON.parse(list.body!);
