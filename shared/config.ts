@@ -32,6 +32,11 @@ export const ChainSettings = v.object({
   bundlerUrl: v.optional(Url),
   entryPoint: v.optional(Address, "0x0000000071727De22E5E9d8BAf0edAc6f37da032"),
   factory: v.optional(Address),
+  /**
+   * Further ControlledAccountFactory deployments with the service's controller: like `factory`, their wallet
+   * addresses are derived offline and init code may be built for them (API.md §11.3).
+   */
+  knownFactories: v.optional(v.array(Address), []),
   /** VerifyingPaymaster whose signer is the service controller; omitted = wallets pay their own gas. */
   paymaster: v.optional(Address),
   nativeToken: v.optional(

@@ -107,7 +107,7 @@ describe("POST /wallets", () => {
     }
   });
 
-  it("uses a non-default factory's getAddress view (here the same factory contract, named explicitly in mixed case)", async () => {
+  it("derives offline for the default factory named explicitly in mixed case", async () => {
     const res = await call(bob, "POST", "/wallets", { salt: "5", factoryAddress: getAddress(devnet().factory) });
     expect(res.status).toBe(201);
     expect(res.body.factoryAddress).toBe(getAddress(devnet().factory));

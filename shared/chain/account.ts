@@ -3,11 +3,12 @@
  * encoded and how an operation is signed. One kind today (ControlledAccount: owner or service controller
  * may sign); an ERC-6900 modular account would be a second `AccountKind`, chosen by factory.
  */
-import { encodeFunctionData, getContractAddress, isAddressEqual, type Address, type Hex, type PublicClient } from "viem";
-import { controlledAccountFactoryAbi } from "./contracts";
+import { encodeFunctionData, getContractAddress, type Address, type Hex, type PublicClient } from "viem";
+import { controlledAccountAbi } from "./contracts";
 import {
   encodeAccountCalls,
   encodeCreateAccount,
+  getAccountAddress,
   predictAccountAddress,
   signUserOperation,
   type AccountCall,
@@ -17,8 +18,12 @@ import {
 
 export interface AccountKind {
   name: string;
-  /** Address of (owner, salt) under `factory`, computed offline when the factory is the built-in one. */
-  deriveAddress(p: { client: PublicClient; factory: Address; builtInFactory?: Address; controller: Address; owner: Address; salt: bigint }): Promise<Address>;
+  /** Address of (owner, salt) under a known factory (one whose accounts get `controller`), computed offline. */
+  predictAddress(p: { factory: Address; controller: Address; owner: Address; salt: bigint }): Address;
+  /** Any factory's own answer (its `getAddress` view): only a claim, never a reason to sign (API.md §11.3). */
+  claimedAddress(p: { client: PublicClient; factory: Address; owner: Address; salt: bigint }): Promise<Address>;
+  /** The owner a deployed account reports. */
+  readOwner(client: PublicClient, account: Address): Promise<Address>;
   factoryData(owner: Address, salt: bigint): Hex;
   encodeCalls(calls: readonly AccountCall[]): Hex;
   sign(p: { userOp: UserOperationV07; signer: DigestSigner; chainId: number; entryPoint: Address }): Promise<UserOperationV07>;
@@ -26,14 +31,13 @@ export interface AccountKind {
 
 export const controlledAccount: AccountKind = {
   name: "ControlledAccount",
-  async deriveAddress({ client, factory, builtInFactory, controller, owner, salt }) {
-    if (builtInFactory && isAddressEqual(factory, builtInFactory)) {
-      // The factory creates its account implementation in its constructor: the factory's first CREATE.
-      const implementation = getContractAddress({ from: factory, nonce: 1n });
-      return predictAccountAddress({ factory, implementation, controller, owner, salt });
-    }
-    return client.readContract({ address: factory, abi: controlledAccountFactoryAbi, functionName: "getAddress", args: [owner, salt] });
+  predictAddress({ factory, controller, owner, salt }) {
+    // The factory creates its account implementation in its constructor: the factory's first CREATE.
+    const implementation = getContractAddress({ from: factory, nonce: 1n });
+    return predictAccountAddress({ factory, implementation, controller, owner, salt });
   },
+  claimedAddress: ({ client, factory, owner, salt }) => getAccountAddress(client, { factory, owner, salt }),
+  readOwner: (client, account) => client.readContract({ address: account, abi: controlledAccountAbi, functionName: "owner" }),
   factoryData: encodeCreateAccount,
   encodeCalls: encodeAccountCalls,
   sign: ({ userOp, signer, chainId, entryPoint }) => signUserOperation({ userOp, signer, chainId, entryPoint }),

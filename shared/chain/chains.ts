@@ -1,7 +1,17 @@
 /**
  * Configured chains (API.md §5): which chain a request means, and cached viem clients for its RPC and bundler.
  */
-import { createPublicClient, http, type PublicClient } from "viem";
+import {
+  AbiDecodingDataSizeTooSmallError,
+  BaseError,
+  ContractFunctionRevertedError,
+  ContractFunctionZeroDataError,
+  createPublicClient,
+  http,
+  isAddressEqual,
+  type Address,
+  type PublicClient,
+} from "viem";
 import type { BundlerClient } from "viem/account-abstraction";
 import { ApiError } from "../errors";
 import { useConfig, useRuntime } from "../runtime";
@@ -25,6 +35,29 @@ export function resolveCallerChain(explicit?: number): ChainSettings {
   const { chains, defaultChainId } = useConfig();
   const audience = useCaller().audienceChainId;
   return chains.find((c) => c.chainId === audience) ?? chainSettings(defaultChainId);
+}
+
+/**
+ * The chain's known factories: the configured `factory` and `knownFactories`, ControlledAccountFactory deployments
+ * with the service's controller. Only for them is an address derived offline and init code built (API.md §11.3).
+ */
+export function isKnownFactory(chain: ChainSettings, factory: Address): boolean {
+  return [chain.factory, ...chain.knownFactories].some((known) => known !== undefined && isAddressEqual(known as Address, factory));
+}
+
+/**
+ * True when a contract call failed because of the contract (it reverted, answered nothing or too little), not
+ * because of the RPC: the contract is not what the caller said it is.
+ */
+export function contractRefused(err: unknown): boolean {
+  return (
+    err instanceof BaseError &&
+    Boolean(
+      err.walk(
+        (e) => e instanceof ContractFunctionRevertedError || e instanceof ContractFunctionZeroDataError || e instanceof AbiDecodingDataSizeTooSmallError,
+      ),
+    )
+  );
 }
 
 const publicClients = new Map<string, PublicClient>();

@@ -4,7 +4,7 @@
  */
 import * as v from "valibot";
 import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
-import { BaseError, getAddress, isAddressEqual, zeroAddress, type Address } from "viem";
+import { getAddress, isAddressEqual, zeroAddress, type Address } from "viem";
 import { entryPoint07Abi } from "viem/account-abstraction";
 import { ApiError, notFound, quotaReached } from "../errors";
 import { useOwner } from "../context";
@@ -13,9 +13,10 @@ import { Keys } from "../store/keys";
 import { incrementBelow } from "../store/counters";
 import { cancellationReasons, isConditionFailure } from "../store/table";
 import { AddressString, Uint256String } from "../http/validate";
-import { controllerSigner, publicClient, resolveCallerChain } from "../chain/chains";
+import { contractRefused, controllerSigner, isKnownFactory, publicClient, resolveCallerChain } from "../chain/chains";
 import { controlledAccount } from "../chain/account";
 import { upstreamError } from "../chain/upstream";
+import { accountOwner } from "./signing";
 import type { ChainSettings } from "../config";
 
 const ChainIdInput = v.pipe(v.number("must be an integer"), v.integer("must be an integer"), v.minValue(0, "must not be negative"), v.maxValue(Number.MAX_SAFE_INTEGER));
@@ -125,34 +126,33 @@ export async function create(input: v.InferOutput<typeof CreateInput>): Promise<
   return { created: true, wallet: await toInfo(record) };
 }
 
+/**
+ * A known factory's address is derived offline, so it is the caller's by construction. Any other factory's answer
+ * is a claim: refused when it names a deployed account that is not the caller's; an undeployed one cannot be
+ * refuted yet and is checked again before anything is signed for it (signing.ts).
+ */
 async function deriveAddress(chain: ChainSettings, factory: Address, owner: Address, salt: bigint): Promise<Address> {
+  if (isKnownFactory(chain, factory)) {
+    return controlledAccount.predictAddress({ factory, controller: (await controllerSigner()).address, owner, salt });
+  }
   const client = publicClient(chain);
-  const builtIn = chain.factory ? getAddress(chain.factory) : undefined;
-  const isBuiltIn = builtIn !== undefined && isAddressEqual(factory, builtIn);
-  const invalidFactory = () => new ApiError(400, "INVALID_FACTORY", "The factory has no code on this chain or cannot derive an address.");
+  const invalidFactory = (why = "has no code on this chain or cannot derive an address") => new ApiError(400, "INVALID_FACTORY", `The factory ${why}.`);
+  let claimed: Address;
   try {
-    if (!isBuiltIn) {
-      const code = await client.getCode({ address: factory });
-      if (!code || code === "0x") throw invalidFactory();
-    }
-    const address = await controlledAccount.deriveAddress({
-      client,
-      factory,
-      builtInFactory: builtIn,
-      controller: (await controllerSigner()).address,
-      owner,
-      salt,
-    });
-    if (isAddressEqual(address, zeroAddress)) throw invalidFactory();
-    return getAddress(address);
+    const code = await client.getCode({ address: factory });
+    if (!code || code === "0x") throw invalidFactory();
+    claimed = await controlledAccount.claimedAddress({ client, factory, owner, salt });
   } catch (err) {
     if (err instanceof ApiError) throw err;
-    // A factory that reverts or answers garbage is not a usable factory; an unreachable RPC is upstream.
-    if (err instanceof BaseError && err.walk((e) => (e as { name?: string }).name === "ContractFunctionExecutionError")) {
-      throw invalidFactory();
-    }
+    if (contractRefused(err)) throw invalidFactory();
     throw upstreamError(err);
   }
+  if (isAddressEqual(claimed, zeroAddress)) throw invalidFactory();
+  const account = await accountOwner(client, claimed);
+  if (account.deployed && !(account.owner && isAddressEqual(account.owner, owner))) {
+    throw invalidFactory("answers an account that is not owned by the caller");
+  }
+  return getAddress(claimed);
 }
 
 export async function get(owner: Address, chainId: number, address: Address): Promise<WalletRecord | undefined> {

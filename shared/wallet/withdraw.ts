@@ -25,7 +25,7 @@ import { Keys } from "../store/keys";
 import { queryPage } from "../store/query";
 import { AddressString, Uint256String, fieldErrors } from "../http/validate";
 import { bundlerClient, chainSettings, controllerSigner, publicClient, unsupportedChain } from "../chain/chains";
-import { controlledAccount, erc20Transfer } from "../chain/account";
+import { erc20Transfer } from "../chain/account";
 import {
   buildUserOperation,
   estimateUserOperationGas,
@@ -40,6 +40,7 @@ import { forgetNonce, isStaleNonce, markNonceUsed, nextNonce, withWalletLock } f
 import { upstreamError } from "../chain/upstream";
 import * as Idempotency from "../idempotency";
 import { requireOwned, type WalletRecord } from "./wallet";
+import { signWalletOperation, verifySignable, type SignableWallet } from "./signing";
 import type { ChainSettings } from "../config";
 
 export type Status = "pending" | "confirmed" | "failed";
@@ -153,6 +154,7 @@ async function send(wallet: WalletRecord, chain: ChainSettings, request: Request
   const client = publicClient(chain);
   const bundler = bundlerClient(chain);
   const nonceKey = `${chain.chainId}:${wallet.address}`;
+  let signable = await verifySignable(wallet, chain);
   const { amount, balance, call } = await preflight(client, wallet, request);
 
   const base = {
@@ -167,7 +169,9 @@ async function send(wallet: WalletRecord, chain: ChainSettings, request: Request
     let op: UserOperationV07;
     let finalAmount: bigint;
     try {
-      ({ op, amount: finalAmount } = await prepare(client, bundler, wallet, chain, call, amount, nonceKey));
+      // Another instance took the nonce, and may have deployed the account meanwhile.
+      if (attempt > 0) signable = await verifySignable(wallet, chain);
+      ({ op, amount: finalAmount } = await prepare(client, bundler, signable, chain, call, amount, nonceKey));
     } catch (err) {
       const rejection = bundlerRejection(err);
       if (rejection === undefined) throw err instanceof ApiError ? err : upstreamError(err);
@@ -235,22 +239,18 @@ const insufficient = () => new ApiError(400, "INSUFFICIENT_BALANCE", "The wallet
 async function prepare(
   client: PublicClient,
   bundler: BundlerClient,
-  wallet: WalletRecord,
+  wallet: SignableWallet,
   chain: ChainSettings,
   call: (value: bigint) => AccountCall,
   requested: bigint | "max",
   nonceKey: string,
 ): Promise<{ op: UserOperationV07; amount: bigint }> {
   const entryPoint = getAddress(chain.entryPoint);
-  const owner = getAddress(wallet.owner);
-  const salt = BigInt(wallet.salt);
-  const [code, chainNonce, fees, balance] = await Promise.all([
-    client.getCode({ address: wallet.address }),
+  const [chainNonce, fees, balance] = await Promise.all([
     client.readContract({ address: entryPoint, abi: entryPointNonceAbi, functionName: "getNonce", args: [wallet.address, 0n] }),
     getUserOperationFees({ client, bundler }),
     requested === "max" ? client.getBalance({ address: wallet.address }) : Promise.resolve(0n),
   ]);
-  const deployed = code !== undefined && code !== "0x";
   const sponsored = Boolean(chain.paymaster);
   // Estimate with a value of the final one's size, so calldata costs are not under-estimated; a wallet that
   // pays its own gas cannot also send its whole balance in the simulation, so it estimates with half.
@@ -259,13 +259,14 @@ async function prepare(
     buildUserOperation({
       client,
       entryPoint,
-      factory: getAddress(wallet.factoryAddress),
-      owner,
-      salt,
-      sender: getAddress(wallet.address),
+      factory: wallet.factory,
+      owner: wallet.owner,
+      salt: wallet.salt,
+      sender: wallet.address,
       calls: [call(value)],
       nonce: nextNonce(nonceKey, chainNonce),
-      deployed,
+      // verifySignable answers deployed for every factory that is not known: init code only for known ones
+      deployed: wallet.deployed,
       fees,
     });
   let op = await unsigned(estimateValue);
@@ -294,7 +295,7 @@ async function prepare(
     delete op.paymasterVerificationGasLimit;
     delete op.paymasterPostOpGasLimit;
   }
-  op = await controlledAccount.sign({ userOp: op, signer: await controllerSigner(), chainId: chain.chainId, entryPoint });
+  op = await signWalletOperation(wallet, op, chain);
   return { op, amount };
 }
 
