@@ -192,6 +192,19 @@ describe("a factory listed in knownFactories", () => {
   });
 });
 
+describe("withdraw token checks", () => {
+  it("answers WITHDRAW_BAD_TOKEN for a contract that is not an ERC-20 (balanceOf reverts, or answers no data)", async () => {
+    const owner = await signIn(http);
+    const { body } = await call(owner, "POST", "/wallets", { salt: "5" });
+    await setBalance(body.address, parseEther("1"));
+    const noData = await deployHostileFactory({ claim: newAddress() });
+    for (const token of [devnet().factory, noData]) {
+      const res = await call(owner, "POST", `/wallets/${body.address}:withdraw`, { recipientAddress: newAddress(), amount: "1", token });
+      expect({ token, status: res.status, code: res.body.code }).toEqual({ token, status: 400, code: "WITHDRAW_BAD_TOKEN" });
+    }
+  });
+});
+
 describe("the signing gate", () => {
   const op = (sender: Address, init?: { factory: Address; factoryData: Hex }): UserOperationV07 => ({
     sender,

@@ -24,7 +24,7 @@ import { useConfig, useRuntime } from "../runtime";
 import { Keys } from "../store/keys";
 import { queryPage } from "../store/query";
 import { AddressString, Uint256String, fieldErrors } from "../http/validate";
-import { bundlerClient, chainSettings, controllerSigner, publicClient, unsupportedChain } from "../chain/chains";
+import { bundlerClient, chainSettings, contractRefused, controllerSigner, publicClient, unsupportedChain } from "../chain/chains";
 import { erc20Transfer } from "../chain/account";
 import {
   buildUserOperation,
@@ -220,8 +220,12 @@ async function preflight(client: PublicClient, wallet: WalletRecord, request: Re
     }
     const token = request.token;
     const code = await client.getCode({ address: token });
-    if (!code || code === "0x") throw fieldError("WITHDRAW_BAD_TOKEN", "body.token", "has no contract code on this chain");
-    const balance = await client.readContract({ address: token, abi: erc20Abi, functionName: "balanceOf", args: [wallet.address] });
+    if (!code || code === "0x") throw badToken("has no contract code on this chain");
+    const balance = await client
+      .readContract({ address: token, abi: erc20Abi, functionName: "balanceOf", args: [wallet.address] })
+      .catch((err: unknown) => {
+        throw contractRefused(err) ? badToken("is not an ERC-20 contract (balanceOf failed)") : err;
+      });
     const amount = request.amount === "max" ? balance : request.amount;
     if (balance === 0n || balance < amount) throw insufficient();
     return { amount, balance, call: (value: bigint): AccountCall => ({ to: token, data: erc20Transfer(request.recipient, value) }) };
@@ -230,6 +234,7 @@ async function preflight(client: PublicClient, wallet: WalletRecord, request: Re
   }
 }
 
+const badToken = (message: string) => fieldError("WITHDRAW_BAD_TOKEN", "body.token", message);
 const insufficient = () => new ApiError(400, "INSUFFICIENT_BALANCE", "The wallet's balance is below the amount to withdraw.");
 
 /**
