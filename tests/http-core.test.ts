@@ -4,6 +4,7 @@
  * `GET /health` (§6.1).
  */
 import { once } from "node:events";
+import { randomUUID } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -15,6 +16,7 @@ import { authRoutes } from "../shared/auth/routes";
 import { healthRoutes } from "../shared/health";
 import { useOwner } from "../shared/context";
 import { createRuntime, setRuntime, type Runtime } from "../shared/runtime";
+import { ensureTable } from "../shared/store/table";
 import type { Config } from "../shared/config";
 import { setLogLevel } from "../shared/log";
 import { stackEnv, useTestRuntime } from "./support/runtime";
@@ -378,14 +380,15 @@ describe("unexpected errors", () => {
 });
 
 describe("rate limiting", () => {
-  /** A fresh app (fresh buckets) under a runtime with a burst of 3. */
-  function limitedApp() {
-    useSettings((c) => ({ ...c, limits: { ...c.limits, rateLimitBurst: 3, rateLimitRps: 1 } }));
+  /** An app with fresh buckets (they live in the table: a fresh table) under a runtime with a burst of 3. */
+  async function limitedApp() {
+    const runtime = useSettings((c) => ({ ...c, tableName: `rate-${randomUUID()}`, limits: { ...c.limits, rateLimitBurst: 3, rateLimitRps: 1 } }));
+    await ensureTable(runtime.db, runtime.config.tableName);
     return makeApp();
   }
 
   it("answers the 4th request of a burst of 3 with 429 RATE_LIMITED, Retry-After and X-RateLimit-* headers", async () => {
-    const limited = limitedApp();
+    const limited = await limitedApp();
     const from = { "X-Forwarded-For": "203.0.113.7" };
     const remaining: (string | null)[] = [];
     for (let i = 0; i < 3; i++) {
@@ -413,7 +416,7 @@ describe("rate limiting", () => {
   });
 
   it("on a real server, keys public routes by the socket address and ignores a client-written X-Forwarded-For", async () => {
-    const limited = limitedApp();
+    const limited = await limitedApp();
     const server = serve({ fetch: limited.fetch, port: 0, hostname: "127.0.0.1" });
     try {
       if (!server.listening) await once(server, "listening");
@@ -427,7 +430,7 @@ describe("rate limiting", () => {
   });
 
   it("limits bearer routes per subject, after authentication", async () => {
-    const limited = limitedApp();
+    const limited = await limitedApp();
     for (let i = 0; i < 3; i++) expect((await limited.request("/things/abc", { headers: alice.headers })).status).toBe(200);
     const res = await limited.request("/things/abc", { headers: alice.headers });
     expect(res.status).toBe(429);
@@ -442,7 +445,7 @@ describe("rate limiting", () => {
   });
 
   it("puts the rate-limit headers on error responses of requests that reached the limiter", async () => {
-    const limited = limitedApp();
+    const limited = await limitedApp();
     const res = await limited.request("/things", json({}));
     expect(res.status).toBe(400);
     expect(res.headers.get("x-ratelimit-remaining")).toBe("2");

@@ -12,7 +12,7 @@ import { log } from "../log";
 import { useRuntime } from "../runtime";
 import { withCaller, type Caller } from "../context";
 import { problemResponse } from "./problem";
-import { TokenBuckets, type RateDecision } from "./rate-limit";
+import { RateLimiter, RateSubject, type RateDecision } from "./rate-limit";
 import { authenticate } from "../auth/token";
 
 export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
@@ -83,11 +83,8 @@ function decodedPath(request: Request): string {
 export function createApp(routes: Route[]) {
   const compiled: CompiledRoute[] = routes.map((r) => ({ ...r, pattern: compileTemplate(r.path) }));
   const app = new Hono<AppEnv>({ getPath: decodedPath });
-  let buckets: TokenBuckets | undefined;
-  const rateBuckets = () => {
-    const { rateLimitBurst, rateLimitRps } = useRuntime().config.limits;
-    return (buckets ??= new TokenBuckets(rateLimitBurst, rateLimitRps));
-  };
+  // Buckets live in the table (shared by every instance); the limiter keeps only this app's hints.
+  const limiter = new RateLimiter();
 
   app.use("*", async (c, next) => {
     const incoming = c.req.header("x-request-id");
@@ -119,9 +116,10 @@ export function createApp(routes: Route[]) {
       c.set("params", Object.fromEntries(Object.entries(params).map(([k, val]) => [k, safeDecode(val)])));
       checkApiVersion(c);
       const caller = route.public ? undefined : await authenticate(c.req.header("authorization"));
-      const decision = rateBuckets().take(caller ? `sub:${caller.owner}` : `ip:${clientIp(c)}`, Date.now());
+      // undefined when the limiter failed open (table unreachable): served, without rate-limit headers.
+      const decision = await limiter.take(caller ? RateSubject.owner(caller.owner) : RateSubject.ip(clientIp(c)));
       c.set("rate", decision);
-      if (!decision.allowed) {
+      if (decision && !decision.allowed) {
         throw new ApiError(429, "RATE_LIMITED", "Too many requests; retry later.", {
           headers: { "Retry-After": String(decision.retryAfter) },
         });
@@ -132,7 +130,7 @@ export function createApp(routes: Route[]) {
       if (response.headers.get("Content-Type") === "application/json") {
         response.headers.set("Content-Type", "application/json; charset=utf-8");
       }
-      for (const [name, value] of Object.entries(rateHeaders(decision))) response.headers.set(name, value);
+      if (decision) for (const [name, value] of Object.entries(rateHeaders(decision))) response.headers.set(name, value);
       return response;
     });
   }

@@ -1,12 +1,29 @@
 /**
- * Token bucket per subject (API.md §4.2): capacity `rate_limit_burst`, refilled at `rate_limit_rps`.
- * Kept in process memory: on the local server that is exact; on Lambda each warm instance keeps its own
- * buckets, which bounds a caller per instance (see README, "Rate limiting").
+ * Rate limiting (API.md §4.2): a token bucket per subject, capacity `rate_limit_burst`, refilled at
+ * `rate_limit_rps`, kept in the table (pattern 20 of shared/store/README.md) so every process (each Lambda
+ * instance, the local server) shares one bucket per subject.
+ *
+ * The bucket is stored as GCRA: one theoretical arrival time `tat` per subject. With the emission interval
+ * T = 1 s / rps and capacity B, the bucket holds B − (tat − now) / T tokens (full when tat ≤ now). A request is
+ * allowed when max(tat, now) + T − now ≤ B·T, and then tat := max(tat, now) + T. An update expression has no
+ * max(), so there are two conditional forms of one UpdateItem:
+ *   advance  SET tat = tat + T     IF now ≤ tat ≤ now + (B−1)·T   (the bucket is partly used and has a token)
+ *   reset    SET tat = now + T     IF tat is absent, stale (< now) or impossible (see MAX_CLOCK_SKEW_US)
+ * A failed condition returns the stored item (ReturnValuesOnConditionCheckFailure: ALL_OLD), which says
+ * whether to try the other form or to deny: a denial writes nothing, so a rejected request consumes nothing.
+ * The first form is guessed from the last `tat` this process saw for the subject (a bounded LRU), so a busy
+ * subject costs exactly one write per request, and so does the first request after an idle spell.
+ *
+ * `tat` is stored in integer MICROseconds, not milliseconds: T = 1000/rps ms is fractional for most rps
+ * (rps 3 → 333.33 ms), and DynamoDB adds decimals exactly while JavaScript compares doubles, so a fractional
+ * T could let the two disagree at the boundary. In µs T is rounded to a whole number (error ≤ 0.5 µs per
+ * token) and every sum stays an exact integer on both sides (µs since 1970 fit 2^53 until the year 2255).
  */
-interface Bucket {
-  tokens: number;
-  updatedAt: number;
-}
+import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { log } from "../log";
+import { useRuntime } from "../runtime";
+import { Keys } from "../store/keys";
+import { isConditionFailure, TTL_ATTRIBUTE } from "../store/table";
 
 export interface RateDecision {
   allowed: boolean;
@@ -18,36 +35,141 @@ export interface RateDecision {
   retryAfter?: number;
 }
 
-const MAX_BUCKETS = 100_000;
+/** Bucket subjects: the JWT subject (lower-case, so case never splits a bucket) or the client address. */
+export const RateSubject = {
+  owner: (owner: string) => `sub:${owner.toLowerCase()}`,
+  ip: (address: string) => `ip:${address}`,
+};
 
-export class TokenBuckets {
-  private buckets = new Map<string, Bucket>();
+/** Subjects whose last `tat` one process remembers (about 100 bytes each). */
+const MAX_HINTS = 10_000;
+/** Two forms and one race between them need 3 writes at most; a 4th failure means heavy contention. */
+const MAX_ATTEMPTS = 4;
+/**
+ * A stored `tat` more than B·T ahead of now cannot come from a clock that agrees with ours (an allowed
+ * request never leaves it further ahead than that). Beyond this tolerance the stored state is treated as
+ * garbage and reset, so a clock that went back (a skewed instance, a test's fixed clock) never locks a
+ * subject out; within it, it is ordinary skew between instances and is honoured (denied).
+ */
+const MAX_CLOCK_SKEW_US = 1_000_000;
 
-  constructor(
-    private readonly capacity: number,
-    private readonly refillPerSecond: number,
-  ) {}
+type Form = "advance" | "reset";
 
-  take(key: string, now: number): RateDecision {
-    const bucket = this.refilled(key, now);
-    const allowed = bucket.tokens >= 1;
-    if (allowed) bucket.tokens -= 1;
-    this.buckets.delete(key); // re-insert to keep Map order = least recently used first
-    this.buckets.set(key, bucket);
-    if (this.buckets.size > MAX_BUCKETS) this.buckets.delete(this.buckets.keys().next().value!);
-    const secondsToFull = (this.capacity - bucket.tokens) / this.refillPerSecond;
-    return {
-      allowed,
-      limit: this.capacity,
-      remaining: Math.floor(bucket.tokens),
-      resetAt: Math.ceil(now / 1000 + secondsToFull),
-      ...(allowed ? {} : { retryAfter: Math.max(1, Math.ceil((1 - bucket.tokens) / this.refillPerSecond)) }),
+/** The bucket's parameters at one instant, all in µs. */
+interface Frame {
+  now: number;
+  /** Emission interval T. */
+  interval: number;
+  burst: number;
+}
+
+export class RateLimiter {
+  /** Last `tat` seen per subject, least recently used first (Map keeps insertion order). */
+  private readonly hints = new Map<string, number>();
+
+  /**
+   * Takes one token from `subject`'s bucket. Answers undefined when the limiter could not decide: then the
+   * request is served without rate-limit headers.
+   */
+  async take(subject: string): Promise<RateDecision | undefined> {
+    const { config, now } = useRuntime();
+    const frame: Frame = {
+      now: Math.round(now() * 1000),
+      interval: Math.max(1, Math.round(1_000_000 / config.limits.rateLimitRps)),
+      burst: config.limits.rateLimitBurst,
     };
+    const hint = this.hints.get(subject);
+    // A hint that predicts a denial still tries "advance": its failure returns the exact stored tat for the headers.
+    let form: Form = classify(hint, frame) === "reset" ? "reset" : "advance";
+    try {
+      for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+        const outcome = await write(subject, form, frame);
+        if (outcome.tat !== undefined) this.remember(subject, outcome.tat);
+        if (outcome.written) return decision(frame, outcome.tat, true);
+        const next = classify(outcome.tat, frame);
+        if (next === "denied") return decision(frame, outcome.tat!, false);
+        form = next;
+      }
+      log.warn("rate limiter: too many concurrent updates; request served uncounted", { subject });
+      return undefined;
+    } catch (err) {
+      // Fail OPEN: a throttled or unreachable table must not turn every request into a 500. The request is
+      // served uncounted (and without rate-limit headers); quotas and every other check still apply.
+      log.warn("rate limiter unavailable; request served uncounted (fail open)", { subject, error: err });
+      return undefined;
+    }
   }
 
-  private refilled(key: string, now: number): Bucket {
-    const bucket = this.buckets.get(key) ?? { tokens: this.capacity, updatedAt: now };
-    const elapsed = Math.max(0, now - bucket.updatedAt) / 1000;
-    return { tokens: Math.min(this.capacity, bucket.tokens + elapsed * this.refillPerSecond), updatedAt: now };
+  private remember(subject: string, tat: number) {
+    this.hints.delete(subject); // re-insert: Map order = least recently used first
+    this.hints.set(subject, tat);
+    if (this.hints.size > MAX_HINTS) this.hints.delete(this.hints.keys().next().value!);
   }
+}
+
+/** What a stored (or remembered) `tat` calls for. */
+function classify(tat: number | undefined, f: Frame): Form | "denied" {
+  if (tat === undefined || tat < f.now || tat > f.now + f.burst * f.interval + MAX_CLOCK_SKEW_US) return "reset";
+  return tat > f.now + (f.burst - 1) * f.interval ? "denied" : "advance";
+}
+
+type Outcome = { written: true; tat: number } | { written: false; tat?: number };
+
+/** One conditional UpdateItem; a failed condition answers the stored tat (undefined: no bucket). */
+async function write(subject: string, form: Form, f: Frame): Promise<Outcome> {
+  const { db, config } = useRuntime();
+  const names = { "#type": "type", "#expires": TTL_ATTRIBUTE };
+  const values = {
+    ":type": "rateLimit",
+    ":v": 1,
+    ":now": f.now,
+    // The item is worthless once tat has passed (a full bucket is the same as no item): let TTL remove it.
+    ":expires": Math.ceil((f.now + f.burst * f.interval) / 1_000_000) + 1,
+  };
+  const expression =
+    form === "advance"
+      ? {
+          UpdateExpression: "SET tat = tat + :t, #type = :type, v = :v, #expires = :expires",
+          ConditionExpression: "tat >= :now AND tat <= :last",
+          ExpressionAttributeValues: { ...values, ":t": f.interval, ":last": f.now + (f.burst - 1) * f.interval },
+        }
+      : {
+          UpdateExpression: "SET tat = :fresh, #type = :type, v = :v, #expires = :expires",
+          ConditionExpression: "attribute_not_exists(tat) OR tat < :now OR tat > :impossible",
+          ExpressionAttributeValues: {
+            ...values,
+            ":fresh": f.now + f.interval,
+            ":impossible": f.now + f.burst * f.interval + MAX_CLOCK_SKEW_US,
+          },
+        };
+  try {
+    const res = await db.send(
+      new UpdateCommand({
+        TableName: config.tableName,
+        Key: Keys.rateLimit(subject),
+        ExpressionAttributeNames: names,
+        ...expression,
+        ReturnValues: "UPDATED_NEW",
+        ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+      }),
+    );
+    return { written: true, tat: Number(res.Attributes?.tat) };
+  } catch (err) {
+    if (!isConditionFailure(err)) throw err;
+    // The document client does not unmarshall the item carried by the exception: it is a raw AttributeValue map.
+    const stored = (err as { Item?: { tat?: { N?: string } } }).Item?.tat?.N;
+    return { written: false, tat: stored === undefined ? undefined : Number(stored) };
+  }
+}
+
+/** The headers' numbers (API.md §4.2) from the bucket's tat after an allowed request, or as stored when denied. */
+function decision(f: Frame, tat: number, allowed: boolean): RateDecision {
+  const capacity = f.burst * f.interval;
+  return {
+    allowed,
+    limit: f.burst,
+    remaining: Math.max(0, Math.floor((capacity - (tat - f.now)) / f.interval)),
+    resetAt: Math.ceil(tat / 1_000_000),
+    ...(allowed ? {} : { retryAfter: Math.max(1, Math.ceil((tat + f.interval - capacity - f.now) / 1_000_000)) }),
+  };
 }

@@ -49,4 +49,10 @@ export const Keys = {
     pk: `IDEM#${lower(owner)}#${scope}`,
     sk: `KEY#${key}`,
   }),
+
+  /**
+   * Rate-limit bucket of one subject (`sub:<owner lower-case>` or `ip:<address>`, see shared/http/rate-limit.ts):
+   * its own partition, so a busy subject never heats another's; the item expires once the bucket is full again.
+   */
+  rateLimit: (subject: string) => ({ pk: `RATE#${subject}`, sk: "RATE" }),
 } as const;
