@@ -65,7 +65,8 @@ const CODES: Record<string, string> = {
   INVALID_CURSOR: "`before`/`after` cursor undecodable or issued by another endpoint or for another caller.",
   UNSUPPORTED_API_VERSION: "`X-Api-Version` other than `4`.",
   UNSUPPORTED_CHAIN: "A non-zero chain id that is not configured.",
-  INVALID_FACTORY: "The factory has no code, is the zero address, or its `getAddress` fails or returns zero.",
+  INVALID_FACTORY: "The factory has no code, is the zero address, or its `getAddress` fails or returns zero, or returns a deployed account whose `owner()` is not the caller.",
+  WALLET_NOT_OWNED: "Before signing for a wallet of a factory that is not known: the account is not deployed or its `owner()` is not the caller.",
   WITHDRAW_MISSING_FIELDS: "`recipientAddress`, `amount` or `token` missing.",
   WITHDRAW_BAD_RECIPIENT: "Recipient not an address, the zero address, or the wallet itself.",
   WITHDRAW_BAD_AMOUNT: "Amount not a positive wei integer and not `max`.",
@@ -376,7 +377,7 @@ function components(config: Config): Json {
       },
       factoryAddress: {
         description:
-          "Address (any accepted case). Default: the chain's configured factory. Any other factory must have code on the chain and its view `getAddress(address owner, uint256 salt)` must return a non-zero address, else 400 `INVALID_FACTORY` (also for the zero address).",
+          "Address (any accepted case). Default: the chain's configured factory. Known factories (the chain's default and its configured list) derive the address offline. Any other factory must have code on the chain and its view `getAddress(address owner, uint256 salt)` must return a non-zero address that is not a deployed account of another owner, else 400 `INVALID_FACTORY` (also for the zero address); nothing is signed for such a wallet until its deployed account reports the caller as `owner()`.",
       },
       chainId: { description: "Chain per API.md §5: non-zero → that chain (must be configured); `0` or absent → the JWT `aud` chain if configured, else `default_chain_id`." },
     }),
@@ -390,7 +391,7 @@ function components(config: Config): Json {
     },
     WithdrawRequest: requestObject({
       description:
-        "Checks, in order: missing `recipientAddress`, `amount` or `token` → `WITHDRAW_MISSING_FIELDS`; bad recipient → `WITHDRAW_BAD_RECIPIENT`; bad amount → `WITHDRAW_BAD_AMOUNT`; bad token → `WITHDRAW_BAD_TOKEN`; other shape errors (unknown members, bad `chainId`) → `VALIDATION_FAILED`; chain not configured or without a bundler → `UNSUPPORTED_CHAIN`; wallet not the caller's on that chain → 404 `WALLET_NOT_FOUND`; token without contract code → `WITHDRAW_BAD_TOKEN`; balance preflight → `INSUFFICIENT_BALANCE`; RPC, bundler or paymaster unusable before sending → 502/503 `UPSTREAM_UNAVAILABLE` (nothing recorded).",
+        "Checks, in order: missing `recipientAddress`, `amount` or `token` → `WITHDRAW_MISSING_FIELDS`; bad recipient → `WITHDRAW_BAD_RECIPIENT`; bad amount → `WITHDRAW_BAD_AMOUNT`; bad token → `WITHDRAW_BAD_TOKEN`; other shape errors (unknown members, bad `chainId`) → `VALIDATION_FAILED`; chain not configured or without a bundler → `UNSUPPORTED_CHAIN`; wallet not the caller's on that chain → 404 `WALLET_NOT_FOUND`; a wallet of a factory that is not known whose deployed account does not report the caller as `owner()` → `WALLET_NOT_OWNED`; token without contract code, or a contract that is not an ERC-20 → `WITHDRAW_BAD_TOKEN`; balance preflight → `INSUFFICIENT_BALANCE`; RPC, bundler or paymaster unusable before sending → 502/503 `UPSTREAM_UNAVAILABLE` (nothing recorded).",
       required: ["recipientAddress", "amount", "token"],
       properties: {
         recipientAddress: { ...schemaRef("Address"), description: "Not the zero address, not the wallet itself." },
@@ -794,8 +795,12 @@ function operations(config: Config): Operation[] {
         400: ["VALIDATION_FAILED", "SECRET_NAME_RESERVED", "SECRET_SCOPE_UNSUPPORTED"],
         404: ["WORKFLOW_NOT_FOUND"],
         429: ["SECRETS_LIMIT_REACHED"],
+        503: ["UPSTREAM_UNAVAILABLE"],
       },
-      notes: { 429: `\`SECRETS_LIMIT_REACHED\` when creating would exceed ${limits.maxSecretsPerOwner} secrets for the caller (all scopes).` },
+      notes: {
+        429: `\`SECRETS_LIMIT_REACHED\` when creating would exceed ${limits.maxSecretsPerOwner} secrets for the caller (all scopes).`,
+        503: "The key service (KMS) is unreachable; nothing is written.",
+      },
     },
     {
       method: "delete",
@@ -880,6 +885,7 @@ function operations(config: Config): Operation[] {
           "WITHDRAW_BAD_TOKEN",
           "VALIDATION_FAILED",
           "UNSUPPORTED_CHAIN",
+          "WALLET_NOT_OWNED",
           "INSUFFICIENT_BALANCE",
         ],
         404: ["WALLET_NOT_FOUND"],

@@ -12,19 +12,17 @@ import { useConfig, useRuntime } from "../runtime";
 import { Keys } from "../store/keys";
 import { incrementBelow } from "../store/counters";
 import { cancellationReasons, isConditionFailure } from "../store/table";
-import { AddressString, Uint256String } from "../http/validate";
+import { AddressString, Uint256String, ChainIdNumber } from "../http/validate";
 import { contractRefused, controllerSigner, isKnownFactory, publicClient, resolveCallerChain } from "../chain/chains";
 import { controlledAccount } from "../chain/account";
 import { upstreamError } from "../chain/upstream";
 import { accountOwner } from "./signing";
 import type { ChainSettings } from "../config";
 
-const ChainIdInput = v.pipe(v.number("must be an integer"), v.integer("must be an integer"), v.minValue(0, "must not be negative"), v.maxValue(Number.MAX_SAFE_INTEGER));
-
 export const CreateInput = v.strictObject({
   salt: Uint256String,
   factoryAddress: v.optional(AddressString),
-  chainId: v.optional(ChainIdInput),
+  chainId: v.optional(ChainIdNumber),
 });
 export const UpdateInput = v.strictObject({ isHidden: v.optional(v.boolean("must be a boolean")) });
 

@@ -23,7 +23,7 @@ import { useOwner } from "../context";
 import { useConfig, useRuntime } from "../runtime";
 import { Keys } from "../store/keys";
 import { queryPage } from "../store/query";
-import { AddressString, Uint256String, fieldErrors } from "../http/validate";
+import { AddressString, Uint256String, fieldErrors, ChainIdNumber } from "../http/validate";
 import { bundlerClient, chainSettings, contractRefused, controllerSigner, publicClient, unsupportedChain } from "../chain/chains";
 import { erc20Transfer } from "../chain/account";
 import {
@@ -70,12 +70,11 @@ const ETH = "ETH";
 // ---------------------------------------------------------------------------------------------
 // Input: the specific codes of §11.5 come first, in their order, then VALIDATION_FAILED.
 
-const ChainIdInput = v.pipe(v.number("must be an integer"), v.integer("must be an integer"), v.minValue(0, "must not be negative"), v.maxValue(Number.MAX_SAFE_INTEGER));
 const Shape = v.strictObject({
   recipientAddress: v.unknown(),
   amount: v.unknown(),
   token: v.unknown(),
-  chainId: v.optional(ChainIdInput),
+  chainId: v.optional(ChainIdNumber),
 });
 const PositiveWei = v.pipe(Uint256String, v.check((s) => s !== "0", "must be greater than 0"));
 
