@@ -71,13 +71,35 @@ function honoPattern(path: string): string {
   return path.replace(/\{([a-zA-Z_]+)\}(:[a-zA-Z]+)?/g, (_m, name: string, verb?: string) => `:${name}{[^/:]+${verb ?? ""}}`);
 }
 
-/** Paths are matched after percent-decoding `:` (API.md §1.1). */
+/**
+ * Paths are matched after percent-decoding (API.md §1.1): `/%77allets%3Awithdraw` is `/wallets:withdraw`.
+ * `%2F` and `%25` stay encoded, so a decoded `/` can never split a segment and nothing is decoded twice;
+ * path parameters undo those two when they are read (decodeParam).
+ */
+export function routingPath(rawPath: string): string {
+  return rawPath
+    .split(/(%2[fF]|%25)/)
+    .map((part, i) => (i % 2 === 1 ? part.toUpperCase() : decodeSegment(part)))
+    .join("");
+}
+
+function decodeSegment(part: string): string {
+  if (!part.includes("%")) return part;
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    // A malformed escape (`%zz`, broken UTF-8) stays as sent: it then matches no route or is an unknown id.
+    return part;
+  }
+}
+
+const decodeParam = (value: string) => value.replace(/%2F|%25/g, (escape) => (escape === "%2F" ? "/" : "%"));
+
 function decodedPath(request: Request): string {
   const url = request.url;
   const start = url.indexOf("/", url.indexOf("://") + 3);
   const end = url.indexOf("?", start);
-  const path = start === -1 ? "/" : url.slice(start, end === -1 ? undefined : end);
-  return path.replace(/%3a/gi, ":");
+  return routingPath(start === -1 ? "/" : url.slice(start, end === -1 ? undefined : end));
 }
 
 export function createApp(routes: Route[]) {
@@ -113,7 +135,7 @@ export function createApp(routes: Route[]) {
   for (const route of compiled) {
     app.on(route.method, honoPattern(route.path), async (c) => {
       const params = route.pattern.exec(c.req.path)?.groups ?? {};
-      c.set("params", Object.fromEntries(Object.entries(params).map(([k, val]) => [k, safeDecode(val)])));
+      c.set("params", Object.fromEntries(Object.entries(params).map(([k, val]) => [k, decodeParam(val)])));
       checkApiVersion(c);
       const caller = route.public ? undefined : await authenticate(c.req.header("authorization"));
       // undefined when the limiter failed open (table unreachable): served, without rate-limit headers.
@@ -188,14 +210,6 @@ function clientIp(c: AppContext): string {
   const env = c.env as { incoming?: { socket?: { remoteAddress?: string } }; requestContext?: { http?: { sourceIp?: string } } } | undefined;
   const direct = env?.requestContext?.http?.sourceIp ?? env?.incoming?.socket?.remoteAddress;
   return direct ?? c.req.header("x-forwarded-for")?.split(",")[0]?.trim() ?? "unknown";
-}
-
-function safeDecode(value: string): string {
-  try {
-    return decodeURIComponent(value);
-  } catch {
-    return value;
-  }
 }
 
 /** Path parameter of the matched route (already percent-decoded). */
