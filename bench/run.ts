@@ -4,6 +4,7 @@
  *   PUT /secrets/{name}, GET /secrets  vs  raw DynamoDB PutItem / GetItem
  *   POST /wallets                      vs  raw DynamoDB PutItem
  *   withdraw (request → confirmed)     vs  the same user operation sent straight to the bundler
+ *   rate limiter take (busy, after idle, denied)  vs  a plain UpdateItem on one item
  * Ratios matter more than absolute numbers: both sides share this machine's load.
  */
 import { mkdtempSync, rmSync } from "node:fs";
@@ -11,16 +12,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomUUID } from "node:crypto";
 import { serve } from "@hono/node-server";
-import { GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
+import { GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { createTestClient, http, parseEther, getAddress, type Address } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { startLocalStack } from "../local/stack";
 import { freePort } from "../local/processes";
 import { signInWithAccount } from "../local/client";
 import { buildConfig } from "../shared/config";
-import { createRuntime, setRuntime } from "../shared/runtime";
+import { createRuntime, setRuntime, type Runtime } from "../shared/runtime";
 import { ensureTable } from "../shared/store/table";
 import { createServiceApp } from "../shared/http/service";
+import { RateLimiter } from "../shared/http/rate-limit";
 import { setLogLevel } from "../shared/log";
 import { publicClient, bundlerClient, controllerSigner } from "../shared/chain/chains";
 import { executeUserOperation } from "../shared/chain/userop";
@@ -128,12 +130,62 @@ async function main() {
     });
     report("withdraw → confirmed", viaService, "raw bundler op", direct);
 
+    await benchRateLimiter(runtime);
+    setRuntime(runtime);
+
     printTable();
     server.close();
   } finally {
     await stack.stop();
     rmSync(dataDir, { recursive: true, force: true });
   }
+}
+
+/**
+ * The rate limiter's own cost per request (shared/http/rate-limit.ts): sequential take() calls on one subject
+ * with the default limits (50, 10/s), under a clock moved by hand, vs plain UpdateItem calls on one item of
+ * the same table. Also counts the DynamoDB requests each take() sent.
+ */
+async function benchRateLimiter(runtime: Runtime) {
+  let clock = Date.now();
+  const config = { ...runtime.config, limits: { ...runtime.config.limits, rateLimitBurst: 50, rateLimitRps: 10 } };
+  let requests = 0;
+  const db = runtime.db;
+  const counted = { send: (command: never) => (requests++, db.send(command)) } as unknown as Runtime["db"];
+  setRuntime({ ...runtime, config, db: counted, now: () => clock });
+  const interval = 1000 / config.limits.rateLimitRps;
+  const limiter = new RateLimiter();
+  const take = async (subject: string, expectAllowed: boolean) => {
+    const decision = await limiter.take(subject);
+    if (decision?.allowed !== expectAllowed) throw new Error(`rate limiter: expected allowed=${expectAllowed}, got ${JSON.stringify(decision)}`);
+  };
+
+  const plainUpdate = await measure(ROUNDS, async (i) => {
+    await db.send(new UpdateCommand({ TableName: config.tableName, Key: { pk: "BENCH#RATE", sk: "PLAIN" }, UpdateExpression: "SET n = :n", ExpressionAttributeValues: { ":n": i } }));
+  });
+  const perTake = async (name: string, run: () => Promise<Stat>) => {
+    const before = requests;
+    const stat = await run();
+    const takes = ROUNDS + Math.min(10, ROUNDS);
+    report(`${name} (${((requests - before) / takes).toFixed(2)} req)`, stat, "UpdateItem", plainUpdate);
+  };
+  // A busy subject: one token per interval, so every take is allowed and "advance"s the stored tat.
+  await perTake("rate limit take, busy", () =>
+    measure(ROUNDS, async () => {
+      clock += interval;
+      await take("ip:bench-busy", true);
+    }),
+  );
+  // A subject idle longer than the bucket takes to fill: every take "reset"s.
+  await perTake("rate limit take, after idle", () =>
+    measure(ROUNDS, async () => {
+      clock += 60_000;
+      await take("ip:bench-idle", true);
+    }),
+  );
+  // An empty bucket: every take is a failed condition (denied, nothing written).
+  for (let i = 0; i < 50; i++) await take("ip:bench-denied", true);
+  await perTake("rate limit take, denied", () => measure(ROUNDS, () => take("ip:bench-denied", false)));
 }
 
 function printTable() {
