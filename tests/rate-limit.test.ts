@@ -251,16 +251,32 @@ describe("bucket semantics", () => {
 });
 
 describe("cost", () => {
-  it("a busy subject costs one UpdateItem per request, allowed or denied, and so does the first request after idle", async () => {
+  it("a busy subject costs one UpdateItem per allowed request, none for a denial its instance already knows, one after idle", async () => {
     const runtime = useFixedClock();
     const limiter = new RateLimiter();
     const writes = countWrites(runtime);
     const subject = "ip:203.0.113.70";
     for (let i = 0; i < BURST + 2; i++) await limiter.take(subject);
-    expect(writes.updates).toBe(BURST + 2);
+    expect(writes.updates).toBe(BURST); // the two denials were answered from the remembered tat
+    const stranger = new RateLimiter(); // another instance learns the denial with one failed conditional write
+    expect((await stranger.take(subject))?.allowed).toBe(false);
+    expect(writes.updates).toBe(BURST + 1);
     clock += 3_600_000;
     expect((await limiter.take(subject))?.remaining).toBe(BURST - 1);
-    expect(writes.updates).toBe(BURST + 3);
+    expect(writes.updates).toBe(BURST + 2);
+  });
+
+  it("keeps denying a flooding subject while the table is unreachable (no fail open for a known denial)", async () => {
+    const runtime = useFixedClock();
+    const limiter = new RateLimiter();
+    const subject = "ip:203.0.113.72";
+    for (let i = 0; i < BURST; i++) expect((await limiter.take(subject))?.allowed).toBe(true);
+    setRuntime(createRuntime({ config: { ...runtime.config, dynamoEndpoint: "http://127.0.0.1:9" }, now: () => clock }));
+    try {
+      for (let i = 0; i < 20; i++) expect((await limiter.take(subject))?.allowed).toBe(false);
+    } finally {
+      setRuntime(runtime);
+    }
   });
 
   it("an instance without a hint for a busy subject pays one extra write once", async () => {

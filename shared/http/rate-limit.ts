@@ -12,7 +12,8 @@
  * A failed condition returns the stored item (ReturnValuesOnConditionCheckFailure: ALL_OLD), which says
  * whether to try the other form or to deny: a denial writes nothing, so a rejected request consumes nothing.
  * The first form is guessed from the last `tat` this process saw for the subject (a bounded LRU), so a busy
- * subject costs exactly one write per request, and so does the first request after an idle spell.
+ * subject costs exactly one write per allowed request, and so does the first request after an idle spell; a
+ * request that the remembered tat already denies costs none.
  *
  * `tat` is stored in integer MICROseconds, not milliseconds: T = 1000/rps ms is fractional for most rps
  * (rps 3 → 333.33 ms), and DynamoDB adds decimals exactly while JavaScript compares doubles, so a fractional
@@ -79,8 +80,13 @@ export class RateLimiter {
       burst: config.limits.rateLimitBurst,
     };
     const hint = this.hints.get(subject);
-    // A hint that predicts a denial still tries "advance": its failure returns the exact stored tat for the headers.
-    let form: Form = classify(hint, frame) === "reset" ? "reset" : "advance";
+    const guess = classify(hint, frame);
+    // `tat` only moves forward while a bucket is in use, so a remembered tat that already denies proves the
+    // stored one denies too: answered here with no write. A flood over the limit then costs the table nothing
+    // and cannot throttle it into failing open. Retry-After is computed from the remembered tat, so it may be
+    // early when other instances took tokens meanwhile; the retry is then simply denied again.
+    if (guess === "denied") return decision(frame, hint!, false);
+    let form: Form = guess;
     try {
       for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
         const outcome = await write(subject, form, frame);
