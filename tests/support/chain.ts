@@ -51,23 +51,30 @@ export const testTokenAbi = [
   { type: "function", name: "mint", stateMutability: "nonpayable", inputs: [{ type: "address" }, { type: "uint256" }], outputs: [] },
 ] as const;
 
-let compiled: Hex | undefined;
+const compiled = new Map<string, Hex>();
 
-function tokenBytecode(): Hex {
-  if (compiled) return compiled;
+/** Creation bytecode of contract `name` in `source`, compiled once per process with solc-js. */
+export function compileContract(name: string, source: string): Hex {
+  const cached = compiled.get(name);
+  if (cached) return cached;
   const solc = createRequire(import.meta.url)("solc");
   const output = JSON.parse(
     solc.compile(
       JSON.stringify({
         language: "Solidity",
-        sources: { "TestToken.sol": { content: TOKEN_SOURCE } },
+        sources: { [`${name}.sol`]: { content: source } },
         settings: { evmVersion: "cancun", outputSelection: { "*": { "*": ["evm.bytecode.object"] } } },
       }),
     ),
   );
-  compiled = `0x${output.contracts["TestToken.sol"].TestToken.evm.bytecode.object}` as Hex;
-  return compiled;
+  const contract = output.contracts?.[`${name}.sol`]?.[name];
+  if (!contract) throw new Error(`${name} did not compile: ${JSON.stringify(output.errors)}`);
+  const bytecode = `0x${contract.evm.bytecode.object}` as Hex;
+  compiled.set(name, bytecode);
+  return bytecode;
 }
+
+const tokenBytecode = () => compileContract("TestToken", TOKEN_SOURCE);
 
 /** Deploys a TestToken; `mint(to, amount)` is open to anyone. */
 export async function deployTestToken() {

@@ -7,10 +7,9 @@
  *   fallback answers every other call with no data (so it is also a contract that is not an ERC-20).
  * - `deployControlledAccountFactory`: a genuine second ControlledAccountFactory (our bytecode, any controller).
  */
-import { createRequire } from "node:module";
-import { getAddress, parseAbi, type Address, type Hex } from "viem";
+import { getAddress, parseAbi, type Address } from "viem";
 import { artifacts, controlledAccountFactoryAbi } from "../../shared/chain/contracts";
-import { devnet, fundedAccount } from "./chain";
+import { compileContract, devnet, fundedAccount } from "./chain";
 
 const SOURCE = `// SPDX-License-Identifier: MIT
 pragma solidity ^0.8.20;
@@ -34,25 +33,7 @@ export const hostileFactoryAbi = parseAbi([
   "function createAccount(address owner, uint256 salt) returns (address)",
 ]);
 
-let compiled: Hex | undefined;
-
-function bytecode(): Hex {
-  if (compiled) return compiled;
-  const solc = createRequire(import.meta.url)("solc");
-  const output = JSON.parse(
-    solc.compile(
-      JSON.stringify({
-        language: "Solidity",
-        sources: { "HostileFactory.sol": { content: SOURCE } },
-        settings: { evmVersion: "cancun", outputSelection: { "*": { "*": ["evm.bytecode.object"] } } },
-      }),
-    ),
-  );
-  const contract = output.contracts?.["HostileFactory.sol"]?.HostileFactory;
-  if (!contract) throw new Error(`HostileFactory did not compile: ${JSON.stringify(output.errors)}`);
-  compiled = `0x${contract.evm.bytecode.object}` as Hex;
-  return compiled;
-}
+const bytecode = () => compileContract("HostileFactory", SOURCE);
 
 /** A factory whose getAddress answers `claim` and whose createAccount deploys `victim` (owner, salt) through `realFactory`. */
 export async function deployHostileFactory(p: { claim: Address; realFactory?: Address; victim?: { owner: Address; salt: bigint } }): Promise<Address> {
