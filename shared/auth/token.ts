@@ -14,7 +14,7 @@ import {
   type KeyObject,
 } from "jose";
 import { createPublicKey } from "node:crypto";
-import { getAddress, isAddress } from "viem";
+import { checksumAddress, isAddressShape } from "../address";
 import { ulid } from "ulid";
 import { ApiError } from "../errors";
 import { useConfig, useRuntime } from "../runtime";
@@ -54,7 +54,7 @@ export async function issueToken(owner: `0x${string}`, chainId: number, expiresA
   return new SignJWT({})
     .setProtectedHeader({ alg: "ES256", typ: "JWT", kid: publicJwk.kid })
     .setIssuer(useConfig().jwtIssuer)
-    .setSubject(getAddress(owner))
+    .setSubject(checksumAddress(owner))
     .setAudience([String(chainId)])
     .setIssuedAt(now)
     .setExpirationTime(Math.floor(expiresAtMs / 1000))
@@ -100,8 +100,8 @@ export async function authenticate(header: string | undefined): Promise<Caller> 
   const nowSeconds = now / 1000;
   if (typeof payload.exp !== "number" || payload.exp <= nowSeconds) throw invalid();
   if (typeof payload.iat !== "number" || payload.iat > nowSeconds + 60) throw invalid();
-  if (typeof payload.sub !== "string" || !isAddress(payload.sub, { strict: false })) throw invalid();
+  if (typeof payload.sub !== "string" || !isAddressShape(payload.sub)) throw invalid();
   const aud = Array.isArray(payload.aud) ? payload.aud[0] : payload.aud;
   if (typeof aud !== "string" || !/^[1-9][0-9]{0,15}$/.test(aud)) throw invalid();
-  return { owner: getAddress(payload.sub), audienceChainId: Number(aud) };
+  return { owner: checksumAddress(payload.sub), audienceChainId: Number(aud) };
 }
