@@ -14,7 +14,7 @@
  * `verifyExchange` runs every check of the §7.1 table in its order and throws the first failure's code.
  * Times are judged against the runtime clock, so tests can move "now".
  */
-import { getAddress, isAddress, recoverMessageAddress, zeroAddress, type Hex } from "viem";
+import { ZERO_ADDRESS, checksumAddress, isAcceptedAddress, recoverPersonalSigner } from "../address";
 import { ApiError, type FieldError } from "../errors";
 import { useConfig, useRuntime } from "../runtime";
 
@@ -66,7 +66,7 @@ export async function verifyExchange(body: Record<string, unknown>): Promise<Ver
   if (parsed.wallet !== owner) {
     throw badMessage("The Wallet line must be the EIP-55 form of ownerAddress.");
   }
-  await checkSignature(message, signature, owner);
+  checkSignature(message, signature, owner);
   return { owner, chainId: parsed.chainId, expiresAtMs: parsed.expireAtMs, expiresAt: parsed.expireAt };
 }
 
@@ -91,15 +91,13 @@ function checkShape(body: Record<string, unknown>): Record<(typeof FIELDS)[numbe
 
 /** An Address of API.md §1.5 (any single case, or valid EIP-55 mixed case), not the zero address. */
 function checkOwnerAddress(value: string): `0x${string}` {
-  const hex = value.slice(2);
-  const singleCase = hex === hex.toLowerCase() || hex === hex.toUpperCase();
-  if (!/^0x[0-9a-fA-F]{40}$/.test(value) || !(singleCase || isAddress(value, { strict: true }))) {
+  if (!isAcceptedAddress(value)) {
     throw fail("AUTH_INVALID_ADDRESS", "ownerAddress is not an address.", "body.ownerAddress");
   }
-  if (value.toLowerCase() === zeroAddress) {
+  if (value.toLowerCase() === ZERO_ADDRESS) {
     throw fail("AUTH_ZERO_ADDRESS", "ownerAddress must not be the zero address.", "body.ownerAddress");
   }
-  return getAddress(value);
+  return checksumAddress(value);
 }
 
 /**
@@ -153,14 +151,14 @@ function checkTimes(m: AuthMessage) {
 }
 
 /** 65 bytes, v in {0, 1, 27, 28}, recovering to `owner` over the message bytes exactly as sent. */
-async function checkSignature(message: string, signature: string, owner: `0x${string}`) {
+function checkSignature(message: string, signature: string, owner: `0x${string}`) {
   const invalid = () => fail("AUTH_INVALID_SIGNATURE", "The signature is malformed or was not made by ownerAddress.", "body.signature");
   if (!SIGNATURE.test(signature)) throw invalid();
   const v = parseInt(signature.slice(130), 16);
   if (![0, 1, 27, 28].includes(v)) throw invalid();
   let recovered: string;
   try {
-    recovered = await recoverMessageAddress({ message, signature: signature as Hex });
+    recovered = recoverPersonalSigner(message, signature);
   } catch {
     throw invalid();
   }

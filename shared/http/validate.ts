@@ -6,7 +6,7 @@ import * as v from "valibot";
 import type { Context } from "hono";
 import { ApiError, validationFailed, type FieldError } from "../errors";
 import { useConfig } from "../runtime";
-import { getAddress, isAddress } from "viem";
+import { checksumAddress, isAcceptedAddress, isAddressShape } from "../address";
 
 export type Location = "body" | "query" | "path" | "header";
 
@@ -134,12 +134,6 @@ export const ChainIdQuery = v.pipe(
 export const AddressString = v.pipe(
   v.string(),
   v.regex(/^0x[0-9a-fA-F]{40}$/, "must be an address (0x followed by 40 hex digits)"),
-  v.check((s) => !/^0x[0-9a-fA-F]{40}$/.test(s) || isAcceptedAddress(s), "has an invalid EIP-55 checksum"),
-  v.transform((s) => getAddress(s)),
+  v.check((s) => !isAddressShape(s) || isAcceptedAddress(s), "has an invalid EIP-55 checksum"),
+  v.transform((s) => checksumAddress(s)),
 );
-
-function isAcceptedAddress(s: string) {
-  const body = s.slice(2);
-  if (body === body.toLowerCase() || body === body.toUpperCase()) return true;
-  return isAddress(s, { strict: true });
-}
