@@ -15,6 +15,15 @@ const int = (fallback: number, min = 0) =>
     ),
     String(fallback),
   );
+const bool = (fallback: boolean) =>
+  v.optional(
+    v.pipe(
+      v.string(),
+      v.picklist(["true", "false", "1", "0"], "must be true or false"),
+      v.transform((s) => s === "true" || s === "1"),
+    ),
+    String(fallback),
+  );
 const text = (fallback: string) => v.optional(v.pipe(v.string(), v.minLength(1)), fallback);
 const list = (fallback: string) =>
   v.pipe(
@@ -97,6 +106,8 @@ const Env = v.object({
   LOOP_MAX_PARALLEL: int(10, 1),
   HTTP_NODE_TIMEOUT_MS: int(30_000, 1),
   HTTP_NODE_MAX_RESPONSE_BYTES: int(10 * 1_048_576, 1),
+  /** restApi/graphqlQuery may reach loopback and private addresses (the local runtime's devnet); AWS: never. */
+  ALLOW_PRIVATE_NETWORK: bool(false),
   MAX_STEP_OUTPUT_BYTES: int(262_144, 1),
   MAX_STEP_LOG_BYTES: int(65_536, 1),
   USEROP_RECEIPT_WAIT_MS: int(120_000),
@@ -151,6 +162,7 @@ export function buildConfig(env: Record<string, string | undefined> = process.en
     jwtSigningKey: e.JWT_SIGNING_KEY,
     authAllowedUris: e.AUTH_ALLOWED_URIS,
     corsAllowedOrigins: e.CORS_ALLOWED_ORIGINS,
+    allowPrivateNetwork: e.ALLOW_PRIVATE_NETWORK,
     limits: {
       maxBodyBytes: e.MAX_BODY_BYTES,
       maxWorkflowBytes: e.MAX_WORKFLOW_BYTES,
