@@ -49,6 +49,8 @@ export async function startLocalStack(options: {
       KMS_ENDPOINT: kms.url,
       JWT_SIGNING_KEY: keys.jwtSigningKeyPem,
       CONTROLLER_PRIVATE_KEY: keys.controllerPrivateKey,
+      // Everything here listens on loopback (the devnet, test servers): workflow HTTP nodes must reach it.
+      ALLOW_PRIVATE_NETWORK: process.env.ALLOW_PRIVATE_NETWORK ?? "true",
     };
 
     let devnet: DevnetInfo | undefined;
