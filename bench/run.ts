@@ -141,6 +141,7 @@ async function main() {
     await stack.stop();
     rmSync(dataDir, { recursive: true, force: true });
   }
+  await (await import("./bundles")).benchBundles(); // bundle sizes and cold imports, with the local stack stopped
 }
 
 /**
