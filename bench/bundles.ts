@@ -67,7 +67,7 @@ export interface BundleRow {
 }
 
 export async function benchBundles(options: { runs?: number } = {}): Promise<BundleRow[]> {
-  const runs = Math.max(7, options.runs ?? Number(process.env.BENCH_IMPORT_RUNS ?? 9));
+  const runs = Math.max(7, options.runs ?? Number(process.env.BENCH_IMPORT_RUNS ?? 11));
   const dir = mkdtempSync(join(tmpdir(), "wa-bundles-"));
   try {
     const functions = await Promise.all(lambdaEntries().map((entry) => bundleLambda(entry, join(dir, `${nameOf(entry)}.mjs`))));
