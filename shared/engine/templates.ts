@@ -1,0 +1,310 @@
+/**
+ * Templates and variables (API.md §8.6): the `{{ path }}` grammar, finding templates in strings, resolving a
+ * path against the variables of a step, and rendering values into strings and whole configs.
+ *
+ *     path       = identifier *( "." identifier / "." digits / "[" digits "]" / "['" text "']" / "[\"" text "\"]" )
+ *     identifier = [A-Za-z_$][A-Za-z0-9_$]*
+ *
+ * Pure: no I/O, no chain code. The definition layer (shared/workflow) uses it to validate templated fields and
+ * the ancestor rule; the engine uses it to expand configs at run time.
+ */
+
+export const TEMPLATE_UNRESOLVED = "TEMPLATE_UNRESOLVED";
+export const PATHS_ONLY_MESSAGE = "templates accept paths only; use a customCode node for expressions";
+
+/** JavaScript reserved words and literals, and the service's own roots: not allowed as trigger or node names. */
+export const JS_RESERVED_WORDS = [
+  "break", "case", "catch", "class", "const", "continue", "debugger", "default", "delete", "do", "else", "enum",
+  "export", "extends", "false", "finally", "for", "function", "if", "implements", "import", "in", "instanceof",
+  "interface", "let", "new", "null", "package", "private", "protected", "public", "return", "static", "super",
+  "switch", "this", "throw", "true", "try", "typeof", "var", "void", "while", "with", "yield", "await",
+  "undefined", "NaN", "Infinity", "eval", "arguments", "globalThis", "console",
+] as const;
+/** Roots the service provides to every step (§8.6 table); `value` and `index` only inside filter and loop. */
+export const SERVICE_ROOTS = ["secrets", "apContext", "context", "date", "settings", "value", "index"] as const;
+export const RESERVED_WORDS: readonly string[] = [...JS_RESERVED_WORDS, ...SERVICE_ROOTS];
+const RESERVED = new Set<string>(RESERVED_WORDS);
+export const isReservedWord = (word: string): boolean => RESERVED.has(word);
+
+// ---------------------------------------------------------------------------------------------------------
+// Grammar
+
+export const IDENTIFIER_SOURCE = "[A-Za-z_$][A-Za-z0-9_$]*";
+const SEGMENT_SOURCE = `\\.${IDENTIFIER_SOURCE}|\\.[0-9]+|\\[[0-9]+\\]|\\['[^']*'\\]|\\["[^"]*"\\]`;
+/** The path grammar as a regular expression source (no anchors), usable in JSON Schema patterns. */
+export const PATH_SOURCE = `${IDENTIFIER_SOURCE}(?:${SEGMENT_SOURCE})*`;
+const PATH_EXACT = new RegExp(`^${PATH_SOURCE}$`);
+const PATH_AT = new RegExp(PATH_SOURCE, "y");
+const SEGMENT_AT = new RegExp(SEGMENT_SOURCE, "y");
+const SPACES_AT = /\s*/y;
+
+/**
+ * One step of a path. `index` segments (`.0`, `[0]`) index arrays, or select the key of that spelling on
+ * objects; `key` segments (`.name`, `['text']`, `["text"]`) select object keys only.
+ */
+export type PathSegment = { kind: "key"; key: string } | { kind: "index"; key: string; index: number };
+
+export interface TemplatePath {
+  /** The path as written (spaces around it removed): what TEMPLATE_UNRESOLVED and step `inputs` name. */
+  text: string;
+  root: string;
+  segments: PathSegment[];
+}
+
+/** Parses a path; null when `text` is not exactly a path of the grammar. */
+export function parsePath(text: string): TemplatePath | null {
+  if (!PATH_EXACT.test(text)) return null;
+  const root = /^[A-Za-z_$][A-Za-z0-9_$]*/.exec(text)![0];
+  const segments: PathSegment[] = [];
+  SEGMENT_AT.lastIndex = root.length;
+  for (let m = SEGMENT_AT.exec(text); m; m = SEGMENT_AT.exec(text)) {
+    const s = m[0];
+    if (s.startsWith("[\"") || s.startsWith("['")) segments.push({ kind: "key", key: s.slice(2, -2) });
+    else if (s.startsWith("[")) segments.push(indexSegment(s.slice(1, -1)));
+    else if (/^\.[0-9]/.test(s)) segments.push(indexSegment(s.slice(1)));
+    else segments.push({ kind: "key", key: s.slice(1) });
+  }
+  return { text, root, segments };
+}
+
+const indexSegment = (digits: string): PathSegment => ({ kind: "index", key: digits, index: Number(digits) });
+
+/** One `{{ … }}` in a string. `path` is null when the content is not a path (an expression, or unclosed). */
+export interface TemplateOccurrence {
+  start: number;
+  /** Index just after the closing braces (the string's length when unclosed). */
+  end: number;
+  raw: string;
+  path: TemplatePath | null;
+}
+
+/**
+ * Every `{{` of `text` in order. A path is recognised first (so `['}}']` inside a path is fine); otherwise the
+ * occurrence runs to the next `}}`, or to the end of the string when there is none.
+ */
+export function findTemplates(text: string): TemplateOccurrence[] {
+  const found: TemplateOccurrence[] = [];
+  let from = 0;
+  for (let start = text.indexOf("{{", from); start >= 0; start = text.indexOf("{{", from)) {
+    let at = start + 2;
+    SPACES_AT.lastIndex = at;
+    at += SPACES_AT.exec(text)![0].length;
+    PATH_AT.lastIndex = at;
+    const match = PATH_AT.exec(text);
+    if (match) {
+      let after = at + match[0].length;
+      SPACES_AT.lastIndex = after;
+      after += SPACES_AT.exec(text)![0].length;
+      if (text.startsWith("}}", after)) {
+        found.push({ start, end: after + 2, raw: text.slice(start, after + 2), path: parsePath(match[0]) });
+        from = after + 2;
+        continue;
+      }
+    }
+    const close = text.indexOf("}}", start + 2);
+    const end = close < 0 ? text.length : close + 2;
+    found.push({ start, end, raw: text.slice(start, end), path: null });
+    from = end;
+  }
+  return found;
+}
+
+export const hasTemplate = (text: string): boolean => text.includes("{{");
+
+/** For a templated field: null when every `{{ … }}` is a path, else the message create answers with. */
+export function templateProblem(text: string): string | null {
+  if (!hasTemplate(text)) return null;
+  return findTemplates(text).every((t) => t.path !== null) ? null : PATHS_ONLY_MESSAGE;
+}
+
+const WHOLE_TEMPLATE = new RegExp(`^\\{\\{\\s*(${PATH_SOURCE})\\s*\\}\\}$`);
+/** Source of the `inputVariable` rule of filter and loop: one whole template, or a bare path. */
+export const WHOLE_TEMPLATE_OR_PATH_SOURCE = `^(?:\\{\\{\\s*${PATH_SOURCE}\\s*\\}\\}|${PATH_SOURCE})$`;
+
+/** The path of a filter/loop `inputVariable` (`{{fetch.data.items}}` or `fetch.data.items`); null if neither. */
+export function wholeTemplatePath(inputVariable: string): TemplatePath | null {
+  const m = WHOLE_TEMPLATE.exec(inputVariable);
+  return parsePath(m ? m[1]! : inputVariable);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Resolution
+
+/** A path that did not resolve; a step fails with errorCode TEMPLATE_UNRESOLVED and this message. */
+export class TemplateUnresolvedError extends Error {
+  readonly code = TEMPLATE_UNRESOLVED;
+  constructor(readonly path: string) {
+    super(`unresolved template variable: ${path}`);
+    this.name = "TemplateUnresolvedError";
+  }
+}
+
+export type Variables = Readonly<Record<string, unknown>>;
+
+const own = (o: object, key: string) => Object.prototype.hasOwnProperty.call(o, key);
+
+/**
+ * The value at `path`. Throws TemplateUnresolvedError for an unknown root, a missing key, an index out of
+ * range, or a step through `null` or a primitive; a value that is `undefined` counts as missing, so nothing
+ * ever resolves to `undefined`. Only own properties are visible (no `constructor`, `__proto__`...).
+ */
+export function resolvePath(path: TemplatePath | string, variables: Variables): unknown {
+  const parsed = typeof path === "string" ? parsePath(path) : path;
+  if (!parsed) throw new TemplateUnresolvedError(String(path));
+  const fail = () => new TemplateUnresolvedError(parsed.text);
+  if (!own(variables, parsed.root)) throw fail();
+  let current: unknown = variables[parsed.root];
+  for (const segment of parsed.segments) {
+    if (current === null || typeof current !== "object") throw fail();
+    if (Array.isArray(current)) {
+      if (segment.kind !== "index" || segment.index >= current.length) throw fail();
+      current = current[segment.index];
+    } else {
+      if (!own(current, segment.key)) throw fail();
+      current = (current as Record<string, unknown>)[segment.key];
+    }
+    if (current === undefined) throw fail();
+  }
+  if (current === undefined) throw fail();
+  return current;
+}
+
+/** filter/loop `inputVariable`: the resolved value itself, not its string. */
+export function resolveWhole(inputVariable: string, variables: Variables): unknown {
+  const path = wholeTemplatePath(inputVariable);
+  if (!path) throw new TemplateUnresolvedError(inputVariable);
+  return resolvePath(path, variables);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Rendering
+
+/**
+ * A value as text: strings as they are, numbers in shortest decimal form (never exponent notation, so a large
+ * wei amount stays a valid decimal), booleans `true`/`false`, `null`, objects and arrays as compact JSON.
+ */
+export function renderValue(value: unknown): string {
+  if (typeof value === "string") return value;
+  if (typeof value === "number") return renderNumber(value);
+  if (typeof value === "boolean") return value ? "true" : "false";
+  if (typeof value === "bigint") return value.toString();
+  if (value === null || value === undefined) return "null";
+  return JSON.stringify(value) ?? "null";
+}
+
+function renderNumber(n: number): string {
+  if (!Number.isFinite(n)) return "null";
+  if (n === 0) return "0"; // -0 too
+  const s = String(n);
+  const e = s.indexOf("e");
+  if (e < 0) return s;
+  const exponent = Number(s.slice(e + 1));
+  let mantissa = s.slice(0, e);
+  const sign = mantissa.startsWith("-") ? "-" : "";
+  if (sign) mantissa = mantissa.slice(1);
+  const [whole, fraction = ""] = mantissa.split(".") as [string, string?];
+  const digits = whole + fraction;
+  const point = whole.length + exponent;
+  if (point <= 0) return `${sign}0.${"0".repeat(-point)}${digits}`;
+  if (point >= digits.length) return sign + digits + "0".repeat(point - digits.length);
+  return `${sign}${digits.slice(0, point)}.${digits.slice(point)}`;
+}
+
+export interface RenderOptions {
+  /** Called with each path that resolved (for the step's `inputs`). */
+  onResolved?: (path: string) => void;
+}
+
+/**
+ * Replaces every path template of `text` with its rendered value. `{{ … }}` that is not a path is left as it
+ * is: in customCode `source` and branch/filter expressions it may be JavaScript, and templated fields have been
+ * checked by the definition layer. Throws TemplateUnresolvedError on the first path that does not resolve.
+ */
+export function renderString(text: string, variables: Variables, options: RenderOptions = {}): string {
+  if (!hasTemplate(text)) return text;
+  let out = "";
+  let last = 0;
+  for (const t of findTemplates(text)) {
+    if (!t.path) continue;
+    const value = resolvePath(t.path, variables);
+    options.onResolved?.(t.path.text);
+    out += text.slice(last, t.start) + renderValue(value);
+    last = t.end;
+  }
+  return out + text.slice(last);
+}
+
+/** Keys whose values are never templated (API.md §8.6). */
+export const UNTEMPLATED_KEYS: readonly string[] = ["contractAbi"];
+
+export interface ConfigRenderOptions extends RenderOptions {
+  /** Object keys whose values are copied without expansion; default `contractAbi`. */
+  skipKeys?: readonly string[];
+}
+
+/** Renders every string value of `config` recursively (values only, never object keys; `contractAbi` skipped). */
+export function renderConfig<T>(config: T, variables: Variables, options: ConfigRenderOptions = {}): T {
+  const skip = new Set(options.skipKeys ?? UNTEMPLATED_KEYS);
+  const walk = (value: unknown): unknown => {
+    if (typeof value === "string") return renderString(value, variables, options);
+    if (Array.isArray(value)) return value.map(walk);
+    if (value !== null && typeof value === "object") {
+      const out: Record<string, unknown> = {};
+      for (const [key, member] of Object.entries(value)) out[key] = skip.has(key) ? member : walk(member);
+      return out;
+    }
+    return value;
+  };
+  return walk(config) as T;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// What a config refers to
+
+export type ValuePath = readonly (string | number)[];
+
+/** Calls `visit` for every string value inside `value` (not keys), with its location; skips `skipKeys`. */
+export function forEachString(
+  value: unknown,
+  visit: (text: string, at: ValuePath) => void,
+  skipKeys: readonly string[] = UNTEMPLATED_KEYS,
+  at: ValuePath = [],
+): void {
+  if (typeof value === "string") visit(value, at);
+  else if (Array.isArray(value)) value.forEach((item, i) => forEachString(item, visit, skipKeys, [...at, i]));
+  else if (value !== null && typeof value === "object") {
+    for (const [key, member] of Object.entries(value)) {
+      if (!skipKeys.includes(key)) forEachString(member, visit, skipKeys, [...at, key]);
+    }
+  }
+}
+
+/** Every distinct template path used in the string values of `value` (in order of first use). */
+export function referencedPaths(value: unknown, skipKeys: readonly string[] = UNTEMPLATED_KEYS): TemplatePath[] {
+  const seen = new Map<string, TemplatePath>();
+  forEachString(
+    value,
+    (text) => {
+      for (const t of findTemplates(text)) if (t.path && !seen.has(t.path.text)) seen.set(t.path.text, t.path);
+    },
+    skipKeys,
+  );
+  return [...seen.values()];
+}
+
+/** The distinct roots of `paths`. */
+export const referencedRoots = (paths: readonly TemplatePath[]): string[] => [...new Set(paths.map((p) => p.root))];
+
+/**
+ * The secret names that `paths` need: `secrets.NAME` and its alias `apContext.configVars.NAME` (any spelling of
+ * the segment, `secrets['NAME']` included). Only these are decrypted for a step (API.md §12.5).
+ */
+export function referencedSecretNames(paths: readonly TemplatePath[]): string[] {
+  const names = new Set<string>();
+  for (const p of paths) {
+    const [first, second] = p.segments;
+    if (p.root === "secrets" && first) names.add(first.key);
+    if (p.root === "apContext" && first?.key === "configVars" && second) names.add(second.key);
+  }
+  return [...names];
+}
