@@ -7,27 +7,9 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { KMSClient } from "@aws-sdk/client-kms";
 import { buildConfig, type Config } from "./config";
+import type { Runtime } from "./current-runtime";
 
-export interface Runtime {
-  config: Config;
-  db: DynamoDBDocumentClient;
-  kms: KMSClient;
-  now(): number;
-}
-
-let current: Runtime | undefined;
-
-export function setRuntime(runtime: Runtime): Runtime {
-  current = runtime;
-  return runtime;
-}
-
-export function useRuntime(): Runtime {
-  if (!current) throw new Error("The runtime has not been set up (setRuntime)");
-  return current;
-}
-
-export const useConfig = () => useRuntime().config;
+export { setRuntime, useRuntime, useConfig, type Runtime } from "./current-runtime";
 
 /** Local endpoints take fixed dummy credentials; in AWS the default credential chain applies. */
 const LOCAL_CREDENTIALS = { accessKeyId: "local", secretAccessKey: "local" };
