@@ -7,7 +7,8 @@
  */
 import { DescribeTableCommand } from "@aws-sdk/client-dynamodb";
 import { DescribeKeyCommand } from "@aws-sdk/client-kms";
-import type { Route } from "./http/app";
+import { route, type Route } from "./http/app";
+import * as Service from "./service/contract";
 import { log } from "./log";
 import { useRuntime, type Runtime } from "./runtime";
 
@@ -80,20 +81,15 @@ async function checkChainRpc(runtime: Runtime) {
 }
 
 export const healthRoutes: Route[] = [
-  {
-    method: "GET",
-    path: "/health",
-    public: true,
-    handler: async (c) => {
-      const { config } = useRuntime();
-      let ok = false;
-      try {
-        const checks = await checkDependencies();
-        ok = checks.datastore && checks.keyService && checks.chainRpc;
-      } catch {
-        ok = false; // checkDependencies never rejects; this guards the "200 always" promise regardless
-      }
-      return c.json({ status: ok ? "ok" : "degraded", version: config.serviceVersion, chainId: config.defaultChainId }, 200);
-    },
-  },
+  route(Service.health, async (c) => {
+    const { config } = useRuntime();
+    let ok = false;
+    try {
+      const checks = await checkDependencies();
+      ok = checks.datastore && checks.keyService && checks.chainRpc;
+    } catch {
+      ok = false; // checkDependencies never rejects; this guards the "200 always" promise regardless
+    }
+    return c.json({ status: ok ? "ok" : "degraded", version: config.serviceVersion, chainId: config.defaultChainId }, 200);
+  }),
 ];

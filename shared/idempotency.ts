@@ -1,26 +1,15 @@
 /**
  * Idempotency-Key records (API.md §8.8.7, §11.5): one per (owner, scope, key), kept idempotency_ttl_s.
  * A conditional put claims the key before any side effect; the outcome is stored on the record so a
- * repeat answers with it. Expired records count as absent even before DynamoDB's TTL removes them.
+ * repeat answers with it. Expired records count as absent even before DynamoDB's TTL removes them. The header
+ * itself is declared and checked with the route (shared/http/schemas.ts IdempotencyKey).
  */
 import { createHash } from "node:crypto";
-import * as v from "valibot";
 import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
-import { ApiError, validationFailed } from "./errors";
+import { ApiError } from "./errors";
 import { useConfig, useRuntime } from "./runtime";
 import { Keys } from "./store/keys";
 import { isConditionFailure } from "./store/table";
-
-const KeyHeader = v.pipe(v.string(), v.regex(/^[\x21-\x7e]{1,255}$/, "must be 1-255 printable ASCII characters without spaces"));
-
-/** Reads and checks the Idempotency-Key header (undefined when absent). */
-export function readIdempotencyKey(header: string | undefined): string | undefined {
-  if (header === undefined) return undefined;
-  if (!v.is(KeyHeader, header)) {
-    throw validationFailed([{ path: "header.Idempotency-Key", message: "must be 1-255 printable ASCII characters without spaces" }]);
-  }
-  return header;
-}
 
 /** Canonical JSON (sorted keys) hash of a request body. */
 export function bodyFingerprint(body: unknown): string {

@@ -1,21 +1,25 @@
 /**
- * The Hono app factory every endpoint group shares. A group is a list of routes written as API.md writes them
- * (`/wallets/{address}:withdraw`); the factory adds what every route needs, in the order of API.md §1.6:
- * route match (404/405) → X-Api-Version → authentication → rate limit → the handler, with request ids,
- * CORS and problem+json errors around all of it.
+ * The Hono app factory every endpoint group shares. A route is a declaration (contract.ts: method, API.md path
+ * template such as `/wallets/{address}:withdraw`, the schemas of its parts) bound to a handler; the factory adds
+ * what every route needs, in the order of API.md §1.6: route match (404/405) → X-Api-Version → authentication →
+ * rate limit → body transport (413, 415, INVALID_JSON) → the declared parts validated together → the handler,
+ * with request ids, CORS and problem+json errors around all of it.
  */
+import * as v from "valibot";
 import { Hono, type Context } from "hono";
 import { cors } from "hono/cors";
 import { ulid } from "ulid";
-import { ApiError } from "../errors";
+import { ApiError, validationFailed, type FieldError } from "../errors";
 import { log } from "../log";
 import { useRuntime } from "../runtime";
 import { withCaller, type Caller } from "../context";
 import { problemResponse } from "./problem";
 import { RateLimiter, RateSubject, type RateDecision } from "./rate-limit";
 import { authenticate } from "../auth/token";
+import { fieldErrors, readJsonBody, type Location } from "./validate";
+import { PARTS, baseOf, entriesOf, type AnyInput, type Endpoint, type Input, type Method, type Part, type RequestSchema } from "./contract";
 
-export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+export type { Method };
 
 export type AppEnv = {
   Variables: {
@@ -28,13 +32,20 @@ export type AppEnv = {
 };
 export type AppContext = Context<AppEnv>;
 
-export interface Route {
+/**
+ * A mounted route: a declaration's method, path and request schemas with its handler. Routes without schemas
+ * (tests' small apps) get the raw path parameters and read anything else themselves.
+ */
+export interface Route extends Partial<Pick<Endpoint, "public" | Part | "checkedByDomain">> {
   method: Method;
   /** API.md path template, e.g. `/wallets/{address}:withdraw`. */
   path: string;
-  /** Public routes need no token and are rate limited per client IP. */
-  public?: boolean;
-  handler: (c: AppContext) => Response | Promise<Response>;
+  handler(c: AppContext, input: AnyInput): Response | Promise<Response>;
+}
+
+/** Binds a handler to a declaration; the handler receives the declared parts validated and typed. */
+export function route<const E extends Endpoint>(declaration: E, handler: (c: AppContext, input: Input<E>) => Response | Promise<Response>): Route {
+  return { ...declaration, handler: handler as unknown as Route["handler"] };
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -50,7 +61,8 @@ const EXPOSED_HEADERS = [
 ];
 const ALLOWED_HEADERS = ["Authorization", "Content-Type", "Idempotency-Key", "X-Request-Id", "X-Api-Version", "Last-Event-ID"];
 
-interface CompiledRoute extends Route {
+interface Compiled<R> {
+  route: R;
   pattern: RegExp;
 }
 
@@ -95,15 +107,10 @@ function decodeSegment(part: string): string {
 
 const decodeParam = (value: string) => value.replace(/%2F|%25/g, (escape) => (escape === "%2F" ? "/" : "%"));
 
-function decodedPath(request: Request): string {
-  const url = request.url;
-  const start = url.indexOf("/", url.indexOf("://") + 3);
-  const end = url.indexOf("?", start);
-  return routingPath(start === -1 ? "/" : url.slice(start, end === -1 ? undefined : end));
-}
+const decodedPath = (request: Request): string => routingPath(rawPath(request.url));
 
 export function createApp(routes: Route[]) {
-  const compiled: CompiledRoute[] = routes.map((r) => ({ ...r, pattern: compileTemplate(r.path) }));
+  const compiled: Compiled<Route>[] = routes.map((route) => ({ route, pattern: compileTemplate(route.path) }));
   const app = new Hono<AppEnv>({ getPath: decodedPath });
   // Buckets live in the table (shared by every instance); the limiter keeps only this app's hints.
   const limiter = new RateLimiter();
@@ -132,10 +139,11 @@ export function createApp(routes: Route[]) {
     }),
   );
 
-  for (const route of compiled) {
+  for (const { route, pattern } of compiled) {
     app.on(route.method, honoPattern(route.path), async (c) => {
-      const params = route.pattern.exec(c.req.path)?.groups ?? {};
-      c.set("params", Object.fromEntries(Object.entries(params).map(([k, val]) => [k, decodeParam(val)])));
+      const raw = pattern.exec(c.req.path)?.groups ?? {};
+      const params = Object.fromEntries(Object.entries(raw).map(([k, val]) => [k, decodeParam(val)]));
+      c.set("params", params);
       checkApiVersion(c);
       const caller = route.public ? undefined : await authenticate(c.req.header("authorization"));
       // undefined when the limiter failed open (table unreachable): served, without rate-limit headers.
@@ -146,7 +154,8 @@ export function createApp(routes: Route[]) {
           headers: { "Retry-After": String(decision.retryAfter) },
         });
       }
-      const response = caller ? await withCaller(caller, () => route.handler(c)) : await route.handler(c);
+      const input = await readInput(c, route, params);
+      const response = caller ? await withCaller(caller, () => route.handler(c, input)) : await route.handler(c, input);
       if (caller) response.headers.set("Cache-Control", response.headers.get("Cache-Control") ?? "no-store");
       // Success bodies are `application/json; charset=utf-8` (API.md §1.3); Hono's c.json() omits the charset.
       if (response.headers.get("Content-Type") === "application/json") {
@@ -159,7 +168,7 @@ export function createApp(routes: Route[]) {
 
   app.notFound((c) => {
     const path = c.req.path;
-    const methods = new Set(compiled.filter((r) => r.pattern.test(path)).map((r) => r.method as string));
+    const methods = new Set<string>(compiled.filter((r) => r.pattern.test(path)).map((r) => r.route.method));
     if (methods.size === 0) return problem(c, new ApiError(404, "NOT_FOUND", `No route matches ${path}.`));
     if (methods.has("GET")) methods.add("HEAD");
     methods.add("OPTIONS");
@@ -174,6 +183,58 @@ export function createApp(routes: Route[]) {
   });
 
   return app;
+}
+
+/** The raw path of a request URL, as sent. */
+function rawPath(url: string): string {
+  const start = url.indexOf("/", url.indexOf("://") + 3);
+  if (start === -1) return "/";
+  const end = url.indexOf("?", start);
+  return url.slice(start, end === -1 ? undefined : end);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Request input
+
+const LOCATION: Record<Part, Location> = { params: "path", query: "query", headers: "header", body: "body" };
+
+/**
+ * The declared parts of a request: the body read first (its transport errors come before field errors), then
+ * every part validated, all field errors reported together (API.md §1.6 step 6). Parts a domain function
+ * checks itself are handed over as read.
+ */
+async function readInput(c: AppContext, route: Route, params: Record<string, string>): Promise<AnyInput> {
+  const input: AnyInput = {
+    params,
+    query: readQuery(c, route.query),
+    headers: route.headers ? readHeaders(c, route.headers) : {},
+    body: route.body ? await readJsonBody(c) : undefined,
+  };
+  const errors: FieldError[] = [];
+  for (const part of PARTS) {
+    const schema = route[part];
+    if (!schema || route.checkedByDomain?.includes(part)) continue;
+    const result = v.safeParse(schema, input[part], { abortEarly: false });
+    if (result.success) input[part] = result.output as never;
+    else errors.push(...fieldErrors(result.issues, LOCATION[part]));
+  }
+  if (errors.length > 0) throw validationFailed(errors);
+  return input;
+}
+
+/** Query parameters; those declared as lists take every value (`?status=a&status=b`), the others the first. */
+function readQuery(c: AppContext, schema: RequestSchema | undefined): Record<string, string | string[] | undefined> {
+  const query: Record<string, string | string[] | undefined> = c.req.query();
+  if (!schema) return query;
+  for (const [name, entry] of Object.entries(entriesOf(schema))) {
+    if (baseOf(entry).type === "array") query[name] = c.req.queries(name);
+  }
+  return query;
+}
+
+/** The declared headers, by their declared names (matched case-insensitively). */
+function readHeaders(c: AppContext, schema: RequestSchema): Record<string, string | undefined> {
+  return Object.fromEntries(Object.keys(entriesOf(schema)).map((name) => [name, c.req.header(name)]));
 }
 
 function problem(c: AppContext, err: ApiError): Response {

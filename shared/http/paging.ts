@@ -6,22 +6,59 @@ import * as v from "valibot";
 import { createHash } from "node:crypto";
 import { ApiError, validationFailed } from "../errors";
 import { parse } from "./validate";
+import { asInteger, component, parameter } from "./contract";
 import type { PageResult } from "../store/query";
 
-export interface PageInfo {
-  hasNextPage: boolean;
-  hasPreviousPage: boolean;
-  startCursor?: string;
-  endCursor?: string;
-}
-
-export const PageQuery = {
-  limit: v.optional(
-    v.pipe(v.string(), v.regex(/^\d{1,4}$/, "must be an integer from 1 to 200"), v.transform(Number), v.minValue(1, "must be at least 1"), v.maxValue(200, "must be at most 200")),
-    "20",
+export const PageInfo = component(
+  "PageInfo",
+  v.pipe(
+    v.object({
+      hasNextPage: v.boolean(),
+      hasPreviousPage: v.boolean(),
+      startCursor: v.optional(v.pipe(v.string(), v.maxLength(512), v.description("Opaque cursor; pass as `before` to get the preceding page."))),
+      endCursor: v.optional(v.pipe(v.string(), v.maxLength(512), v.description("Opaque cursor; pass as `after` to get the following page."))),
+    }),
+    v.description(
+      "`startCursor`/`endCursor` are the cursors of the first and last item of `data`, absent when `data` is empty. `hasNextPage` is true iff at least one item of the (filtered) list comes after the last item of `data`; `hasPreviousPage` iff at least one comes before the first. With an empty page the reference point is the cursor's position.",
+    ),
   ),
-  after: v.optional(v.pipe(v.string(), v.maxLength(512, "is not a valid cursor"))),
-  before: v.optional(v.pipe(v.string(), v.maxLength(512, "is not a valid cursor"))),
+);
+export type PageInfo = v.InferOutput<typeof PageInfo>;
+
+/** The page envelope `{data, pageInfo}` of a list of `item`, as a named component. */
+export const page = <S extends v.GenericSchema>(name: string, item: S) => component(name, v.object({ data: v.array(item), pageInfo: PageInfo }));
+
+const cursor = (description: string) => v.optional(v.pipe(v.string(), v.maxLength(512, "is not a valid cursor"), v.description(description)));
+
+/** limit, after and before (API.md §3): spread into a route's query schema. */
+export const PageQuery = {
+  limit: parameter(
+    "Limit",
+    v.optional(
+      v.pipe(
+        v.string(),
+        v.regex(/^\d{1,4}$/, "must be an integer from 1 to 200"),
+        v.transform(Number),
+        v.minValue(1, "must be at least 1"),
+        v.maxValue(200, "must be at most 200"),
+        asInteger(1, 200),
+        v.description("Page size, 1 to 200 (decimal digits only). `0`, negative, above 200 or not an integer → 400 `VALIDATION_FAILED`."),
+      ),
+      "20",
+    ),
+  ),
+  after: parameter(
+    "After",
+    cursor(
+      "Cursor: return the items that come after this cursor's item in list order. Not together with `before` (400 `VALIDATION_FAILED`). A cursor that cannot be decoded, or was issued by another endpoint or for another caller → 400 `INVALID_CURSOR`.",
+    ),
+  ),
+  before: parameter(
+    "Before",
+    cursor(
+      "Cursor: return the `limit` items immediately before this cursor's item, in list order. Not together with `after` (400 `VALIDATION_FAILED`). Undecodable or foreign cursor → 400 `INVALID_CURSOR`.",
+    ),
+  ),
 };
 
 const callerTag = (owner: string) => createHash("sha256").update(owner.toLowerCase()).digest("base64url").slice(0, 10);

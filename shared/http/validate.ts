@@ -5,7 +5,8 @@
 import * as v from "valibot";
 import type { Context } from "hono";
 import { ApiError, validationFailed, type FieldError } from "../errors";
-import { useConfig } from "../runtime";
+import { useConfig } from "../current-runtime";
+import { asInteger } from "./contract";
 import { checksumAddress, isAcceptedAddress, isAddressShape } from "../address";
 
 export type Location = "body" | "query" | "path" | "header";
@@ -105,11 +106,13 @@ export const Uint256String = v.pipe(
   v.regex(/^(0|[1-9][0-9]*)$/, "must be a canonical decimal integer"),
   // regex issues do not stop the pipe, so the range check guards itself
   v.check((s) => !/^(0|[1-9][0-9]*)$/.test(s) || (s.length <= 78 && BigInt(s) < 2n ** 256n), "must be at most 2^256 - 1"),
+  v.metadata({ maxLength: 78 }), // documents the length the range check implies
 );
+/** A ULID in either letter case, upper-cased (the case-insensitive pattern comes first so the document shows it). */
 export const UlidString = v.pipe(
-  v.string(),
+  v.string("must be a ULID"),
+  v.regex(/^[0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{26}$/, "must be a ULID"),
   v.transform((s) => s.toUpperCase()),
-  v.regex(/^[0-9A-HJKMNP-TV-Z]{26}$/, "must be a ULID"),
 );
 export const BooleanQuery = v.picklist(["true", "false"], "must be true or false");
 /**
@@ -128,6 +131,7 @@ export const ChainIdQuery = v.pipe(
   v.regex(/^\d+$/, "must be an integer"),
   v.transform(Number),
   v.maxValue(Number.MAX_SAFE_INTEGER, "must be at most 2^53 - 1"),
+  asInteger(0, Number.MAX_SAFE_INTEGER),
 );
 
 /** An address in any accepted case (a mixed-case one must carry a valid EIP-55 checksum); output is EIP-55. */

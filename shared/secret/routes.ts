@@ -1,30 +1,16 @@
-/** HTTP routes of the secrets API (API.md §12); the domain module does the validation and the work. */
-import type { Route } from "../http/app";
-import { pathParam } from "../http/app";
-import { readJsonBody } from "../http/validate";
+/** HTTP routes of the secrets API (API.md §12): contract.ts declares them; the domain validates and does the work. */
+import { route, type Route } from "../http/app";
+import * as Contract from "./contract";
 import { Secret } from "./index";
 
 export const secretRoutes: Route[] = [
-  {
-    method: "GET",
-    path: "/secrets",
-    handler: async (c) => c.json(await Secret.list(c.req.query())),
-  },
-  {
-    method: "PUT",
-    path: "/secrets/{name}",
-    handler: async (c) => {
-      const body = await readJsonBody(c);
-      const outcome = await Secret.put(pathParam(c, "name"), body);
-      return new Response(null, { status: outcome === "created" ? 201 : 204 });
-    },
-  },
-  {
-    method: "DELETE",
-    path: "/secrets/{name}",
-    handler: async (c) => {
-      await Secret.remove(pathParam(c, "name"), c.req.query());
-      return new Response(null, { status: 204 });
-    },
-  },
+  route(Contract.list, async (c, { query }) => c.json(await Secret.list(query))),
+  route(Contract.put, async (c, { params, body }) => {
+    const outcome = await Secret.put(params.name, body);
+    return new Response(null, { status: outcome === "created" ? 201 : 204 });
+  }),
+  route(Contract.remove, async (c, { params, query }) => {
+    await Secret.remove(params.name, query);
+    return new Response(null, { status: 204 });
+  }),
 ];

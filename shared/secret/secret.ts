@@ -36,10 +36,12 @@ import { Keys } from "../store/keys";
 import { Index, cancellationReasons } from "../store/table";
 import { open, seal, type EncryptionContext, type Sealed } from "../keys/envelope";
 import { log } from "../log";
+import { Info, ListQuery, NAME_PATTERN, Name, PutBody, RemoveQuery, isReservedName } from "./schemas";
+
+export { Info, ListQuery, NAME_PATTERN, Name, PutBody, RemoveQuery, Value, WorkflowId, isReservedName } from "./schemas";
 
 type Item = Record<string, unknown>;
 
-export const NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 const ULID_PATTERN = /^[0-9A-HJKMNP-TV-Z]{26}$/;
 const POSITION_PATTERN = /^SECRET#[A-Za-z_][A-Za-z0-9_]{0,127}#(0|1#[0-9A-HJKMNP-TV-Z]{26})$/;
 const LIST_ENDPOINT = "GET /secrets";
@@ -48,64 +50,6 @@ const VERSION = 1;
 const MAX_ATTEMPTS = 25;
 
 export type Scope = "user" | "workflow";
-
-// ---------------------------------------------------------------------------------------------------------
-// Schemas. Messages never echo the received value (a mistyped value might still be a secret).
-
-export const Name = v.pipe(
-  v.string("must be a string"),
-  v.regex(NAME_PATTERN, "must start with a letter or _ and contain only letters, digits and _ (at most 128 characters)"),
-);
-
-/** Names starting with `ap_` in any letter case are reserved (SECRET_NAME_RESERVED). */
-export const isReservedName = (name: string) => name.slice(0, 3).toLowerCase() === "ap_";
-
-const utf8Bytes = (s: string) => Buffer.byteLength(s, "utf8");
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
-export const Value = v.pipe(
-  v.string("must be a string"),
-  v.check((s) => !LONE_SURROGATE.test(s), "must be valid Unicode text"),
-  v.check(
-    (s) => utf8Bytes(s) >= 1 && utf8Bytes(s) <= useRuntime().config.limits.maxSecretBytes,
-    () => `must be 1 to ${useRuntime().config.limits.maxSecretBytes} bytes of UTF-8`,
-  ),
-);
-
-export const WorkflowId = v.pipe(
-  v.string("must be a ULID"),
-  v.transform((s) => s.toUpperCase()),
-  v.regex(ULID_PATTERN, "must be a ULID"),
-);
-
-/** Missing required members say "is required"; a body that is not an object cannot reach here from HTTP. */
-const objectMessage = (issue: v.BaseIssue<unknown>) => (issue.expected === "Object" ? "must be an object" : "is required");
-
-/** Body of PUT /secrets/{name}. `orgId` is listed only to be rejected with SECRET_SCOPE_UNSUPPORTED. */
-export const PutBody = v.object(
-  {
-    value: Value,
-    workflowId: v.optional(WorkflowId),
-    orgId: v.optional(v.unknown()),
-  },
-  objectMessage,
-);
-
-/** Query of GET /secrets besides the paging parameters. */
-export const ListQuery = v.object({ workflowId: v.optional(WorkflowId), orgId: v.optional(v.string()) });
-
-/** Query of DELETE /secrets/{name}. */
-export const RemoveQuery = ListQuery;
-
-/** A list element (API.md §12.1); the value is never part of it. */
-export const Info = v.object({
-  name: v.string(),
-  scope: v.picklist(["user", "workflow"]),
-  workflowId: v.optional(v.string()),
-  createdAt: v.number(),
-  updatedAt: v.number(),
-});
-export type Info = v.InferOutput<typeof Info>;
 
 // ---------------------------------------------------------------------------------------------------------
 // Validation in the order of API.md §1.6 step 6 and §12: path name, then body fields / query, then orgId.
@@ -143,8 +87,11 @@ function parsePut(name: unknown, body: Record<string, unknown>): PutInput {
 }
 
 /** The workflowId of a list or delete query, with its field errors (orgId is checked after them). */
-function parseWorkflowQuery(query: Record<string, string | undefined>): { workflowId?: string; errors: FieldError[] } {
-  const parsed = v.safeParse(ListQuery, { workflowId: query.workflowId, orgId: query.orgId }, { abortEarly: false });
+function parseWorkflowQuery(
+  schema: typeof ListQuery | typeof RemoveQuery,
+  query: Record<string, string | undefined>,
+): { workflowId?: string; errors: FieldError[] } {
+  const parsed = v.safeParse(schema, { workflowId: query.workflowId, orgId: query.orgId }, { abortEarly: false });
   if (parsed.success) return { workflowId: parsed.output.workflowId, errors: [] };
   return { errors: fieldErrors(parsed.issues, "query") };
 }
@@ -297,7 +244,7 @@ export async function put(name: unknown, body: Record<string, unknown>): Promise
 export async function list(query: Record<string, string | undefined>) {
   const owner = useOwner();
   // Field validation (§12.3 order: workflowId, orgId, then paging); field errors of one code are reported together.
-  const { workflowId, errors } = parseWorkflowQuery(query);
+  const { workflowId, errors } = parseWorkflowQuery(ListQuery, query);
   let page: ReturnType<typeof readPageParams> | undefined;
   let pageError: ApiError | undefined;
   try {
@@ -349,7 +296,7 @@ export async function list(query: Record<string, string | undefined>) {
 export async function remove(name: unknown, query: Record<string, string | undefined>): Promise<void> {
   const owner = useOwner();
   // A malformed name or workflowId first (reported together), then orgId; a reserved name simply matches nothing.
-  const { workflowId, errors } = parseWorkflowQuery(query);
+  const { workflowId, errors } = parseWorkflowQuery(RemoveQuery, query);
   const invalid = [...nameError(name), ...errors];
   if (invalid.length > 0) throw validationFailed(invalid);
   if (query.orgId !== undefined) throw scopeUnsupported("query.orgId");

@@ -12,19 +12,15 @@ import { useConfig, useRuntime } from "../runtime";
 import { Keys } from "../store/keys";
 import { incrementBelow } from "../store/counters";
 import { cancellationReasons, isConditionFailure } from "../store/table";
-import { AddressString, Uint256String, ChainIdNumber } from "../http/validate";
+import { AddressString } from "../http/validate";
+import { CreateInput, UpdateInput, type Info } from "./schemas";
 import { contractRefused, controllerSigner, isKnownFactory, publicClient, resolveCallerChain } from "../chain/chains";
 import { controlledAccount } from "../chain/account";
 import { upstreamError } from "../chain/upstream";
 import { accountOwner } from "./signing";
 import type { ChainSettings } from "../config";
 
-export const CreateInput = v.strictObject({
-  salt: Uint256String,
-  factoryAddress: v.optional(AddressString),
-  chainId: v.optional(ChainIdNumber),
-});
-export const UpdateInput = v.strictObject({ isHidden: v.optional(v.boolean("must be a boolean")) });
+export { CreateInput, UpdateInput, Info } from "./schemas";
 
 /** The stored record. */
 export interface WalletRecord {
@@ -35,18 +31,6 @@ export interface WalletRecord {
   factoryAddress: Address;
   isHidden: boolean;
   createdAt: number;
-}
-
-export interface Info {
-  address: Address;
-  salt: string;
-  factoryAddress: Address;
-  isHidden: boolean;
-  totalWorkflowCount: number;
-  enabledWorkflowCount: number;
-  disabledWorkflowCount: number;
-  completedWorkflowCount: number;
-  failedWorkflowCount: number;
 }
 
 const table = () => useConfig().tableName;

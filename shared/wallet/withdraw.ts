@@ -23,7 +23,8 @@ import { useOwner } from "../context";
 import { useConfig, useRuntime } from "../runtime";
 import { Keys } from "../store/keys";
 import { queryPage } from "../store/query";
-import { AddressString, Uint256String, fieldErrors, ChainIdNumber } from "../http/validate";
+import { fieldErrors } from "../http/validate";
+import { Status, WithdrawBody, type WithdrawResult } from "./schemas";
 import { bundlerClient, chainSettings, contractRefused, controllerSigner, publicClient, unsupportedChain } from "../chain/chains";
 import { erc20Transfer } from "../chain/account";
 import {
@@ -43,8 +44,8 @@ import { requireOwned, type WalletRecord } from "./wallet";
 import { signWalletOperation, verifySignable, type SignableWallet } from "./signing";
 import type { ChainSettings } from "../config";
 
-export type Status = "pending" | "confirmed" | "failed";
 
+/** A withdrawal as answered (schemas.ts WithdrawResult documents it; the check below keeps the two in step). */
 export interface Result {
   id: string;
   chainId: number;
@@ -56,8 +57,11 @@ export interface Result {
   smartWalletAddress: Address;
   recipientAddress: Address;
   amount: string;
-  token: string;
+  token: Address | typeof ETH;
 }
+
+const _documented = (r: Result): v.InferOutput<typeof WithdrawResult> => r;
+void _documented;
 
 interface StoredWithdrawal extends Result {
   owner: Address;
@@ -70,13 +74,9 @@ const ETH = "ETH";
 // ---------------------------------------------------------------------------------------------
 // Input: the specific codes of §11.5 come first, in their order, then VALIDATION_FAILED.
 
-const Shape = v.strictObject({
-  recipientAddress: v.unknown(),
-  amount: v.unknown(),
-  token: v.unknown(),
-  chainId: v.optional(ChainIdNumber),
-});
-const PositiveWei = v.pipe(Uint256String, v.check((s) => s !== "0", "must be greater than 0"));
+const Member = WithdrawBody.entries;
+/** The rest of the body once the three members passed their own checks: unknown members and `chainId`. */
+const Shape = v.strictObject({ ...Member, recipientAddress: v.unknown(), amount: v.unknown(), token: v.unknown() });
 
 export interface Request {
   recipient: Address;
@@ -90,25 +90,25 @@ export function parseRequest(walletPath: string, body: Record<string, unknown>):
   if (missing.length) {
     throw validationFailed(missing.map((k) => ({ path: `body.${k}`, message: "is required" })), "WITHDRAW_MISSING_FIELDS");
   }
-  const recipient = v.safeParse(AddressString, body.recipientAddress);
+  const recipient = v.safeParse(Member.recipientAddress, body.recipientAddress);
   const isWallet = recipient.success && walletPath.toLowerCase() === recipient.output.toLowerCase();
   if (!recipient.success || isAddressEqual(recipient.output, zeroAddress) || isWallet) {
     throw fieldError("WITHDRAW_BAD_RECIPIENT", "body.recipientAddress", "must be an address other than the zero address and the wallet itself");
   }
-  const amount = body.amount === "max" ? "max" : v.safeParse(PositiveWei, body.amount);
-  if (amount !== "max" && !amount.success) {
+  const amount = v.safeParse(Member.amount, body.amount);
+  if (!amount.success) {
     throw fieldError("WITHDRAW_BAD_AMOUNT", "body.amount", "must be a wei amount greater than 0 as a decimal string, or \"max\"");
   }
-  const token = body.token === ETH ? ETH : v.safeParse(AddressString, body.token);
-  if (token !== ETH && (!token.success || isAddressEqual(token.output, zeroAddress))) {
+  const token = v.safeParse(Member.token, body.token);
+  if (!token.success || (token.output !== ETH && isAddressEqual(token.output, zeroAddress))) {
     throw fieldError("WITHDRAW_BAD_TOKEN", "body.token", "must be \"ETH\" or a non-zero ERC-20 contract address");
   }
   const shape = v.safeParse(Shape, body, { abortEarly: false });
   if (!shape.success) throw validationFailed(fieldErrors(shape.issues, "body"));
   return {
     recipient: recipient.output,
-    amount: amount === "max" ? "max" : BigInt(amount.output),
-    token: token === ETH ? ETH : token.output,
+    amount: amount.output === "max" ? "max" : BigInt(amount.output),
+    token: token.output,
     chainId: shape.output.chainId,
   };
 }
@@ -468,7 +468,7 @@ export async function followUpPending(max = 100): Promise<{ checked: number; set
   return { checked: out.Items?.length ?? 0, settled };
 }
 
-export const ListStatus = v.picklist(["pending", "confirmed", "failed"], "must be pending, confirmed or failed");
+export type { Status };
 
 export async function listWithdrawals(
   walletPath: string,

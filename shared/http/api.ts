@@ -1,0 +1,12 @@
+/**
+ * Every endpoint group of the API, as declarations only (no handlers, no chain or storage code): the
+ * OpenAPI document is generated from this table, and the catch-all function uses it to answer 404/405
+ * exactly for routes other functions serve. Adding a group here documents it.
+ */
+import type { Group } from "./contract";
+import { serviceContract } from "../service/contract";
+import { authContract } from "../auth/contract";
+import { secretContract } from "../secret/contract";
+import { walletContract } from "../wallet/contract";
+
+export const api: readonly Group[] = [serviceContract, authContract, secretContract, walletContract];

@@ -1,0 +1,70 @@
+/**
+ * The scalar formats of API.md §1.5 as named components, and the request headers several routes share.
+ * Request schemas validate with them; response schemas use them to document what the service answers.
+ */
+import * as v from "valibot";
+import { AddressString, Uint256String, UlidString } from "./validate";
+import { component, configured, parameter } from "./contract";
+
+export const Address = component(
+  "Address",
+  v.pipe(
+    AddressString,
+    v.description(
+      "`0x` + 40 hex digits. Accepted all-lowercase, all-uppercase or in valid EIP-55 mixed case (a mixed-case value with a wrong checksum is rejected); compared case-insensitively; always returned in EIP-55 form.",
+    ),
+    v.examples(["0x5B38Da6a701c568545dCfcB03FcB875f56beddC4"]),
+  ),
+);
+
+export const Uint256 = component(
+  "Uint256",
+  v.pipe(
+    Uint256String,
+    v.description("Uint256: canonical decimal (no sign, no leading zeros, no hex), value at most 2^256 − 1."),
+    v.examples(["1000000000000000000"]),
+  ),
+);
+
+export const Ulid = component(
+  "Ulid",
+  v.pipe(
+    UlidString,
+    v.description("ULID: 26 characters of Crockford base32, generated uppercase (lowercase input is accepted and upper-cased)."),
+    v.examples(["01JD7Q0S7W3C2Y8K5N6M4P1R9T"]),
+  ),
+);
+
+export const Bytes32 = component("Bytes32", v.pipe(v.string(), v.regex(/^0x[0-9a-fA-F]{64}$/), v.description("`0x` + 64 hex digits.")));
+
+export const TimeMs = component(
+  "TimeMs",
+  v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(Number.MAX_SAFE_INTEGER), v.description("Unix time in milliseconds.")),
+);
+
+/** A chain id the service answers with (requests take ChainIdNumber / ChainIdQuery, where 0 means absent). */
+export const ChainId = component(
+  "ChainId",
+  v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(Number.MAX_SAFE_INTEGER), v.description("A positive EVM chain id.")),
+);
+
+const IDEMPOTENCY_KEY_MESSAGE = "must be 1-255 printable ASCII characters without spaces";
+
+/** `Idempotency-Key` (API.md §1.4): 1-255 characters in 0x21-0x7E. */
+export const IdempotencyKey = parameter(
+  "IdempotencyKey",
+  v.optional(
+    v.pipe(
+      v.string(),
+      v.regex(/^[\x21-\x7e]{1,255}$/, IDEMPOTENCY_KEY_MESSAGE),
+      configured(({ limits }) => ({
+        minLength: 1,
+        maxLength: 255,
+        description: `Optional. 1–255 characters in the range 0x21–0x7E, else 400 \`VALIDATION_FAILED\` (\`header.Idempotency-Key\`). Scoped to the caller, the resource and the key for ${limits.idempotencyTtlS} s. A repeat with the same body answers with the recorded outcome and \`Idempotency-Replayed: true\`; with a different body → 422 \`IDEMPOTENCY_KEY_MISMATCH\`; while the first is still in progress → 409 \`IDEMPOTENCY_IN_PROGRESS\`. A request that failed before doing anything is not remembered under the key.`,
+      })),
+    ),
+  ),
+);
+
+/** The headers of a route that honours `Idempotency-Key`. */
+export const IdempotencyHeaders = v.object({ "Idempotency-Key": IdempotencyKey });
