@@ -1,7 +1,7 @@
-/** GET /secrets, PUT and DELETE /secrets/{name}. */
+/** GET /secrets, PUT and DELETE /secrets/{name}: the secrets group only. */
 import "./bootstrap";
 import { handle } from "hono/aws-lambda";
 import { createApp } from "../shared/http/app";
-import { routeGroups } from "../shared/http/service";
+import { secretRoutes } from "../shared/secret/routes";
 
-export const handler = handle(createApp(routeGroups.secrets));
+export const handler = handle(createApp(secretRoutes));

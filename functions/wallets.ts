@@ -1,7 +1,7 @@
-/** Wallet routes: list, create, update, withdraw, withdrawals, getNonce. */
+/** Wallet routes: list, create, update, withdraw, withdrawals, getNonce: the wallet group only. */
 import "./bootstrap";
 import { handle } from "hono/aws-lambda";
 import { createApp } from "../shared/http/app";
-import { routeGroups } from "../shared/http/service";
+import { walletRoutes } from "../shared/wallet/routes";
 
-export const handler = handle(createApp(routeGroups.wallets));
+export const handler = handle(createApp(walletRoutes));

@@ -10,10 +10,12 @@ import { stackEnv } from "./support/runtime";
 import { buildAuthMessage, messageDefaults } from "./support/auth";
 import { ensureTable } from "../shared/store/table";
 import { useRuntime } from "../shared/runtime";
+import { setLogLevel } from "../shared/log";
 
 type Handler = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyStructuredResultV2>;
 let core: Handler;
 let secrets: Handler;
+let wallets: Handler;
 
 beforeAll(async () => {
   const env = stackEnv();
@@ -26,6 +28,7 @@ beforeAll(async () => {
   });
   core = (await import("../functions/core")).handler as unknown as Handler;
   secrets = (await import("../functions/secrets")).handler as unknown as Handler;
+  wallets = (await import("../functions/wallets")).handler as unknown as Handler;
   await ensureTable(useRuntime().db, tableName);
   expect(useRuntime().config.tableName).toBe(tableName);
 });
@@ -95,5 +98,50 @@ describe("Lambda entry points", () => {
     expect(list.body).not.toContain("s3cret-value");
     const unauthorized = await secrets(event("GET", "/secrets"), context);
     expect(unauthorized.statusCode).toBe(401);
+  });
+});
+
+/** API Gateway sends `/secrets` GET and `/secrets/*`, `/wallets` and `/wallets/*` to their functions, everything else to core. */
+describe("the catch-all (core) and the group functions", () => {
+  const header = (res: APIGatewayProxyStructuredResultV2, name: string) =>
+    Object.entries(res.headers ?? {}).find(([key]) => key.toLowerCase() === name.toLowerCase())?.[1];
+
+  it("core answers 405 with the exact Allow for another group's path, before authentication", async () => {
+    const post = await core(event("POST", "/secrets"), context);
+    expect(post.statusCode).toBe(405);
+    expect(JSON.parse(post.body!).code).toBe("METHOD_NOT_ALLOWED");
+    expect(String(header(post, "allow")).split(", ").sort()).toEqual(["GET", "HEAD", "OPTIONS"]);
+    const put = await core(event("PUT", "/health"), context);
+    expect(put.statusCode).toBe(405);
+    expect(String(header(put, "allow")).split(", ").sort()).toEqual(["GET", "HEAD", "OPTIONS"]);
+  });
+
+  it("core redirects (307) a percent-encoded prefix of another group's route to its canonical path, query kept", async () => {
+    const res = await core(event("POST", "/%77allets/0xabc%3Awithdraw", { rawQueryString: "a=1" }), context);
+    expect(res.statusCode).toBe(307);
+    expect(header(res, "location")).toBe("/wallets/0xabc:withdraw?a=1");
+    expect(res.body ?? "").toBe("");
+    const spaced = await core(event("GET", "/%77allets/a%20b/withdrawals"), context);
+    expect(header(spaced, "location")).toBe("/wallets/a%20b/withdrawals");
+    const slash = await core(event("PATCH", "/%77allets/a%2Fb"), context);
+    expect(header(slash, "location")).toBe("/wallets/a%2Fb");
+  });
+
+  it("core never redirects a canonical path to itself: a route its function is not sent is a deployment fault (500)", async () => {
+    setLogLevel("silent");
+    const res = await core(event("HEAD", "/secrets"), context).finally(() => setLogLevel("error"));
+    expect(res.statusCode).toBe(500);
+    expect(header(res, "location")).toBeUndefined();
+  });
+
+  it("core answers 404 for paths no group serves, and each group function answers 404/405 within its prefix", async () => {
+    expect((await core(event("GET", "/wallets-and-more"), context)).statusCode).toBe(404);
+    const patch = await secrets(event("PATCH", "/secrets/NAME"), context);
+    expect(patch.statusCode).toBe(405);
+    expect(String(header(patch, "allow")).split(", ").sort()).toEqual(["DELETE", "OPTIONS", "PUT"]);
+    expect((await secrets(event("GET", "/secrets/a/b"), context)).statusCode).toBe(404);
+    const withdraw = await wallets(event("GET", "/wallets/0xabc:withdraw"), context);
+    expect(withdraw.statusCode).toBe(405);
+    expect(String(header(withdraw, "allow")).split(", ").sort()).toEqual(["OPTIONS", "POST"]);
   });
 });

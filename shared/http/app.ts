@@ -17,7 +17,7 @@ import { problemResponse } from "./problem";
 import { RateLimiter, RateSubject, type RateDecision } from "./rate-limit";
 import { authenticate } from "../auth/token";
 import { fieldErrors, readJsonBody, type Location } from "./validate";
-import { PARTS, baseOf, entriesOf, type AnyInput, type Endpoint, type Input, type Method, type Part, type RequestSchema } from "./contract";
+import { PARTS, baseOf, entriesOf, type AnyInput, type Endpoint, type Group, type Input, type Method, type Part, type RequestSchema } from "./contract";
 
 export type { Method };
 
@@ -46,6 +46,15 @@ export interface Route extends Partial<Pick<Endpoint, "public" | Part | "checked
 /** Binds a handler to a declaration; the handler receives the declared parts validated and typed. */
 export function route<const E extends Endpoint>(declaration: E, handler: (c: AppContext, input: Input<E>) => Response | Promise<Response>): Route {
   return { ...declaration, handler: handler as unknown as Route["handler"] };
+}
+
+export interface AppOptions {
+  /**
+   * Every group of the API, mounted here or not. A path that matches only routes mounted elsewhere still answers
+   * 405 with its exact `Allow`, and a request for such a route (an API Gateway prefix it did not recognise,
+   * e.g. `/%77allets`) is redirected (307) to its canonical path, which API Gateway routes to its function.
+   */
+  api?: readonly Group[];
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -109,8 +118,14 @@ const decodeParam = (value: string) => value.replace(/%2F|%25/g, (escape) => (es
 
 const decodedPath = (request: Request): string => routingPath(rawPath(request.url));
 
-export function createApp(routes: Route[]) {
+export function createApp(routes: Route[], options: AppOptions = {}) {
   const compiled: Compiled<Route>[] = routes.map((route) => ({ route, pattern: compileTemplate(route.path) }));
+  const mounted = new Set(routes.map((r) => `${r.method} ${r.path}`));
+  const elsewhere: Compiled<{ method: Method; path: string; group: string }>[] = (options.api ?? []).flatMap((g) =>
+    g.endpoints
+      .filter((e) => !mounted.has(`${e.method} ${e.path}`))
+      .map((e) => ({ route: { method: e.method, path: e.path, group: g.name }, pattern: compileTemplate(e.path) })),
+  );
   const app = new Hono<AppEnv>({ getPath: decodedPath });
   // Buckets live in the table (shared by every instance); the limiter keeps only this app's hints.
   const limiter = new RateLimiter();
@@ -168,8 +183,13 @@ export function createApp(routes: Route[]) {
 
   app.notFound((c) => {
     const path = c.req.path;
-    const methods = new Set<string>(compiled.filter((r) => r.pattern.test(path)).map((r) => r.route.method));
+    const here = compiled.filter((r) => r.pattern.test(path)).map((r) => r.route.method);
+    const there = elsewhere.filter((r) => r.pattern.test(path)).map((r) => r.route);
+    const methods = new Set<string>([...here, ...there.map((r) => r.method)]);
     if (methods.size === 0) return problem(c, new ApiError(404, "NOT_FOUND", `No route matches ${path}.`));
+    const wanted = c.req.method === "HEAD" ? "GET" : c.req.method;
+    const owner = there.find((r) => r.method === wanted);
+    if (owner) return elsewhereAnswer(c, owner);
     if (methods.has("GET")) methods.add("HEAD");
     methods.add("OPTIONS");
     const allow = [...methods].join(", ");
@@ -185,12 +205,41 @@ export function createApp(routes: Route[]) {
   return app;
 }
 
+/**
+ * A route that another function serves. API Gateway sent the request here because its raw path did not match
+ * that function's prefix (`/%77allets/...`): the canonical path does, so the client is sent there (307 keeps
+ * the method and body). If the path is already canonical the API's own routes do not send this method to the
+ * function that serves it, which is a deployment fault, not the client's.
+ */
+function elsewhereAnswer(c: AppContext, route: { method: Method; path: string; group: string }): Response {
+  const url = new URL(c.req.url);
+  const location = canonicalPath(c.req.path);
+  if (location !== rawPath(c.req.url)) {
+    return c.body(null, 307, { Location: location + url.search, "Cache-Control": "no-store" });
+  }
+  log.error("a route of another function reached this one; the API's routes must send it to its group", {
+    requestId: c.get("requestId"),
+    method: c.req.method,
+    route: `${route.method} ${route.path}`,
+    group: route.group,
+  });
+  return problem(c, new ApiError(500, "INTERNAL", "An internal error occurred."));
+}
+
 /** The raw path of a request URL, as sent. */
 function rawPath(url: string): string {
   const start = url.indexOf("/", url.indexOf("://") + 3);
   if (start === -1) return "/";
   const end = url.indexOf("?", start);
   return url.slice(start, end === -1 ? undefined : end);
+}
+
+/** A routing path (decoded but for %2F and %25) written as a URL path again: only what must be escaped is. */
+export function canonicalPath(path: string): string {
+  return path
+    .split(/(%2F|%25)/)
+    .map((part, i) => (i % 2 === 1 ? part : encodeURI(part).replace(/[?#]/g, (ch) => encodeURIComponent(ch))))
+    .join("");
 }
 
 // ---------------------------------------------------------------------------------------------------------

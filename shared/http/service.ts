@@ -1,6 +1,7 @@
 /**
- * The route groups of the service. Each Lambda mounts one group (functions/*); the local server and the
- * API's catch-all mount them all, so unknown paths and methods answer 404/405 the same everywhere.
+ * The whole service as one app: the local server (`npm start`) and the end-to-end tests mount every group.
+ * In AWS each group is its own function (functions/*), which imports only its group; this module imports
+ * them all, so no function imports it.
  */
 import { createApp, type Route } from "./app";
 import { healthRoutes } from "../health";
@@ -17,5 +18,4 @@ export const routeGroups = {
 
 export const allRoutes: Route[] = Object.values(routeGroups).flat();
 
-/** The whole service as one app (local server, catch-all Lambda, end-to-end tests). */
 export const createServiceApp = () => createApp(allRoutes);
