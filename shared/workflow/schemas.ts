@@ -80,13 +80,35 @@ function withoutNulls<T extends Record<string, unknown>>(o: T): NoNull<T> {
 
 const objectMessage = (issue: v.StrictObjectIssue) => (issue.expected === "never" ? "is not a known member" : "must be an object");
 
-/** A strict object (unknown members rejected) whose optional members may be sent as null. */
+/**
+ * valibot's object and record schemas accept arrays (and then see a fresh object): `refuseArrays` answers an
+ * array as the schema answers any other non-object ("must be an object"). It keeps the schema's own shape
+ * (type, entries, pipe), so variants and the JSON Schema conversion see a plain object schema in every
+ * `typeMode` (JSON Schema's `type: object` already excludes arrays).
+ */
+function refuseArrays<const S extends v.GenericSchema>(schema: S): S {
+  return {
+    ...schema,
+    "~run"(dataset, config) {
+      if (!Array.isArray(dataset.value)) return schema["~run"](dataset, config);
+      const refused = schema["~run"]({ value: null }, config);
+      for (const issue of refused.issues ?? []) Object.assign(issue, { input: dataset.value, received: "Array" });
+      return refused;
+    },
+  };
+}
+
+/** A strict object (unknown members rejected, arrays refused) whose optional members may be sent as null. */
 function strict<const E extends v.ObjectEntries>(entries: E, description?: string) {
   const base = v.strictObject(entries, objectMessage);
-  return description
-    ? v.pipe(base, v.description(description), v.transform(withoutNulls))
-    : v.pipe(base, v.transform(withoutNulls));
+  return refuseArrays(
+    description ? v.pipe(base, v.description(description), v.transform(withoutNulls)) : v.pipe(base, v.transform(withoutNulls)),
+  );
 }
+
+/** A JSON object with any keys of `key`'s format and values of `value`'s. */
+const record = <const K extends v.GenericSchema<string, string>, const V extends v.GenericSchema>(key: K, value: V, message = "must be an object") =>
+  refuseArrays(v.record(key, value, message));
 
 /** An optional member: absent or null; `fallback` is filled in when given. */
 function opt<const S extends v.GenericSchema>(schema: S): v.NullishSchema<S, undefined>;
@@ -112,7 +134,7 @@ const list = <const S extends v.GenericSchema>(item: S, min: number, max: number
     v.maxLength(max, `must have at most ${max} ${what}`),
   );
 const stringMap = (value: v.GenericSchema<unknown, string>, max: number) =>
-  v.pipe(v.record(str(), value, "must be an object of strings"), v.maxEntries(max, `must have at most ${max} entries`));
+  v.pipe(record(str(), value, "must be an object of strings"), v.maxEntries(max, `must have at most ${max} entries`));
 const utf8Bytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value) ?? "", "utf8");
 
 // ---------------------------------------------------------------------------------------------------------
@@ -308,7 +330,7 @@ export const TimeZone = v.pipe(
 
 /** ABI items (free-form objects). Never templated. */
 export const ContractAbi = v.pipe(
-  v.array(v.record(str(), v.unknown(), "must be an ABI item (an object)"), "must be an array of ABI items"),
+  v.array(record(str(), v.unknown(), "must be an ABI item (an object)"), "must be an array of ABI items"),
   v.description("ABI items (JSON objects); never templated."),
 );
 
@@ -454,7 +476,7 @@ function build(limits: DefinitionLimits) {
   const GraphqlQueryConfig = strict({
     url: UrlOrTemplate,
     query: v.pipe(TemplateText, v.maxBytes(limits.maxSourceBytes, `must be at most ${limits.maxSourceBytes} bytes`)),
-    variables: opt(v.record(str(), TemplateText, "must be an object of strings")),
+    variables: opt(record(str(), TemplateText, "must be an object of strings")),
   });
   const methodPattern = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
     .map((m) => [...m].map((c) => `[${c}${c.toLowerCase()}]`).join(""))
@@ -470,7 +492,7 @@ function build(limits: DefinitionLimits) {
       ),
       headers: opt(stringMap(TemplateText, 50)),
       body: opt(TemplateText),
-      options: opt(v.pipe(v.record(str(), TemplatedAny, "must be an object"), v.description("Accepted for client compatibility; no effect."))),
+      options: opt(v.pipe(record(str(), TemplatedAny), v.description("Accepted for client compatibility; no effect."))),
     },
     "restApi. `body` is not allowed with GET or HEAD.",
   );
@@ -570,14 +592,13 @@ function build(limits: DefinitionLimits) {
 
   // Bodies (§8.8.1, §8.8.8, §8.8.9) ------------------------------------------------------------------------
   const InputVariables = v.pipe(
-    v.record(
+    record(
       v.pipe(
         str(),
         v.regex(IDENTIFIER_PATTERN, "must be an identifier"),
         v.notValues(RESERVED_INPUT_KEYS, `must not be one of ${RESERVED_INPUT_KEYS.join(", ")}`),
       ),
       v.unknown(),
-      "must be an object",
     ),
     v.description(
       "Free-form. Keys are identifiers, not trigger or node names and not secrets, apContext, context, date, value or index; `settings`, if present, is an object. The service writes `settings.runner` and `settings.chainId`.",
@@ -607,7 +628,7 @@ function build(limits: DefinitionLimits) {
     maxExecution: opt(v.pipe(MaxExecution, v.description(`At least 1; default ${limits.defaultMaxExecution}.`)), limits.defaultMaxExecution),
   });
   const TriggerOutput = v.pipe(
-    v.record(str(), v.unknown(), "must be an object"),
+    record(str(), v.unknown()),
     v.description("For manual only `data`, `headers` and `pathParams` (each defaulting to the trigger config's value); other types: the trigger step's `output.data`."),
   );
   const SimulateBody = strict({
