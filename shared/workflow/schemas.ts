@@ -187,6 +187,8 @@ function templatedOr(literal: v.GenericSchema<string, string>, pattern: string, 
   return v.pipe(
     str(message),
     v.regex(new RegExp(`^(?:${pattern}|${ANY_TEMPLATE})$`), message),
+    v.description(description),
+    v.metadata({ "x-templated": true }),
     v.rawTransform(({ dataset, addIssue, NEVER }) => {
       const text = dataset.value;
       if (hasTemplate(text)) {
@@ -204,8 +206,6 @@ function templatedOr(literal: v.GenericSchema<string, string>, pattern: string, 
       }
       return parsed.output;
     }),
-    v.description(description),
-    v.metadata({ "x-templated": true }),
   );
 }
 
