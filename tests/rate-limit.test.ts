@@ -250,6 +250,29 @@ describe("bucket semantics", () => {
   });
 });
 
+describe("reads run while the limiter decides", () => {
+  it("a GET overlaps its handler with the limiter's write, yet a denial still wins over the handler's answer", async () => {
+    useFixedClock();
+    let handled = 0;
+    const routes: Route[] = [
+      { method: "GET", path: "/missing", handler: () => (handled++, Promise.reject(new Error("unexpected"))) },
+      { method: "POST", path: "/write", handler: (c) => (handled++, c.json({ wrote: true })) },
+    ];
+    const [a, b] = [createApp([...authRoutes, ...routes]), createApp([...authRoutes, ...routes])];
+    const carol = await signIn(a);
+    for (let i = 0; i < BURST; i++) expect((await a.request("/write", { method: "POST", headers: carol.headers })).status).toBe(200);
+    expect(handled).toBe(BURST);
+    // b has no hint: its GET handler runs concurrently and fails, but the limiter's 429 is the answer.
+    const read = await b.request("/missing", { headers: carol.headers });
+    expect(read.status).toBe(429);
+    expect(((await read.json()) as { code: string }).code).toBe("RATE_LIMITED");
+    expect(handled).toBe(BURST + 1);
+    // A write never runs before the limiter allowed it.
+    expect((await b.request("/write", { method: "POST", headers: carol.headers })).status).toBe(429);
+    expect(handled).toBe(BURST + 1);
+  });
+});
+
 describe("cost", () => {
   it("a busy subject costs one UpdateItem per allowed request, none for a denial its instance already knows, one after idle", async () => {
     const runtime = useFixedClock();

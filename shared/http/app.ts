@@ -161,16 +161,26 @@ export function createApp(routes: Route[], options: AppOptions = {}) {
       c.set("params", params);
       checkApiVersion(c);
       const caller = route.public ? undefined : await authenticate(c.req.header("authorization"));
-      // undefined when the limiter failed open (table unreachable): served, without rate-limit headers.
-      const decision = await limiter.take(caller ? RateSubject.owner(caller.owner) : RateSubject.ip(clientIp(c)));
-      c.set("rate", decision);
-      if (decision && !decision.allowed) {
-        throw new ApiError(429, "RATE_LIMITED", "Too many requests; retry later.", {
-          headers: { "Retry-After": String(decision.retryAfter) },
-        });
+      const subject = caller ? RateSubject.owner(caller.owner) : RateSubject.ip(clientIp(c));
+      const answer = async () => {
+        const input = await readInput(c, route, params);
+        return caller ? withCaller(caller, () => route.handler(c, input)) : route.handler(c, input);
+      };
+      enforce(c, limiter.knownDenial(subject));
+      let response: Response;
+      if (route.method === "GET") {
+        // A read changes nothing, so it runs while the limiter's write is in flight (one round trip instead of
+        // two); the limiter's answer still decides first, exactly as if it had run alone (API.md §1.6 step 4).
+        const answering = answer().then((res) => ({ res }), (err: unknown) => ({ err }));
+        enforce(c, await limiter.take(subject));
+        const settled = await answering;
+        if ("err" in settled) throw settled.err;
+        response = settled.res;
+      } else {
+        enforce(c, await limiter.take(subject));
+        response = await answer();
       }
-      const input = await readInput(c, route, params);
-      const response = caller ? await withCaller(caller, () => route.handler(c, input)) : await route.handler(c, input);
+      const decision = c.get("rate");
       if (caller) response.headers.set("Cache-Control", response.headers.get("Cache-Control") ?? "no-store");
       // Success bodies are `application/json; charset=utf-8` (API.md §1.3); Hono's c.json() omits the charset.
       if (response.headers.get("Content-Type") === "application/json") {
@@ -297,6 +307,15 @@ function problem(c: AppContext, err: ApiError): Response {
     { status: err.status, code: err.code, detail: err.message, requestId, errors: err.extra.errors, reason: err.extra.reason, limit: err.extra.limit },
     headers,
   );
+}
+
+/** Records the limiter's answer (undefined: it failed open, no headers) and refuses an empty bucket with 429. */
+function enforce(c: AppContext, decision: RateDecision | undefined) {
+  if (!decision) return;
+  c.set("rate", decision);
+  if (!decision.allowed) {
+    throw new ApiError(429, "RATE_LIMITED", "Too many requests; retry later.", { headers: { "Retry-After": String(decision.retryAfter) } });
+  }
 }
 
 function checkApiVersion(c: AppContext) {

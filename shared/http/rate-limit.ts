@@ -73,12 +73,7 @@ export class RateLimiter {
    * request is served without rate-limit headers.
    */
   async take(subject: string): Promise<RateDecision | undefined> {
-    const { config, now } = useRuntime();
-    const frame: Frame = {
-      now: Math.round(now() * 1000),
-      interval: Math.max(1, Math.round(1_000_000 / config.limits.rateLimitRps)),
-      burst: config.limits.rateLimitBurst,
-    };
+    const frame = currentFrame();
     const hint = this.hints.get(subject);
     const guess = classify(hint, frame);
     // `tat` only moves forward while a bucket is in use, so a remembered tat that already denies proves the
@@ -106,11 +101,27 @@ export class RateLimiter {
     }
   }
 
+  /** The denial this instance can already prove for `subject` (see take), without touching the table. */
+  knownDenial(subject: string): RateDecision | undefined {
+    const frame = currentFrame();
+    const hint = this.hints.get(subject);
+    return classify(hint, frame) === "denied" ? decision(frame, hint!, false) : undefined;
+  }
+
   private remember(subject: string, tat: number) {
     this.hints.delete(subject); // re-insert: Map order = least recently used first
     this.hints.set(subject, tat);
     if (this.hints.size > MAX_HINTS) this.hints.delete(this.hints.keys().next().value!);
   }
+}
+
+function currentFrame(): Frame {
+  const { config, now } = useRuntime();
+  return {
+    now: Math.round(now() * 1000),
+    interval: Math.max(1, Math.round(1_000_000 / config.limits.rateLimitRps)),
+    burst: config.limits.rateLimitBurst,
+  };
 }
 
 /** What a stored (or remembered) `tat` calls for. */
