@@ -98,8 +98,9 @@ export interface ValidatedDefinition<M extends Mode> {
 
 /**
  * §8.7 items 1-7 in order; throws ApiError (400 VALIDATION_FAILED, UNSUPPORTED_CHAIN, WORKFLOW_GRAPH_INVALID,
- * TRIGGER_TOO_FREQUENT) with FieldErrors whose paths start with `body.`. `input` is the request body (top-level
- * `null` members already dropped by the HTTP layer; dropping them again here is harmless).
+ * TRIGGER_TOO_FREQUENT) with FieldErrors whose paths start with `body.`. `input` is the parsed JSON body; an
+ * optional member sent as `null` counts as absent at every level (API.md §1.3), so the HTTP layer's dropping of
+ * top-level nulls is not needed here.
  */
 export function validateDefinition<M extends Mode>(input: unknown, options: ValidateOptions<M>): ValidatedDefinition<M> {
   const { mode, limits } = options;
@@ -433,8 +434,8 @@ function branchProblems(conditions: unknown[], at: string, add: Add) {
       if (ids.has(id)) add(`${at}[${i}].id`, `must be unique within the branch (body.${at}[${ids.get(id)}].id is also ${id})`);
       else ids.set(id, i);
     }
-    const declared = text(condition.type);
-    const type = declared ?? inferConditionType(i, conditions.length, condition.expression);
+    if (present(condition.type) && !["if", "elseIf", "else"].includes(condition.type as string)) return; // a shape error already
+    const type = text(condition.type) ?? inferConditionType(i, conditions.length, condition.expression);
     const empty = typeof condition.expression === "string" && condition.expression.trim() === "";
     if (i === 0 && type !== "if") add(`${at}[${i}].type`, "must be if for the first condition");
     else if (i > 0 && type === "if") add(`${at}[${i}].type`, "must not be if except for the first condition (use elseIf)");

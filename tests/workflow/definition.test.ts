@@ -339,6 +339,13 @@ describe("§8.4 node envelope", () => {
     invalid(withNode({ id: "a", name: "a", type: "customCode" }), "body.nodes[0].config");
     invalid(withNode({ ...code("a"), position: 1 }), "body.nodes[0].position", "is not a known member");
   });
+
+  it("refuses an array where an object is expected, even when every member is optional", () => {
+    invalid(withTrigger("manual", [] as unknown as Body), "body.trigger.config", "must be an object");
+    invalid(withTrigger("event", { queries: [[]] }), "body.trigger.config.queries[0]", "must be an object");
+    invalid(withNode(node("r", "restApi", { url: "https://x", method: "GET", headers: [] })), "body.nodes[0].config.headers", "must be an object of strings");
+    invalid(body({ inputVariables: [] }), "body.inputVariables", "must be an object");
+  });
 });
 
 describe("§8.4.1 ethTransfer", () => {
@@ -580,6 +587,12 @@ describe("§8.5 edges and graph rules", () => {
     graphError([...chain, { id: "x", source: "a", target: "nope" }], "body.edges[3].target", "names no node: nope");
     graphError([...chain, { id: "x", source: "a", target: "trig" }], "body.edges[3].target", "must be a node, not the trigger");
     graphError([...chain, { id: "x", source: "a", target: "a" }], "body.edges[3].target", "must not be the source node itself");
+  });
+
+  it("refuses edges with unknown members or malformed ids as field errors", () => {
+    invalid(graphBody([{ ...chain[0]!, weight: 1 }, ...chain.slice(1)]), "body.edges[0].weight", "is not a known member");
+    invalid(graphBody([{ ...chain[0]!, id: "e 0" }, ...chain.slice(1)]), "body.edges[0].id");
+    invalid(graphBody([{ ...chain[0]!, target: "a.b" }, ...chain.slice(1)]), "body.edges[0].target", "must be a node id");
   });
 
   it("refuses a duplicate (source, target), and duplicate edge ids as a field error", () => {
