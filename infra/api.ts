@@ -32,7 +32,7 @@ const core = fn("functions/core.handler", [keyPermissions.secrets]);
 const secrets = fn("functions/secrets.handler", [keyPermissions.secrets]);
 const wallets = fn("functions/wallets.handler", [keyPermissions.controller]);
 
-api.route("GET /secrets", secrets);
+api.route("ANY /secrets", secrets); // the app answers 405 for methods /secrets does not take
 api.route("ANY /secrets/{proxy+}", secrets);
 api.route("ANY /wallets", wallets);
 api.route("ANY /wallets/{proxy+}", wallets);
