@@ -24,6 +24,19 @@ export const Keys = {
 
   /** Workflows: one item per id (the id is a ULID); the item carries `owner` (EIP-55) and `type: "workflow"`. */
   workflow: (id: string) => ({ pk: `WF#${id}`, sk: "WORKFLOW" }),
+  /** GSI1 of a workflow (pattern 11): the owner's workflows, newest first. */
+  workflowByOwner: (owner: string, id: string) => ({ gsi1pk: `${Keys.owner(owner)}#WF`, gsi1sk: id }),
+  /** GSI2 of a workflow (pattern 12): the owner's workflows of one wallet (list filter, wallet counts). */
+  workflowByWallet: (owner: string, wallet: string, id: string) => ({ gsi2pk: `${Keys.owner(owner)}#WALLET#${lower(wallet)}#WF`, gsi2sk: id }),
+
+  /** Executions (pattern 13): the workflow's executions, newest first by ULID. */
+  execution: (workflowId: string, id: string) => ({ pk: `WF#${workflowId}#EXEC`, sk: id }),
+  /** GSI1 of an execution (pattern 14): the owner's executions, newest first (ULIDs sort by startAt). */
+  executionByOwner: (owner: string, id: string) => ({ gsi1pk: `${Keys.owner(owner)}#EXEC`, gsi1sk: id }),
+  /** GSI2 of a pending execution (pattern 15, sparse: removed when terminal): the sweeper reads them oldest first. */
+  pendingExecution: (startAt: number, id: string) => ({ gsi2pk: "EXEC#pending", gsi2sk: `${String(startAt).padStart(15, "0")}#${id}` }),
+  /** Fire records (pattern 17): at most one execution per fire id, expiring after the fire can no longer repeat. */
+  fire: (fireId: string) => ({ pk: `FIRE#${fireId}`, sk: "FIRE" }),
 
   /** Per-owner counters guarded by conditional updates (secrets, wallets per chain, active workflows). */
   counter: (owner: string, name: string) => ({ pk: Keys.owner(owner), sk: `COUNTER#${name}` }),
