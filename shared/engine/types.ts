@@ -1,0 +1,104 @@
+/**
+ * The engine's interface: what a run needs (RunInput), what it answers (RunResult), and the ports through
+ * which it reaches what it does not own: sending user operations from the runner wallet (SendCalls) and
+ * secrets. Shared by triggered runs (shared/execution/runner.ts), `:simulate` and `:estimateFees`.
+ */
+import type { Address, Hex } from "viem";
+import type { Cost, ExecutionStatus, Step } from "../execution/schemas";
+import type { Trigger, Node, Edge } from "../workflow/schemas";
+import type { CompiledGraph } from "../workflow/graph";
+
+/** One call of a user operation: `to` with `value` wei and call data. */
+export interface WalletCall {
+  to: Address;
+  value?: bigint;
+  data?: Hex;
+}
+
+/** The outcome of one user operation sent from the runner (API.md §8.4.1-8.4.2, §9.6, §10.2). */
+export type SendOutcome =
+  | {
+      ok: true;
+      userOpHash: Hex;
+      transactionHash: Hex;
+      blockNumber: bigint;
+      gasUsed: bigint;
+      /** totalGasCost / gasUsed, rounded down. */
+      gasPrice: bigint;
+      totalGasCost: bigint;
+      /** Whether this operation deployed the account (its init code ran). */
+      deployed: boolean;
+    }
+  | {
+      ok: false;
+      /** USEROP_REJECTED, USEROP_REVERTED (then hashes and gas are set), USEROP_TIMEOUT (userOpHash set), INSUFFICIENT_BALANCE, RPC_ERROR, WALLET_NOT_OWNED. */
+      errorCode: "USEROP_REJECTED" | "USEROP_REVERTED" | "USEROP_TIMEOUT" | "INSUFFICIENT_BALANCE" | "RPC_ERROR" | "WALLET_NOT_OWNED";
+      error: string;
+      userOpHash?: Hex;
+      transactionHash?: Hex;
+      blockNumber?: bigint;
+      gasUsed?: bigint;
+      gasPrice?: bigint;
+      totalGasCost?: bigint;
+    };
+
+/**
+ * Sends `calls` as ONE user operation from the run's wallet on `chainId` (several calls are batched: all succeed
+ * or all revert). Implementations verify ownership through shared/wallet/signing.ts before signing anything,
+ * serialise the wallet's operations, and wait for the receipt up to `userop_receipt_wait_ms`.
+ * `amount: "max"` of ethTransfer is resolved by the sender (the balance, minus the maximum gas cost when the
+ * wallet pays its own gas): pass `sendMax` instead of a value for that single call.
+ */
+export type SendCalls = (request: {
+  chainId: number;
+  calls: WalletCall[];
+  /** ethTransfer `max`: send the whole spendable balance to calls[0].to. */
+  sendMax?: boolean;
+  /** contractWrite `gasLimit`: caps the operation's call gas. */
+  gasLimit?: bigint;
+}) => Promise<SendOutcome>;
+
+/** The normalised definition a run executes (from shared/workflow/definition.ts). */
+export interface RunDefinition {
+  chainId: number;
+  trigger: Trigger;
+  nodes: Node[];
+  edges: Edge[];
+  inputVariables: Record<string, unknown>;
+}
+
+export interface RunInput {
+  mode: "run" | "simulate";
+  definition: RunDefinition;
+  graph: CompiledGraph;
+  /** `context` of API.md §8.6. */
+  context: { workflowId: string; executionId: string; executionIndex: number; owner: Address; smartWalletAddress?: Address; chainId: number };
+  /** The trigger step's `output` (API.md §8.3.6), already built by the caller. */
+  triggerOutput: Record<string, unknown>;
+  /** `triggerInput` of `:trigger`, merged over inputVariables (top-level keys replaced). */
+  triggerInput?: Record<string, unknown>;
+  /** Run start (the execution's startAt): the trigger step's startAt and endAt. */
+  startAt: number;
+  /** Resolves the named secrets (workflow scope over user scope); only names the definition references. */
+  secrets: (names: string[]) => Promise<Record<string, string>>;
+  /** Sends user operations from the runner (absent in simulate mode: writes are then simulated with eth_call). */
+  sendCalls?: SendCalls;
+  /** Called as each step finishes (the trigger step first), with secrets already redacted. */
+  onStep?: (step: Step) => Promise<void> | void;
+  /** Checked before each node starts: true stops the run with status `error` and `stopReason` as its error. */
+  shouldStop?: () => Promise<boolean>;
+  stopReason?: string;
+  /** Absolute time (ms) after which no node starts; the run ends `error` with `deadlineReason`. */
+  deadline?: number;
+  deadlineReason?: string;
+}
+
+export interface RunResult {
+  status: Exclude<ExecutionStatus, "pending">;
+  error?: string;
+  /** Trigger step first, then node steps ordered by startAt (ties by position in `nodes`); redacted. */
+  steps: Step[];
+  /** One `gas` element per step that sent a user operation (API.md §9.6). */
+  cogs: Cost[];
+  endAt: number;
+}
