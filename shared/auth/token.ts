@@ -3,47 +3,48 @@
  * non-public request. The key is a PKCS#8 PEM from configuration (generated into DATA_DIR locally,
  * an SST secret in AWS); its RFC 7638 thumbprint is the `kid`.
  */
-import {
-  SignJWT,
-  calculateJwkThumbprint,
-  decodeProtectedHeader,
-  exportJWK,
-  importPKCS8,
-  jwtVerify,
-  type JWK,
-  type KeyObject,
-} from "jose";
-import { createPublicKey } from "node:crypto";
+import { SignJWT, decodeProtectedHeader, importPKCS8, jwtVerify, type JWK, type KeyObject } from "jose";
+import { createHash, createPublicKey } from "node:crypto";
 import { checksumAddress, isAddressShape } from "../address";
 import { ulid } from "ulid";
 import { ApiError } from "../errors";
 import { useConfig, useRuntime } from "../runtime";
 import type { Caller } from "../context";
 
-interface SigningKey {
+interface VerificationKey {
   pem: string;
-  privateKey: Awaited<ReturnType<typeof importPKCS8>>;
   publicKey: KeyObject;
   publicJwk: JWK & { kid: string };
 }
 
-let cached: SigningKey | undefined;
+let verifying: VerificationKey | undefined;
+let signing: { pem: string; privateKey: Awaited<ReturnType<typeof importPKCS8>> } | undefined;
 
-async function signingKey(): Promise<SigningKey> {
+/**
+ * The public half of the signing key and its `kid`, with node:crypto only: verifying a token (every request of
+ * every function) needs no PKCS#8 or JWK code from jose, which keeps it out of the groups that only verify.
+ */
+function verificationKey(): VerificationKey {
   const pem = useConfig().jwtSigningKey;
   if (!pem) throw new Error("JWT_SIGNING_KEY is not configured");
-  if (cached?.pem === pem) return cached;
-  const privateKey = await importPKCS8(pem, "ES256");
+  if (verifying?.pem === pem) return verifying;
   const publicKey = createPublicKey(pem);
-  const publicJwk = await exportJWK(publicKey);
-  const kid = await calculateJwkThumbprint(publicJwk, "sha256");
-  cached = { pem, privateKey, publicKey, publicJwk: { ...publicJwk, kid, use: "sig", alg: "ES256" } };
-  return cached;
+  const { kty, crv, x, y } = publicKey.export({ format: "jwk" }) as { kty: string; crv: string; x: string; y: string };
+  // RFC 7638: SHA-256 of the required members in lexicographic order, base64url.
+  const kid = createHash("sha256").update(JSON.stringify({ crv, kty, x, y })).digest("base64url");
+  verifying = { pem, publicKey, publicJwk: { kty, crv, x, y, kid, use: "sig", alg: "ES256" } };
+  return verifying;
+}
+
+async function signingKey() {
+  const { pem, publicJwk } = verificationKey();
+  if (signing?.pem !== pem) signing = { pem, privateKey: await importPKCS8(pem, "ES256") };
+  return { privateKey: signing.privateKey, publicJwk };
 }
 
 /** The JWKS document: the current signing key (rotation would add retired keys here). */
 export async function jwks(): Promise<{ keys: JWK[] }> {
-  const { publicJwk } = await signingKey();
+  const { publicJwk } = verificationKey();
   return { keys: [{ kty: publicJwk.kty, crv: publicJwk.crv, x: publicJwk.x, y: publicJwk.y, kid: publicJwk.kid, use: "sig", alg: "ES256" }] };
 }
 
@@ -75,7 +76,7 @@ export async function authenticate(header: string | undefined): Promise<Caller> 
     throw new ApiError(401, "AUTH_MALFORMED", "The Authorization header must be 'Bearer <token>'.");
   }
   const invalid = () => new ApiError(401, "AUTH_INVALID_TOKEN", "The token is invalid or expired.");
-  const { publicJwk, publicKey } = await signingKey();
+  const { publicJwk, publicKey } = verificationKey();
   let protectedHeader;
   try {
     protectedHeader = decodeProtectedHeader(token);
@@ -103,5 +104,6 @@ export async function authenticate(header: string | undefined): Promise<Caller> 
   if (typeof payload.sub !== "string" || !isAddressShape(payload.sub)) throw invalid();
   const aud = Array.isArray(payload.aud) ? payload.aud[0] : payload.aud;
   if (typeof aud !== "string" || !/^[1-9][0-9]{0,15}$/.test(aud)) throw invalid();
-  return { owner: checksumAddress(payload.sub), audienceChainId: Number(aud) };
+  // `sub` is what issueToken wrote (EIP-55) under a signature just verified: no checksum work per request.
+  return { owner: payload.sub as `0x${string}`, audienceChainId: Number(aud) };
 }
