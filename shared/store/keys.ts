@@ -35,6 +35,8 @@ export const Keys = {
   executionByOwner: (owner: string, id: string) => ({ gsi1pk: `${Keys.owner(owner)}#EXEC`, gsi1sk: id }),
   /** GSI2 of a pending execution (pattern 15, sparse: removed when terminal): the sweeper reads them oldest first. */
   pendingExecution: (startAt: number, id: string) => ({ gsi2pk: "EXEC#pending", gsi2sk: `${String(startAt).padStart(15, "0")}#${id}` }),
+  /** Recorded steps of an execution (pattern 13b): a step's JSON in parts, each far below DynamoDB's 400 KB item limit. */
+  executionStep: (id: string, stepId: string, part: number) => ({ pk: `EXEC#${id}`, sk: `STEP#${stepId}#${String(part).padStart(2, "0")}` }),
   /** Fire records (pattern 17): at most one execution per fire id, expiring after the fire can no longer repeat. */
   fire: (fireId: string) => ({ pk: `FIRE#${fireId}`, sk: "FIRE" }),
 
