@@ -1,0 +1,63 @@
+/**
+ * balance (API.md §8.4.10): the native balance first (`tokenAddress: null`, the chain's native symbol and
+ * decimals), then per listed ERC-20 its `symbol` and `decimals` read from the token (null when it does not
+ * implement them) and `balanceOf`. An RPC failure or a reverting `balanceOf` fails the step.
+ */
+import { erc20Abi, hexToString, type Address, type PublicClient } from "viem";
+import type { NodeOf } from "../../workflow/schemas";
+import { address, invalid } from "./inputs";
+import { chainClient, configuredChain, isRevert, read } from "./chain";
+import type { NodeKind } from "./kind";
+
+type Config = NodeOf<"balance">["config"];
+
+const bytes32SymbolAbi = [{ type: "function", name: "symbol", stateMutability: "view", inputs: [], outputs: [{ type: "bytes32" }] }] as const;
+
+export const balance: NodeKind<Config> = {
+  async run(stored, env) {
+    const config = env.render(stored);
+    const alias = config.chain !== undefined && config.chain !== "0" ? Number(config.chain) : undefined;
+    if (alias !== undefined && config.chainId && alias !== config.chainId) throw invalid("chain", `must agree with chainId (${config.chainId})`);
+    const account = address(config.address, "address");
+    const client = chainClient(env.chainId);
+    const native = configuredChain(env.chainId).nativeToken;
+    const tokens = (config.tokenAddresses ?? []).map((t, i) => address(t, `tokenAddresses[${i}]`));
+    const [nativeBalance, ...tokenElements] = await Promise.all([
+      read("native balance", () => client.getBalance({ address: account })),
+      ...tokens.map((token) => tokenBalance(client, token, account)),
+    ]);
+    return {
+      data: [{ tokenAddress: null, symbol: native.symbol, decimals: native.decimals, balance: (nativeBalance as bigint).toString() }, ...tokenElements],
+    };
+  },
+};
+
+async function tokenBalance(client: PublicClient, token: Address, account: Address) {
+  const [symbol, decimals, amount] = await Promise.all([
+    optional(() => tokenSymbol(client, token)),
+    optional(() => client.readContract({ address: token, abi: erc20Abi, functionName: "decimals" })),
+    read(`balanceOf on ${token}`, () => client.readContract({ address: token, abi: erc20Abi, functionName: "balanceOf", args: [account] })),
+  ]);
+  return { tokenAddress: token, symbol, decimals: decimals ?? null, balance: amount.toString() };
+}
+
+/** `symbol()` as a string, or as bytes32 text (some early tokens). */
+async function tokenSymbol(client: PublicClient, token: Address): Promise<string> {
+  try {
+    return await client.readContract({ address: token, abi: erc20Abi, functionName: "symbol" });
+  } catch (err) {
+    if (!isRevert(err)) throw err;
+    const raw = await client.readContract({ address: token, abi: bytes32SymbolAbi, functionName: "symbol" });
+    return hexToString(raw, { size: 32 });
+  }
+}
+
+/** A read that may be missing (the token does not implement it): null when the contract refuses; RPC failures fail the step. */
+async function optional<T>(run: () => Promise<T>): Promise<T | null> {
+  try {
+    return await run();
+  } catch (err) {
+    if (isRevert(err)) return null;
+    return read("token metadata", () => Promise.reject(err));
+  }
+}

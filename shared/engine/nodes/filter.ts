@@ -1,0 +1,27 @@
+/**
+ * filter (API.md §8.4.8): `inputVariable` resolves to an array (at most 10,000 items, else INVALID_INPUT);
+ * the expression (templates substituted as text) runs once per element with `value` and `index`. `X` = the
+ * elements for which it gave the boolean `true`.
+ */
+import { runFilter } from "../sandbox";
+import type { NodeOf } from "../../workflow/schemas";
+import { StepFailure, type NodeKind } from "./kind";
+import { SandboxFailure, sandboxLimits } from "./custom-code";
+
+type Config = NodeOf<"filter">["config"];
+
+export const FILTER_MAX_ITEMS = 10_000;
+
+export const filter: NodeKind<Config> = {
+  async run(config, env) {
+    const items = env.resolveWhole(config.inputVariable);
+    if (!Array.isArray(items)) throw new StepFailure("INVALID_INPUT", `filter input ${config.inputVariable} is not an array`);
+    if (items.length > FILTER_MAX_ITEMS) {
+      throw new StepFailure("INVALID_INPUT", `filter input has ${items.length} items; the limit is ${FILTER_MAX_ITEMS}`);
+    }
+    const source = env.renderText(config.expression);
+    const result = await runFilter({ source, items, globals: env.variables, ...sandboxLimits(env) });
+    if (!result.ok) throw new SandboxFailure(result.errorCode, result.error, result.log);
+    return { data: result.value, log: result.log };
+  },
+};

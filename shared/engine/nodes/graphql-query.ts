@@ -1,0 +1,39 @@
+/**
+ * graphqlQuery (API.md §8.4.4): POST `{query, variables}` as JSON. Status 400 or above, a body that is not a
+ * JSON object, or a non-empty `errors` array fails the step (HTTP_ERROR); the parsed body is the output
+ * either way.
+ */
+import { fetchGuarded } from "../http";
+import type { NodeOf } from "../../workflow/schemas";
+import { httpUrl } from "./inputs";
+import { StepFailure, type NodeKind } from "./kind";
+import { guardOptions, httpError } from "./rest-api";
+
+type Config = NodeOf<"graphqlQuery">["config"];
+
+export const graphqlQuery: NodeKind<Config> = {
+  async run(stored, env) {
+    const config = env.render(stored);
+    const response = await fetchGuarded(
+      {
+        url: httpUrl(config.url, "url"),
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json" },
+        body: JSON.stringify({ query: config.query, variables: config.variables ?? {} }),
+      },
+      guardOptions(env),
+    );
+    const body = response.data;
+    if (response.status >= 400) throw new StepFailure("HTTP_ERROR", httpError(response.status, response.statusText), body);
+    if (body === null || typeof body !== "object" || Array.isArray(body)) {
+      throw new StepFailure("HTTP_ERROR", "GraphQL response is not a JSON object", body);
+    }
+    const errors = (body as { errors?: unknown }).errors;
+    if (Array.isArray(errors) && errors.length > 0) {
+      const first = (errors[0] as { message?: unknown } | null)?.message;
+      const more = errors.length > 1 ? ` (and ${errors.length - 1} more)` : "";
+      throw new StepFailure("HTTP_ERROR", `GraphQL error: ${typeof first === "string" ? first : JSON.stringify(errors[0])}${more}`, body);
+    }
+    return { data: body };
+  },
+};

@@ -1,0 +1,270 @@
+/**
+ * The engine: runs a workflow definition (API.md §8.5) and answers its status, steps and costs (§9.6, §10).
+ *
+ * Graph: a node is decided once every source of its incoming edges has settled. An edge is active when its
+ * source is the trigger, a node that succeeded, or the branch condition that was chosen; the node runs if at
+ * least one incoming edge is active and no incoming source failed, else it is skipped (and so, in turn, is
+ * what depends only on it). Decided nodes start at once, so independent nodes run concurrently. Skipped
+ * nodes leave no step.
+ *
+ * Each step: variables (§8.6) at its start, the node kind (./nodes) renders its config, the output `{data}`
+ * is kept whole for later nodes, and the record is redacted (every resolved secret → `***`), truncated
+ * (output and log limits) and handed to `onStep` as it finishes, in finishing order.
+ *
+ * Stops: before each node starts, `shouldStop` and `deadline` are checked; either ends the run `error` once
+ * the nodes in flight have finished. An unexpected failure does the same with a generic message (details go
+ * to the service log, never to the record).
+ */
+import type { Address } from "viem";
+import { useRuntime } from "../runtime";
+import { log } from "../log";
+import type { Cost, Step, StepErrorCode } from "../execution/schemas";
+import type { Node } from "../workflow/schemas";
+import { partChainId } from "../workflow/definition";
+import { OutboundError } from "./http";
+import { TemplateUnresolvedError, renderConfig, renderString, resolvePath, wholeTemplatePath, type Variables } from "./templates";
+import { createRedactor, type Redactor } from "./redact";
+import { limitLog, recordedOutput } from "./step";
+import { definitionSecretNames, runVariables, stepVariables } from "./variables";
+import { chosenCondition, nodeKinds, StepFailure, type Gas, type NodeEnv, type NodeResult } from "./nodes";
+import type { RunInput, RunResult } from "./types";
+
+export const DEFAULT_STOP_REASON = "execution stopped";
+export const DEFAULT_DEADLINE_REASON = "execution timed out";
+export const INTERNAL_ERROR = "internal error: the engine could not run the workflow";
+
+type Settled = "succeeded" | "failed" | "skipped";
+
+interface Failure {
+  code: StepErrorCode;
+  message: string;
+  data: unknown;
+  log?: string;
+  gas?: Gas;
+}
+
+export async function runWorkflow(input: RunInput): Promise<RunResult> {
+  const runtime = useRuntime();
+  const now = () => runtime.now();
+  const { limits, allowPrivateNetwork } = runtime.config;
+  const { definition, graph } = input;
+  const nodes = new Map(definition.nodes.map((n) => [n.id, n]));
+  const position = new Map(definition.nodes.map((n, i) => [n.id, i]));
+
+  const steps: Step[] = [];
+  const cogs: Cost[] = [];
+  let redactor: Redactor = createRedactor([]);
+  let notified: Promise<void> = Promise.resolve();
+  const record = (step: Step, cost?: Cost) => {
+    steps.push(step);
+    if (cost) cogs.push(cost);
+    if (input.onStep) notified = notified.then(() => input.onStep!(step));
+    return notified;
+  };
+
+  const state = new Map<string, Settled>();
+  const outputs = new Map<string, Record<string, unknown>>();
+  const choices = new Map<string, string | null>();
+  const running = new Map<string, Promise<void>>();
+  let stopped: string | undefined;
+  let internal: unknown;
+
+  try {
+    const secrets = await input.secrets(definitionSecretNames(definition));
+    redactor = createRedactor(Object.values(secrets));
+    const shared = runVariables(input, secrets);
+    const runner = (input.context.smartWalletAddress ?? settingsRunner(definition.inputVariables)) as Address | undefined;
+
+    const { trigger } = definition;
+    await record({
+      id: trigger.id ?? graph.triggerId,
+      type: trigger.type,
+      name: trigger.name,
+      success: true,
+      config: trigger.config as Record<string, unknown>,
+      output: redactor.value(input.triggerOutput),
+      startAt: input.startAt,
+      endAt: input.startAt,
+    });
+
+    const isActive = (edge: { source: string; condition?: string }) =>
+      edge.source === graph.triggerId ||
+      (state.get(edge.source) === "succeeded" && (edge.condition === undefined || choices.get(edge.source) === edge.condition));
+    const settled = (id: string) => id === graph.triggerId || state.has(id);
+
+    const stopReason = async (): Promise<string | undefined> => {
+      if (input.deadline !== undefined && now() > input.deadline) return input.deadlineReason ?? DEFAULT_DEADLINE_REASON;
+      if (input.shouldStop && (await input.shouldStop())) return input.stopReason ?? DEFAULT_STOP_REASON;
+      return undefined;
+    };
+
+    const start = (node: Node) => {
+      const task = (async () => {
+        const startAt = now();
+        const ancestors = [...(graph.ancestors.get(node.id) ?? [])].flatMap((id): [string, Record<string, unknown>][] => {
+          const output = outputs.get(id);
+          return output ? [[nodes.get(id)!.name, output]] : [];
+        });
+        const variables = stepVariables(shared, ancestors, startAt);
+        const inputs: string[] = [];
+        const onResolved = (path: string) => {
+          if (!inputs.includes(path)) inputs.push(path);
+        };
+        const env = nodeEnv({ nodeId: node.id, chainId: partChainId(node.config, definition.chainId), variables, onResolved });
+        const outcome = await execute(node, env);
+        const endAt = now();
+
+        const data = outcome.ok ? outcome.result.data : outcome.failure.data;
+        const output = { data: data === undefined ? null : data };
+        outputs.set(node.id, output);
+        state.set(node.id, outcome.ok ? "succeeded" : "failed");
+        if (outcome.ok && node.type === "branch") choices.set(node.id, chosenCondition(data, node.id));
+
+        const gas = outcome.ok ? outcome.result.gas : outcome.failure.gas;
+        const rawLog = outcome.ok ? outcome.result.log : outcome.failure.log;
+        const stepLog = rawLog ? redactor.log(limitLog(rawLog, limits.maxStepLogBytes)) : "";
+        const chainId = partChainId(node.type === "loop" ? node.config.runner.config : node.config, definition.chainId);
+        const step: Step = {
+          id: node.id,
+          type: node.type,
+          name: node.name,
+          success: outcome.ok,
+          ...(outcome.ok ? {} : { error: redactor.text(outcome.failure.message), errorCode: outcome.failure.code }),
+          ...(stepLog ? { log: stepLog } : {}),
+          inputs,
+          config: node.config as Record<string, unknown>,
+          output: recordedOutput(redactor.value(output), limits.maxStepOutputBytes),
+          startAt,
+          endAt,
+          ...(gas ? gasFields(gas) : {}),
+        };
+        const cost: Cost | undefined = gas
+          ? { nodeId: node.id, costType: "gas", fee: { amount: gas.totalGasCost.toString(), unit: "WEI" }, gasUnits: gas.gasUsed.toString(), chainId }
+          : undefined;
+        await record(step, cost);
+      })()
+        .catch((err: unknown) => {
+          internal ??= err;
+          if (!state.has(node.id)) state.set(node.id, "failed");
+        })
+        .finally(() => running.delete(node.id));
+      running.set(node.id, task);
+    };
+
+    const nodeEnv = (base: { nodeId: string; chainId: number; variables: Variables; onResolved: (path: string) => void }): NodeEnv => ({
+      nodeId: base.nodeId,
+      chainId: base.chainId,
+      variables: base.variables,
+      render: (config) => renderConfig(config, base.variables, { onResolved: base.onResolved }),
+      renderText: (text) => renderString(text, base.variables, { onResolved: base.onResolved }),
+      resolveWhole: (inputVariable) => {
+        const path = wholeTemplatePath(inputVariable);
+        if (!path) throw new TemplateUnresolvedError(inputVariable);
+        const value = resolvePath(path, base.variables);
+        base.onResolved(path.text);
+        return value;
+      },
+      mode: input.mode,
+      ...(runner ? { runner } : {}),
+      ...(input.mode === "run" && input.sendCalls ? { sendCalls: input.sendCalls } : {}),
+      limits,
+      allowPrivateNetwork,
+      child: (extra, chainId) => nodeEnv({ ...base, chainId, variables: { ...base.variables, ...extra } }),
+      runKind: (type, config, env) => runKind(type, config, env),
+    });
+
+    // Decide every node whose sources have settled; start the runnable ones; wait for one to finish; repeat.
+    for (;;) {
+      let progressed = true;
+      while (progressed && stopped === undefined && internal === undefined) {
+        progressed = false;
+        for (const id of graph.order) {
+          if (state.has(id) || running.has(id)) continue;
+          const incoming = graph.incoming.get(id) ?? [];
+          if (!incoming.every((e) => settled(e.source))) continue;
+          if (!incoming.some(isActive) || incoming.some((e) => state.get(e.source) === "failed")) {
+            state.set(id, "skipped");
+            progressed = true;
+            continue;
+          }
+          stopped = await stopReason();
+          if (stopped !== undefined) break;
+          start(nodes.get(id)!);
+        }
+      }
+      if (running.size === 0) break;
+      await Promise.race(running.values());
+    }
+    await notified;
+  } catch (err) {
+    internal ??= err;
+  }
+
+  if (internal !== undefined) {
+    await Promise.allSettled([...running.values(), notified]);
+    log.error("workflow run failed inside the engine", {
+      workflowId: input.context.workflowId,
+      executionId: input.context.executionId,
+      error: redactor.text(internal instanceof Error ? `${internal.name}: ${internal.message}` : String(internal)),
+    });
+  }
+
+  const [triggerStep, ...nodeSteps] = steps;
+  nodeSteps.sort((a, b) => a.startAt - b.startAt || position.get(a.id)! - position.get(b.id)!);
+  const ordered = triggerStep ? [triggerStep, ...nodeSteps] : [];
+  const order = new Map(ordered.map((s, i) => [s.id, i]));
+  cogs.sort((a, b) => order.get(a.nodeId)! - order.get(b.nodeId)!);
+  const result = (status: RunResult["status"], error?: string): RunResult => ({
+    status,
+    ...(error !== undefined ? { error } : {}),
+    steps: ordered,
+    cogs,
+    endAt: now(),
+  });
+
+  if (internal !== undefined) return result("error", INTERNAL_ERROR);
+  if (stopped !== undefined) return result("error", stopped);
+  const failed = nodeSteps.filter((s) => !s.success);
+  if (failed.length) return result("failed", `${failed.length} of ${nodeSteps.length} steps failed: ${failed.map((s) => s.name).join(", ")}`);
+  return result("success");
+}
+
+/** Runs a node kind; expected failures become a Failure, anything else is thrown (an internal failure). */
+async function execute(node: Node, env: NodeEnv): Promise<{ ok: true; result: NodeResult } | { ok: false; failure: Failure }> {
+  try {
+    return { ok: true, result: await runKind(node.type, node.config, env) };
+  } catch (err) {
+    const failure = asFailure(err);
+    if (!failure) throw err;
+    return { ok: false, failure };
+  }
+}
+
+function runKind(type: string, config: unknown, env: NodeEnv): Promise<NodeResult> {
+  const kind = nodeKinds[type as keyof typeof nodeKinds] as { run(config: unknown, env: NodeEnv): Promise<NodeResult> } | undefined;
+  if (!kind) throw new Error(`no node kind ${type}`);
+  return kind.run(config, env);
+}
+
+function asFailure(err: unknown): Failure | undefined {
+  if (err instanceof StepFailure) {
+    const log = (err as { log?: unknown }).log;
+    return { code: err.code, message: err.message, data: err.data, ...(typeof log === "string" ? { log } : {}), ...(err.gas ? { gas: err.gas } : {}) };
+  }
+  if (err instanceof TemplateUnresolvedError) return { code: "TEMPLATE_UNRESOLVED", message: err.message, data: null };
+  if (err instanceof OutboundError) return { code: err.code, message: err.message, data: null };
+  return undefined;
+}
+
+function gasFields(gas: Gas) {
+  return {
+    gasUsed: gas.gasUsed.toString(),
+    gasPrice: (gas.gasUsed > 0n ? gas.totalGasCost / gas.gasUsed : 0n).toString(),
+    totalGasCost: gas.totalGasCost.toString(),
+  };
+}
+
+function settingsRunner(inputVariables: Record<string, unknown>): string | undefined {
+  const settings = inputVariables.settings as { runner?: unknown } | undefined;
+  return typeof settings?.runner === "string" ? settings.runner : undefined;
+}
