@@ -7,8 +7,6 @@ import * as v from "valibot";
 import { ulid } from "ulid";
 import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import {
-  BaseError,
-  RpcRequestError,
   erc20Abi,
   getAddress,
   isAddressEqual,
@@ -17,7 +15,7 @@ import {
   type Hex,
   type PublicClient,
 } from "viem";
-import { UserOperationReceiptNotFoundError, type BundlerClient, type UserOperationReceipt } from "viem/account-abstraction";
+import { UserOperationReceiptNotFoundError, type UserOperationReceipt } from "viem/account-abstraction";
 import { ApiError, notFound, validationFailed, type FieldError } from "../errors";
 import { useOwner } from "../context";
 import { useConfig, useRuntime } from "../runtime";
@@ -25,23 +23,15 @@ import { Keys } from "../store/keys";
 import { queryPage } from "../store/query";
 import { fieldErrors } from "../http/validate";
 import { Status, WithdrawBody, type WithdrawResult } from "./schemas";
-import { bundlerClient, chainSettings, contractRefused, controllerSigner, publicClient, unsupportedChain } from "../chain/chains";
+import { bundlerClient, chainSettings, contractRefused, publicClient, unsupportedChain } from "../chain/chains";
 import { erc20Transfer } from "../chain/account";
-import {
-  buildUserOperation,
-  estimateUserOperationGas,
-  getUserOperationFees,
-  getUserOperationHashV07,
-  sponsorUserOperation,
-  withVerifyingPaymasterStub,
-  type AccountCall,
-  type UserOperationV07,
-} from "../chain/userop";
-import { forgetNonce, isStaleNonce, markNonceUsed, nextNonce, withWalletLock } from "../chain/nonce";
+import { getUserOperationHashV07, type AccountCall, type UserOperationV07 } from "../chain/userop";
+import { forgetNonce, isStaleNonce, markNonceUsed, withWalletLock } from "../chain/nonce";
 import { upstreamError } from "../chain/upstream";
 import * as Idempotency from "../idempotency";
 import { requireOwned, type WalletRecord } from "./wallet";
-import { signWalletOperation, verifySignable, type SignableWallet } from "./signing";
+import { verifySignable } from "./signing";
+import { bundlerRejection, insufficientBalance, prepareOperation, walletLockKey } from "./operation";
 import type { ChainSettings } from "../config";
 
 
@@ -138,7 +128,7 @@ export async function withdraw(
     }
   }
   try {
-    const result = await withWalletLock(`${chain.chainId}:${wallet.address}`, (hold) => send(wallet, chain, request, hold));
+    const result = await withWalletLock(walletLockKey(chain.chainId, wallet.address), (hold) => send(wallet, chain, request, hold));
     if (idempotencyKey) await Idempotency.complete(owner, scope, idempotencyKey, { withdrawalId: result.id });
     return { result, replayed: false };
   } catch (err) {
@@ -152,7 +142,7 @@ export async function withdraw(
 async function send(wallet: WalletRecord, chain: ChainSettings, request: Request, hold: (until: Promise<unknown>) => void): Promise<Result> {
   const client = publicClient(chain);
   const bundler = bundlerClient(chain);
-  const nonceKey = `${chain.chainId}:${wallet.address}`;
+  const nonceKey = walletLockKey(chain.chainId, wallet.address);
   let signable = await verifySignable(wallet, chain);
   const { amount, balance, call } = await preflight(client, wallet, request);
 
@@ -170,7 +160,7 @@ async function send(wallet: WalletRecord, chain: ChainSettings, request: Request
     try {
       // Another instance took the nonce, and may have deployed the account meanwhile.
       if (attempt > 0) signable = await verifySignable(wallet, chain);
-      ({ op, amount: finalAmount } = await prepare(client, bundler, signable, chain, call, amount, nonceKey));
+      ({ op, amount: finalAmount } = await prepareOperation(client, bundler, signable, chain, { calls: (value) => [call(value)], amount }, nonceKey));
     } catch (err) {
       const rejection = bundlerRejection(err);
       if (rejection === undefined) throw err instanceof ApiError ? err : upstreamError(err);
@@ -234,86 +224,7 @@ async function preflight(client: PublicClient, wallet: WalletRecord, request: Re
 }
 
 const badToken = (message: string) => fieldError("WITHDRAW_BAD_TOKEN", "body.token", message);
-const insufficient = () => new ApiError(400, "INSUFFICIENT_BALANCE", "The wallet's balance is below the amount to withdraw.");
-
-/**
- * Builds the signed operation. `max` of the native token is resolved here: the whole balance when the
- * paymaster sponsors gas, else the balance minus the operation's maximum gas cost (its required prefund).
- */
-async function prepare(
-  client: PublicClient,
-  bundler: BundlerClient,
-  wallet: SignableWallet,
-  chain: ChainSettings,
-  call: (value: bigint) => AccountCall,
-  requested: bigint | "max",
-  nonceKey: string,
-): Promise<{ op: UserOperationV07; amount: bigint }> {
-  const entryPoint = getAddress(chain.entryPoint);
-  const [chainNonce, fees, balance] = await Promise.all([
-    client.readContract({ address: entryPoint, abi: entryPointNonceAbi, functionName: "getNonce", args: [wallet.address, 0n] }),
-    getUserOperationFees({ client, bundler }),
-    requested === "max" ? client.getBalance({ address: wallet.address }) : Promise.resolve(0n),
-  ]);
-  const sponsored = Boolean(chain.paymaster);
-  // Estimate with a value of the final one's size, so calldata costs are not under-estimated; a wallet that
-  // pays its own gas cannot also send its whole balance in the simulation, so it estimates with half.
-  const estimateValue = requested !== "max" ? requested : sponsored ? balance : balance / 2n;
-  const unsigned = (value: bigint) =>
-    buildUserOperation({
-      client,
-      entryPoint,
-      factory: wallet.factory,
-      owner: wallet.owner,
-      salt: wallet.salt,
-      sender: wallet.address,
-      calls: [call(value)],
-      nonce: nextNonce(nonceKey, chainNonce),
-      // verifySignable answers deployed for every factory that is not known: init code only for known ones
-      deployed: wallet.deployed,
-      fees,
-    });
-  let op = await unsigned(estimateValue);
-  if (sponsored) op = withVerifyingPaymasterStub(op, { paymaster: getAddress(chain.paymaster!) });
-  const estimated = await estimateUserOperationGas({ bundler, userOp: op, entryPoint });
-  const gas = {
-    callGasLimit: estimated.callGasLimit,
-    verificationGasLimit: estimated.verificationGasLimit,
-    preVerificationGas: estimated.preVerificationGas + estimated.preVerificationGas / 10n,
-    paymasterVerificationGasLimit: estimated.paymasterVerificationGasLimit,
-    paymasterPostOpGasLimit: estimated.paymasterPostOpGasLimit,
-  };
-
-  let amount = requested === "max" ? balance : requested;
-  // Only the native token can be "max" here: an ERC-20 "max" was resolved to its balance in preflight.
-  if (requested === "max" && !sponsored) {
-    const prefund =
-      (gas.callGasLimit + gas.verificationGasLimit + gas.preVerificationGas) * fees.maxFeePerGas;
-    amount = balance - prefund;
-    if (amount <= 0n) throw insufficient();
-  }
-  op = { ...(await unsigned(amount)), ...gas };
-  if (sponsored) {
-    op = await sponsorUserOperation({ userOp: { ...op, paymaster: getAddress(chain.paymaster!) }, paymaster: getAddress(chain.paymaster!), signer: await controllerSigner(), chainId: chain.chainId });
-  } else {
-    delete op.paymasterVerificationGasLimit;
-    delete op.paymasterPostOpGasLimit;
-  }
-  op = await signWalletOperation(wallet, op, chain);
-  return { op, amount };
-}
-
-const entryPointNonceAbi = [
-  { type: "function", name: "getNonce", stateMutability: "view", inputs: [{ name: "sender", type: "address" }, { name: "key", type: "uint192" }], outputs: [{ type: "uint256" }] },
-] as const;
-
-/** The bundler's or paymaster's refusal message when it answered with a JSON-RPC error; undefined for transport failures. */
-function bundlerRejection(err: unknown): string | undefined {
-  if (!(err instanceof BaseError)) return undefined;
-  const rpc = err.walk((e) => e instanceof RpcRequestError) as RpcRequestError | null;
-  if (!rpc) return undefined;
-  return rpc.details || rpc.shortMessage;
-}
+const insufficient = () => insufficientBalance();
 
 // ---------------------------------------------------------------------------------------------
 // Records
