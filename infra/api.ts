@@ -31,11 +31,14 @@ export const api = new sst.aws.ApiGatewayV2("Api", { cors: false /* answered by 
 const core = fn("functions/core.handler", [keyPermissions.secrets]);
 const secrets = fn("functions/secrets.handler", [keyPermissions.secrets]);
 const wallets = fn("functions/wallets.handler", [keyPermissions.controller]);
+const workflows = fn("functions/workflows.handler", [keyPermissions.secrets, keyPermissions.controller]);
 
 api.route("ANY /secrets", secrets); // the app answers 405 for methods /secrets does not take
 api.route("ANY /secrets/{proxy+}", secrets);
 api.route("ANY /wallets", wallets);
 api.route("ANY /wallets/{proxy+}", wallets);
+api.route("ANY /workflows", workflows);
+api.route("ANY /workflows/{proxy+}", workflows);
 api.route("$default", core);
 
 // Pending withdrawals are also followed up in the background, not only when read.

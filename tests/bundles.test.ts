@@ -33,6 +33,7 @@ const DENY: Record<string, string[]> = {
   core: [...NEVER, ...CHAIN],
   secrets: [...NEVER, ...CHAIN, "@noble/curves", "@valibot/to-json-schema", "@aws-sdk/client-eventbridge", "@aws-sdk/client-scheduler", "croner"],
   wallets: [...NEVER, "@valibot/to-json-schema"],
+  workflows: [...NEVER, "@valibot/to-json-schema"],
   // A scheduled worker: no HTTP app, no tokens.
   sweeper: [...NEVER, "hono", "jose", "@valibot/to-json-schema"],
 };

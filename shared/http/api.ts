@@ -8,5 +8,6 @@ import { serviceContract } from "../service/contract";
 import { authContract } from "../auth/contract";
 import { secretContract } from "../secret/contract";
 import { walletContract } from "../wallet/contract";
+import { workflowContract } from "../workflow/contract";
 
-export const api: readonly Group[] = [serviceContract, authContract, secretContract, walletContract];
+export const api: readonly Group[] = [serviceContract, authContract, secretContract, walletContract, workflowContract];

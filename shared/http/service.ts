@@ -8,12 +8,14 @@ import { healthRoutes } from "../health";
 import { authRoutes } from "../auth/routes";
 import { secretRoutes } from "../secret/routes";
 import { walletRoutes } from "../wallet/routes";
+import { workflowRoutes } from "../workflow/routes";
 import { openapiRoutes } from "./openapi";
 
 export const routeGroups = {
   core: [...healthRoutes, ...authRoutes, ...openapiRoutes],
   secrets: secretRoutes,
   wallets: walletRoutes,
+  workflows: workflowRoutes,
 } satisfies Record<string, Route[]>;
 
 export const allRoutes: Route[] = Object.values(routeGroups).flat();
