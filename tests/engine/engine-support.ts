@@ -35,7 +35,8 @@ export function prepare(body: Body) {
       trigger: body.trigger ?? manualTrigger,
       nodes: body.nodes,
       ...(body.edges ? { edges: body.edges } : {}),
-      inputVariables: body.inputVariables ?? {},
+      // The runner the context names (simulate requires it with writes); a test may set its own settings.
+      inputVariables: { settings: { runner: WALLET }, ...body.inputVariables },
     },
     { mode: "simulate", now: Date.now(), limits: { ...DEFAULT_LIMITS, ...config.limits }, chains: config.chains, defaultChainId: config.defaultChainId },
   );

@@ -28,7 +28,7 @@ export const loop: NodeKind<Config> = {
     const sequential = config.executionMode !== "parallel" || WRITE_NODE_TYPES.includes(runner.type);
     const width = sequential ? 1 : Math.max(1, env.limits.loopMaxParallel);
 
-    const outcomes: (Iteration | undefined)[] = new Array(items.length);
+    const outcomes: (Iteration | undefined)[] = Array.from({ length: items.length }, () => undefined);
     const runOne = async (i: number): Promise<Iteration> => {
       try {
         const child = env.child({ [iterVar]: items[i], index: i }, chainId);
