@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { encodeFunctionData, parseAbi } from "viem";
 import { useTestRuntime } from "../support/runtime";
-import { barrier, code, fakeSender, json, run, startServer, stepOf, success, WALLET } from "./engine-support";
+import { barrier, code, fakeSender, json, run, startServer, stepOf, WALLET } from "./engine-support";
 
 let server: Awaited<ReturnType<typeof startServer>>;
 
