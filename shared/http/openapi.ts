@@ -390,7 +390,7 @@ function sharedComponents(config: Config): Json {
 
 const DESCRIPTION = (config: Config, groups: readonly Group[]) => `The HTTP API of the workflow automation service, interface version ${API_VERSION} (API.md).
 
-**Served by this deployment:** ${groups.map((g) => g.description.replace(/\.$/, "").replace(/^./, (ch) => ch.toLowerCase())).join("; ")}. The workflow and execution endpoint groups of the contract (\`/workflows…\`, \`/executions…\`, with fees) are not served yet: they arrive in later versions of this deployment and will be described here when they do.
+**Served by this deployment:** ${groups.map((g) => g.description.replace(/\.$/, "").replace(/^./, (ch) => ch.toLowerCase())).join("; ")}. Users create workflows (a trigger and a graph of nodes) that run from their smart wallets; every run is an execution, read-only to clients: the workflow and execution endpoints are described below with every other route of the contract that this deployment serves.
 
 **Routing.** Paths are relative to the root of the base URL, with no version segment. A colon followed by a verb is a literal part of the path (\`/wallets/{address}:withdraw\`); paths are matched after percent-decoding, so \`%3A\` equals \`:\`. A trailing slash is not stripped. A path that matches no route answers 404 \`NOT_FOUND\`; a path that matches a route with another method answers 405 \`METHOD_NOT_ALLOWED\` with an \`Allow\` header; both are decided before authentication. \`HEAD\` on a \`GET\` route answers like \`GET\` without a body; \`OPTIONS\` is a CORS preflight answered 204 without authentication.
 
