@@ -39,6 +39,8 @@ api.route("ANY /wallets", wallets);
 api.route("ANY /wallets/{proxy+}", wallets);
 api.route("ANY /workflows", workflows);
 api.route("ANY /workflows/{proxy+}", workflows);
+// Top-level verbs (`/workflows:count`) are a segment of their own: neither route above matches them.
+for (const verb of ["count", "simulate", "estimateFees"]) api.route(`ANY /workflows:${verb}`, workflows);
 api.route("$default", core);
 
 // Pending withdrawals are also followed up in the background, not only when read.
