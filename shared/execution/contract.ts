@@ -1,0 +1,188 @@
+/**
+ * The executions routes (API.md §10) as declarations. The per-workflow list (§10.5) is its own group: its path
+ * lies under /workflows, which API Gateway sends to the workflows function, so that function mounts it.
+ */
+import * as v from "valibot";
+import { asInteger, described, endpoint, group, parameter } from "../http/contract";
+import { UlidString } from "../http/validate";
+import { PageQuery } from "../http/paging";
+import { Execution, ExecutionPage, Stats, Status, StatusSummary } from "./schemas";
+
+/** A list query parameter (API.md §1.3): repeated keys and/or comma-separated values, at most 50 distinct. */
+const listOf = <S extends v.GenericSchema<string, unknown>>(item: S, description: string) =>
+  v.optional(
+    v.pipe(
+      v.array(v.string()),
+      v.transform((values) => [...new Set(values.flatMap((x) => x.split(",")).map((x) => x.trim()).filter(Boolean))]),
+      v.maxLength(50, "accepts at most 50 values"),
+      v.array(item),
+      v.transform((values) => [...new Set(values)] as v.InferOutput<S>[]),
+      v.description(
+        `${description} Repeated keys, comma-separated values or both; empty items are ignored, duplicates merged, at most 50 values.`,
+      ),
+    ),
+    [],
+  );
+
+const WorkflowIds = parameter(
+  "ExecutionWorkflowIds",
+  listOf(UlidString, "Only executions of these workflows (ULIDs, any letter case); ids that are not the caller's match nothing. A value that is not a ULID → 400."),
+);
+const Statuses = parameter("ExecutionStatuses", listOf(Status, "Only executions with one of these statuses: `pending`, `success`, `failed`, `error`."));
+
+const RequiredWorkflowId = parameter(
+  "ExecutionWorkflowId",
+  described(UlidString, "The execution's workflow (ULID, required); missing or not a ULID → 400."),
+);
+
+const ExecutionIdParams = v.object({
+  id: parameter("ExecutionId", v.pipe(v.string(), v.description("Execution id (ULID, any letter case). Malformed or unknown → 404 `EXECUTION_NOT_FOUND`."))),
+});
+
+const timeMs = (description: string) =>
+  v.optional(
+    v.pipe(
+      v.string(),
+      v.regex(/^\d{1,16}$/, "must be a time in milliseconds (decimal digits)"),
+      v.transform(Number),
+      v.maxValue(Number.MAX_SAFE_INTEGER, "must be at most 2^53 - 1"),
+      asInteger(0, Number.MAX_SAFE_INTEGER),
+      v.description(description),
+    ),
+  );
+
+/** The stream's poll period: milliseconds as an integer, or `250ms` / `1s` / `1.5s`; 100 to 5000. */
+export const Interval = parameter(
+  "StreamInterval",
+  v.optional(
+    v.pipe(
+      v.string(),
+      v.regex(/^(\d{1,7}(ms)?|\d{1,4}(\.\d{1,3})?s)$/, "must be milliseconds (`250`, `250ms`) or seconds (`1s`, `1.5s`)"),
+      v.transform((s) => (s.endsWith("ms") ? Number(s.slice(0, -2)) : s.endsWith("s") ? Math.round(Number(s.slice(0, -1)) * 1000) : Number(s))),
+      v.minValue(100, "must be at least 100 ms"),
+      v.maxValue(5000, "must be at most 5000 ms"),
+      v.description("Server poll period: an integer in ms, or a duration string `250ms`/`1s`/`1.5s`; 100 to 5000 ms (default 250), else 400."),
+    ),
+    "250",
+  ),
+);
+
+export const list = endpoint({
+  method: "GET",
+  path: "/executions",
+  operationId: "listExecutions",
+  summary: "List executions",
+  description:
+    "One page of the caller's executions, newest first (descending id, i.e. claim time). Executions of deleted workflows stay listed under their `workflowId`.",
+  query: v.object({ workflowId: WorkflowIds, status: Statuses, ...PageQuery }),
+  responses: { 200: { description: "A page of executions.", body: ExecutionPage } },
+  errors: { 400: ["VALIDATION_FAILED", "INVALID_CURSOR"] },
+});
+
+export const count = endpoint({
+  method: "GET",
+  path: "/executions:count",
+  operationId: "countExecutions",
+  summary: "Count executions",
+  description: "The number of the caller's executions matching `workflowId` and `status`, as in the list.",
+  query: v.object({ workflowId: WorkflowIds, status: Statuses }),
+  responses: { 200: { description: "The count.", body: v.object({ total: v.pipe(v.number(), v.integer()) }) } },
+  errors: { 400: ["VALIDATION_FAILED"] },
+});
+
+export const stats = endpoint({
+  method: "GET",
+  path: "/executions:stats",
+  operationId: "getExecutionStats",
+  summary: "Execution statistics",
+  description:
+    "Counts by outcome and the mean duration of the caller's executions whose `startAt` is in [`since`, `until`). `since` after `until` → 400.",
+  query: v.object({
+    workflowId: WorkflowIds,
+    since: parameter("StatsSince", timeMs("Window start (TimeMs), inclusive; default now − 7 days.")),
+    until: parameter("StatsUntil", timeMs("Window end (TimeMs), exclusive; default now.")),
+  }),
+  responses: { 200: { description: "The statistics.", body: Stats } },
+  errors: { 400: ["VALIDATION_FAILED"] },
+});
+
+export const retrieve = endpoint({
+  method: "GET",
+  path: "/executions/{id}",
+  operationId: "getExecution",
+  summary: "Retrieve an execution",
+  description: "The execution with every recorded step. A pending execution shows the steps finished so far.",
+  params: ExecutionIdParams,
+  query: v.object({ workflowId: RequiredWorkflowId }),
+  responses: { 200: { description: "The execution.", body: Execution } },
+  errors: { 400: ["VALIDATION_FAILED"], 404: ["EXECUTION_NOT_FOUND"] },
+});
+
+export const getStatus = endpoint({
+  method: "GET",
+  path: "/executions/{id}:getStatus",
+  operationId: "getExecutionStatus",
+  summary: "An execution's status",
+  description: "The status summary of the execution (no steps).",
+  params: ExecutionIdParams,
+  query: v.object({ workflowId: RequiredWorkflowId }),
+  responses: { 200: { description: "The status summary.", body: StatusSummary } },
+  errors: { 400: ["VALIDATION_FAILED"], 404: ["EXECUTION_NOT_FOUND"] },
+});
+
+export const stream = endpoint({
+  method: "GET",
+  path: "/executions/{id}:stream",
+  operationId: "streamExecutionStatus",
+  summary: "Stream an execution's status (server-sent events)",
+  description: ({ limits }) =>
+    `Before any byte is sent every failure is an ordinary problem response. Then 200 \`text/event-stream\`: frames \`id: <n>\` / \`event: status\` / \`data: <ExecutionStatusSummary JSON>\` and a blank line; \`n\` counts frames on this connection from 1 (\`Last-Event-ID\` is accepted and ignored). The first frame carries the current status, then one frame per status change. A \`: keep-alive\` comment follows every ${limits.streamKeepaliveMs} ms without a frame. The stream closes right after a terminal status (so a terminal execution yields exactly one frame), after ${limits.streamMaxMs} ms (reconnect), or when the execution becomes unreadable; errors after the start are not reported in-band. An open stream counts once against the rate limit.`,
+  params: ExecutionIdParams,
+  query: v.object({ workflowId: RequiredWorkflowId, interval: Interval }),
+  responses: {
+    200: {
+      description: "The status stream.",
+      media: "text/event-stream",
+      body: v.pipe(
+        v.string(),
+        v.description("`id: 1\\nevent: status\\ndata: {\"id\":…,\"status\":\"pending\",…}\\n\\n` frames and `: keep-alive\\n\\n` comments."),
+      ),
+      headers: {
+        "Cache-Control": v.pipe(v.literal("no-cache"), v.description("`no-cache` on the stream.")),
+        Connection: v.pipe(v.literal("keep-alive"), v.description("`keep-alive`.")),
+        "X-Accel-Buffering": v.pipe(v.literal("no"), v.description("`no`: proxies must not buffer the stream.")),
+      },
+    },
+  },
+  errors: { 400: ["VALIDATION_FAILED"], 404: ["EXECUTION_NOT_FOUND"] },
+});
+
+export const executionContract = group({
+  name: "Executions",
+  description: "Read-only records of workflow runs, their steps and fees, and the live status stream.",
+  codes: {
+    EXECUTION_NOT_FOUND: { meaning: "Execution unknown, not in the given workflow, or another owner's (retrieve, getStatus, stream)." },
+  },
+  endpoints: [list, count, stats, retrieve, getStatus, stream],
+});
+
+export const listForWorkflow = endpoint({
+  method: "GET",
+  path: "/workflows/{workflow_id}/executions",
+  operationId: "listWorkflowExecutions",
+  summary: "List a workflow's executions",
+  description:
+    "Same as `GET /executions?workflowId={workflow_id}`, newest first. An unknown, malformed or another owner's id gives an empty page; a deleted workflow's executions stay listed.",
+  params: v.object({
+    workflow_id: parameter("ExecutionsWorkflowId", v.pipe(v.string(), v.description("Workflow id (ULID, any letter case). Unknown, malformed or foreign → an empty page."))),
+  }),
+  query: v.object({ status: Statuses, ...PageQuery }),
+  responses: { 200: { description: "A page of the workflow's executions.", body: ExecutionPage } },
+  errors: { 400: ["VALIDATION_FAILED", "INVALID_CURSOR"] },
+});
+
+export const workflowExecutionsContract = group({
+  name: "Workflow executions",
+  description: "A workflow's executions, served by the workflows function (its path lies under /workflows).",
+  endpoints: [listForWorkflow],
+});

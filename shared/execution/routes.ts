@@ -1,0 +1,65 @@
+/** HTTP routes of the executions API (API.md §10): contract.ts declares them; the domain reads the records. */
+import { route, type Route } from "../http/app";
+import { decodePage, pageEnvelope } from "../http/paging";
+import { validationFailed } from "../errors";
+import { useOwner } from "../context";
+import { useRuntime } from "../runtime";
+import * as Contract from "./contract";
+import * as Execution from "./execution";
+import { STREAM_HEADERS, statusStream } from "./stream";
+
+const WEEK_MS = 7 * 24 * 3600_000;
+/** Cursors are bound to the list that issued them (API.md §3); a position is an execution id. */
+const LIST = "executions";
+const workflowList = (workflowId: string) => `executions:${workflowId}`;
+
+const position = (item: Record<string, unknown>) => String(item.id);
+
+/** GET /executions/{id}:stream alone: the streaming Function URL's app (functions/stream.ts). */
+export const executionStreamRoutes: Route[] = [
+  route(Contract.stream, async (_c, { params, query }) => {
+    // Every failure (404 included) is answered before the first byte: the status is read here, not in the body.
+    const first = await Execution.statusOf(query.workflowId, params.id);
+    const { limits } = useRuntime().config;
+    const body = statusStream(useOwner(), first, {
+      intervalMs: query.interval,
+      keepaliveMs: limits.streamKeepaliveMs,
+      maxMs: limits.streamMaxMs,
+    });
+    return new Response(body, { status: 200, headers: STREAM_HEADERS });
+  }),
+];
+
+export const executionRoutes: Route[] = [
+  route(Contract.list, async (c, { query }) => {
+    const page = decodePage(query, LIST, useOwner());
+    const result = await Execution.list({ workflowIds: query.workflowId, statuses: query.status }, page);
+    return c.json(pageEnvelope(result, (item) => item, position, LIST, useOwner()));
+  }),
+  route(Contract.count, async (c, { query }) =>
+    c.json({ total: await Execution.count({ workflowIds: query.workflowId, statuses: query.status }) }),
+  ),
+  route(Contract.stats, async (c, { query }) => {
+    const until = query.until ?? useRuntime().now();
+    const since = query.since ?? Math.max(0, until - WEEK_MS);
+    if (since > until) throw validationFailed([{ path: "query.since", message: "must not be after until" }]);
+    return c.json(await Execution.stats(query.workflowId, since, until));
+  }),
+  route(Contract.retrieve, async (c, { params, query }) => c.json(await Execution.retrieve(query.workflowId, params.id))),
+  route(Contract.getStatus, async (c, { params, query }) => c.json(await Execution.statusOf(query.workflowId, params.id))),
+  ...executionStreamRoutes,
+];
+
+/** GET /workflows/{workflow_id}/executions, mounted by the workflows function. */
+export const workflowExecutionRoutes: Route[] = [
+  route(Contract.listForWorkflow, async (c, { params, query }) => {
+    const workflowId = params.workflow_id.toUpperCase();
+    const endpoint = workflowList(workflowId);
+    const page = decodePage(query, endpoint, useOwner());
+    const known = /^[0-9A-HJKMNP-TV-Z]{26}$/.test(workflowId);
+    const result = known
+      ? await Execution.list({ workflowIds: [workflowId], statuses: query.status }, page)
+      : { items: [], hasNextPage: false, hasPreviousPage: false };
+    return c.json(pageEnvelope(result, (item) => item, position, endpoint, useOwner()));
+  }),
+];

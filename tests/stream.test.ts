@@ -1,0 +1,277 @@
+/**
+ * GET /executions/{id}:stream (API.md §10.9) over the real HTTP server, reading the bytes as they arrive:
+ * headers, exact framing, the first frame, a status change delivered within 300 ms (by the in-process
+ * notification and by polling alone), keep-alive comments, closing after a terminal frame, after stream_max_ms
+ * and when the execution becomes unreadable, and every failure answered as a problem before any byte.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { randomBytes } from "node:crypto";
+import { getAddress } from "viem";
+import { ulid } from "ulid";
+import { DeleteCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { useTestRuntime } from "./support/runtime";
+import { startTestServer, type TestServer } from "./support/server";
+import { createApp } from "../shared/http/app";
+import { issueToken } from "../shared/auth/token";
+import { Keys } from "../shared/store/keys";
+import { executionRoutes } from "../shared/execution/routes";
+import * as Execution from "../shared/execution/execution";
+import type { Runtime } from "../shared/runtime";
+
+type Owner = `0x${string}`;
+
+const CHAIN_ID = 31337;
+const KEEPALIVE_MS = 400;
+const MAX_MS = 3_000;
+let runtime: Runtime;
+let server: TestServer;
+
+beforeAll(async () => {
+  runtime = await useTestRuntime({ STREAM_KEEPALIVE_MS: String(KEEPALIVE_MS), STREAM_MAX_MS: String(MAX_MS) });
+  server = await startTestServer(createApp(executionRoutes));
+});
+afterAll(async () => server?.close());
+
+const newOwner = (): Owner => getAddress(`0x${randomBytes(20).toString("hex")}`);
+const auth = async (owner: Owner) => ({ Authorization: `Bearer ${await issueToken(owner, CHAIN_ID, Date.now() + 3_600_000)}` });
+
+async function pending(owner: Owner, startAt = Date.now()) {
+  const workflowId = ulid();
+  const id = ulid(startAt);
+  const item = Execution.pendingItem({
+    workflowId,
+    owner,
+    chainId: CHAIN_ID,
+    id,
+    index: 0,
+    startAt,
+    executionFee: { amount: "0.02", unit: "USD" },
+    valueFee: { fee: { amount: "0", unit: "PERCENTAGE" }, tier: "unspecified", classificationMethod: "ruleBased", confidence: 1, reason: "none" },
+    triggerStep: { id: "t", type: "manual", name: "t", success: true, output: { data: null }, startAt, endAt: startAt },
+  });
+  await runtime.db.send(new PutCommand({ TableName: runtime.config.tableName, Item: item }));
+  return { workflowId, id, startAt };
+}
+
+/** An open stream: every chunk with the time it arrived; `text()` is everything so far. */
+interface Open {
+  status: number;
+  headers: Headers;
+  chunks: { at: number; text: string }[];
+  text(): string;
+  /** Resolves when the server closes the stream, with the time it did. */
+  closed: Promise<number>;
+  /** Resolves once the received text matches. */
+  until(pattern: RegExp, timeoutMs?: number): Promise<number>;
+  abort(): void;
+}
+
+async function open(owner: Owner, path: string): Promise<Open> {
+  const controller = new AbortController();
+  const res = await fetch(server.url + path, { headers: await auth(owner), signal: controller.signal });
+  const chunks: { at: number; text: string }[] = [];
+  const decoder = new TextDecoder();
+  const waiters: (() => void)[] = [];
+  const closed = (async () => {
+    const reader = res.body!.getReader();
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        chunks.push({ at: performance.now(), text: decoder.decode(value, { stream: true }) });
+        for (const w of waiters.splice(0)) w();
+      }
+    } catch {
+      // aborted by the test
+    }
+    for (const w of waiters.splice(0)) w();
+    return performance.now();
+  })();
+  const text = () => chunks.map((c) => c.text).join("");
+  let ended = false;
+  void closed.then(() => (ended = true));
+  return {
+    status: res.status,
+    headers: res.headers,
+    chunks,
+    text,
+    closed,
+    abort: () => controller.abort(),
+    until: (pattern, timeoutMs = 3_000) =>
+      new Promise<number>((resolve, reject) => {
+        const deadline = setTimeout(() => reject(new Error(`no ${pattern} within ${timeoutMs} ms; got ${JSON.stringify(text())}`)), timeoutMs);
+        const check = () => {
+          if (pattern.test(text())) {
+            clearTimeout(deadline);
+            resolve(performance.now());
+          } else if (ended) {
+            clearTimeout(deadline);
+            reject(new Error(`stream closed without ${pattern}; got ${JSON.stringify(text())}`));
+          } else waiters.push(check);
+        };
+        check();
+      }),
+  };
+}
+
+const frame = (n: number, summary: Record<string, unknown>) => `id: ${n}\nevent: status\ndata: ${JSON.stringify(summary)}\n\n`;
+
+describe("the stream", () => {
+  it("sends the current status first, then the terminal status as soon as it is recorded, then closes", async () => {
+    const owner = newOwner();
+    const e = await pending(owner);
+    const s = await open(owner, `/executions/${e.id}:stream?workflowId=${e.workflowId}`);
+    expect(s.status).toBe(200);
+    expect(s.headers.get("content-type")).toBe("text/event-stream");
+    expect(s.headers.get("cache-control")).toBe("no-cache");
+    expect(s.headers.get("connection")).toBe("keep-alive");
+    expect(s.headers.get("x-accel-buffering")).toBe("no");
+    expect(s.headers.get("x-request-id")).toBeTruthy();
+    expect(s.headers.get("x-api-version")).toBe("4");
+
+    const summary = { id: e.id, workflowId: e.workflowId, status: "pending", startAt: e.startAt };
+    await s.until(/\n\n/);
+    expect(s.text()).toBe(frame(1, summary));
+
+    expect(await Execution.finish(e.workflowId, e.id, { status: "success", endAt: e.startAt + 840 })).toBe(true);
+    await s.until(/id: 2\n/);
+    await s.closed;
+    expect(s.text()).toBe(frame(1, summary) + frame(2, { ...summary, status: "success", endAt: e.startAt + 840 }));
+  });
+
+  it("delivers a status change to an open stream within 300 ms, every time (write start → frame, 20 runs)", async () => {
+    const owner = newOwner();
+    const latencies: number[] = [];
+    for (let run = 0; run < 21; run++) {
+      const e = await pending(owner);
+      const s = await open(owner, `/executions/${e.id}:stream?workflowId=${e.workflowId}`);
+      await s.until(/id: 1\n/);
+      const before = performance.now();
+      await Execution.finish(e.workflowId, e.id, { status: "success", endAt: Date.now() });
+      const arrived = await s.until(/id: 2\n/);
+      if (run > 0) latencies.push(arrived - before); // run 0 warms this file's connections
+      await s.closed;
+    }
+    expect(Math.max(...latencies)).toBeLessThan(300);
+  });
+
+  it("delivers a change written by another process (no notification here) by polling, within 300 ms", async () => {
+    const owner = newOwner();
+    const e = await pending(owner);
+    const s = await open(owner, `/executions/${e.id}:stream?workflowId=${e.workflowId}&interval=100ms`);
+    await s.until(/id: 1\n/);
+    const latencies: number[] = [];
+    const before = performance.now();
+    // Another writer ends it directly in the table: this process's notification never fires.
+    await runtime.db.send(
+      new UpdateCommand({
+        TableName: runtime.config.tableName,
+        Key: Keys.execution(e.workflowId, e.id),
+        UpdateExpression: "SET #s = :s, endAt = :e, #err = :err REMOVE gsi2pk, gsi2sk",
+        ExpressionAttributeNames: { "#s": "status", "#err": "error" },
+        ExpressionAttributeValues: { ":s": "error", ":e": e.startAt + 5, ":err": "workflow was deleted" },
+      }),
+    );
+    latencies.push((await s.until(/id: 2\n/)) - before);
+    expect(latencies[0]).toBeLessThan(300);
+    await s.closed;
+    expect(s.text()).toMatch(/id: 2\nevent: status\ndata: \{[^\n]*"status":"error"[^\n]*"error":"workflow was deleted"\}\n\n$/);
+  });
+
+  it("sends exactly one frame for an execution that is already terminal", async () => {
+    const owner = newOwner();
+    const e = await pending(owner);
+    await Execution.finish(e.workflowId, e.id, { status: "failed", error: "1 of 1 steps failed: a", endAt: e.startAt + 3 });
+    const s = await open(owner, `/executions/${e.id}:stream?workflowId=${e.workflowId}`);
+    await s.closed;
+    expect(s.text()).toBe(
+      frame(1, { id: e.id, workflowId: e.workflowId, status: "failed", startAt: e.startAt, endAt: e.startAt + 3, error: "1 of 1 steps failed: a" }),
+    );
+  });
+
+  it("sends a keep-alive comment after stream_keepalive_ms without a frame, and a step recorded is no frame", async () => {
+    const owner = newOwner();
+    const e = await pending(owner);
+    const s = await open(owner, `/executions/${e.id}:stream?workflowId=${e.workflowId}&interval=1s`);
+    await s.until(/id: 1\n/);
+    const first = performance.now();
+    await Execution.recordStep(e.workflowId, e.id, { id: "n", type: "customCode", name: "n", success: true, output: { data: 1 }, startAt: e.startAt, endAt: e.startAt });
+    const at = await s.until(/: keep-alive\n\n/, 2_000);
+    expect(at - first).toBeGreaterThanOrEqual(KEEPALIVE_MS - 50);
+    expect(at - first).toBeLessThan(KEEPALIVE_MS + 300);
+    await s.until(/(: keep-alive\n\n){2}/, 2_000);
+    expect(s.text().match(/^id: /gm)).toHaveLength(1);
+    await Execution.finish(e.workflowId, e.id, { status: "success", endAt: Date.now() });
+    await s.closed;
+    expect(s.text().match(/^id: /gm)).toHaveLength(2);
+  });
+
+  it("closes after stream_max_ms, and when the execution becomes unreadable", async () => {
+    const owner = newOwner();
+    const e = await pending(owner);
+    const opened = performance.now();
+    const s = await open(owner, `/executions/${e.id}:stream?workflowId=${e.workflowId}&interval=5000`);
+    const closedAt = await s.closed;
+    expect(closedAt - opened).toBeGreaterThanOrEqual(MAX_MS - 100);
+    expect(closedAt - opened).toBeLessThan(MAX_MS + 1_000);
+    expect(s.text().startsWith(frame(1, { id: e.id, workflowId: e.workflowId, status: "pending", startAt: e.startAt }))).toBe(true);
+    expect(s.text().match(/^id: /gm)).toHaveLength(1);
+
+    const gone = await pending(owner);
+    const g = await open(owner, `/executions/${gone.id}:stream?workflowId=${gone.workflowId}&interval=100`);
+    await g.until(/id: 1\n/);
+    await runtime.db.send(new DeleteCommand({ TableName: runtime.config.tableName, Key: Keys.execution(gone.workflowId, gone.id) }));
+    const before = performance.now();
+    expect((await g.closed) - before).toBeLessThan(1_000);
+    expect(g.text().match(/^id: /gm)).toHaveLength(1);
+  });
+
+  it("answers every failure as an ordinary problem before any byte: 404 for another owner's execution, 400, 401", async () => {
+    const owner = newOwner();
+    const e = await pending(owner);
+    const headers = await auth(newOwner());
+    const foreign = await fetch(`${server.url}/executions/${e.id}:stream?workflowId=${e.workflowId}`, { headers });
+    expect(foreign.status).toBe(404);
+    expect(foreign.headers.get("content-type")).toBe("application/problem+json");
+    expect(((await foreign.json()) as { code: string }).code).toBe("EXECUTION_NOT_FOUND");
+    const unknown = await fetch(`${server.url}/executions/${ulid()}:stream?workflowId=${e.workflowId}`, { headers: await auth(owner) });
+    expect(unknown.status).toBe(404);
+    await unknown.body?.cancel();
+
+    for (const interval of ["50", "99", "5001", "6s", "abc", "1.5", "1.5ms", "-100", "0.05s"]) {
+      const res = await fetch(`${server.url}/executions/${e.id}:stream?workflowId=${e.workflowId}&interval=${interval}`, { headers: await auth(owner) });
+      expect(res.status, interval).toBe(400);
+      const body = (await res.json()) as { code: string; errors: { path: string }[] };
+      expect(body.code).toBe("VALIDATION_FAILED");
+      expect(body.errors[0]!.path).toBe("query.interval");
+    }
+    const missing = await fetch(`${server.url}/executions/${e.id}:stream`, { headers: await auth(owner) });
+    expect(missing.status).toBe(400);
+    await missing.body?.cancel();
+    const anonymous = await fetch(`${server.url}/executions/${e.id}:stream?workflowId=${e.workflowId}`);
+    expect(anonymous.status).toBe(401);
+    await anonymous.body?.cancel();
+
+    // The accepted forms of interval: ms as digits or with `ms`, seconds with a fraction.
+    await Execution.finish(e.workflowId, e.id, { status: "success", endAt: Date.now() });
+    for (const interval of ["100", "250ms", "1s", "1.5s", "5000"]) {
+      const s = await open(owner, `/executions/${e.id}:stream?workflowId=${e.workflowId}&interval=${interval}`);
+      expect(s.status, interval).toBe(200);
+      await s.closed;
+      expect(s.text().match(/^id: /gm)).toHaveLength(1);
+    }
+  });
+
+  it("stops reading when the client goes away", async () => {
+    const owner = newOwner();
+    const e = await pending(owner);
+    const s = await open(owner, `/executions/${e.id}:stream?workflowId=${e.workflowId}&interval=100`);
+    await s.until(/id: 1\n/);
+    expect(Execution.listenerCount(e.workflowId, e.id)).toBe(1);
+    s.abort();
+    await s.closed;
+    const deadline = Date.now() + 1_000;
+    while (Execution.listenerCount(e.workflowId, e.id) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(Execution.listenerCount(e.workflowId, e.id)).toBe(0);
+  });
+});
