@@ -131,7 +131,8 @@ export function toJson(param: RawParam | AbiParameter, value: unknown): unknown 
     const list = Array.isArray(value) ? value : components.map((c) => (value as Record<string, unknown>)[c.name ?? ""]);
     return Object.fromEntries(components.map((c, i) => [c.name || `output${i}`, toJson(c, list[i])]));
   }
-  if (typeof value === "bigint") return value.toString();
+  // viem gives integers of up to 48 bits as numbers; the contract says decimal strings for every width.
+  if (typeof value === "bigint" || (typeof value === "number" && /^u?int/.test(p.type))) return value.toString();
   if (p.type === "address" && typeof value === "string") return getAddress(value);
   return value;
 }
