@@ -28,6 +28,8 @@ export type SendOutcome =
       totalGasCost: bigint;
       /** Whether this operation deployed the account (its init code ran). */
       deployed: boolean;
+      /** With `sendMax`: the wei amount actually sent. */
+      value?: bigint;
     }
   | {
       ok: false;
