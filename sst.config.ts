@@ -15,8 +15,10 @@ export default $config({
     const { secretsKey, controllerKey } = await import("./infra/keys");
     const { jwtSigningKey, chains } = await import("./infra/secrets");
     const { api } = await import("./infra/api");
+    const { stream } = await import("./infra/stream");
     return {
       api: api.url,
+      stream: stream.url,
       table: table.name,
       secretsKey: secretsKey.arn,
       controllerKey: controllerKey.arn,

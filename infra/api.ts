@@ -41,6 +41,10 @@ api.route("ANY /workflows", workflows);
 api.route("ANY /workflows/{proxy+}", workflows);
 // Top-level verbs (`/workflows:count`) are a segment of their own: neither route above matches them.
 for (const verb of ["count", "simulate", "estimateFees"]) api.route(`ANY /workflows:${verb}`, workflows);
+const executions = fn("functions/executions.handler");
+api.route("ANY /executions", executions);
+api.route("ANY /executions/{proxy+}", executions);
+for (const verb of ["count", "stats"]) api.route(`ANY /executions:${verb}`, executions);
 api.route("$default", core);
 
 // Pending withdrawals are also followed up in the background, not only when read.

@@ -11,6 +11,7 @@ import { portIsFree } from "./processes";
 import { serveApp } from "./http-server";
 import { startLocalStack } from "./stack";
 import { followUpPending } from "../shared/wallet/withdraw";
+import { sweep } from "../shared/execution/execution";
 import { log } from "../shared/log";
 
 async function main() {
@@ -64,6 +65,10 @@ async function main() {
   const followUp = setInterval(() => {
     followUpPending().catch((err) => log.warn("withdrawal follow-up failed", { error: (err as Error).message }));
   }, 5_000);
+  // Executions still pending after execution_timeout_ms end `error` (the AWS sweeper runs every minute).
+  const sweeper = setInterval(() => {
+    sweep().catch((err) => log.warn("execution sweep failed", { error: (err as Error).message }));
+  }, 30_000);
 
   let stopping = false;
   const shutdown = async (signal: string) => {
@@ -71,6 +76,7 @@ async function main() {
     stopping = true;
     console.log(`\n${signal}: shutting down ...`);
     clearInterval(followUp);
+    clearInterval(sweeper);
     await server.close();
     await stack.stop();
     console.log("Stopped.");

@@ -34,6 +34,8 @@ const DENY: Record<string, string[]> = {
   secrets: [...NEVER, ...CHAIN, "@noble/curves", "@valibot/to-json-schema", "@aws-sdk/client-eventbridge", "@aws-sdk/client-scheduler", "croner"],
   wallets: [...NEVER, "@valibot/to-json-schema"],
   workflows: [...NEVER, "@valibot/to-json-schema"],
+  executions: [...NEVER, ...CHAIN, "@noble/curves", "@valibot/to-json-schema", "croner"],
+  stream: [...NEVER, ...CHAIN, "@noble/curves", "@valibot/to-json-schema", "croner"],
   // A scheduled worker: no HTTP app, no tokens.
   sweeper: [...NEVER, "hono", "jose", "@valibot/to-json-schema"],
 };

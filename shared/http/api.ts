@@ -9,5 +9,6 @@ import { authContract } from "../auth/contract";
 import { secretContract } from "../secret/contract";
 import { walletContract } from "../wallet/contract";
 import { workflowContract } from "../workflow/contract";
+import { executionContract, workflowExecutionsContract } from "../execution/contract";
 
-export const api: readonly Group[] = [serviceContract, authContract, secretContract, walletContract, workflowContract];
+export const api: readonly Group[] = [serviceContract, authContract, secretContract, walletContract, workflowContract, workflowExecutionsContract, executionContract];

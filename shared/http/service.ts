@@ -9,6 +9,7 @@ import { authRoutes } from "../auth/routes";
 import { secretRoutes } from "../secret/routes";
 import { walletRoutes } from "../wallet/routes";
 import { workflowRoutes } from "../workflow/routes";
+import { executionRoutes, workflowExecutionRoutes } from "../execution/routes";
 import { openapiRoutes } from "./openapi";
 
 export const routeGroups = {
@@ -16,6 +17,8 @@ export const routeGroups = {
   secrets: secretRoutes,
   wallets: walletRoutes,
   workflows: workflowRoutes,
+  workflowExecutions: workflowExecutionRoutes,
+  executions: executionRoutes,
 } satisfies Record<string, Route[]>;
 
 export const allRoutes: Route[] = Object.values(routeGroups).flat();

@@ -1,0 +1,10 @@
+/**
+ * GET /executions/{id}:stream on a Lambda Function URL with response streaming (infra/stream.ts): the same
+ * route as everywhere, its frames written as they happen through Hono's streamHandle.
+ */
+import "./bootstrap";
+import { streamHandle } from "hono/aws-lambda";
+import { createApp } from "../shared/http/app";
+import { executionStreamRoutes } from "../shared/execution/routes";
+
+export const handler = streamHandle(createApp(executionStreamRoutes));
