@@ -3,5 +3,6 @@ import "./bootstrap";
 import { handle } from "hono/aws-lambda";
 import { createApp } from "../shared/http/app";
 import { workflowRoutes } from "../shared/workflow/routes";
+import { workflowExecutionRoutes } from "../shared/execution/routes";
 
-export const handler = handle(createApp([...workflowRoutes]));
+export const handler = handle(createApp([...workflowRoutes, ...workflowExecutionRoutes]));
