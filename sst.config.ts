@@ -15,9 +15,11 @@ export default $config({
     const { secretsKey, controllerKey } = await import("./infra/keys");
     const { jwtSigningKey, chains } = await import("./infra/secrets");
     const { api } = await import("./infra/api");
+    const { bus } = await import("./infra/bus");
     const { stream } = await import("./infra/stream");
     return {
       api: api.url,
+      bus: bus.name,
       stream: stream.url,
       table: table.name,
       secretsKey: secretsKey.arn,

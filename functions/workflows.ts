@@ -1,8 +1,14 @@
-/** The workflow routes (create, list, count, retrieve, cancel, pause, resume): the workflows group only. */
+/** The workflow routes (create, list, count, retrieve, cancel, pause, resume) and running them (trigger, simulate, estimateFees). */
 import "./bootstrap";
 import { handle } from "hono/aws-lambda";
+import { Resource } from "sst";
 import { createApp } from "../shared/http/app";
 import { workflowRoutes } from "../shared/workflow/routes";
 import { workflowExecutionRoutes } from "../shared/execution/routes";
+import { runRoutes } from "../shared/workflow/run-routes";
+import { createEventBridgeBus, setBus } from "../shared/execution/bus";
 
-export const handler = handle(createApp([...workflowRoutes, ...workflowExecutionRoutes]));
+// Asynchronous triggers go to the runner function through the app's bus (infra/bus.ts).
+setBus(createEventBridgeBus({ busName: (Resource as unknown as { Bus: { name: string } }).Bus.name }));
+
+export const handler = handle(createApp([...workflowRoutes, ...workflowExecutionRoutes, ...runRoutes]));

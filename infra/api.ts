@@ -4,6 +4,7 @@
 import { table } from "./table";
 import { keyPermissions, controllerKey, secretsKey } from "./keys";
 import { jwtSigningKey, chains } from "./secrets";
+import { bus } from "./bus";
 
 const environment = {
   SECRETS_KMS_KEY_ID: secretsKey.arn,
@@ -31,7 +32,8 @@ export const api = new sst.aws.ApiGatewayV2("Api", { cors: false /* answered by 
 const core = fn("functions/core.handler", [keyPermissions.secrets]);
 const secrets = fn("functions/secrets.handler", [keyPermissions.secrets]);
 const wallets = fn("functions/wallets.handler", [keyPermissions.controller]);
-const workflows = fn("functions/workflows.handler", [keyPermissions.secrets, keyPermissions.controller]);
+// Linked to the bus: asynchronous triggers publish `execution.requested` (infra/bus.ts).
+const workflows = { ...fn("functions/workflows.handler", [keyPermissions.secrets, keyPermissions.controller]), link: [table, jwtSigningKey, bus] };
 
 api.route("ANY /secrets", secrets); // the app answers 405 for methods /secrets does not take
 api.route("ANY /secrets/{proxy+}", secrets);

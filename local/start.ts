@@ -13,6 +13,8 @@ import { startLocalStack } from "./stack";
 import { followUpPending } from "../shared/wallet/withdraw";
 import { sweep } from "../shared/execution/execution";
 import { log } from "../shared/log";
+import { createInProcessBus, setBus } from "../shared/execution/bus";
+import { withRunner } from "../shared/execution/runner";
 
 async function main() {
   // The pinned AWS SDK runs on Node 20; its notice about later releases needing Node 22 is noise here.
@@ -29,6 +31,8 @@ async function main() {
   const config = buildConfig({ ...process.env, ...stack.env });
   const runtime = setRuntime(createRuntime({ config }));
   await ensureTable(runtime.db, config.tableName);
+  // Asynchronous triggers reach the runner through an in-process bus (AWS: EventBridge → the runner function).
+  setBus(withRunner(createInProcessBus()));
 
   let server: Awaited<ReturnType<typeof serveApp>>;
   try {

@@ -36,6 +36,8 @@ const DENY: Record<string, string[]> = {
   workflows: [...NEVER, "@valibot/to-json-schema"],
   executions: [...NEVER, ...CHAIN, "@noble/curves", "@valibot/to-json-schema", "croner"],
   stream: [...NEVER, ...CHAIN, "@noble/curves", "@valibot/to-json-schema", "croner"],
+  // The EventBridge target that runs executions: the engine and the chain, no HTTP app, no tokens.
+  runner: [...NEVER, "hono", "jose", "@valibot/to-json-schema"],
   // A scheduled worker: no HTTP app, no tokens.
   sweeper: [...NEVER, "hono", "jose", "@valibot/to-json-schema"],
 };

@@ -9,6 +9,7 @@ import { authRoutes } from "../auth/routes";
 import { secretRoutes } from "../secret/routes";
 import { walletRoutes } from "../wallet/routes";
 import { workflowRoutes } from "../workflow/routes";
+import { runRoutes } from "../workflow/run-routes";
 import { executionRoutes, workflowExecutionRoutes } from "../execution/routes";
 import { openapiRoutes } from "./openapi";
 
@@ -17,6 +18,7 @@ export const routeGroups = {
   secrets: secretRoutes,
   wallets: walletRoutes,
   workflows: workflowRoutes,
+  runs: runRoutes,
   workflowExecutions: workflowExecutionRoutes,
   executions: executionRoutes,
 } satisfies Record<string, Route[]>;

@@ -37,6 +37,8 @@ export const Keys = {
   pendingExecution: (startAt: number, id: string) => ({ gsi2pk: "EXEC#pending", gsi2sk: `${String(startAt).padStart(15, "0")}#${id}` }),
   /** Recorded steps of an execution (pattern 13b): a step's JSON in parts, each far below DynamoDB's 400 KB item limit. */
   executionStep: (id: string, stepId: string, part: number) => ({ pk: `EXEC#${id}`, sk: `STEP#${stepId}#${String(part).padStart(2, "0")}` }),
+  /** A run's input too large for the execution item (manual data up to 1 MiB), in parts beside its steps (pattern 13c). */
+  executionInput: (id: string, part: number) => ({ pk: `EXEC#${id}`, sk: `INPUT#${String(part).padStart(2, "0")}` }),
   /** Fire records (pattern 17): at most one execution per fire id, expiring after the fire can no longer repeat. */
   fire: (fireId: string) => ({ pk: `FIRE#${fireId}`, sk: "FIRE" }),
 

@@ -1,0 +1,113 @@
+/**
+ * The event-bus port (ARCHITECTURE.md): how a claimed execution reaches a runner. The trigger publishes
+ * `execution.requested`; the runner consumes it. Two adapters:
+ * - in-process (`npm start`, tests): delivery on a later turn of the event loop to every subscriber, so the
+ *   publisher's request answers first, as it does in AWS;
+ * - EventBridge (AWS): PutEvents to the app's bus; a rule (infra/bus.ts) targets the runner function, with
+ *   retries and a dead-letter queue. Subscriptions there are infrastructure, not code.
+ * Delivery is at least once in both: consumers must be idempotent (the runner is, per execution id).
+ */
+import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
+import { log } from "../log";
+
+/** An execution was claimed and written `pending`; a runner should run it. */
+export interface ExecutionRequested {
+  type: "execution.requested";
+  workflowId: string;
+  executionId: string;
+}
+export type BusEvent = ExecutionRequested;
+
+export type BusHandler = (event: BusEvent) => Promise<void>;
+
+export interface EventBus {
+  publish(event: BusEvent): Promise<void>;
+  /** Adds a handler for every event published from now on; returns the unsubscribe function. */
+  subscribe(handler: BusHandler): () => void;
+}
+
+/** EventBridge `source` of the app's events; the rule in infra/bus.ts matches it. */
+export const EVENT_SOURCE = "workflow-automation";
+
+// ---------------------------------------------------------------------------------------------------------
+// In-process adapter
+
+export interface InProcessBus extends EventBus {
+  /** Resolves once every delivery started so far (and those they caused) has finished: for tests and shutdown. */
+  idle(): Promise<void>;
+}
+
+export function createInProcessBus(): InProcessBus {
+  const handlers = new Set<BusHandler>();
+  const inFlight = new Set<Promise<void>>();
+  const deliver = async (handler: BusHandler, event: BusEvent) => {
+    await new Promise((resolve) => setImmediate(resolve));
+    try {
+      await handler(event);
+    } catch (err) {
+      // EventBridge would retry and then dead-letter; locally the runner already ends a failed run `error`,
+      // so an exception here is a bug worth a log line, and the sweeper ends what it left pending.
+      log.error("bus handler failed", { event: event.type, executionId: event.executionId, error: (err as Error).message });
+    }
+  };
+  return {
+    async publish(event) {
+      for (const handler of handlers) {
+        const delivery = deliver(handler, event);
+        inFlight.add(delivery);
+        void delivery.finally(() => inFlight.delete(delivery));
+      }
+    },
+    subscribe(handler) {
+      handlers.add(handler);
+      return () => handlers.delete(handler);
+    },
+    async idle() {
+      while (inFlight.size > 0) await Promise.all([...inFlight]);
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// EventBridge adapter
+
+export function createEventBridgeBus(options: { busName: string; client?: EventBridgeClient }): EventBus {
+  const client = options.client ?? new EventBridgeClient({});
+  return {
+    async publish(event) {
+      const { type, ...detail } = event;
+      const out = await client.send(
+        new PutEventsCommand({
+          Entries: [{ EventBusName: options.busName, Source: EVENT_SOURCE, DetailType: type, Detail: JSON.stringify(detail) }],
+        }),
+      );
+      if (out.FailedEntryCount) {
+        const entry = out.Entries?.[0];
+        throw new Error(`EventBridge refused the event: ${entry?.ErrorCode ?? "unknown"} ${entry?.ErrorMessage ?? ""}`.trim());
+      }
+    },
+    subscribe() {
+      throw new Error("EventBridge subscriptions are rules declared in infra/bus.ts");
+    },
+  };
+}
+
+/** The bus event inside an EventBridge delivery to a Lambda target, or undefined when it is not one of ours. */
+export function fromEventBridge(event: { source?: string; "detail-type"?: string; detail?: unknown }): BusEvent | undefined {
+  if (event.source !== EVENT_SOURCE || event["detail-type"] !== "execution.requested") return undefined;
+  const detail = event.detail as { workflowId?: unknown; executionId?: unknown } | undefined;
+  if (typeof detail?.workflowId !== "string" || typeof detail.executionId !== "string") return undefined;
+  return { type: "execution.requested", workflowId: detail.workflowId, executionId: detail.executionId };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The bus this process publishes to (installed by the host, like the runtime)
+
+let current: EventBus | undefined;
+
+export function setBus<B extends EventBus>(bus: B): B {
+  current = bus;
+  return bus;
+}
+
+export const currentBus = (): EventBus | undefined => current;

@@ -1,0 +1,126 @@
+/**
+ * `:simulate` and `:estimateFees` (API.md §8.8.8-§8.8.9): a definition run once or priced, stored nowhere.
+ *
+ * Simulate: §8.7 without the create rules, then `settings.runner` (when set) must be one of the caller's wallets;
+ * the engine runs in simulate mode (no sender: writes are `eth_call`s from the runner, transfers balance checks),
+ * secrets are the caller's user-scoped ones, and the run is cut at `simulate_timeout_ms`: no node starts after it,
+ * and the answer does not wait for nodes still in flight past it (their steps are left out). The answer is an
+ * Execution with fresh ULIDs that no read will find, `index` 0, status code 200 whatever the status.
+ */
+import { ulid } from "ulid";
+import type { Address } from "viem";
+import { useOwner } from "../context";
+import { ApiError } from "../errors";
+import { useRuntime } from "../runtime";
+import { Secret } from "../secret";
+import * as Wallet from "../wallet/wallet";
+import { chainSettings, publicClient } from "../chain/chains";
+import { partChainId, validateDefinition, type Mode } from "../workflow/definition";
+import { runWorkflow } from "../engine/run";
+import { estimateFees, executionFee, valueFeeFor } from "../engine/fees";
+import { blockStepOutput, needsChainRead, triggerStepOutput } from "./trigger-output";
+import type { Execution, FeeEstimate, Step } from "./schemas";
+
+export const SIMULATION_TIMED_OUT = "simulation timed out";
+
+function validate<M extends Mode>(body: Record<string, unknown>, mode: M, now: number) {
+  const { config } = useRuntime();
+  return validateDefinition(body, {
+    mode,
+    now,
+    limits: config.limits,
+    chains: config.chains.map((c) => ({ chainId: c.chainId, blockTimeSeconds: c.blockTimeSeconds })),
+    defaultChainId: config.defaultChainId,
+  });
+}
+
+/** POST /workflows:simulate. */
+export async function simulate(body: Record<string, unknown>): Promise<Execution> {
+  const owner = useOwner();
+  const { config, now } = useRuntime();
+  const startAt = now();
+  const { definition, graph } = validate(body, "simulate", startAt);
+  const runner = definition.runner as Address | undefined;
+  if (runner && !(await isCallersWallet(owner, runner))) {
+    throw new ApiError(400, "WALLET_NOT_OWNED", "settings.runner is not a wallet registered by the caller.", {
+      errors: [{ path: "body.inputVariables.settings.runner", message: "is not one of the caller's registered wallets" }],
+    });
+  }
+
+  const workflowId = ulid(startAt);
+  const executionId = ulid(startAt);
+  const base = {
+    id: executionId,
+    workflowId,
+    chainId: definition.chainId,
+    index: 0,
+    startAt,
+    executionFee: executionFee(),
+    valueFee: valueFeeFor(definition.nodes),
+  };
+
+  let triggerOutput: Record<string, unknown>;
+  if (needsChainRead(definition.trigger, definition.triggerOutput)) {
+    const chainId = partChainId(definition.trigger.config, definition.chainId);
+    try {
+      triggerOutput = blockStepOutput(await publicClient(chainSettings(chainId)).getBlock({ blockTag: "latest" }));
+    } catch {
+      return { ...base, endAt: now(), status: "error", error: `could not read the latest block of chain ${chainId}`, steps: [], cogs: [] };
+    }
+  } else {
+    triggerOutput = triggerStepOutput(definition.trigger, definition.triggerOutput, startAt);
+  }
+
+  const deadline = startAt + config.limits.simulateTimeoutMs;
+  const steps: Step[] = [];
+  const run = runWorkflow({
+    mode: "simulate",
+    definition,
+    graph,
+    context: { workflowId, executionId, executionIndex: 0, owner, ...(runner ? { smartWalletAddress: runner } : {}), chainId: definition.chainId },
+    triggerOutput,
+    startAt,
+    secrets: (names) => Secret.resolveForExecution(owner, undefined, names),
+    onStep: (step) => {
+      steps.push(step);
+    },
+    deadline,
+    deadlineReason: SIMULATION_TIMED_OUT,
+  });
+  let timer: NodeJS.Timeout | undefined;
+  const cut = new Promise<"timeout">((resolve) => {
+    timer = setTimeout(() => resolve("timeout"), Math.max(0, deadline - now()));
+  });
+  const result = await Promise.race([run, cut]).finally(() => clearTimeout(timer));
+  if (result === "timeout") {
+    run.catch(() => undefined); // finishes in the background; nothing of it is kept
+    return { ...base, endAt: now(), status: "error", error: SIMULATION_TIMED_OUT, steps: ordered(steps, definition.nodes), cogs: [] };
+  }
+  return {
+    ...base,
+    endAt: result.endAt,
+    status: result.status,
+    ...(result.error !== undefined ? { error: result.error } : {}),
+    steps: result.steps,
+    cogs: result.cogs,
+  };
+}
+
+/** Steps as the Execution orders them: the trigger first, then by startAt, ties by position in `nodes`. */
+function ordered(steps: Step[], nodes: readonly { id: string }[]): Step[] {
+  const position = new Map(nodes.map((n, i) => [n.id, i]));
+  const rank = (s: Step) => position.get(s.id) ?? -1;
+  return [...steps].sort((a, b) => (rank(a) === -1 ? -1 : rank(b) === -1 ? 1 : a.startAt - b.startAt || rank(a) - rank(b)));
+}
+
+/** §8.7 item 9 for simulate: a wallet the caller registered on any configured chain (hidden ones included). */
+async function isCallersWallet(owner: Address, address: Address): Promise<boolean> {
+  const found = await Promise.all(useRuntime().config.chains.map((c) => Wallet.get(owner, c.chainId, address)));
+  return found.some((w) => w !== undefined);
+}
+
+/** POST /workflows:estimateFees. */
+export async function estimate(body: Record<string, unknown>): Promise<FeeEstimate> {
+  const { definition } = validate(body, "estimateFees", useRuntime().now());
+  return estimateFees({ definition, ...(definition.runner ? { runner: definition.runner as Address } : {}), owner: useOwner() });
+}

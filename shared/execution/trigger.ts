@@ -1,0 +1,243 @@
+/**
+ * The manual trigger (API.md §8.8.7): checks the request in the contract's order, claims one execution in the
+ * workflow's conditional transaction (the `pending` record is written by the same transaction), then hands the
+ * run to a runner through the bus (asynchronous: 202) or runs it in the request and waits (blocking: 200).
+ *
+ * Order: body fields (400) → workflow lookup (404) → `triggerType` (400 TRIGGER_TYPE_MISMATCH) → `triggerInput`
+ * keys against the workflow's trigger and node names (400) → Idempotency-Key replay or conflict (409/422) →
+ * the claim, which decides runnable (412 with `reason`) atomically with `executionCount < maxExecution`.
+ *
+ * Idempotency-Key: the key is completed as soon as the execution is claimed, so a repeat during a long blocking
+ * run is a replay (the same execution, waited on again), not a 409; a request that fails before the claim
+ * (412, 404) forgets the key.
+ */
+import * as v from "valibot";
+import { ulid } from "ulid";
+import { useOwner } from "../context";
+import { validationFailed, type FieldError } from "../errors";
+import { fieldErrors } from "../http/validate";
+import * as Idempotency from "../idempotency";
+import { useConfig, useRuntime } from "../runtime";
+import { log } from "../log";
+import { TriggerBody } from "../workflow/run-contract";
+import { RESERVED_INPUT_KEYS, workflowSchemas, type Trigger, type TriggerType } from "../workflow/schemas";
+import * as Workflow from "../workflow/workflow";
+import { executionFee, valueFeeFor } from "../engine/fees";
+import * as Executions from "./execution";
+import { createInProcessBus, currentBus, setBus, type EventBus } from "./bus";
+import { needsChainRead, triggerStepOutput } from "./trigger-output";
+import { runExecution, runInputStorage, withRunner } from "./runner";
+import { isTerminal, type Step, type TriggerResult } from "./schemas";
+
+export interface TriggerRequest {
+  triggerType: TriggerType;
+  triggerOutput?: Record<string, unknown>;
+  triggerInput?: Record<string, unknown>;
+  isBlocking: boolean;
+}
+
+export interface TriggerAnswer {
+  status: 200 | 202;
+  result: TriggerResult;
+  /** `/executions/{executionId}?workflowId={id}` on 202. */
+  location?: string;
+  replayed: boolean;
+}
+
+const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+const REPLAY_POLL_MS = 100;
+
+// ---------------------------------------------------------------------------------------------------------
+// The request
+
+/** Body fields (§8.8.7), every problem together; `triggerOutput` of a manual trigger takes only its three members. */
+export function parseRequest(body: Record<string, unknown>): TriggerRequest {
+  const parsed = v.safeParse(TriggerBody, body, { abortEarly: false });
+  const errors: FieldError[] = parsed.success ? [] : fieldErrors(parsed.issues, "body");
+  if (body.triggerType === "manual" && isObject(body.triggerOutput)) {
+    const manual = v.safeParse(workflowSchemas(useConfig().limits).ManualTriggerOutput, body.triggerOutput, { abortEarly: false });
+    if (!manual.success) errors.push(...fieldErrors(manual.issues, "body").map((e) => ({ ...e, path: e.path.replace(/^body/, "body.triggerOutput") })));
+  }
+  if (isObject(body.triggerInput)) {
+    for (const key of Object.keys(body.triggerInput)) {
+      const problem = !IDENTIFIER.test(key)
+        ? "must be an identifier"
+        : key === "settings"
+          ? "settings cannot be replaced by triggerInput"
+          : (RESERVED_INPUT_KEYS as readonly string[]).includes(key)
+            ? `must not be one of ${RESERVED_INPUT_KEYS.join(", ")}`
+            : undefined;
+      if (problem) errors.push({ path: `body.triggerInput.${key}`, message: problem });
+    }
+  }
+  if (errors.length > 0 || !parsed.success) throw validationFailed(errors);
+  const out = parsed.output;
+  // For manual, members sent as null count as absent (the config's value applies), as everywhere in the API.
+  const triggerOutput = out.triggerType === "manual" && out.triggerOutput ? dropNulls(out.triggerOutput) : out.triggerOutput;
+  return {
+    triggerType: out.triggerType,
+    ...(triggerOutput !== undefined ? { triggerOutput } : {}),
+    ...(out.triggerInput !== undefined ? { triggerInput: out.triggerInput } : {}),
+    isBlocking: out.isBlocking === true,
+  };
+}
+
+function checkAgainstWorkflow(request: TriggerRequest, workflow: Workflow.WorkflowRecord) {
+  if (request.triggerType !== workflow.trigger.type) {
+    throw validationFailed(
+      [{ path: "body.triggerType", message: `must be the workflow's trigger type (${workflow.trigger.type})` }],
+      "TRIGGER_TYPE_MISMATCH",
+    );
+  }
+  const names = new Set([workflow.trigger.name, ...workflow.nodes.map((n) => n.name)]);
+  const clashes = Object.keys(request.triggerInput ?? {}).filter((key) => names.has(key));
+  if (clashes.length > 0) {
+    throw validationFailed(clashes.map((key) => ({ path: `body.triggerInput.${key}`, message: "must not be a trigger or node name of the workflow" })));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Trigger
+
+export async function trigger(rawId: string, body: Record<string, unknown>, idempotencyKey: string | undefined): Promise<TriggerAnswer> {
+  const request = parseRequest(body);
+  const owner = useOwner();
+  const workflow = await Workflow.requireOwned(rawId);
+  checkAgainstWorkflow(request, workflow);
+
+  const scope = `trigger#${workflow.id}`;
+  if (idempotencyKey) {
+    const claim = await Idempotency.claim(owner, scope, idempotencyKey, Idempotency.bodyFingerprint(body));
+    if (claim.kind === "replay") return replay(workflow.id, claim.outcome);
+  }
+
+  let executionId: string;
+  let startAt: number;
+  try {
+    ({ executionId, startAt } = await claimExecution(workflow, request));
+  } catch (err) {
+    if (idempotencyKey) await Idempotency.release(owner, scope, idempotencyKey);
+    throw err;
+  }
+  if (idempotencyKey) await Idempotency.complete(owner, scope, idempotencyKey, { executionId, blocking: request.isBlocking });
+
+  if (request.isBlocking) {
+    const run = runExecution(workflow.id, executionId);
+    await Promise.race([run, sleep(useConfig().limits.blockingTriggerWaitMs)]);
+    return { status: 200, result: await currentResult(workflow.id, executionId), replayed: false };
+  }
+  const handed = await handOver(workflow.id, executionId);
+  const result: TriggerResult = handed ? { executionId, status: "pending", startAt } : await currentResult(workflow.id, executionId);
+  return { status: 202, result, location: locationOf(workflow.id, executionId), replayed: false };
+}
+
+/** The claim: the execution record `pending` (trigger step included) in the workflow's transaction. */
+async function claimExecution(workflow: Workflow.WorkflowRecord, request: TriggerRequest) {
+  const now = useRuntime().now();
+  const executionId = ulid(now);
+  const trigger = workflow.trigger;
+  // A block trigger without `triggerOutput` reads its chain at run time; until then the step shows `{data: null}`.
+  const readsChain = needsChainRead(trigger, request.triggerOutput);
+  const output = readsChain ? { data: null } : triggerStepOutput(trigger, request.triggerOutput, now);
+  const storage = await runInputStorage(executionId, {
+    ...(readsChain ? {} : { triggerOutput: output }),
+    ...(request.triggerInput ? { triggerInput: request.triggerInput } : {}),
+  });
+  try {
+    await Workflow.claim(workflow.id, {
+      now,
+      owner: workflow.owner,
+      execution: (index, claimed) => ({
+        ...Executions.pendingItem({
+          workflowId: claimed.id,
+          owner: claimed.owner,
+          chainId: claimed.chainId,
+          id: executionId,
+          index,
+          startAt: now,
+          executionFee: executionFee(),
+          valueFee: valueFeeFor(claimed.nodes),
+          triggerStep: triggerStep(trigger, output, now),
+        }),
+        ...storage.attributes,
+      }),
+    });
+  } catch (err) {
+    await storage.discard();
+    throw err;
+  }
+  return { executionId, startAt: now };
+}
+
+const triggerStep = (trigger: Trigger & { id: string }, output: Record<string, unknown>, at: number): Step => ({
+  id: trigger.id,
+  type: trigger.type,
+  name: trigger.name,
+  success: true,
+  config: trigger.config as Record<string, unknown>,
+  output,
+  startAt: at,
+  endAt: at,
+});
+
+/**
+ * Publishes `execution.requested`; false when the bus refused. Then nothing would run the execution: it ends
+ * `error` at once (instead of waiting for the sweeper) and the answer shows that state.
+ */
+async function handOver(workflowId: string, executionId: string): Promise<boolean> {
+  try {
+    await bus().publish({ type: "execution.requested", workflowId, executionId });
+    return true;
+  } catch (err) {
+    log.error("could not publish execution.requested", { workflowId, executionId, error: (err as Error).message });
+    const endAt = useRuntime().now();
+    if (await Executions.finish(workflowId, executionId, { status: "error", error: "the run could not be handed to a runner", endAt })) {
+      await Workflow.recordOutcome(workflowId, "error", endAt);
+    }
+    return false;
+  }
+}
+
+/** The bus the host installed; without one (tests, tools) an in-process bus delivering to this process's runner. */
+function bus(): EventBus {
+  return currentBus() ?? setBus(withRunner(createInProcessBus()));
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Replays and answers
+
+async function replay(workflowId: string, outcome: Record<string, unknown>): Promise<TriggerAnswer> {
+  const executionId = String(outcome.executionId);
+  if (outcome.blocking === true) {
+    const deadline = useRuntime().now() + useConfig().limits.blockingTriggerWaitMs;
+    let result = await currentResult(workflowId, executionId);
+    while (!isTerminal(result.status) && useRuntime().now() < deadline) {
+      await sleep(Math.min(REPLAY_POLL_MS, Math.max(0, deadline - useRuntime().now())));
+      result = await currentResult(workflowId, executionId);
+    }
+    return { status: 200, result, replayed: true };
+  }
+  return { status: 202, result: await currentResult(workflowId, executionId), location: locationOf(workflowId, executionId), replayed: true };
+}
+
+async function currentResult(workflowId: string, executionId: string): Promise<TriggerResult> {
+  const found = await Executions.readSummary(workflowId, executionId);
+  if (!found) throw new Error(`execution ${executionId} of workflow ${workflowId} is missing`);
+  return resultOf(found.summary);
+}
+
+const resultOf = (s: { id: string; status: TriggerResult["status"]; startAt: number; endAt?: number; error?: string }): TriggerResult => ({
+  executionId: s.id,
+  status: s.status,
+  startAt: s.startAt,
+  ...(s.endAt !== undefined ? { endAt: s.endAt } : {}),
+  ...(s.error !== undefined ? { error: s.error } : {}),
+});
+
+const locationOf = (workflowId: string, executionId: string) => `/executions/${executionId}?workflowId=${workflowId}`;
+
+// ---------------------------------------------------------------------------------------------------------
+
+const isObject = (x: unknown): x is Record<string, unknown> => typeof x === "object" && x !== null && !Array.isArray(x);
+const dropNulls = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).filter(([, value]) => value !== null));
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref?.());

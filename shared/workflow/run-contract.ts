@@ -1,0 +1,112 @@
+/**
+ * Running workflows (API.md §8.8.7-§8.8.9) as declarations: the manual trigger of a stored workflow, and the
+ * simulation and fee estimate of a definition that is stored nowhere. Bodies are checked by the domain
+ * (shared/execution/trigger.ts, shared/workflow/definition.ts) in the contract's order; the schemas document them.
+ */
+import * as v from "valibot";
+import { described, endpoint, group } from "../http/contract";
+import { IdempotencyHeaders } from "../http/schemas";
+import { Execution, FeeEstimate, TriggerResult } from "../execution/schemas";
+import { TRIGGER_TYPES, workflowSchemas } from "./schemas";
+
+const schemas = workflowSchemas();
+
+/** `POST /workflows/{id}:trigger` body (§8.8.7). */
+export const TriggerBody = v.strictObject({
+  triggerType: described(v.picklist(TRIGGER_TYPES), "Must equal the workflow's trigger type, else 400 `TRIGGER_TYPE_MISMATCH`."),
+  triggerOutput: v.optional(
+    described(
+      v.record(v.string(), v.unknown()),
+      "Replaces what the service would have observed. manual: only `data`, `headers`, `pathParams`, each defaulting to the trigger config's value. Other types: the trigger step's `output.data` verbatim. Omitted: manual uses its config; fixedTime and cron use now; block reads the latest block of its chain at run time (a failed read ends the execution `error`); event uses `null`.",
+    ),
+  ),
+  triggerInput: v.optional(
+    described(
+      v.record(v.string(), v.unknown()),
+      "Merged over `inputVariables` for this run only (top-level keys replaced). Keys follow the `inputVariables` key rules; `settings` is not allowed.",
+    ),
+  ),
+  isBlocking: v.optional(described(v.boolean(), "Default `false`.")),
+});
+
+const WorkflowIdParams = v.object({
+  id: described(v.string(), "The workflow's ULID. A malformed or unknown id answers 404 `WORKFLOW_NOT_FOUND` (after the body checks)."),
+});
+
+export const trigger = endpoint({
+  method: "POST",
+  path: "/workflows/{id}:trigger",
+  operationId: "triggerWorkflow",
+  summary: "Run a workflow now (manual trigger)",
+  description: ({ limits }) =>
+    `Claims one execution atomically (concurrent triggers never exceed \`maxExecution\`) and writes it \`pending\`, then runs it: asynchronously by default (202 and \`Location\` of the execution), or in the request with \`isBlocking\` (200 with the terminal result, or the current \`pending\` state after ${limits.blockingTriggerWaitMs} ms while the run continues). Order of checks: body fields (400), workflow lookup (404), \`triggerType\` (400 \`TRIGGER_TYPE_MISMATCH\`), \`triggerInput\` keys against the workflow's names (400), idempotency replay or conflict, runnable (412 \`WORKFLOW_NOT_RUNNABLE\` with \`reason\`: the \`completionReason\` of a completed workflow, \`FAILED\`, \`DISABLED\` or \`NOT_STARTED\`). A repeat under the same \`Idempotency-Key\` (same body) creates nothing and answers the same \`executionId\` in its current state, with the original's status code (waiting again when blocking), even if the workflow has since become unrunnable.`,
+  idempotent: true,
+  params: WorkflowIdParams,
+  headers: IdempotencyHeaders,
+  body: TriggerBody,
+  checkedByDomain: ["params", "body"],
+  responses: {
+    202: {
+      description: "`isBlocking` false: the execution was claimed and handed to a runner (`status` `pending`).",
+      body: TriggerResult,
+      headers: { Location: described(v.string(), "`/executions/{executionId}?workflowId={id}`.") },
+    },
+    200: { description: "`isBlocking` true: the terminal result, or the current state (`pending`, no `endAt`) when the wait ran out.", body: TriggerResult },
+  },
+  errors: {
+    400: ["VALIDATION_FAILED", "TRIGGER_TYPE_MISMATCH"],
+    404: ["WORKFLOW_NOT_FOUND"],
+    412: ["WORKFLOW_NOT_RUNNABLE"],
+  },
+});
+
+export const simulate = endpoint({
+  method: "POST",
+  path: "/workflows:simulate",
+  operationId: "simulateWorkflow",
+  summary: "Run a workflow definition once without storing or sending anything",
+  description: ({ limits }) =>
+    `Validates the definition (API.md §8.7 without the create-only rules) and runs it once, synchronously: \`ethTransfer\` and \`contractWrite\` are simulated (\`eth_call\` from the runner; ethTransfer checks the balance); \`contractRead\`, \`balance\`, \`restApi\`, \`graphqlQuery\` and JavaScript nodes really run. Secrets resolve to the caller's user-scoped secrets. Past ${limits.simulateTimeoutMs} ms no further node starts and the result is \`error\` "simulation timed out". The answer is an Execution whose \`id\` and \`workflowId\` are fresh ULIDs stored nowhere, \`index\` 0; 200 whatever its status.`,
+  body: schemas.SimulateBody,
+  checkedByDomain: ["body"],
+  responses: { 200: { description: "The simulated execution (terminal status, steps, fees).", body: Execution } },
+  errors: { 400: ["VALIDATION_FAILED", "UNSUPPORTED_CHAIN", "WORKFLOW_GRAPH_INVALID", "WALLET_NOT_OWNED"] },
+  notes: { 400: "`WALLET_NOT_OWNED`: `inputVariables.settings.runner` is not one of the caller's registered wallets (on any chain)." },
+});
+
+export const estimateFees = endpoint({
+  method: "POST",
+  path: "/workflows:estimateFees",
+  operationId: "estimateWorkflowFees",
+  summary: "Estimate the fees of one execution of a workflow definition",
+  description:
+    "Validates the definition (API.md §8.7 without the create-only rules) and estimates the fees of one execution: the execution fee, one gas cost per node that sends a user operation (estimated on its chain from the runner, fallbacks when that is impossible), the runner's creation when it is not deployed, and the value fee. `createdAt`, `expireAt` and `maxExecution` are validated but scale nothing.",
+  body: schemas.EstimateFeesBody,
+  checkedByDomain: ["body"],
+  responses: { 200: { description: "The fee estimate, per execution.", body: FeeEstimate } },
+  errors: { 400: ["VALIDATION_FAILED", "UNSUPPORTED_CHAIN", "WORKFLOW_GRAPH_INVALID"], 502: ["UPSTREAM_UNAVAILABLE"], 503: ["UPSTREAM_UNAVAILABLE"] },
+  notes: {
+    502: "A chain's RPC answered a gas-price read with something invalid.",
+    503: "A chain's RPC could not be reached for its gas price.",
+  },
+});
+
+export const runContract = group({
+  name: "Workflow runs",
+  description: "Running a stored workflow by hand, and simulating or pricing a definition without storing it.",
+  codes: {
+    WORKFLOW_NOT_FOUND: { meaning: "Workflow unknown, malformed id, deleted, or another owner's." },
+    TRIGGER_TYPE_MISMATCH: { meaning: "`triggerType` differs from the workflow's trigger type.", fields: true },
+    WORKFLOW_NOT_RUNNABLE: {
+      meaning:
+        "The workflow is expired, at `maxExecution`, failed, disabled or not yet started; `reason` is `EXPIRED`, `MAX_EXECUTIONS_REACHED`, `FAILED`, `DISABLED` or `NOT_STARTED`.",
+      example: () => ({ reason: "DISABLED" }),
+    },
+    WORKFLOW_GRAPH_INVALID: {
+      meaning: "Edges naming unknown ids, plain edge out of a branch, duplicate edge, cycle (named), unreachable node, template naming a non-ancestor node.",
+      fields: true,
+    },
+    WALLET_NOT_OWNED: { meaning: "`inputVariables.settings.runner` is not a wallet the caller registered." },
+  },
+  endpoints: [trigger, simulate, estimateFees],
+});

@@ -1,0 +1,16 @@
+/** HTTP routes of running workflows (API.md §8.8.7-§8.8.9): run-contract.ts declares them; the domain does the work. */
+import { route, type Route } from "../http/app";
+import * as Contract from "./run-contract";
+import * as Trigger from "../execution/trigger";
+import * as Simulation from "../execution/simulate";
+
+export const runRoutes: Route[] = [
+  route(Contract.trigger, async (c, { params, headers, body }) => {
+    const answer = await Trigger.trigger(params.id ?? "", body, headers["Idempotency-Key"]);
+    if (answer.replayed) c.header("Idempotency-Replayed", "true");
+    if (answer.location) c.header("Location", answer.location);
+    return c.json(answer.result, answer.status);
+  }),
+  route(Contract.simulate, async (c, { body }) => c.json(await Simulation.simulate(body))),
+  route(Contract.estimateFees, async (c, { body }) => c.json(await Simulation.estimate(body))),
+];

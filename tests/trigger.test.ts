@@ -1,0 +1,377 @@
+/**
+ * The manual trigger (API.md §8.8.7) over a real HTTP server of the whole service: asynchronous runs handed to the
+ * runner through the in-process bus, blocking runs with steps (a customCode node, a restApi call to a local server,
+ * a secret redacted everywhere it is recorded), failures, the 412 reasons, the check order, idempotency and
+ * concurrent claims.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { useTestRuntime } from "./support/runtime";
+import { signIn, type SignedIn } from "./support/auth";
+import { httpTarget, startTestServer, type TestServer } from "./support/server";
+import { createServiceApp } from "../shared/http/service";
+import { createInProcessBus, setBus, type InProcessBus } from "../shared/execution/bus";
+import { withRunner } from "../shared/execution/runner";
+import * as Idempotency from "../shared/idempotency";
+import type { Runtime } from "../shared/runtime";
+
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+const SECRET = "sk-live-7f3c9a1e5b";
+let runtime: Runtime;
+let server: TestServer;
+let target: Server;
+let targetUrl: string;
+let bus: InProcessBus;
+let offset = 0;
+const requests: { path: string; headers: IncomingMessage["headers"] }[] = [];
+
+beforeAll(async () => {
+  runtime = await useTestRuntime({ RATE_LIMIT_BURST: "100000", RATE_LIMIT_RPS: "10000" });
+  runtime.now = () => Date.now() + offset;
+  bus = setBus(withRunner(createInProcessBus()));
+  server = await startTestServer(createServiceApp());
+  // The restApi target: echoes what it received.
+  target = createServer((req, res) => {
+    requests.push({ path: req.url ?? "", headers: req.headers });
+    const delay = req.url?.startsWith("/slow") ? 1_500 : 0;
+    setTimeout(() => {
+      res.writeHead(200, { "Content-Type": "application/json" });
+      res.end(JSON.stringify({ path: req.url, auth: req.headers.authorization ?? null, items: [1, 2, 3] }));
+    }, delay);
+  });
+  await new Promise<void>((resolve) => target.listen(0, "127.0.0.1", resolve));
+  targetUrl = `http://127.0.0.1:${(target.address() as AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  await bus?.idle();
+  await server?.close();
+  await new Promise((resolve) => target?.close(resolve));
+});
+
+interface Owner extends SignedIn {
+  wallet: string;
+}
+
+async function call(who: SignedIn, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+  const res = await fetch(server.url + path, {
+    method,
+    headers: { ...who.headers, ...headers, ...(body === undefined ? {} : { "Content-Type": "application/json" }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: (text ? JSON.parse(text) : undefined) as Json };
+}
+
+async function newOwner(): Promise<Owner> {
+  const who = await signIn(httpTarget(server.url), { expiresInMs: 24 * 3600_000 });
+  const res = await call(who, "POST", "/wallets", { salt: "1" });
+  expect(res.status).toBe(201);
+  return { ...who, wallet: res.body.address };
+}
+
+const code = (id: string, source = "return 1") => ({ id, name: id, type: "customCode", config: { source } });
+
+async function createWorkflow(who: Owner, extra: Json = {}): Promise<Json> {
+  const res = await call(who, "POST", "/workflows", {
+    smartWalletAddress: who.wallet,
+    trigger: { id: "t", name: "start", type: "manual", config: { data: { hello: "world" } } },
+    nodes: [code("first", "return start.data.hello + '!'")],
+    ...extra,
+  });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return res.body;
+}
+
+const trigger = (who: SignedIn, id: string, body: Json, headers: Record<string, string> = {}) =>
+  call(who, "POST", `/workflows/${id}:trigger`, body, headers);
+
+async function terminal(who: SignedIn, location: string): Promise<Json> {
+  for (let i = 0; i < 200; i++) {
+    const res = await call(who, "GET", location);
+    expect(res.status).toBe(200);
+    if (res.body.status !== "pending") return res.body;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error("the execution did not finish");
+}
+
+describe("asynchronous trigger", () => {
+  it("answers 202 with Location at once, and the runner takes the run to success", async () => {
+    const alice = await newOwner();
+    const wf = await createWorkflow(alice);
+    const res = await trigger(alice, wf.id, { triggerType: "manual" });
+    expect(res.status).toBe(202);
+    expect(res.body).toEqual({ executionId: expect.stringMatching(/^[0-9A-HJKMNP-TV-Z]{26}$/), status: "pending", startAt: expect.any(Number) });
+    expect(res.headers.get("location")).toBe(`/executions/${res.body.executionId}?workflowId=${wf.id}`);
+    expect(res.headers.get("idempotency-replayed")).toBeNull();
+
+    const execution = await terminal(alice, res.headers.get("location")!);
+    expect(execution).toMatchObject({ id: res.body.executionId, workflowId: wf.id, index: 0, status: "success", startAt: res.body.startAt });
+    expect(execution.steps.map((s: Json) => [s.id, s.success])).toEqual([["t", true], ["first", true]]);
+    expect(execution.steps[0].output).toEqual({ data: { hello: "world" }, headers: {}, pathParams: {} });
+    expect(execution.steps[1].output).toEqual({ data: "world!" });
+
+    const after = await call(alice, "GET", `/workflows/${wf.id}`);
+    expect(after.body).toMatchObject({ executionCount: 1, lastRanAt: res.body.startAt });
+  });
+
+  it("uses triggerOutput over the config and merges triggerInput over inputVariables for this run only", async () => {
+    const alice = await newOwner();
+    const wf = await createWorkflow(alice, {
+      inputVariables: { greeting: "hi", other: 1 },
+      nodes: [code("first", "return { g: greeting, o: other, d: start.data, h: start.headers }")],
+    });
+    const res = await trigger(alice, wf.id, {
+      triggerType: "manual",
+      isBlocking: true,
+      triggerOutput: { data: [1, 2], headers: { "x-a": "b" } },
+      triggerInput: { greeting: "hello" },
+    });
+    expect(res.status).toBe(200);
+    expect(res.body.status).toBe("success");
+    const execution = await terminal(alice, `/executions/${res.body.executionId}?workflowId=${wf.id}`);
+    expect(execution.steps[0].output).toEqual({ data: [1, 2], headers: { "x-a": "b" }, pathParams: {} });
+    expect(execution.steps[1].output.data).toEqual({ g: "hello", o: 1, d: [1, 2], h: { "x-a": "b" } });
+  });
+});
+
+describe("blocking trigger", () => {
+  it("runs in the request: customCode and restApi steps, the secret redacted from every recorded value", async () => {
+    const alice = await newOwner();
+    expect((await call(alice, "PUT", "/secrets/API_KEY", { value: SECRET })).status).toBe(201);
+    const wf = await createWorkflow(alice, {
+      nodes: [
+        code("prepare", "console.log('key is', secrets.API_KEY); return { path: '/items', key: secrets.API_KEY }"),
+        {
+          id: "fetch",
+          name: "fetch",
+          type: "restApi",
+          config: { url: `${targetUrl}{{prepare.data.path}}`, method: "GET", headers: { Authorization: "Bearer {{secrets.API_KEY}}" } },
+        },
+      ],
+    });
+    const res = await trigger(alice, wf.id, { triggerType: "manual", isBlocking: true });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ executionId: expect.any(String), status: "success", startAt: expect.any(Number), endAt: expect.any(Number) });
+    expect(res.headers.get("location")).toBeNull();
+
+    // The target really received the secret; the record never holds it.
+    expect(requests.at(-1)).toMatchObject({ path: "/items", headers: { authorization: `Bearer ${SECRET}` } });
+    const execution = await call(alice, "GET", `/executions/${res.body.executionId}?workflowId=${wf.id}`);
+    expect(execution.body.status).toBe("success");
+    const [, prepare, fetchStep] = execution.body.steps;
+    expect(prepare.output).toEqual({ data: { path: "/items", key: "***" } });
+    expect(prepare.log).toContain("key is ***");
+    expect(fetchStep.output.data).toMatchObject({ status: 200, data: { path: "/items", auth: "Bearer ***", items: [1, 2, 3] } });
+    expect(fetchStep.inputs).toEqual(expect.arrayContaining(["prepare.data.path", "secrets.API_KEY"]));
+    expect(JSON.stringify(execution.body)).not.toContain(SECRET);
+  });
+
+  it("a failing node ends the execution failed with the contract's error format; dependents do not run", async () => {
+    const alice = await newOwner();
+    const wf = await createWorkflow(alice, {
+      nodes: [code("ok"), code("boom", "throw new Error('nope')"), code("after")],
+      edges: [
+        { id: "e1", source: "t", target: "ok" },
+        { id: "e2", source: "ok", target: "boom" },
+        { id: "e3", source: "boom", target: "after" },
+      ],
+    });
+    const res = await trigger(alice, wf.id, { triggerType: "manual", isBlocking: true });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ status: "failed", error: "1 of 2 steps failed: boom", endAt: expect.any(Number) });
+    const execution = await call(alice, "GET", `/executions/${res.body.executionId}?workflowId=${wf.id}`);
+    expect(execution.body.steps.map((s: Json) => s.id)).toEqual(["t", "ok", "boom"]);
+    expect(execution.body.steps[2]).toMatchObject({ success: false, errorCode: "SANDBOX_ERROR", error: expect.stringContaining("nope") });
+  });
+
+  it("answers the current pending state when the wait runs out, and the run continues", async () => {
+    const slow = await useSlowWait(300);
+    try {
+      const alice = await newOwner();
+      const wf = await createWorkflow(alice, { nodes: [{ id: "wait", name: "wait", type: "restApi", config: { url: `${targetUrl}/slow`, method: "GET" } }] });
+      const res = await trigger(alice, wf.id, { triggerType: "manual", isBlocking: true });
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ executionId: expect.any(String), status: "pending", startAt: expect.any(Number) });
+      const execution = await terminal(alice, `/executions/${res.body.executionId}?workflowId=${wf.id}`);
+      expect(execution.status).toBe("success");
+    } finally {
+      slow.restore();
+    }
+  });
+});
+
+/** Lowers blocking_trigger_wait_ms for one test. */
+async function useSlowWait(ms: number) {
+  const limits = runtime.config.limits as { blockingTriggerWaitMs: number };
+  const before = limits.blockingTriggerWaitMs;
+  limits.blockingTriggerWaitMs = ms;
+  return { restore: () => (limits.blockingTriggerWaitMs = before) };
+}
+
+describe("checks and their order", () => {
+  it("body fields come first (400, even for an unknown workflow), then 404, then TRIGGER_TYPE_MISMATCH", async () => {
+    const alice = await newOwner();
+    const bob = await newOwner();
+    const wf = await createWorkflow(alice);
+    const unknown = "01JD7Q0S7W3C2Y8K5N6M4P1R9T";
+
+    const missing = await trigger(alice, unknown, {});
+    expect(missing.status).toBe(400);
+    expect(missing.body).toMatchObject({ code: "VALIDATION_FAILED", errors: [{ path: "body.triggerType" }] });
+
+    const bad = await trigger(alice, wf.id, {
+      triggerType: "manual",
+      triggerOutput: { data: 1, extra: true },
+      triggerInput: { settings: {}, "not-an-id": 1, secrets: 2 },
+      isBlocking: "yes",
+      other: 1,
+    });
+    expect(bad.status).toBe(400);
+    expect(bad.body.errors.map((e: Json) => e.path).sort()).toEqual(
+      ["body.isBlocking", "body.other", "body.triggerInput.not-an-id", "body.triggerInput.secrets", "body.triggerInput.settings", "body.triggerOutput.extra"].sort(),
+    );
+
+    for (const id of [unknown, "not-a-ulid", wf.id.toLowerCase() + "x"]) {
+      const res = await trigger(alice, id, { triggerType: "manual" });
+      expect(res.status).toBe(404);
+      expect(res.body.code).toBe("WORKFLOW_NOT_FOUND");
+    }
+    const foreign = await trigger(bob, wf.id, { triggerType: "manual" });
+    expect(foreign.status).toBe(404);
+    expect(foreign.body).toMatchObject({ code: "WORKFLOW_NOT_FOUND", detail: (await trigger(bob, unknown, { triggerType: "manual" })).body.detail });
+
+    const mismatch = await trigger(alice, wf.id, { triggerType: "cron" });
+    expect(mismatch.status).toBe(400);
+    expect(mismatch.body).toMatchObject({ code: "TRIGGER_TYPE_MISMATCH", errors: [{ path: "body.triggerType" }] });
+
+    const clash = await trigger(alice, wf.id, { triggerType: "manual", triggerInput: { first: 1 } });
+    expect(clash.status).toBe(400);
+    expect(clash.body).toMatchObject({ code: "VALIDATION_FAILED", errors: [{ path: "body.triggerInput.first" }] });
+
+    // A lower-case id is the same workflow; nothing above claimed an execution.
+    const ok = await trigger(alice, wf.id.toLowerCase(), { triggerType: "manual", isBlocking: true });
+    expect(ok.status).toBe(200);
+    expect((await call(alice, "GET", `/workflows/${wf.id}`)).body.executionCount).toBe(1);
+  });
+
+  it("412 WORKFLOW_NOT_RUNNABLE with each reason", async () => {
+    const alice = await newOwner();
+    const reason = async (id: string) => {
+      const res = await trigger(alice, id, { triggerType: "manual" });
+      expect(res.status).toBe(412);
+      expect(res.body.code).toBe("WORKFLOW_NOT_RUNNABLE");
+      return res.body.reason;
+    };
+
+    const paused = await createWorkflow(alice);
+    expect((await call(alice, "POST", `/workflows/${paused.id}:pause`)).status).toBe(200);
+    expect(await reason(paused.id)).toBe("DISABLED");
+
+    const later = await createWorkflow(alice, { startAt: Date.now() + 3600_000 });
+    expect(await reason(later.id)).toBe("NOT_STARTED");
+
+    const once = await createWorkflow(alice, { maxExecution: 1 });
+    expect((await trigger(alice, once.id, { triggerType: "manual", isBlocking: true })).status).toBe(200);
+    expect(await reason(once.id)).toBe("MAX_EXECUTIONS_REACHED");
+
+    const expiring = await createWorkflow(alice, { expiredAt: Date.now() + 60_000 });
+    offset += 120_000;
+    try {
+      expect(await reason(expiring.id)).toBe("EXPIRED");
+    } finally {
+      offset -= 120_000;
+    }
+    for (const id of [paused.id, later.id, expiring.id]) expect((await call(alice, "GET", `/workflows/${id}`)).body.executionCount).toBe(0);
+  });
+});
+
+describe("Idempotency-Key", () => {
+  it("a repeat answers the same execution in its current state with Idempotency-Replayed, even once unrunnable", async () => {
+    const alice = await newOwner();
+    const wf = await createWorkflow(alice, { maxExecution: 1 });
+    const key = { "Idempotency-Key": "run-1" };
+    const first = await trigger(alice, wf.id, { triggerType: "manual" }, key);
+    expect(first.status).toBe(202);
+    await terminal(alice, first.headers.get("location")!);
+
+    const again = await trigger(alice, wf.id, { triggerType: "manual" }, key);
+    expect(again.status).toBe(202);
+    expect(again.headers.get("idempotency-replayed")).toBe("true");
+    expect(again.headers.get("location")).toBe(first.headers.get("location"));
+    expect(again.body).toEqual({ executionId: first.body.executionId, status: "success", startAt: first.body.startAt, endAt: expect.any(Number) });
+
+    // The workflow is completed now; the key still answers, and without it the trigger is refused.
+    expect((await trigger(alice, wf.id, { triggerType: "manual" })).status).toBe(412);
+    const mismatch = await trigger(alice, wf.id, { triggerType: "manual", isBlocking: true }, key);
+    expect(mismatch.status).toBe(422);
+    expect(mismatch.body.code).toBe("IDEMPOTENCY_KEY_MISMATCH");
+    expect((await call(alice, "GET", `/workflows/${wf.id}`)).body.executionCount).toBe(1);
+  });
+
+  it("a blocking original is replayed as 200 and waits again; the key is per workflow and per caller", async () => {
+    const alice = await newOwner();
+    const wf = await createWorkflow(alice);
+    const other = await createWorkflow(alice);
+    const key = { "Idempotency-Key": "same-key" };
+    const first = await trigger(alice, wf.id, { triggerType: "manual", isBlocking: true }, key);
+    expect(first.status).toBe(200);
+    const again = await trigger(alice, wf.id, { isBlocking: true, triggerType: "manual" }, key);
+    expect(again.status).toBe(200);
+    expect(again.headers.get("idempotency-replayed")).toBe("true");
+    expect(again.body).toEqual(first.body);
+
+    const elsewhere = await trigger(alice, other.id, { triggerType: "manual", isBlocking: true }, key);
+    expect(elsewhere.status).toBe(200);
+    expect(elsewhere.body.executionId).not.toBe(first.body.executionId);
+    expect(elsewhere.headers.get("idempotency-replayed")).toBeNull();
+  });
+
+  it("409 while the first request has not claimed yet; a refused request (412) forgets its key", async () => {
+    const alice = await newOwner();
+    const wf = await createWorkflow(alice);
+    const body = { triggerType: "manual" };
+    await Idempotency.claim(alice.owner, `trigger#${wf.id}`, "in-flight", Idempotency.bodyFingerprint(body));
+    const busy = await trigger(alice, wf.id, body, { "Idempotency-Key": "in-flight" });
+    expect(busy.status).toBe(409);
+    expect(busy.body.code).toBe("IDEMPOTENCY_IN_PROGRESS");
+
+    expect((await call(alice, "POST", `/workflows/${wf.id}:pause`)).status).toBe(200);
+    expect((await trigger(alice, wf.id, body, { "Idempotency-Key": "k2" })).status).toBe(412);
+    expect((await call(alice, "POST", `/workflows/${wf.id}:resume`)).status).toBe(200);
+    const retried = await trigger(alice, wf.id, body, { "Idempotency-Key": "k2" });
+    expect(retried.status).toBe(202);
+    expect(retried.headers.get("idempotency-replayed")).toBeNull();
+
+    const badKey = await trigger(alice, wf.id, body, { "Idempotency-Key": "has space" });
+    expect(badKey.status).toBe(400);
+    expect(badKey.body.errors[0].path).toBe("header.Idempotency-Key");
+  });
+});
+
+describe("concurrent triggers", () => {
+  it("10 at once on maxExecution 3: exactly 3 executions, 7 × 412 MAX_EXECUTIONS_REACHED", async () => {
+    const alice = await newOwner();
+    const wf = await createWorkflow(alice, { maxExecution: 3 });
+    const answers = await Promise.all(Array.from({ length: 10 }, () => trigger(alice, wf.id, { triggerType: "manual" })));
+    const accepted = answers.filter((a) => a.status === 202);
+    const refused = answers.filter((a) => a.status === 412);
+    expect(accepted).toHaveLength(3);
+    expect(refused).toHaveLength(7);
+    for (const r of refused) expect(r.body).toMatchObject({ code: "WORKFLOW_NOT_RUNNABLE", reason: "MAX_EXECUTIONS_REACHED" });
+
+    const executions = await Promise.all(accepted.map((a) => terminal(alice, a.headers.get("location")!)));
+    expect(executions.map((e) => e.index).sort()).toEqual([0, 1, 2]);
+    expect(new Set(executions.map((e) => e.id)).size).toBe(3);
+    const listed = await call(alice, "GET", `/workflows/${wf.id}/executions`);
+    expect(listed.body.data).toHaveLength(3);
+    expect((await call(alice, "GET", `/workflows/${wf.id}`)).body).toMatchObject({
+      executionCount: 3,
+      status: "completed",
+      completionReason: "MAX_EXECUTIONS_REACHED",
+    });
+  });
+});
