@@ -32,6 +32,31 @@ const list = (fallback: string) =>
   );
 
 const Address = v.pipe(v.string(), v.regex(/^0x[0-9a-fA-F]{40}$/, "must be an address"));
+
+/** A non-negative decimal, kept as text in its shortest form ("0.020" → "0.02", "00" → "0"). */
+const DECIMAL = /^\d+(?:\.\d+)?$/;
+const shortestDecimal = (s: string) => {
+  const [whole = "0", fraction = ""] = s.split(".");
+  const w = whole.replace(/^0+(?=\d)/, "");
+  const f = fraction.replace(/0+$/, "");
+  return f ? `${w}.${f}` : w;
+};
+const decimal = (fallback: string) =>
+  v.optional(v.pipe(v.string(), v.regex(DECIMAL, "must be a non-negative decimal such as 0.02"), v.transform(shortestDecimal)), fallback);
+/** `VALUE_FEE_TIERS`: `tier1=0.03,tier2=0.09,tier3=0.18` (percent); every tier named once. */
+const valueFeeTiers = (fallback: string) =>
+  v.pipe(
+    v.optional(v.string(), fallback),
+    v.transform((s) => Object.fromEntries(s.split(",").map((pair) => pair.split("=").map((x) => x.trim())))),
+    v.strictObject(
+      {
+        tier1: v.pipe(v.string(), v.regex(DECIMAL, "must be a non-negative decimal such as 0.03"), v.transform(shortestDecimal)),
+        tier2: v.pipe(v.string(), v.regex(DECIMAL, "must be a non-negative decimal such as 0.03"), v.transform(shortestDecimal)),
+        tier3: v.pipe(v.string(), v.regex(DECIMAL, "must be a non-negative decimal such as 0.03"), v.transform(shortestDecimal)),
+      },
+      "must be tier1=<percent>,tier2=<percent>,tier3=<percent>",
+    ),
+  );
 const Url = v.pipe(v.string(), v.url());
 
 /** One configured chain (API.md §5). */
@@ -120,6 +145,11 @@ const Env = v.object({
   MAX_CATCHUP_BLOCKS: int(10_000),
   RATE_LIMIT_BURST: int(50, 1),
   RATE_LIMIT_RPS: int(10, 1),
+
+  /** API.md §9.6: the flat fee per execution, in USD. */
+  EXECUTION_FEE_USD: decimal("0.02"),
+  /** API.md §9.6: the value-fee rate of each tier, in percent. */
+  VALUE_FEE_TIERS: valueFeeTiers("tier1=0.03,tier2=0.09,tier3=0.18"),
 });
 
 function parseChains(json: string): ChainSettings[] {
@@ -163,6 +193,7 @@ export function buildConfig(env: Record<string, string | undefined> = process.en
     authAllowedUris: e.AUTH_ALLOWED_URIS,
     corsAllowedOrigins: e.CORS_ALLOWED_ORIGINS,
     allowPrivateNetwork: e.ALLOW_PRIVATE_NETWORK,
+    fees: { executionFeeUsd: e.EXECUTION_FEE_USD, valueFeeTiers: e.VALUE_FEE_TIERS },
     limits: {
       maxBodyBytes: e.MAX_BODY_BYTES,
       maxWorkflowBytes: e.MAX_WORKFLOW_BYTES,
