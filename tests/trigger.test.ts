@@ -138,6 +138,50 @@ describe("asynchronous trigger", () => {
   });
 });
 
+describe("run inputs and hand-over", () => {
+  it("a manual payload too large for the execution item reaches the run whole; the record keeps a truncated step", async () => {
+    const alice = await newOwner();
+    const wf = await createWorkflow(alice, { nodes: [code("size", "return start.data.length")] });
+    const big = "x".repeat(600_000);
+    const res = await trigger(alice, wf.id, { triggerType: "manual", triggerOutput: { data: big } });
+    expect(res.status).toBe(202);
+    const execution = await terminal(alice, res.headers.get("location")!);
+    expect(execution.status).toBe("success");
+    expect(execution.steps[1].output).toEqual({ data: 600_000 });
+    expect(execution.steps[0].output).toEqual({ data: null, truncated: true, originalSize: expect.any(Number) });
+  });
+
+  it("when the bus refuses the event, the execution ends error at once instead of waiting for the sweeper", async () => {
+    const alice = await newOwner();
+    const wf = await createWorkflow(alice);
+    const limits = runtime.config.limits as { consecutiveErrorLimit: number };
+    const before = limits.consecutiveErrorLimit;
+    setBus({
+      publish: async () => {
+        throw new Error("PutEvents failed");
+      },
+      subscribe: () => () => undefined,
+    });
+    try {
+      const res = await trigger(alice, wf.id, { triggerType: "manual" });
+      expect(res.status).toBe(202);
+      expect(res.body).toMatchObject({ status: "error", error: "the run could not be handed to a runner", endAt: expect.any(Number) });
+      expect((await call(alice, "GET", res.headers.get("location")!)).body).toMatchObject({ status: "error", error: "the run could not be handed to a runner" });
+
+      // An `error` counts toward consecutive_error_limit: at the limit the workflow fails, and triggers answer FAILED.
+      limits.consecutiveErrorLimit = 2;
+      expect((await trigger(alice, wf.id, { triggerType: "manual" })).body.status).toBe("error");
+      expect((await call(alice, "GET", `/workflows/${wf.id}`)).body).toMatchObject({ status: "failed", completionReason: "CONSECUTIVE_ERRORS" });
+      const refused = await trigger(alice, wf.id, { triggerType: "manual" });
+      expect(refused.status).toBe(412);
+      expect(refused.body).toMatchObject({ code: "WORKFLOW_NOT_RUNNABLE", reason: "FAILED" });
+    } finally {
+      setBus(bus);
+      limits.consecutiveErrorLimit = before;
+    }
+  });
+});
+
 describe("blocking trigger", () => {
   it("runs in the request: customCode and restApi steps, the secret redacted from every recorded value", async () => {
     const alice = await newOwner();
@@ -353,23 +397,26 @@ describe("Idempotency-Key", () => {
 });
 
 describe("concurrent triggers", () => {
-  it("10 at once on maxExecution 3: exactly 3 executions, 7 × 412 MAX_EXECUTIONS_REACHED", async () => {
+  it.each([
+    [10, 3],
+    [30, 10],
+  ])("%i at once on maxExecution %i: exactly that many executions, the rest 412 MAX_EXECUTIONS_REACHED", async (count, max) => {
     const alice = await newOwner();
-    const wf = await createWorkflow(alice, { maxExecution: 3 });
-    const answers = await Promise.all(Array.from({ length: 10 }, () => trigger(alice, wf.id, { triggerType: "manual" })));
+    const wf = await createWorkflow(alice, { maxExecution: max });
+    const answers = await Promise.all(Array.from({ length: count }, () => trigger(alice, wf.id, { triggerType: "manual" })));
     const accepted = answers.filter((a) => a.status === 202);
     const refused = answers.filter((a) => a.status === 412);
-    expect(accepted).toHaveLength(3);
-    expect(refused).toHaveLength(7);
+    expect(accepted).toHaveLength(max);
+    expect(refused).toHaveLength(count - max);
     for (const r of refused) expect(r.body).toMatchObject({ code: "WORKFLOW_NOT_RUNNABLE", reason: "MAX_EXECUTIONS_REACHED" });
 
     const executions = await Promise.all(accepted.map((a) => terminal(alice, a.headers.get("location")!)));
-    expect(executions.map((e) => e.index).sort()).toEqual([0, 1, 2]);
-    expect(new Set(executions.map((e) => e.id)).size).toBe(3);
+    expect(executions.map((e) => e.index).sort((a, b) => a - b)).toEqual(Array.from({ length: max }, (_, i) => i));
+    expect(new Set(executions.map((e) => e.id)).size).toBe(max);
     const listed = await call(alice, "GET", `/workflows/${wf.id}/executions`);
-    expect(listed.body.data).toHaveLength(3);
+    expect(listed.body.data).toHaveLength(max);
     expect((await call(alice, "GET", `/workflows/${wf.id}`)).body).toMatchObject({
-      executionCount: 3,
+      executionCount: max,
       status: "completed",
       completionReason: "MAX_EXECUTIONS_REACHED",
     });
