@@ -16,7 +16,8 @@ import { issueToken } from "../shared/auth/token";
 import { Keys } from "../shared/store/keys";
 import { executionRoutes, workflowExecutionRoutes } from "../shared/execution/routes";
 import * as Execution from "../shared/execution/execution";
-import type { Cost, Step } from "../shared/execution/schemas";
+import * as v from "valibot";
+import { Execution as ExecutionSchema, ExecutionPage, Stats, StatusSummary, type Cost, type Step } from "../shared/execution/schemas";
 import type { Runtime } from "../shared/runtime";
 
 type Owner = `0x${string}`;
@@ -143,6 +144,7 @@ describe("the record", () => {
     expect(await Execution.finish(wf, id, { status: "failed", error: "1 of 3 steps failed: later", endAt: t0 + 900 })).toBe(true);
     res = await get(owner, `/executions/${id}?workflowId=${wf}`);
     expect(res.body).toMatchObject({ status: "failed", error: "1 of 3 steps failed: later", endAt: t0 + 900 });
+    expect(v.safeParse(ExecutionSchema, res.body).issues).toBeUndefined();
 
     // Terminal is final: a second finish loses, a late step is refused and changes nothing.
     expect(await Execution.finish(wf, id, { status: "success", endAt: t0 + 1000 })).toBe(false);
@@ -210,6 +212,7 @@ describe("retrieve and getStatus", () => {
     expect(status.status).toBe(200);
     expect(status.body).toEqual({ id, workflowId: wf, status: "error", startAt: t0, endAt: t0 + 1234, error: "workflow was deleted" });
     expect(status.headers.get("cache-control")).toBe("no-store");
+    expect(v.safeParse(StatusSummary, status.body).issues).toBeUndefined();
 
     const answers = [
       await get(stranger, `/executions/${id}?workflowId=${wf}`),
@@ -301,6 +304,7 @@ describe("lists, count and stats", () => {
     const page = await get(owner, "/executions");
     expect(page.body.data).toHaveLength(20);
     expect(page.body.data[0].steps[0].id).toBe("trigger1");
+    expect(v.safeParse(ExecutionPage, page.body).issues).toBeUndefined();
   });
 
   it("filters by workflow and status (lists and repeated keys), and the per-workflow list answers the same", async () => {
@@ -370,7 +374,7 @@ describe("lists, count and stats", () => {
       pending: inWindow.filter((r) => r.status === "pending").length,
       avgExecutionTime: Math.round(terminal.reduce((s, r) => s + r.duration!, 0) / terminal.length),
     });
-    expect(Number.isInteger(res.body.avgExecutionTime)).toBe(true);
+    expect(v.safeParse(Stats, res.body).issues).toBeUndefined();
 
     const perWorkflow = await get(owner, `/executions:stats?since=${since}&until=${until}&workflowId=${wfB}`);
     expect(perWorkflow.body.total).toBe(inWindow.filter((r) => r.wf === wfB).length);

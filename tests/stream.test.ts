@@ -9,7 +9,7 @@ import { randomBytes } from "node:crypto";
 import { getAddress } from "viem";
 import { ulid } from "ulid";
 import { DeleteCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
-import { useTestRuntime } from "./support/runtime";
+import { stackEnv, useTestRuntime } from "./support/runtime";
 import { startTestServer, type TestServer } from "./support/server";
 import { createApp } from "../shared/http/app";
 import { issueToken } from "../shared/auth/token";
@@ -273,5 +273,84 @@ describe("the stream", () => {
     const deadline = Date.now() + 1_000;
     while (Execution.listenerCount(e.workflowId, e.id) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     expect(Execution.listenerCount(e.workflowId, e.id)).toBe(0);
+  });
+});
+
+describe("the Lambda entry point (Function URL with response streaming)", () => {
+  it("streams the frames as they happen through streamHandle, and answers a problem before any byte", async () => {
+    // The Lambda runtime's globals, as streamHandle uses them: the response metadata, then the body written.
+    const metadata: { statusCode?: number; headers?: Record<string, string> }[] = [];
+    (globalThis as Record<string, unknown>).awslambda = {
+      streamifyResponse: (fn: unknown) => fn,
+      HttpResponseStream: { from: (stream: unknown, meta: (typeof metadata)[number]) => (metadata.push(meta), stream) },
+    };
+    Object.assign(process.env, {
+      ...stackEnv(),
+      LOG_LEVEL: "error",
+      STREAM_KEEPALIVE_MS: String(KEEPALIVE_MS),
+      STREAM_MAX_MS: String(MAX_MS),
+      SST_RESOURCE_Table: JSON.stringify({ name: runtime.config.tableName }),
+      SST_RESOURCE_JwtSigningKey: JSON.stringify({ value: runtime.config.jwtSigningKey }),
+    });
+    const { Writable } = await import("node:stream");
+    const { handler } = (await import("../functions/stream")) as unknown as {
+      handler: (event: unknown, stream: NodeJS.WritableStream, context: unknown) => Promise<void>;
+    };
+    const invoke = async (owner: Owner, rawPath: string, rawQueryString: string) => {
+      const chunks: { at: number; text: string }[] = [];
+      const sink = new Writable({
+        write(chunk: Buffer, _enc, done) {
+          chunks.push({ at: performance.now(), text: chunk.toString("utf8") });
+          done();
+        },
+      });
+      const now = Date.now();
+      const done = handler(
+        {
+          version: "2.0",
+          routeKey: "$default",
+          rawPath,
+          rawQueryString,
+          headers: { host: "abc.lambda-url.us-east-1.on.aws", ...(await auth(owner)) },
+          requestContext: {
+            accountId: "anonymous",
+            apiId: "abc",
+            domainName: "abc.lambda-url.us-east-1.on.aws",
+            domainPrefix: "abc",
+            http: { method: "GET", path: rawPath, protocol: "HTTP/1.1", sourceIp: "203.0.113.9", userAgent: "vitest" },
+            requestId: "r",
+            routeKey: "$default",
+            stage: "$default",
+            time: new Date(now).toUTCString(),
+            timeEpoch: now,
+          },
+          isBase64Encoded: false,
+        },
+        sink,
+        { awsRequestId: "lambda-req" },
+      );
+      return { chunks, done, text: () => chunks.map((c) => c.text).join("") };
+    };
+
+    const owner = newOwner();
+    const e = await pending(owner);
+    const live = await invoke(owner, `/executions/${e.id}:stream`, `workflowId=${e.workflowId}`);
+    const deadline = Date.now() + 3_000;
+    while (!live.text().includes("id: 1\n") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    expect(metadata[0]).toMatchObject({ statusCode: 200, headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } });
+    const before = performance.now();
+    await Execution.finish(e.workflowId, e.id, { status: "success", endAt: e.startAt + 1 });
+    await live.done;
+    const second = live.chunks.find((c) => c.text.includes("id: 2\n"))!;
+    expect(second.at - before).toBeLessThan(300);
+    expect(live.text()).toBe(
+      frame(1, { id: e.id, workflowId: e.workflowId, status: "pending", startAt: e.startAt }) +
+        frame(2, { id: e.id, workflowId: e.workflowId, status: "success", startAt: e.startAt, endAt: e.startAt + 1 }),
+    );
+
+    const foreign = await invoke(newOwner(), `/executions/${e.id}:stream`, `workflowId=${e.workflowId}`);
+    await foreign.done;
+    expect(metadata[1]).toMatchObject({ statusCode: 404, headers: { "content-type": "application/problem+json" } });
+    expect(JSON.parse(foreign.text()).code).toBe("EXECUTION_NOT_FOUND");
   });
 });
