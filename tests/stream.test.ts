@@ -273,6 +273,13 @@ describe("the stream", () => {
     const deadline = Date.now() + 1_000;
     while (Execution.listenerCount(e.workflowId, e.id) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     expect(Execution.listenerCount(e.workflowId, e.id)).toBe(0);
+
+    // A body nobody reads (HEAD) starts nothing: no listener, no polling.
+    const other = await pending(owner);
+    const head = await fetch(`${server.url}/executions/${other.id}:stream?workflowId=${other.workflowId}`, { method: "HEAD", headers: await auth(owner) });
+    expect(head.status).toBe(200);
+    expect(await head.text()).toBe("");
+    expect(Execution.listenerCount(other.workflowId, other.id)).toBe(0);
   });
 });
 

@@ -40,10 +40,7 @@ export function statusStream(owner: string, first: StatusSummary, options: Strea
   let wake: (() => void) | undefined;
   let timer: ReturnType<typeof setTimeout> | undefined;
 
-  const unsubscribe = onChange(first.workflowId, first.id, () => {
-    notified = true;
-    wake?.();
-  });
+  let unsubscribe = () => {};
   const stop = () => {
     stopped = true;
     unsubscribe();
@@ -74,7 +71,14 @@ export function statusStream(owner: string, first: StatusSummary, options: Strea
   return new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
-        if (frames === 0) return send(controller, first);
+        if (frames === 0) {
+          // Subscribed on the first read, not before: a body that is never sent (HEAD, a 429) leaves no listener.
+          unsubscribe = onChange(first.workflowId, first.id, () => {
+            notified = true;
+            wake?.();
+          });
+          return send(controller, first);
+        }
         while (!stopped) {
           const endAt = startedAt + options.maxMs;
           const keepaliveAt = lastWriteAt + options.keepaliveMs;
