@@ -12,6 +12,7 @@ import { serveApp } from "./http-server";
 import { startLocalStack } from "./stack";
 import { followUpPending } from "../shared/wallet/withdraw";
 import { sweep } from "../shared/execution/execution";
+import { recordOutcome } from "../shared/workflow/workflow";
 import { log } from "../shared/log";
 import { createInProcessBus, setBus } from "../shared/execution/bus";
 import { withRunner } from "../shared/execution/runner";
@@ -71,7 +72,12 @@ async function main() {
   }, 5_000);
   // Executions still pending after execution_timeout_ms end `error` (the AWS sweeper runs every minute).
   const sweeper = setInterval(() => {
-    sweep().catch((err) => log.warn("execution sweep failed", { error: (err as Error).message }));
+    const now = Date.now();
+    sweep(now)
+      .then(async ({ timedOut }) => {
+        for (const e of timedOut) await recordOutcome(e.workflowId, "error", now);
+      })
+      .catch((err) => log.warn("execution sweep failed", { error: (err as Error).message }));
   }, 30_000);
 
   let stopping = false;
