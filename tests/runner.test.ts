@@ -8,10 +8,11 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vites
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { privateKeyToAccount, generatePrivateKey } from "viem/accounts";
-import { parseEther, type Address } from "viem";
+import { parseEther } from "viem";
 import { stackEnv, useTestRuntime } from "./support/runtime";
-import { signIn, type SignedIn } from "./support/auth";
-import { httpTarget, startTestServer, type TestServer } from "./support/server";
+import { type SignedIn } from "./support/auth";
+import { startTestServer, type TestServer } from "./support/server";
+import { jsonClient, type Json, type Owner } from "./support/client";
 import { devnet, setBalance } from "./support/chain";
 import { createServiceApp } from "../shared/http/service";
 import { createInProcessBus, setBus, EVENT_SOURCE } from "../shared/execution/bus";
@@ -19,10 +20,11 @@ import { runExecution, withRunner } from "../shared/execution/runner";
 import * as Executions from "../shared/execution/execution";
 import { setRuntime, type Runtime } from "../shared/runtime";
 
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 let runtime: Runtime;
 let server: TestServer;
+const { call, ownerWithWallet } = jsonClient(() => server.url);
+const newOwner = (salt = "1") => ownerWithWallet(salt);
 let target: Server;
 let targetUrl: string;
 const hits = new Map<string, number>();
@@ -53,26 +55,8 @@ afterAll(async () => {
   await new Promise((resolve) => target?.close(resolve));
 });
 
-interface Owner extends SignedIn {
-  wallet: Address;
-}
 
-async function call(who: SignedIn, method: string, path: string, body?: unknown) {
-  const res = await fetch(server.url + path, {
-    method,
-    headers: { ...who.headers, ...(body === undefined ? {} : { "Content-Type": "application/json" }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, body: (text ? JSON.parse(text) : undefined) as Json };
-}
 
-async function newOwner(salt = "1"): Promise<Owner> {
-  const who = await signIn(httpTarget(server.url), { expiresInMs: 24 * 3600_000 });
-  const res = await call(who, "POST", "/wallets", { salt });
-  expect(res.status).toBe(201);
-  return { ...who, wallet: res.body.address };
-}
 
 const rest = (id: string, path: string) => ({ id, name: id, type: "restApi", config: { url: `${targetUrl}${path}`, method: "GET" } });
 

@@ -8,17 +8,18 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { privateKeyToAccount, generatePrivateKey } from "viem/accounts";
-import { parseEther, type Address } from "viem";
+import { parseEther } from "viem";
 import { useTestRuntime } from "./support/runtime";
-import { signIn, type SignedIn } from "./support/auth";
-import { httpTarget, startTestServer, type TestServer } from "./support/server";
+import { startTestServer, type TestServer } from "./support/server";
+import { jsonClient, type Json } from "./support/client";
 import { deployTestToken, devnet, setBalance } from "./support/chain";
 import { createServiceApp } from "../shared/http/service";
 
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 const TIMEOUT_MS = 2_000;
 let server: TestServer;
+const { call, ownerWithWallet } = jsonClient(() => server.url);
+const newOwner = (salt = "3") => ownerWithWallet(salt);
 let target: Server;
 let targetUrl: string;
 
@@ -42,26 +43,8 @@ afterAll(async () => {
   await new Promise((resolve) => target?.close(resolve));
 });
 
-interface Owner extends SignedIn {
-  wallet: Address;
-}
 
-async function call(who: SignedIn, method: string, path: string, body?: unknown) {
-  const res = await fetch(server.url + path, {
-    method,
-    headers: { ...who.headers, ...(body === undefined ? {} : { "Content-Type": "application/json" }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, body: (text ? JSON.parse(text) : undefined) as Json };
-}
 
-async function newOwner(): Promise<Owner> {
-  const who = await signIn(httpTarget(server.url), { expiresInMs: 24 * 3600_000 });
-  const res = await call(who, "POST", "/wallets", { salt: "3" });
-  expect(res.status).toBe(201);
-  return { ...who, wallet: res.body.address };
-}
 
 const manual = { id: "t", name: "start", type: "manual", config: { data: { amount: "1000" } } };
 const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/;

@@ -8,19 +8,21 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { useTestRuntime } from "./support/runtime";
-import { signIn, type SignedIn } from "./support/auth";
-import { httpTarget, startTestServer, type TestServer } from "./support/server";
+import { type SignedIn } from "./support/auth";
+import { startTestServer, type TestServer } from "./support/server";
+import { jsonClient, type Json, type Owner } from "./support/client";
 import { createServiceApp } from "../shared/http/service";
 import { createInProcessBus, setBus, type InProcessBus } from "../shared/execution/bus";
 import { withRunner } from "../shared/execution/runner";
 import * as Idempotency from "../shared/idempotency";
 import type { Runtime } from "../shared/runtime";
 
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 const SECRET = "sk-live-7f3c9a1e5b";
 let runtime: Runtime;
 let server: TestServer;
+const { call, ownerWithWallet } = jsonClient(() => server.url);
+const newOwner = (salt = "1") => ownerWithWallet(salt);
 let target: Server;
 let targetUrl: string;
 let bus: InProcessBus;
@@ -51,26 +53,8 @@ afterAll(async () => {
   await new Promise((resolve) => target?.close(resolve));
 });
 
-interface Owner extends SignedIn {
-  wallet: string;
-}
 
-async function call(who: SignedIn, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
-  const res = await fetch(server.url + path, {
-    method,
-    headers: { ...who.headers, ...headers, ...(body === undefined ? {} : { "Content-Type": "application/json" }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, headers: res.headers, body: (text ? JSON.parse(text) : undefined) as Json };
-}
 
-async function newOwner(): Promise<Owner> {
-  const who = await signIn(httpTarget(server.url), { expiresInMs: 24 * 3600_000 });
-  const res = await call(who, "POST", "/wallets", { salt: "1" });
-  expect(res.status).toBe(201);
-  return { ...who, wallet: res.body.address };
-}
 
 const code = (id: string, source = "return 1") => ({ id, name: id, type: "customCode", config: { source } });
 

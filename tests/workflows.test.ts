@@ -9,20 +9,21 @@ import { ulid } from "ulid";
 import { Client } from "@avaprotocol/sdk-js";
 import { generatePrivateKey } from "viem/accounts";
 import { useTestRuntime } from "./support/runtime";
-import { signIn, type SignedIn } from "./support/auth";
-import { httpTarget, startTestServer, type TestServer } from "./support/server";
+import { startTestServer, type TestServer } from "./support/server";
+import { jsonClient, type Json, type Owner } from "./support/client";
 import { createServiceApp } from "../shared/http/service";
 import { Keys } from "../shared/store/keys";
 import { ApiError } from "../shared/errors";
 import * as Workflow from "../shared/workflow/workflow";
 import type { Runtime } from "../shared/runtime";
 
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 const CAP = 3;
 const MAX_DOC = 12_000;
 let runtime: Runtime;
 let server: TestServer;
+const { call, ownerWithWallet } = jsonClient(() => server.url);
+const newOwner = (salt = "1") => ownerWithWallet(salt);
 let offset = 0;
 const now = () => Date.now() + offset;
 /** Moves the service's clock forward (tokens live 24 h, so minutes are harmless). */
@@ -45,27 +46,8 @@ afterAll(async () => {
   await server?.close();
 });
 
-interface Owner extends SignedIn {
-  wallet: string;
-}
 
-async function call(who: SignedIn, method: string, path: string, body?: unknown) {
-  const res = await fetch(server.url + path, {
-    method,
-    headers: { ...who.headers, ...(body === undefined ? {} : { "Content-Type": "application/json" }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, headers: res.headers, body: (text ? JSON.parse(text) : undefined) as Json };
-}
 
-/** A signed-in owner with one registered wallet (salt 1 on the default chain). */
-async function newOwner(): Promise<Owner> {
-  const who = await signIn(httpTarget(server.url), { expiresInMs: 24 * 3600_000 });
-  const res = await call(who, "POST", "/wallets", { salt: "1" });
-  expect(res.status).toBe(201);
-  return { ...who, wallet: res.body.address };
-}
 
 const code = (id: string, source = "return 1") => ({ id, name: id, type: "customCode", config: { source } });
 const definition = (wallet: string, extra: Json = {}) => ({
