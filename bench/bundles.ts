@@ -36,12 +36,15 @@ const IMPORT_ENV = {
   AWS_REGION: "us-east-1",
   SST_RESOURCE_Table: JSON.stringify({ name: "bench" }),
   SST_RESOURCE_JwtSigningKey: JSON.stringify({ value: "unused at import" }),
+  SST_RESOURCE_Bus: JSON.stringify({ name: "bench" }),
   NODE_NO_WARNINGS: "1",
 };
 
 /** Milliseconds from `import()` to the module being evaluated, in a fresh Node process. */
 function importTime(file: string): number {
-  const script = `const t = performance.now(); await import(${JSON.stringify(pathToFileURL(file).href)}); process.stdout.write(String(performance.now() - t));`;
+  // The Lambda runtime's global for response streaming (functions/stream.ts) exists before the handler loads.
+  const awslambda = "globalThis.awslambda = { streamifyResponse: (f) => f, HttpResponseStream: { from: (s) => s } };";
+  const script = `${awslambda} const t = performance.now(); await import(${JSON.stringify(pathToFileURL(file).href)}); process.stdout.write(String(performance.now() - t));`;
   let out: string;
   try {
     out = execFileSync(process.execPath, ["--input-type=module", "-e", script], { env: IMPORT_ENV, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
