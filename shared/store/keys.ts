@@ -41,6 +41,11 @@ export const Keys = {
   executionInput: (id: string, part: number) => ({ pk: `EXEC#${id}`, sk: `INPUT#${String(part).padStart(2, "0")}` }),
   /** Fire records (pattern 17): at most one execution per fire id, expiring after the fire can no longer repeat. */
   fire: (fireId: string) => ({ pk: `FIRE#${fireId}`, sk: "FIRE" }),
+  /** Chain checkpoint (pattern 18): the last block the chain's watcher processed, with the watcher's lease. */
+  chainCheckpoint: (chainId: number) => ({ pk: `CHAIN#${chainId}`, sk: "CHECKPOINT" }),
+  /** Watch entry of a block/event workflow (pattern 19): beside its record, listed per chain through sparse gsi2. */
+  watch: (workflowId: string) => ({ pk: `WF#${workflowId}`, sk: "WATCH" }),
+  watchByChain: (chainId: number, workflowId: string) => ({ gsi2pk: `CHAIN#${chainId}#WATCH`, gsi2sk: workflowId }),
 
   /** Per-owner counters guarded by conditional updates (secrets, wallets per chain, active workflows). */
   counter: (owner: string, name: string) => ({ pk: Keys.owner(owner), sk: `COUNTER#${name}` }),
