@@ -37,6 +37,8 @@ import { checksumAddress, type Address } from "../address";
 import { log } from "../log";
 import { Secret } from "../secret";
 import { validateDefinition } from "./definition";
+import { startFiring, stopFiring } from "../schedule/port";
+import * as Watch from "../watch/registry";
 import type { COMPLETION_REASONS, Edge, Node, Trigger, Workflow } from "./schemas";
 
 export const ENTITY = "workflow";
@@ -286,6 +288,8 @@ export async function create(body: Record<string, unknown>): Promise<WorkflowInf
     ...record,
   };
   await takeSlot(owner, () => ({ Put: { TableName: table(), Item: item, ConditionExpression: "attribute_not_exists(pk)" } }));
+  await startFiring(record, now);
+  await Watch.watch(record, now);
   return info;
 }
 
@@ -538,7 +542,11 @@ export async function pause(rawId: string): Promise<WorkflowInfo> {
       },
     };
     const written = await writeReleasingSlot(record.owner, update, record.holdsSlot === true);
-    if (written) return toInfo({ ...record, status: "disabled", holdsSlot: false, updatedAt: now }, now);
+    if (written) {
+      await stopFiring(record);
+      await Watch.unwatch(record.id);
+      return toInfo({ ...record, status: "disabled", holdsSlot: false, updatedAt: now }, now);
+    }
     await backoff(attempt);
   }
   throw new Error("Workflow pause kept conflicting with concurrent writes");
@@ -562,7 +570,11 @@ export async function resume(rawId: string): Promise<WorkflowInfo> {
         ExpressionAttributeValues: { ":disabled": "disabled", ":enabled": "enabled", ":true": true, ":now": now },
       },
     }));
-    if (written) return toInfo({ ...record, status: "enabled", holdsSlot: true, updatedAt: now }, now);
+    if (written) {
+      await startFiring(record, now);
+      await Watch.watch(record, now);
+      return toInfo({ ...record, status: "enabled", holdsSlot: true, updatedAt: now }, now);
+    }
     await backoff(attempt);
   }
   throw new Error("Workflow resume kept conflicting with concurrent writes");
@@ -660,7 +672,10 @@ async function removeWorkflowSecrets(id: string): Promise<void> {
  * event: pattern 19) remove the workflow's schedule and watch entries here when they exist. Until then there is
  * nothing to remove; a fire that still arrives finds no record (`getForRun` → undefined) and runs nothing.
  */
-async function stopAutomaticFiring(_record: WorkflowRecord): Promise<void> {}
+async function stopAutomaticFiring(record: WorkflowRecord): Promise<void> {
+  await stopFiring(record);
+  await Watch.unwatch(record.id);
+}
 
 // ---------------------------------------------------------------------------------------------------------
 // Claiming an execution (§8.8.7, §8.2) and recording its outcome
@@ -742,6 +757,7 @@ export async function claim(id: string, opts: ClaimOptions): Promise<{ workflow:
         updatedAt: now,
         ...(completes ? { status: "completed" as const, completionReason: "MAX_EXECUTIONS_REACHED" as const, completedAt: now, holdsSlot: false } : {}),
       };
+      if (completes) await Promise.all([stopFiring(record), Watch.unwatch(record.id)]);
       return { workflow: claimed, index };
     } catch (err) {
       if (errorName(err) !== "TransactionCanceledException") throw err;
@@ -812,7 +828,7 @@ export async function recordOutcome(id: string, status: "success" | "failed" | "
         },
       },
     };
-    if (await writeReleasingSlot(updated.owner, write, held)) return;
+    if (await writeReleasingSlot(updated.owner, write, held)) return void (await Promise.all([stopFiring(updated), Watch.unwatch(id)]));
     const again = await read(id);
     if (!again) return;
     updated = again;

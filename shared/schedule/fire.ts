@@ -1,0 +1,119 @@
+/**
+ * One fire of a time trigger (API.md §8.3.7), whoever delivers it (the local scheduler's loop, EventBridge
+ * Scheduler through functions/schedule.ts), as often as it is delivered:
+ * 1. the instant must be one of the trigger's own fires (a listed epoch; for cron an instant `cronFires` yields,
+ *    so a delivery in a skipped or repeated local hour that §8.3.3 does not fire is dropped whatever the
+ *    scheduler's own daylight-saving rules) inside `[startAt, expiredAt)`;
+ * 2. outage rule: a fire at most `missed_fire_grace_ms` late runs (once), an older one is skipped;
+ * 3. the claim (runnable at fire time, checked atomically) writes the fire record `FIRE#<workflow>:<trigger>:<instant>`
+ *    (store pattern 17) in the same transaction as the execution, so a second delivery claims nothing;
+ * 4. the execution goes to a runner through the bus, like an asynchronous manual trigger.
+ */
+import { ulid } from "ulid";
+import { ApiError } from "../errors";
+import { log } from "../log";
+import { useRuntime } from "../runtime";
+import { executionFee, valueFeeFor } from "../engine/fees";
+import { cronFires } from "../workflow/definition";
+import type { Trigger } from "../workflow/schemas";
+import * as Workflow from "../workflow/workflow";
+import * as Executions from "../execution/execution";
+import { createInProcessBus, currentBus, setBus } from "../execution/bus";
+import { runInputStorage, withRunner } from "../execution/runner";
+import { triggerStepOutput } from "../execution/trigger-output";
+
+type TimeTrigger = Extract<Trigger, { type: "cron" | "fixedTime" }> & { id: string };
+type Window = Pick<Workflow.WorkflowRecord, "startAt" | "expiredAt">;
+
+export type FireResult =
+  | { outcome: "fired"; executionId: string }
+  | { outcome: "duplicate" }
+  /** `stop`: the workflow will never fire again (deleted, terminal, not time-triggered): its schedules can go. */
+  | { outcome: "skipped"; reason: string; stop: boolean };
+
+export const fireId = (workflowId: string, triggerId: string, instant: number) => `${workflowId}:${triggerId}:${instant}`;
+
+const isTimeTrigger = (trigger: Trigger & { id: string }): trigger is TimeTrigger => trigger.type === "cron" || trigger.type === "fixedTime";
+
+/** The trigger's next `count` fire instants after `after` (exclusive) inside `[startAt, expiredAt)`, ascending. */
+export function upcomingFires(trigger: Trigger, window: Window, after: number, count: number): number[] {
+  const from = window.startAt !== undefined ? Math.max(after, window.startAt - 1) : after;
+  const inside = (t: number) => window.expiredAt === undefined || t < window.expiredAt;
+  if (trigger.type === "fixedTime") {
+    return [...new Set(trigger.config.epochs)].filter((t) => t > from && inside(t)).sort((a, b) => a - b).slice(0, count);
+  }
+  if (trigger.type === "cron") {
+    return cronFires(trigger.config.schedules, trigger.config.timezone ?? "UTC", from, count).map((f) => f.at).filter(inside);
+  }
+  return [];
+}
+
+/** True when `instant` is one of the trigger's fires (ignoring the window). */
+function isFireInstant(trigger: TimeTrigger, instant: number): boolean {
+  if (trigger.type === "fixedTime") return trigger.config.epochs.includes(instant);
+  return cronFires(trigger.config.schedules, trigger.config.timezone ?? "UTC", instant - 1, 1)[0]?.at === instant;
+}
+
+export async function fireTimeTrigger(input: { workflowId: string; triggerId?: string; instant: number; now: number }): Promise<FireResult> {
+  const { workflowId, instant, now } = input;
+  const workflow = await Workflow.getForRun(workflowId);
+  if (!workflow) return { outcome: "skipped", reason: "WORKFLOW_NOT_FOUND", stop: true };
+  const trigger = workflow.trigger;
+  if (!isTimeTrigger(trigger)) return { outcome: "skipped", reason: "NOT_TIME_TRIGGERED", stop: true };
+  if (input.triggerId !== undefined && input.triggerId !== trigger.id) return { outcome: "skipped", reason: "TRIGGER_CHANGED", stop: false };
+  if (!Number.isSafeInteger(instant) || !isFireInstant(trigger, instant)) return { outcome: "skipped", reason: "NOT_A_FIRE_INSTANT", stop: false };
+  if (workflow.startAt !== undefined && instant < workflow.startAt) return { outcome: "skipped", reason: "BEFORE_START", stop: false };
+  if (workflow.expiredAt !== undefined && instant >= workflow.expiredAt) return { outcome: "skipped", reason: "EXPIRED", stop: true };
+  const grace = useRuntime().config.limits.missedFireGraceMs;
+  if (now - instant > grace) return { outcome: "skipped", reason: "MISSED", stop: false };
+
+  const id = fireId(workflow.id, trigger.id, instant);
+  const executionId = ulid(now);
+  const output = triggerStepOutput(trigger, undefined, instant);
+  const storage = await runInputStorage(executionId, { triggerOutput: output });
+  try {
+    await Workflow.claim(workflow.id, {
+      now,
+      // The record only has to outlive every delivery that could still claim: later ones are skipped as missed.
+      fire: { fireId: id, expiresAt: Math.ceil((instant + grace) / 1000) + 3600 },
+      execution: (index, claimed) => ({
+        ...Executions.pendingItem({
+          workflowId: claimed.id,
+          owner: claimed.owner,
+          chainId: claimed.chainId,
+          id: executionId,
+          index,
+          startAt: now,
+          executionFee: executionFee(),
+          valueFee: valueFeeFor(claimed.nodes),
+          triggerStep: { id: trigger.id, type: trigger.type, name: trigger.name, success: true, config: trigger.config as Record<string, unknown>, output, startAt: now, endAt: now },
+        }),
+        ...storage.attributes,
+      }),
+    });
+  } catch (err) {
+    await storage.discard();
+    if (err instanceof Workflow.DuplicateFire) return { outcome: "duplicate" };
+    if (err instanceof ApiError && err.status === 404) return { outcome: "skipped", reason: "WORKFLOW_NOT_FOUND", stop: true };
+    if (err instanceof ApiError && err.status === 412) {
+      const reason = err.extra.reason ?? "NOT_RUNNABLE";
+      return { outcome: "skipped", reason, stop: !["DISABLED", "NOT_STARTED"].includes(reason) };
+    }
+    throw err;
+  }
+  await handOver(workflow.id, executionId, now);
+  return { outcome: "fired", executionId };
+}
+
+/** `execution.requested` on the bus; a refusal ends the execution `error` at once (as the manual trigger does). */
+async function handOver(workflowId: string, executionId: string, now: number): Promise<void> {
+  const bus = currentBus() ?? setBus(withRunner(createInProcessBus()));
+  try {
+    await bus.publish({ type: "execution.requested", workflowId, executionId });
+  } catch (err) {
+    log.error("could not publish execution.requested", { workflowId, executionId, error: (err as Error).message });
+    if (await Executions.finish(workflowId, executionId, { status: "error", error: "the run could not be handed to a runner", endAt: now })) {
+      await Workflow.recordOutcome(workflowId, "error", now);
+    }
+  }
+}
