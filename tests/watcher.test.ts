@@ -1,0 +1,238 @@
+/**
+ * The chain watcher (API.md §8.3.4-§8.3.7) on the devnet: workflows created, paused and deleted over the real
+ * HTTP server; passes of the watcher driven directly (as the polling loop does), blocks mined with the test
+ * client; executions read back over HTTP. The devnet also mines for the other test files running in parallel,
+ * so every expectation is stated over the range a pass reports it processed.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { createPublicClient, custom, encodeEventTopics, getAddress, pad, zeroAddress, type Address, type PublicClient } from "viem";
+import { privateKeyToAccount, generatePrivateKey } from "viem/accounts";
+import { useTestRuntime } from "./support/runtime";
+import { startTestServer, type TestServer } from "./support/server";
+import { jsonClient, type Json, type Owner } from "./support/client";
+import { deployTestToken, devnet } from "./support/chain";
+import { createServiceApp } from "../shared/http/service";
+import { createInProcessBus, setBus, type InProcessBus } from "../shared/execution/bus";
+import { withRunner } from "../shared/execution/runner";
+import { Keys } from "../shared/store/keys";
+import { fireExecution, watchChain, type PassResult } from "../shared/watch/watcher";
+import { watchersOf } from "../shared/watch/registry";
+import type { Runtime } from "../shared/runtime";
+
+const CHAIN = 31337;
+const HOLDER = "watcher-test";
+let runtime: Runtime;
+let server: TestServer;
+let bus: InProcessBus;
+let owner: Owner;
+const { call, ownerWithWallet } = jsonClient(() => server.url);
+
+beforeAll(async () => {
+  runtime = await useTestRuntime({ MIN_BLOCK_INTERVAL_S: "0", RATE_LIMIT_BURST: "100000", RATE_LIMIT_RPS: "10000" });
+  bus = setBus(withRunner(createInProcessBus()));
+  server = await startTestServer(createServiceApp());
+  owner = await ownerWithWallet();
+});
+
+afterAll(async () => {
+  await bus?.idle();
+  await server?.close();
+});
+
+const transferEvent = { type: "event", name: "Transfer", inputs: [{ name: "from", type: "address", indexed: true }, { name: "to", type: "address", indexed: true }, { name: "value", type: "uint256", indexed: false }] } as const;
+const balanceOf = { type: "function", name: "balanceOf", stateMutability: "view", inputs: [{ name: "who", type: "address" }], outputs: [{ name: "", type: "uint256" }] };
+const TRANSFER = encodeEventTopics({ abi: [transferEvent], eventName: "Transfer" })[0];
+const randomAddress = () => privateKeyToAccount(generatePrivateKey()).address;
+const code = { id: "after", name: "after", type: "customCode", config: { source: "return 1" } };
+
+async function createWorkflow(trigger: Json): Promise<string> {
+  const res = await call(owner, "POST", "/workflows", { smartWalletAddress: owner.wallet, trigger, nodes: [code] });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return res.body.id as string;
+}
+const remove = async (id: string) => expect((await call(owner, "DELETE", `/workflows/${id}`)).status).toBe(204);
+
+const eventTrigger = (query: Json, extra: Json = {}) => ({ id: "watch", name: "watch", type: "event", config: { queries: [query], ...extra } });
+const transfersTo = (token: Address, to: Address, extra: Json = {}) => ({ addresses: [token], topics: [TRANSFER, null, pad(to)], ...extra });
+
+/** Executions of a workflow after every run handed over so far has finished, oldest first. */
+async function executions(id: string): Promise<Json[]> {
+  await bus.idle();
+  const res = await call(owner, "GET", `/workflows/${id}/executions?limit=200`);
+  expect(res.status).toBe(200);
+  return (res.body.data as Json[]).reverse();
+}
+const triggerData = (e: Json) => e.steps[0].output.data as Json;
+
+const pass = (client?: PublicClient): Promise<PassResult> => watchChain(CHAIN, { holder: HOLDER, ...(client ? { client } : {}) });
+const firedFor = (r: PassResult, id: string) => r.fired.filter((f) => f.workflowId === id);
+/** Moves the checkpoint back, as if a second invocation processed the range again. */
+const rewindTo = (block: number) =>
+  runtime.db.send(
+    new UpdateCommand({ TableName: runtime.config.tableName, Key: Keys.chainCheckpoint(CHAIN), UpdateExpression: "SET #b = :b", ExpressionAttributeNames: { "#b": "block" }, ExpressionAttributeValues: { ":b": block } }),
+  );
+const multiplesIn = (from: number, to: number, k: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i).filter((n) => n % k === 0);
+
+describe("chain watcher", () => {
+  it("a first pass only sets the checkpoint at the head; a block trigger with interval 3 fires on the multiples of 3 only, once each", async () => {
+    const id = await createWorkflow({ id: "blocks", name: "blocks", type: "block", config: { interval: 3 } });
+    expect((await watchersOf(CHAIN)).map((w) => w.workflowId)).toEqual([id]);
+    const first = await pass();
+    expect(first.status).toBe("started");
+    expect(first.fired).toEqual([]);
+
+    await devnet().testClient.mine({ blocks: 7 });
+    const r = await pass();
+    expect(r.status).toBe("processed");
+    const expected = multiplesIn(r.from!, r.to!, 3);
+    expect(expected.length).toBeGreaterThanOrEqual(2);
+    expect(firedFor(r, id).map((f) => f.fireId)).toEqual(expected.map((n) => `${id}:blocks:block:${n}`));
+
+    const runs = await executions(id);
+    expect(runs.map((e) => triggerData(e).blockNumber)).toEqual(expected);
+    const block = await devnet().client.getBlock({ blockNumber: BigInt(expected[0]!) });
+    expect(triggerData(runs[0]!)).toEqual({
+      blockNumber: expected[0],
+      blockHash: block.hash,
+      parentHash: block.parentHash,
+      timestamp: Number(block.timestamp) * 1000,
+      gasLimit: block.gasLimit.toString(),
+      gasUsed: block.gasUsed.toString(),
+    });
+    expect(runs.every((e) => e.status === "success")).toBe(true);
+
+    // Paused: its entry is gone, so the watcher no longer reads anything for it, and nothing fires.
+    expect((await call(owner, "POST", `/workflows/${id}:pause`)).status).toBe(200);
+    expect(await watchersOf(CHAIN)).toEqual([]);
+    await devnet().testClient.mine({ blocks: 4 });
+    const paused = await pass();
+    expect(paused.status).toBe("idle");
+    expect(await executions(id)).toHaveLength(expected.length);
+    await remove(id);
+  });
+
+  it("an ERC-20 Transfer to a watched address with a gte condition fires once with decoded fields; a lower one does not; a repeated range or delivery makes no second execution", async () => {
+    const token = await deployTestToken();
+    const watched = randomAddress();
+    const id = await createWorkflow(
+      eventTrigger(
+        transfersTo(token.address, watched, {
+          contractAbi: [transferEvent, balanceOf],
+          conditions: [{ fieldName: "Transfer.value", operator: "gte", value: "1000" }],
+          methodCalls: [{ methodName: "balanceOf", methodParams: [watched] }],
+        }),
+      ),
+    );
+    await pass();
+    await token.mint(watched, 1500n);
+    await token.mint(watched, 999n);
+    await token.mint(randomAddress(), 5000n);
+    const r = await pass();
+    expect(r.status).toBe("processed");
+    const fired = firedFor(r, id);
+    expect(fired).toHaveLength(1);
+
+    const [run] = await executions(id);
+    const data = triggerData(run!);
+    expect(data).toMatchObject({
+      address: getAddress(token.address),
+      eventName: "Transfer",
+      args: { from: zeroAddress, to: getAddress(watched), value: "1500" },
+      topics: [TRANSFER, pad(zeroAddress), pad(watched).toLowerCase()],
+      methodResults: [{ methodName: "balanceOf", contractAddress: getAddress(token.address), success: true, value: "2499" }],
+    });
+    const receipt = await devnet().client.getTransactionReceipt({ hash: data.transactionHash });
+    expect(data.blockNumber).toBe(Number(receipt.blockNumber));
+    expect(data.blockHash).toBe(receipt.blockHash);
+    expect(data.logIndex).toBe(receipt.logs[0]!.logIndex);
+    expect(fired[0]!.fireId).toBe(`${id}:watch:log:${data.transactionHash}:0`);
+    expect(run!.status).toBe("success");
+
+    // The same range once more (a second invocation, a pass that died before its checkpoint): no new execution.
+    await rewindTo(r.from! - 1);
+    const again = await pass();
+    expect(firedFor(again, id)).toEqual([]);
+    expect(again.duplicates).toContain(fired[0]!.fireId);
+    // The same fire delivered directly once more: a no-op.
+    expect(await fireExecution(id, fired[0]!.fireId, { data: data })).toEqual({ kind: "duplicate" });
+    expect(await executions(id)).toHaveLength(1);
+    await remove(id);
+  });
+
+  it("cooldownSeconds: a second match within the cooldown does not fire", async () => {
+    const token = await deployTestToken();
+    const watched = randomAddress();
+    const id = await createWorkflow(eventTrigger(transfersTo(token.address, watched), { cooldownSeconds: 3600 }));
+    await pass();
+    await token.mint(watched, 1n);
+    await token.mint(watched, 2n);
+    const r = await pass();
+    expect(firedFor(r, id)).toHaveLength(1);
+    await token.mint(watched, 3n);
+    expect(firedFor(await pass(), id)).toHaveLength(0);
+    const runs = await executions(id);
+    expect(runs.map((e) => triggerData(e).data)).toEqual([pad("0x1")]);
+    await remove(id);
+  });
+
+  it("stopped for 20 blocks, then restarted: every missed match fires exactly once", async () => {
+    const token = await deployTestToken();
+    const watched = randomAddress();
+    const events = await createWorkflow(eventTrigger(transfersTo(token.address, watched)));
+    const blocks = await createWorkflow({ id: "blocks", name: "blocks", type: "block", config: { interval: 4 } });
+    await pass();
+    // No pass while 20+ blocks are mined, five of them with a matching transfer.
+    for (let i = 1; i <= 5; i++) {
+      await token.mint(watched, BigInt(i));
+      await devnet().testClient.mine({ blocks: 3 });
+    }
+    const r = await pass();
+    expect(r.to! - r.from! + 1).toBeGreaterThanOrEqual(20);
+    expect(firedFor(r, events)).toHaveLength(5);
+    expect(firedFor(r, blocks).map((f) => f.fireId)).toEqual(multiplesIn(r.from!, r.to!, 4).map((n) => `${blocks}:blocks:block:${n}`));
+    const runs = await executions(events);
+    expect(runs.map((e) => BigInt(triggerData(e).data))).toEqual([1n, 2n, 3n, 4n, 5n]);
+
+    // Restarted from an older checkpoint again: nothing fires twice.
+    await rewindTo(r.from! - 1);
+    const again = await pass();
+    expect(firedFor(again, events)).toEqual([]);
+    expect(firedFor(again, blocks).filter((f) => Number(f.fireId.split(":").pop()) <= r.to!)).toEqual([]);
+    expect(await executions(events)).toHaveLength(5);
+    await remove(events);
+    await remove(blocks);
+  });
+
+  it("RPC calls per pass do not grow with the number of event-triggered workflows (one eth_getLogs for all)", async () => {
+    const token = await deployTestToken();
+    const d = devnet();
+    const counting = () => {
+      const calls: string[] = [];
+      const client = createPublicClient({
+        transport: custom({ request: ({ method, params }) => (calls.push(method), d.client.request({ method, params } as never)) }),
+      }) as PublicClient;
+      return { calls, client };
+    };
+    const measure = async (target: Address) => {
+      await pass();
+      await token.mint(target, 7n);
+      const { calls, client } = counting();
+      const r = await pass(client);
+      return { calls: [...calls].sort(), fired: r.fired.length };
+    };
+
+    const targets = Array.from({ length: 20 }, randomAddress);
+    const ids = [await createWorkflow(eventTrigger(transfersTo(token.address, targets[0]!)))];
+    const one = await measure(targets[0]!);
+    for (const target of targets.slice(1)) ids.push(await createWorkflow(eventTrigger(transfersTo(token.address, target))));
+    const twenty = await measure(targets[7]!);
+
+    expect(one.fired).toBe(1);
+    expect(twenty.fired).toBe(1);
+    expect(one.calls.filter((m) => m === "eth_getLogs")).toHaveLength(1);
+    expect(twenty.calls.filter((m) => m === "eth_getLogs")).toHaveLength(1);
+    expect(twenty.calls).toEqual(one.calls);
+    for (const id of ids) await remove(id);
+  });
+});
