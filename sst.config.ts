@@ -17,6 +17,7 @@ export default $config({
     const { api } = await import("./infra/api");
     const { bus } = await import("./infra/bus");
     const { stream } = await import("./infra/stream");
+    await import("./infra/watcher");
     return {
       api: api.url,
       bus: bus.name,

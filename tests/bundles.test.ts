@@ -40,6 +40,8 @@ const DENY: Record<string, string[]> = {
   runner: [...NEVER, "hono", "jose", "@valibot/to-json-schema"],
   // A scheduled worker: no HTTP app, no tokens.
   sweeper: [...NEVER, "hono", "jose", "@valibot/to-json-schema"],
+  // The chain watcher: claims fires and reads chains; no HTTP app, no tokens.
+  watcher: [...NEVER, "hono", "jose", "@valibot/to-json-schema"],
 };
 
 const denied = (name: string, rules: string[]) =>

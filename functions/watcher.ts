@@ -1,0 +1,21 @@
+/**
+ * The chain watcher (shared/watch/watcher.ts), started every minute by infra/watcher.ts: it passes over every
+ * configured chain about twice per block time and stops just before the next start, so a fire follows its block
+ * within about one block time. Each chain's checkpoint lease keeps an overlapping invocation off the same range.
+ */
+import "./bootstrap";
+import type { Context } from "aws-lambda";
+import { Resource } from "sst";
+import { createEventBridgeBus, setBus } from "../shared/execution/bus";
+import { startWatching } from "../shared/watch/watcher";
+
+// Fires reach the runner function through the app's bus (infra/bus.ts).
+setBus(createEventBridgeBus({ busName: (Resource as unknown as { Bus: { name: string } }).Bus.name }));
+
+/** Left for the last pass to finish and the leases to be released before the function's timeout. */
+const MARGIN_MS = 8_000;
+
+export const handler = async (_event: unknown, context: Context) => {
+  const until = Date.now() + Math.min(context.getRemainingTimeInMillis() - MARGIN_MS, 55_000);
+  await startWatching({ holder: `watcher-${context.awsRequestId}`, until }).done;
+};

@@ -1,0 +1,22 @@
+// The chain watcher (functions/watcher.ts): started every minute, it keeps polling the configured chains until
+// just before the next start, so block and event fires follow their block by about one block time. A lease on
+// each chain's checkpoint keeps two overlapping invocations off the same blocks; the fire record of each claim
+// makes a repeated range harmless anyway.
+import { table } from "./table";
+import { jwtSigningKey, chains } from "./secrets";
+import { bus } from "./bus";
+
+export const watcher = new sst.aws.Cron("ChainWatcher", {
+  schedule: "rate(1 minute)",
+  function: {
+    handler: "functions/watcher.handler",
+    runtime: "nodejs22.x",
+    architecture: "arm64",
+    memory: "512 MB",
+    // Polls for about 55 s; the margin lets a slow last pass finish and release its leases.
+    timeout: "70 seconds",
+    link: [table, jwtSigningKey, bus],
+    // Claims and publishes fires and reads chains; it never signs nor decrypts, so no key permissions.
+    environment: { CHAINS: chains.value },
+  },
+});
