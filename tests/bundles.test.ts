@@ -42,6 +42,8 @@ const DENY: Record<string, string[]> = {
   sweeper: [...NEVER, "hono", "jose", "@valibot/to-json-schema"],
   // The chain watcher: claims fires and reads chains; no HTTP app, no tokens.
   watcher: [...NEVER, "hono", "jose", "@valibot/to-json-schema"],
+  // The EventBridge Scheduler target (time fires): claim and hand-over, no HTTP app, no tokens.
+  schedule: [...NEVER, "hono", "jose", "@valibot/to-json-schema"],
 };
 
 const denied = (name: string, rules: string[]) =>

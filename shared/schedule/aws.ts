@@ -238,3 +238,18 @@ export function createEventBridgeScheduler(options: EventBridgeSchedulerOptions)
     },
   };
 }
+
+/** The adapter as a deployed function sees it: infra/scheduler.ts sets these variables. */
+export function eventBridgeSchedulerFromEnvironment(env: Record<string, string | undefined> = process.env): EventBridgeScheduler {
+  const need = (name: string) => {
+    const value = env[name];
+    if (!value) throw new Error(`${name} is not set (infra/scheduler.ts provides it)`);
+    return value;
+  };
+  return createEventBridgeScheduler({
+    groupName: need("SCHEDULE_GROUP"),
+    targetArn: need("SCHEDULE_TARGET_ARN"),
+    roleArn: need("SCHEDULER_ROLE_ARN"),
+    deadLetterArn: need("SCHEDULE_DEAD_LETTER_ARN"),
+  });
+}

@@ -37,6 +37,7 @@ import { checksumAddress, type Address } from "../address";
 import { log } from "../log";
 import { Secret } from "../secret";
 import { validateDefinition } from "./definition";
+import { startFiring, stopFiring } from "../schedule/port";
 import * as Watch from "../watch/registry";
 import type { COMPLETION_REASONS, Edge, Node, Trigger, Workflow } from "./schemas";
 
@@ -287,6 +288,7 @@ export async function create(body: Record<string, unknown>): Promise<WorkflowInf
     ...record,
   };
   await takeSlot(owner, () => ({ Put: { TableName: table(), Item: item, ConditionExpression: "attribute_not_exists(pk)" } }));
+  await startFiring(record, now);
   await Watch.watch(record, now);
   return info;
 }
@@ -541,6 +543,7 @@ export async function pause(rawId: string): Promise<WorkflowInfo> {
     };
     const written = await writeReleasingSlot(record.owner, update, record.holdsSlot === true);
     if (written) {
+      await stopFiring(record);
       await Watch.unwatch(record.id);
       return toInfo({ ...record, status: "disabled", holdsSlot: false, updatedAt: now }, now);
     }
@@ -568,6 +571,7 @@ export async function resume(rawId: string): Promise<WorkflowInfo> {
       },
     }));
     if (written) {
+      await startFiring(record, now);
       await Watch.watch(record, now);
       return toInfo({ ...record, status: "enabled", holdsSlot: true, updatedAt: now }, now);
     }
@@ -669,6 +673,7 @@ async function removeWorkflowSecrets(id: string): Promise<void> {
  * nothing to remove; a fire that still arrives finds no record (`getForRun` → undefined) and runs nothing.
  */
 async function stopAutomaticFiring(record: WorkflowRecord): Promise<void> {
+  await stopFiring(record);
   await Watch.unwatch(record.id);
 }
 
@@ -752,7 +757,7 @@ export async function claim(id: string, opts: ClaimOptions): Promise<{ workflow:
         updatedAt: now,
         ...(completes ? { status: "completed" as const, completionReason: "MAX_EXECUTIONS_REACHED" as const, completedAt: now, holdsSlot: false } : {}),
       };
-      if (completes) await Watch.unwatch(record.id);
+      if (completes) await Promise.all([stopFiring(record), Watch.unwatch(record.id)]);
       return { workflow: claimed, index };
     } catch (err) {
       if (errorName(err) !== "TransactionCanceledException") throw err;
@@ -823,7 +828,7 @@ export async function recordOutcome(id: string, status: "success" | "failed" | "
         },
       },
     };
-    if (await writeReleasingSlot(updated.owner, write, held)) return Watch.unwatch(id);
+    if (await writeReleasingSlot(updated.owner, write, held)) return void (await Promise.all([stopFiring(updated), Watch.unwatch(id)]));
     const again = await read(id);
     if (!again) return;
     updated = again;

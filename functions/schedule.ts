@@ -1,0 +1,24 @@
+/**
+ * EventBridge Scheduler target (infra/scheduler.ts): one fire of a cron or fixedTime trigger,
+ * `{workflowId, triggerId, instant}` (a cron schedule's instant is its scheduled time, an ISO string). The fire is
+ * claimed once (a repeated delivery is a no-op) and handed to the runner through the bus; an exception is rethrown
+ * so the scheduler retries and, past the outage grace, dead-letters.
+ */
+import "./bootstrap";
+import { Resource } from "sst";
+import { createEventBridgeBus, setBus } from "../shared/execution/bus";
+import { setScheduler } from "../shared/schedule/port";
+import { eventBridgeSchedulerFromEnvironment, type EventBridgeScheduler } from "../shared/schedule/aws";
+import { useRuntime } from "../shared/runtime";
+import { log } from "../shared/log";
+
+setBus(createEventBridgeBus({ busName: (Resource as unknown as { Bus: { name: string } }).Bus.name }));
+// Made on the first fire, so importing the bundle needs no schedule settings.
+let scheduler: EventBridgeScheduler | undefined;
+
+export const handler = async (event: { workflowId?: unknown; triggerId?: unknown; instant?: unknown }) => {
+  scheduler ??= setScheduler(eventBridgeSchedulerFromEnvironment());
+  const result = await scheduler.deliver(event, useRuntime().now());
+  if (result.outcome !== "fired") log.info("time fire not run", { workflowId: String(event.workflowId), instant: String(event.instant), ...result });
+  return result;
+};
