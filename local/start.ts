@@ -16,6 +16,9 @@ import { recordOutcome } from "../shared/workflow/workflow";
 import { log } from "../shared/log";
 import { createInProcessBus, setBus } from "../shared/execution/bus";
 import { withRunner } from "../shared/execution/runner";
+import { createLocalScheduler } from "../shared/schedule/local";
+import { setScheduler } from "../shared/schedule/port";
+import { startWatching } from "../shared/watch/watcher";
 
 async function main() {
   // The pinned AWS SDK runs on Node 20; its notice about later releases needing Node 22 is noise here.
@@ -79,6 +82,11 @@ async function main() {
       })
       .catch((err) => log.warn("execution sweep failed", { error: (err as Error).message }));
   }, 30_000);
+  // Cron and fixedTime triggers: due fires live in the table, so a restart picks up where the last run stopped.
+  const scheduler = setScheduler(createLocalScheduler());
+  scheduler.start();
+  // Block and event triggers: the chain watcher polls the devnet (and any configured chain) until shutdown.
+  const watcher = startWatching();
 
   let stopping = false;
   const shutdown = async (signal: string) => {
@@ -87,6 +95,8 @@ async function main() {
     console.log(`\n${signal}: shutting down ...`);
     clearInterval(followUp);
     clearInterval(sweeper);
+    await scheduler.stop();
+    await watcher.stop();
     await server.close();
     await stack.stop();
     console.log("Stopped.");
