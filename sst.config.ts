@@ -18,6 +18,7 @@ export default $config({
     const { bus } = await import("./infra/bus");
     const { stream } = await import("./infra/stream");
     await import("./infra/watcher");
+    await import("./infra/scheduler");
     return {
       api: api.url,
       bus: bus.name,
