@@ -30,15 +30,25 @@ export function setScheduler<S extends Scheduler>(scheduler: S): S {
   return scheduler;
 }
 
-/** The installed scheduler; without one the local adapter (its due items are inert until a loop reads them). */
-export const currentScheduler = (): Scheduler => current ?? (current = createLocalScheduler());
+/**
+ * The installed scheduler. Without one: the EventBridge adapter where infra/scheduler.ts configured the function
+ * (SCHEDULE_GROUP set), else the local adapter (its due items are inert until a loop reads them).
+ */
+export async function currentScheduler(): Promise<Scheduler> {
+  if (current) return current;
+  if (process.env.SCHEDULE_GROUP) {
+    const { eventBridgeSchedulerFromEnvironment } = await import("./aws");
+    return (current ??= eventBridgeSchedulerFromEnvironment());
+  }
+  return (current = createLocalScheduler());
+}
 
 /** Create and resume: schedule a time-triggered workflow. */
 export async function startFiring(workflow: WorkflowRecord, now: number): Promise<void> {
-  if (isTimeTriggered(workflow)) await currentScheduler().ensure(workflow, now);
+  if (isTimeTriggered(workflow)) await (await currentScheduler()).ensure(workflow, now);
 }
 
 /** Pause, cancel, completion: remove a time-triggered workflow's schedules. */
 export async function stopFiring(workflow: Pick<WorkflowRecord, "id" | "trigger">): Promise<void> {
-  if (isTimeTriggered(workflow)) await currentScheduler().remove(workflow.id);
+  if (isTimeTriggered(workflow)) await (await currentScheduler()).remove(workflow.id);
 }
