@@ -6,17 +6,17 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
-import { createPublicClient, custom, encodeEventTopics, getAddress, pad, zeroAddress, type Address, type PublicClient } from "viem";
+import { createPublicClient, custom, encodeAbiParameters, encodeEventTopics, getAddress, pad, zeroAddress, type Address, type Hex, type PublicClient } from "viem";
 import { privateKeyToAccount, generatePrivateKey } from "viem/accounts";
 import { useTestRuntime } from "./support/runtime";
 import { startTestServer, type TestServer } from "./support/server";
 import { jsonClient, type Json, type Owner } from "./support/client";
-import { deployTestToken, devnet } from "./support/chain";
+import { compileContract, deployTestToken, devnet, fundedAccount } from "./support/chain";
 import { createServiceApp } from "../shared/http/service";
 import { createInProcessBus, setBus, type InProcessBus } from "../shared/execution/bus";
 import { withRunner } from "../shared/execution/runner";
 import { Keys } from "../shared/store/keys";
-import { fireExecution, watchChain, type PassResult } from "../shared/watch/watcher";
+import { fireExecution, holds, matchLog, mergedFilter, release, watchChain, type PassResult } from "../shared/watch/watcher";
 import { watchersOf } from "../shared/watch/registry";
 import type { Runtime } from "../shared/runtime";
 
@@ -234,5 +234,80 @@ describe("chain watcher", () => {
     expect(twenty.calls.filter((m) => m === "eth_getLogs")).toHaveLength(1);
     expect(twenty.calls).toEqual(one.calls);
     for (const id of ids) await remove(id);
+  });
+
+  it("maxEventsPerBlock keeps the first matching logs of a block; each log's fire id is its transaction hash and its position in that transaction", async () => {
+    const source = `// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.20;
+contract Burst {
+    event Transfer(address indexed from, address indexed to, uint256 value);
+    function burst(address to, uint256 n) external { for (uint256 i = 1; i <= n; i++) emit Transfer(address(0), to, i); }
+}`;
+    const burstAbi = [{ type: "function", name: "burst", stateMutability: "nonpayable", inputs: [{ name: "to", type: "address" }, { name: "n", type: "uint256" }], outputs: [] }] as const;
+    const { wallet } = await fundedAccount();
+    const deployed = await devnet().client.waitForTransactionReceipt({ hash: await wallet.deployContract({ abi: burstAbi, bytecode: compileContract("Burst", source) }) });
+    const contract = deployed.contractAddress!;
+    const watched = randomAddress();
+    const id = await createWorkflow(eventTrigger(transfersTo(contract, watched, { maxEventsPerBlock: 3, contractAbi: [transferEvent] })));
+    await pass();
+    const tx = await wallet.writeContract({ address: contract, abi: burstAbi, functionName: "burst", args: [watched, 5n] });
+    await devnet().client.waitForTransactionReceipt({ hash: tx });
+    const r = await pass();
+    expect(firedFor(r, id).map((f) => f.fireId)).toEqual([0, 1, 2].map((i) => `${id}:watch:log:${tx}:${i}`));
+    const runs = await executions(id);
+    expect(runs.map((e) => triggerData(e).args.value)).toEqual(["1", "2", "3"]);
+    await remove(id);
+  });
+
+  it("the lease: while one invocation holds a chain, another's pass does nothing; released, it proceeds", async () => {
+    const id = await createWorkflow({ id: "blocks", name: "blocks", type: "block", config: { interval: 1 } });
+    await release(CHAIN, HOLDER); // the passes above held it
+    expect((await watchChain(CHAIN, { holder: "first" })).status).not.toBe("leased");
+    await devnet().testClient.mine({ blocks: 2 });
+    expect(await watchChain(CHAIN, { holder: "second" })).toMatchObject({ status: "leased", fired: [] });
+    await release(CHAIN, "first");
+    const r = await watchChain(CHAIN, { holder: "second" });
+    expect(r.status).toBe("processed");
+    expect(firedFor(r, id).length).toBe(r.to! - r.from! + 1);
+    await release(CHAIN, "second");
+    await remove(id);
+  });
+});
+
+describe("event matching (§8.3.5)", () => {
+  const abi = [
+    { type: "event", name: "Swap", inputs: [{ name: "who", type: "address", indexed: true }, { name: "amount", type: "int256", indexed: false }, { name: "ok", type: "bool", indexed: false }, { name: "memo", type: "string", indexed: false }, { name: "", type: "uint8", indexed: false }] },
+  ];
+  const who = randomAddress();
+  const log = {
+    address: "0x00000000000000000000000000000000000000aa" as Hex,
+    topics: [...encodeEventTopics({ abi, eventName: "Swap", args: { who } })] as Hex[],
+    data: encodeAbiParameters([{ type: "int256" }, { type: "bool" }, { type: "string" }, { type: "uint8" }], [-5n, true, "hello world", 7]),
+  };
+  const decoded = matchLog({ maxEventsPerBlock: 100, contractAbi: abi }, log)!;
+  const check = (fieldName: string, operator: string, value: string, fieldType?: string) =>
+    holds({ fieldName, operator: operator as never, value, ...(fieldType ? { fieldType } : {}) }, decoded, abi);
+
+  it("decodes arguments by name (unnamed ones as argN), integers as decimal strings, addresses EIP-55", () => {
+    expect(decoded).toEqual({ eventName: "Swap", args: { who: getAddress(who), amount: "-5", ok: true, memo: "hello world", arg4: "7" } });
+  });
+
+  it("compares integers as big integers, addresses case-insensitively (eq/ne only), booleans, strings, contains", () => {
+    expect([check("amount", "lt", "0"), check("amount", "gte", "-5"), check("amount", "gt", "-5"), check("Swap.arg4", "eq", "7"), check("Other.amount", "lt", "0")]).toEqual([true, true, false, true, false]);
+    expect([check("who", "eq", who.toLowerCase()), check("who", "ne", who.toUpperCase().replace("0X", "0x")), check("who", "gt", "0x0")]).toEqual([true, false, false]);
+    expect([check("ok", "eq", "true"), check("ok", "ne", "true"), check("memo", "contains", "lo wo"), check("memo", "eq", "hello"), check("memo", "gt", "hello")]).toEqual([true, false, true, false, true]);
+    expect([check("arg4", "lt", "10"), check("arg4", "lt", "10", "string"), check("missing", "eq", "1")]).toEqual([true, false, false]);
+  });
+
+  it("a query matches by address and topics with wildcards; the merged filter is a superset of every query", () => {
+    expect(matchLog({ maxEventsPerBlock: 100, addresses: ["0x00000000000000000000000000000000000000AA"], topics: [log.topics[0]!, null] }, log)).toEqual({});
+    expect(matchLog({ maxEventsPerBlock: 100, topics: [null, pad(randomAddress())] }, log)).toBeUndefined();
+    expect(matchLog({ maxEventsPerBlock: 100, addresses: [randomAddress()] }, log)).toBeUndefined();
+    const a = randomAddress();
+    expect(mergedFilter([{ maxEventsPerBlock: 1, addresses: [a], topics: [TRANSFER, null, pad(a)] }, { maxEventsPerBlock: 1, addresses: [a], topics: [TRANSFER] }])).toEqual({
+      address: [a.toLowerCase()],
+      topics: [[TRANSFER.toLowerCase()]],
+    });
+    expect(mergedFilter([{ maxEventsPerBlock: 1, topics: [TRANSFER] }, { maxEventsPerBlock: 1, addresses: [a], topics: ["", pad(a)] }])).toEqual({});
   });
 });
