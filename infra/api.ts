@@ -5,6 +5,7 @@ import { table } from "./table";
 import { keyPermissions, controllerKey, secretsKey } from "./keys";
 import { jwtSigningKey, chains } from "./secrets";
 import { bus } from "./bus";
+import { schedulerEnvironment, schedulerPermissions } from "./scheduler";
 
 const environment = {
   SECRETS_KMS_KEY_ID: secretsKey.arn,
@@ -33,7 +34,12 @@ const core = fn("functions/core.handler", [keyPermissions.secrets]);
 const secrets = fn("functions/secrets.handler", [keyPermissions.secrets]);
 const wallets = fn("functions/wallets.handler", [keyPermissions.controller]);
 // Linked to the bus: asynchronous triggers publish `execution.requested` (infra/bus.ts).
-const workflows = { ...fn("functions/workflows.handler", [keyPermissions.secrets, keyPermissions.controller]), link: [table, jwtSigningKey, bus] };
+const workflows = {
+  ...fn("functions/workflows.handler", [keyPermissions.secrets, keyPermissions.controller, ...schedulerPermissions]),
+  link: [table, jwtSigningKey, bus],
+  // Create, resume, pause and cancel manage the workflow's schedules (infra/scheduler.ts).
+  environment: { ...environment, ...schedulerEnvironment },
+};
 
 api.route("ANY /secrets", secrets); // the app answers 405 for methods /secrets does not take
 api.route("ANY /secrets/{proxy+}", secrets);
