@@ -375,6 +375,28 @@ describe("local scheduler", () => {
     await bus.idle();
     expect(await executionCount(who, wf.id)).toBe(2);
   });
+
+  it("fires on the real clock from its loop, and stops with it", async () => {
+    runtime.now = Date.now;
+    try {
+      const scheduler = setScheduler(createLocalScheduler());
+      const who = await ownerWithWallet("16");
+      const epoch = Date.now() + 1_500;
+      const wf = await createWorkflow(who, { type: "fixedTime", config: { epochs: [epoch, epoch + 3_600_000] } });
+      scheduler.start();
+      for (let i = 0; i < 60 && (await executionCount(who, wf.id)) === 0; i++) await new Promise((r) => setTimeout(r, 100));
+      await scheduler.stop();
+      expect(Date.now()).toBeGreaterThanOrEqual(epoch);
+      expect(await executionCount(who, wf.id)).toBe(1);
+      await bus.idle();
+      const list = await call(who, "GET", `/workflows/${wf.id}/executions`);
+      expect(list.status).toBe(200);
+      expect(list.body.data).toHaveLength(1);
+      expect(list.body.data[0].status).toBe("success");
+    } finally {
+      runtime.now = () => clock;
+    }
+  });
 });
 
 describe("EventBridge requests", () => {

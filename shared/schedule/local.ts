@@ -110,7 +110,7 @@ export function createLocalScheduler(): LocalScheduler {
   }
 
   let timer: NodeJS.Timeout | undefined;
-  let running: Promise<unknown> = Promise.resolve();
+  let running: Promise<unknown> | undefined;
   return {
     ensure,
     remove,
@@ -125,9 +125,10 @@ export function createLocalScheduler(): LocalScheduler {
     start() {
       if (timer) return;
       timer = setInterval(() => {
-        running = running
-          .then(() => tick(useRuntime().now()))
-          .catch((err) => log.warn("scheduler tick failed", { error: (err as Error).message }));
+        if (running) return; // a slow tick is not stacked on
+        running = tick(useRuntime().now())
+          .catch((err) => log.warn("scheduler tick failed", { error: (err as Error).message }))
+          .finally(() => (running = undefined));
       }, LOOP_MS);
     },
     async stop() {
