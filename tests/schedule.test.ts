@@ -448,6 +448,15 @@ describe("EventBridge requests", () => {
       { command: "DeleteSchedule", input: { Name: `${wf.id}-cron-0`, GroupName: GROUP } },
       { command: "DeleteSchedule", input: { Name: `${wf.id}-cron-1`, GroupName: GROUP } },
     ]);
+    // Resumed after startAt: EventBridge refuses a start date in the past, and none is needed.
+    harness.fake.requests.length = 0;
+    clock = startAt + HOUR;
+    expect((await call(who, "POST", `/workflows/${wf.id}:resume`)).status).toBe(200);
+    const { StartDate: _, ...started } = common;
+    expect(harness.fake.requests).toEqual([
+      { command: "CreateSchedule", input: { Name: `${wf.id}-cron-0`, ScheduleExpression: "cron(0 9 ? * 2-6 *)", ...started, Target: target } },
+      { command: "CreateSchedule", input: { Name: `${wf.id}-cron-1`, ScheduleExpression: "cron(0 0 * * ? *)", ...started, Target: target } },
+    ]);
   });
 
   it("keeps one-time schedules for a cron whose day fields are both restricted, refreshed on each fire", async () => {

@@ -140,7 +140,7 @@ export function createEventBridgeScheduler(options: EventBridgeSchedulerOptions)
   const client = options.client ?? new SchedulerClient({});
   const prefix = (workflowId: string) => `${workflowId}-`;
 
-  function schedule(workflow: WorkflowRecord, name: string, expression: string, timezone: string, instant: number | string, recurring: boolean): Desired {
+  function schedule(workflow: WorkflowRecord, now: number, name: string, expression: string, timezone: string, instant: number | string, recurring: boolean): Desired {
     const grace = useRuntime().config.limits.missedFireGraceMs;
     // `instant` is a JSON number, or EventBridge's placeholder replaced by the scheduled time (an ISO string).
     const input = `{"workflowId":${JSON.stringify(workflow.id)},"triggerId":${JSON.stringify(workflow.trigger.id)},"instant":${JSON.stringify(instant)}}`;
@@ -153,7 +153,8 @@ export function createEventBridgeScheduler(options: EventBridgeSchedulerOptions)
         ScheduleExpressionTimezone: timezone,
         FlexibleTimeWindow: { Mode: "OFF" },
         State: "ENABLED",
-        ...(recurring && workflow.startAt !== undefined ? { StartDate: new Date(workflow.startAt) } : {}),
+        // EventBridge refuses a start date in the past; a started workflow needs none.
+        ...(recurring && workflow.startAt !== undefined && workflow.startAt > now ? { StartDate: new Date(workflow.startAt) } : {}),
         ...(recurring && workflow.expiredAt !== undefined ? { EndDate: new Date(workflow.expiredAt) } : {}),
         ActionAfterCompletion: recurring ? "NONE" : "DELETE",
         Target: {
@@ -172,11 +173,11 @@ export function createEventBridgeScheduler(options: EventBridgeSchedulerOptions)
     const trigger = workflow.trigger;
     if (trigger.type === "cron" && !usesOneTimeSchedules(trigger)) {
       return trigger.config.schedules.map((expression, i) =>
-        schedule(workflow, `${workflow.id}-cron-${i}`, toEventBridgeCron(expression)!, trigger.config.timezone ?? "UTC", "<aws.scheduler.scheduled-time>", true),
+        schedule(workflow, now, `${workflow.id}-cron-${i}`, toEventBridgeCron(expression)!, trigger.config.timezone ?? "UTC", "<aws.scheduler.scheduled-time>", true),
       );
     }
     return upcomingFires(trigger, workflow, now, ONE_TIME_WINDOW).map((instant) =>
-      schedule(workflow, `${workflow.id}-at-${instant}`, atExpression(instant), "UTC", instant, false),
+      schedule(workflow, now, `${workflow.id}-at-${instant}`, atExpression(instant), "UTC", instant, false),
     );
   }
 
