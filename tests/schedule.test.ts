@@ -288,6 +288,16 @@ describe.each([
       "2027-11-07T05:30:00.000Z", // 01:30 EDT, the first pass; 01:30 EST (06:30Z) does not fire
       "2027-11-08T06:30:00.000Z", // 01:30 EST
     ]);
+    // Whatever a scheduler delivers in the gap (03:00 EDT for the skipped 02:30) or the second pass (01:30 EST)
+    // is not a §8.3.3 instant and runs nothing.
+    for (const f of fired.filter((f) => f.result.outcome !== "fired")) expect(f.result).toEqual({ outcome: "skipped", reason: "NOT_A_FIRE_INSTANT", stop: false });
+    // The fake EventBridge reads its cron like Vixie cron, so it did deliver the skipped 02:30 at 03:00 EDT.
+    if (_name === "EventBridge") expect(fired.some((f) => f.instant === Date.parse("2027-03-14T07:00:00Z") && f.result.outcome === "skipped")).toBe(true);
+    for (const [workflowId, iso] of [[spring.id, "2027-03-14T07:00:00Z"], [spring.id, "2027-03-14T07:30:00Z"], [autumn.id, "2027-11-07T06:30:00Z"]] as const) {
+      const instant = Date.parse(iso);
+      clock = instant;
+      expect(await fireTimeTrigger({ workflowId, triggerId: "t", instant, now: instant })).toEqual({ outcome: "skipped", reason: "NOT_A_FIRE_INSTANT", stop: false });
+    }
     await bus.idle();
     clock = start;
     expect(await executionCount(who, spring.id)).toBe(2);
