@@ -202,6 +202,30 @@ describe("chain watcher", () => {
     expect(await executions(events)).toHaveLength(5);
     await remove(events);
     await remove(blocks);
+    // Deleted: their entries went with them, so the watcher reads nothing for them.
+    expect(await watchersOf(CHAIN)).toEqual([]);
+  });
+
+  it("a workflow that reaches maxExecution completes and stops being watched", async () => {
+    const res = await call(owner, "POST", "/workflows", {
+      smartWalletAddress: owner.wallet,
+      trigger: { id: "blocks", name: "blocks", type: "block", config: { interval: 1 } },
+      nodes: [code],
+      maxExecution: 2,
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const id = res.body.id as string;
+    await pass();
+    await devnet().testClient.mine({ blocks: 4 });
+    const r = await pass();
+    expect(firedFor(r, id)).toHaveLength(2);
+    expect(await watchersOf(CHAIN)).toEqual([]);
+    const workflow = await call(owner, "GET", `/workflows/${id}`);
+    expect(workflow.body).toMatchObject({ status: "completed", completionReason: "MAX_EXECUTIONS_REACHED", executionCount: 2 });
+    await devnet().testClient.mine({ blocks: 2 });
+    expect(firedFor(await pass(), id)).toEqual([]);
+    expect(await executions(id)).toHaveLength(2);
+    await remove(id);
   });
 
   it("RPC calls per pass do not grow with the number of event-triggered workflows (one eth_getLogs for all)", async () => {
