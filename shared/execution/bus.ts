@@ -111,3 +111,20 @@ export function setBus<B extends EventBus>(bus: B): B {
 }
 
 export const currentBus = (): EventBus | undefined => current;
+
+let makeDefault: (() => EventBus) | undefined;
+
+/** The bus to use when the host installed none: the runner registers an in-process bus that runs executions. */
+export function setDefaultBus(make: () => EventBus) {
+  makeDefault = make;
+}
+
+/**
+ * The installed bus, or the registered default (then installed). Hosts install one (npm start: in process with
+ * the runner; AWS functions: EventBridge); the default serves tests and any process that loaded the runner.
+ */
+export function requireBus(): EventBus {
+  if (current) return current;
+  if (!makeDefault) throw new Error("No event bus is installed (setBus) and no runner is loaded in this process");
+  return setBus(makeDefault());
+}

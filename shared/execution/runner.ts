@@ -13,7 +13,7 @@
  * from the workflow's wallet through the owner-checked sender, each step recorded as it finishes, and a check
  * before every node that the workflow still exists and the sweeper has not ended the execution.
  */
-import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import type { Address } from "viem";
 import { useRuntime } from "../runtime";
 import { log } from "../log";
@@ -28,21 +28,14 @@ import { runWorkflow, INTERNAL_ERROR } from "../engine/run";
 import { walletSender } from "../wallet/operation";
 import * as Executions from "./execution";
 import { blockStepOutput } from "./trigger-output";
-import type { BusEvent, EventBus } from "./bus";
+import { createInProcessBus, setDefaultBus, type BusEvent, type EventBus } from "./bus";
+import { readRunInput, type RunRequest } from "./run-input";
 import type { Cost, Step } from "./schemas";
 
 export const WORKFLOW_DELETED = "workflow was deleted";
 
-/** What the claim hands the run besides the workflow: the trigger step's output and `triggerInput`. */
-export interface RunRequest {
-  /** Absent for a block trigger without `triggerOutput`: the runner reads the latest block. */
-  triggerOutput?: Record<string, unknown>;
-  triggerInput?: Record<string, unknown>;
-}
-
-/** Run inputs up to this size (JSON bytes) ride on the execution item; larger ones (manual data reaches 1 MiB) go in parts. */
-const INLINE_INPUT_BYTES = 200_000;
-const PART_BYTES = 350_000;
+// A process that loaded the runner can run what it claims when its host installed no bus (tests, scripts).
+setDefaultBus(() => withRunner(createInProcessBus()));
 
 /** Subscribes the runner to a bus (the local host and tests; in AWS the rule of infra/bus.ts does this). */
 export function withRunner<B extends EventBus>(bus: B): B {
@@ -160,52 +153,3 @@ function costOf(step: Step, chainId: number): Cost | undefined {
   return { nodeId: step.id, costType: "gas", fee: { amount: step.totalGasCost, unit: "WEI" }, gasUnits: step.gasUsed, chainId };
 }
 
-// ---------------------------------------------------------------------------------------------------------
-// The run input, stored by the claim and read by the runner
-
-/**
- * Prepares the run input for the claim: attributes for the execution item, and (when large) parts written now,
- * before the claim's transaction, with `discard` to remove them when the claim fails.
- */
-export async function runInputStorage(
-  executionId: string,
-  request: RunRequest,
-): Promise<{ attributes: Record<string, unknown>; discard: () => Promise<void> }> {
-  const json = JSON.stringify(request);
-  const bytes = Buffer.from(json, "utf8");
-  if (bytes.length <= INLINE_INPUT_BYTES) return { attributes: { runInput: json }, discard: async () => {} };
-  const { db, config, now } = useRuntime();
-  const parts = Math.ceil(bytes.length / PART_BYTES);
-  // Kept as long as an execution can still be started (timeout) with a wide margin; TTL removes them after.
-  const expiresAt = Math.floor(now() / 1000) + Math.ceil(config.limits.executionTimeoutMs / 1000) + 24 * 3600;
-  for (let part = 0; part < parts; part++) {
-    await db.send(
-      new PutCommand({
-        TableName: config.tableName,
-        Item: { ...Keys.executionInput(executionId, part), type: "executionInput", v: 1, part, parts, body: bytes.subarray(part * PART_BYTES, (part + 1) * PART_BYTES), expiresAt },
-      }),
-    );
-  }
-  return {
-    attributes: { runInputParts: parts },
-    discard: async () => {
-      for (let part = 0; part < parts; part++) {
-        await db.send(new DeleteCommand({ TableName: config.tableName, Key: Keys.executionInput(executionId, part) }));
-      }
-    },
-  };
-}
-
-async function readRunInput(executionId: string, execution: StartedExecution): Promise<RunRequest> {
-  if (execution.runInput !== undefined) return JSON.parse(execution.runInput) as RunRequest;
-  if (!execution.runInputParts) return {};
-  const { db, config } = useRuntime();
-  const chunks = await Promise.all(
-    Array.from({ length: execution.runInputParts }, async (_, part) => {
-      const out = await db.send(new GetCommand({ TableName: config.tableName, Key: Keys.executionInput(executionId, part), ConsistentRead: true }));
-      if (!out.Item) throw new Error(`part ${part} of the run input of ${executionId} is missing`);
-      return out.Item.body as Uint8Array;
-    }),
-  );
-  return JSON.parse(Buffer.concat(chunks).toString("utf8")) as RunRequest;
-}

@@ -24,9 +24,10 @@ import { RESERVED_INPUT_KEYS, workflowSchemas, type Trigger, type TriggerType } 
 import * as Workflow from "../workflow/workflow";
 import { executionFee, valueFeeFor } from "../engine/fees";
 import * as Executions from "./execution";
-import { createInProcessBus, currentBus, setBus, type EventBus } from "./bus";
+import { requireBus, type EventBus } from "./bus";
 import { needsChainRead, triggerStepOutput } from "./trigger-output";
-import { runExecution, runInputStorage, withRunner } from "./runner";
+import { runExecution } from "./runner";
+import { runInputStorage } from "./run-input";
 import { isTerminal, type Step, type TriggerResult } from "./schemas";
 
 export interface TriggerRequest {
@@ -200,7 +201,7 @@ async function handOver(workflowId: string, executionId: string): Promise<boolea
 
 /** The bus the host installed; without one (tests, tools) an in-process bus delivering to this process's runner. */
 function bus(): EventBus {
-  return currentBus() ?? setBus(withRunner(createInProcessBus()));
+  return requireBus();
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -18,8 +18,8 @@ import { cronFires } from "../workflow/definition";
 import type { Trigger } from "../workflow/schemas";
 import * as Workflow from "../workflow/workflow";
 import * as Executions from "../execution/execution";
-import { createInProcessBus, currentBus, setBus } from "../execution/bus";
-import { runInputStorage, withRunner } from "../execution/runner";
+import { requireBus } from "../execution/bus";
+import { runInputStorage } from "../execution/run-input";
 import { triggerStepOutput } from "../execution/trigger-output";
 
 type TimeTrigger = Extract<Trigger, { type: "cron" | "fixedTime" }> & { id: string };
@@ -107,7 +107,7 @@ export async function fireTimeTrigger(input: { workflowId: string; triggerId?: s
 
 /** `execution.requested` on the bus; a refusal ends the execution `error` at once (as the manual trigger does). */
 async function handOver(workflowId: string, executionId: string, now: number): Promise<void> {
-  const bus = currentBus() ?? setBus(withRunner(createInProcessBus()));
+  const bus = requireBus();
   try {
     await bus.publish({ type: "execution.requested", workflowId, executionId });
   } catch (err) {

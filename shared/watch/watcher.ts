@@ -37,8 +37,8 @@ import { isConditionFailure } from "../store/table";
 import { chainSettings, publicClient } from "../chain/chains";
 import * as Workflow from "../workflow/workflow";
 import * as Executions from "../execution/execution";
-import { createInProcessBus, currentBus, setBus, type EventBus } from "../execution/bus";
-import { runInputStorage, withRunner } from "../execution/runner";
+import { requireBus, type EventBus } from "../execution/bus";
+import { runInputStorage } from "../execution/run-input";
 import { blockStepOutput } from "../execution/trigger-output";
 import { executionFee, valueFeeFor } from "../engine/fees";
 import { toJson } from "../engine/nodes/abi";
@@ -588,7 +588,7 @@ export async function fireExecution(workflowId: string, fireId: string, output: 
 
 /** The bus the host installed; without one (tests, tools) an in-process bus delivering to this process's runner. */
 function bus(): EventBus {
-  return currentBus() ?? setBus(withRunner(createInProcessBus()));
+  return requireBus();
 }
 
 async function forEachLimited<T>(items: readonly T[], limit: number, run: (item: T) => Promise<void>): Promise<void> {

@@ -1,0 +1,67 @@
+/**
+ * The run input of an execution: what the claim hands the run besides the workflow (the trigger step's output and
+ * `triggerInput`), stored with the execution by the claim and read by the runner. Kept apart from the runner so
+ * that whatever claims executions (the trigger, schedules, the chain watcher) does not carry the engine.
+ */
+import { DeleteCommand, GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
+import { useRuntime } from "../runtime";
+import { Keys } from "../store/keys";
+
+/** What the claim hands the run besides the workflow: the trigger step's output and `triggerInput`. */
+export interface RunRequest {
+  /** Absent for a block trigger without `triggerOutput`: the runner reads the latest block. */
+  triggerOutput?: Record<string, unknown>;
+  triggerInput?: Record<string, unknown>;
+}
+
+/** Run inputs up to this size (JSON bytes) ride on the execution item; larger ones (manual data reaches 1 MiB) go in parts. */
+const INLINE_INPUT_BYTES = 200_000;
+const PART_BYTES = 350_000;
+
+/**
+ * Prepares the run input for the claim: attributes for the execution item, and (when large) parts written now,
+ * before the claim's transaction, with `discard` to remove them when the claim fails.
+ */
+export async function runInputStorage(
+  executionId: string,
+  request: RunRequest,
+): Promise<{ attributes: Record<string, unknown>; discard: () => Promise<void> }> {
+  const json = JSON.stringify(request);
+  const bytes = Buffer.from(json, "utf8");
+  if (bytes.length <= INLINE_INPUT_BYTES) return { attributes: { runInput: json }, discard: async () => {} };
+  const { db, config, now } = useRuntime();
+  const parts = Math.ceil(bytes.length / PART_BYTES);
+  // Kept as long as an execution can still be started (timeout) with a wide margin; TTL removes them after.
+  const expiresAt = Math.floor(now() / 1000) + Math.ceil(config.limits.executionTimeoutMs / 1000) + 24 * 3600;
+  for (let part = 0; part < parts; part++) {
+    await db.send(
+      new PutCommand({
+        TableName: config.tableName,
+        Item: { ...Keys.executionInput(executionId, part), type: "executionInput", v: 1, part, parts, body: bytes.subarray(part * PART_BYTES, (part + 1) * PART_BYTES), expiresAt },
+      }),
+    );
+  }
+  return {
+    attributes: { runInputParts: parts },
+    discard: async () => {
+      for (let part = 0; part < parts; part++) {
+        await db.send(new DeleteCommand({ TableName: config.tableName, Key: Keys.executionInput(executionId, part) }));
+      }
+    },
+  };
+}
+
+/** The run input the claim stored with the execution (inline, or in parts). */
+export async function readRunInput(executionId: string, execution: { runInput?: string; runInputParts?: number }): Promise<RunRequest> {
+  if (execution.runInput !== undefined) return JSON.parse(execution.runInput) as RunRequest;
+  if (!execution.runInputParts) return {};
+  const { db, config } = useRuntime();
+  const chunks = await Promise.all(
+    Array.from({ length: execution.runInputParts }, async (_, part) => {
+      const out = await db.send(new GetCommand({ TableName: config.tableName, Key: Keys.executionInput(executionId, part), ConsistentRead: true }));
+      if (!out.Item) throw new Error(`part ${part} of the run input of ${executionId} is missing`);
+      return out.Item.body as Uint8Array;
+    }),
+  );
+  return JSON.parse(Buffer.concat(chunks).toString("utf8")) as RunRequest;
+}
