@@ -1,12 +1,16 @@
 /**
  * Scheduled worker: follows pending withdrawals up with the bundler (API.md §11.6) and ends executions still
  * pending after `execution_timeout_ms` with `error` "execution timed out" (API.md §10.3), which counts toward
- * the workflow's consecutive errors like any other `error`.
+ * the workflow's consecutive errors like any other `error`. Workflows past `expiredAt` are stored completed / EXPIRED
+ * (API.md §8.2), freeing their slot, schedules and watch entry.
  */
 import "./bootstrap";
 import { followUpPending } from "../shared/wallet/withdraw";
 import { sweep } from "../shared/execution/execution";
-import { recordOutcome } from "../shared/workflow/workflow";
+import { expireDue, recordOutcome } from "../shared/workflow/workflow";
+
+/** Workflows stored expired per invocation; the rest wait for the next minute. */
+const EXPIRIES_PER_PASS = 200;
 
 async function sweepExecutions() {
   const now = Date.now();
@@ -16,8 +20,9 @@ async function sweepExecutions() {
 }
 
 export const handler = async () => {
-  const [withdrawals, executions] = await Promise.allSettled([followUpPending(), sweepExecutions()]);
+  const [withdrawals, executions, expired] = await Promise.allSettled([followUpPending(), sweepExecutions(), expireDue(Date.now(), EXPIRIES_PER_PASS)]);
   if (withdrawals.status === "rejected") throw withdrawals.reason;
   if (executions.status === "rejected") throw executions.reason;
-  return { withdrawals: withdrawals.value, executions: executions.value };
+  if (expired.status === "rejected") throw expired.reason;
+  return { withdrawals: withdrawals.value, executions: executions.value, expiredWorkflows: expired.value.length };
 };

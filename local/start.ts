@@ -12,7 +12,7 @@ import { serveApp } from "./http-server";
 import { startLocalStack } from "./stack";
 import { followUpPending } from "../shared/wallet/withdraw";
 import { sweep } from "../shared/execution/execution";
-import { recordOutcome } from "../shared/workflow/workflow";
+import { expireDue, recordOutcome } from "../shared/workflow/workflow";
 import { log } from "../shared/log";
 import { createInProcessBus, setBus } from "../shared/execution/bus";
 import { withRunner } from "../shared/execution/runner";
@@ -81,6 +81,8 @@ async function main() {
         for (const e of timedOut) await recordOutcome(e.workflowId, "error", now);
       })
       .catch((err) => log.warn("execution sweep failed", { error: (err as Error).message }));
+    // Workflows past expiredAt: stored completed / EXPIRED, slot, schedules and watch entry freed (API.md §8.2).
+    expireDue(now, 200).catch((err) => log.warn("workflow expiry pass failed", { error: (err as Error).message }));
   }, 30_000);
   // Cron and fixedTime triggers: due fires live in the table, so a restart picks up where the last run stopped.
   const scheduler = setScheduler(createLocalScheduler());

@@ -46,6 +46,9 @@ export const Keys = {
   /** Watch entry of a block/event workflow (pattern 19): beside its record, listed per chain through sparse gsi2. */
   watch: (workflowId: string) => ({ pk: `WF#${workflowId}`, sk: "WATCH" }),
   watchByChain: (chainId: number, workflowId: string) => ({ gsi2pk: `CHAIN#${chainId}#WATCH`, gsi2sk: workflowId }),
+  /** Expiry entry of a workflow with `expiredAt` (pattern 21): beside its record, due ones through sparse gsi2. */
+  expiry: (workflowId: string) => ({ pk: `WF#${workflowId}`, sk: "EXPIRY" }),
+  expiryDue: (expiredAt: number, workflowId: string) => ({ gsi2pk: "EXPIRY#due", gsi2sk: `${String(expiredAt).padStart(15, "0")}#${workflowId}` }),
 
   /** Per-owner counters guarded by conditional updates (secrets, wallets per chain, active workflows). */
   counter: (owner: string, name: string) => ({ pk: Keys.owner(owner), sk: `COUNTER#${name}` }),

@@ -12,6 +12,8 @@
  * | list, count                        | the owner's workflows newest first (Query)              | gsi1 Keys.workflowByOwner (pattern 11)       |
  * | list, count with one wallet        | that wallet's workflows newest first (Query)            | gsi2 Keys.workflowByWallet (pattern 12)      |
  * | claim (trigger, scheduler, watcher)| GetItem + 1 TransactWriteItems (record, execution, fire)| Keys.workflow, Keys.execution, Keys.fire     |
+ * | expiry pass (sweeper)              | due expiry entries oldest first (Query) + per workflow   | gsi2 Keys.expiryDue (pattern 21)             |
+ * |                                    | GetItem + 1 TransactWriteItems (record + counter)       | Keys.workflow, Keys.counter                  |
  *
  * Effective status (§8.2): a record stored `enabled` or `disabled` whose `expiredAt` is at or before now reads,
  * filters, counts and behaves as `completed` / `EXPIRED` with `completedAt = expiredAt`; nothing has to store it.
@@ -24,8 +26,14 @@
  * the owner's expired slot-holders are released first (each by one transaction: `holdsSlot` true → false with the
  * counter −1, conditioned on still holding it, so concurrent releases never double-count) and the write is tried
  * once more. The cap therefore counts exactly the enabled, unexpired workflows whenever it refuses.
+ *
+ * Expiry in the background (§8.2): a workflow created with `expiredAt` gets an expiry entry beside its record
+ * (Keys.expiry, listed by due time through sparse gsi2, pattern 21). The sweeper's `expireDue` stores the effective
+ * status (`completed` / EXPIRED, `completedAt = expiredAt`), frees the slot and removes schedules and watch entry;
+ * the entry goes last, so a pass interrupted half-way is finished by the next one. Cancel and the other terminal
+ * writes delete the entry too (best effort: a stale one is only deleted by the pass).
  */
-import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand, type QueryCommandInput } from "@aws-sdk/lib-dynamodb";
+import { DeleteCommand, GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand, type QueryCommandInput } from "@aws-sdk/lib-dynamodb";
 import { ulid } from "ulid";
 import { useOwner } from "../context";
 import { ApiError, notFound, quotaReached } from "../errors";
@@ -287,7 +295,11 @@ export async function create(body: Record<string, unknown>): Promise<WorkflowInf
     v: VERSION,
     ...record,
   };
-  await takeSlot(owner, () => ({ Put: { TableName: table(), Item: item, ConditionExpression: "attribute_not_exists(pk)" } }));
+  const expiry =
+    record.expiredAt === undefined
+      ? []
+      : [{ Put: { TableName: table(), Item: { ...Keys.expiry(id), ...Keys.expiryDue(record.expiredAt, id), type: "expiry", v: VERSION, workflowId: id, expiredAt: record.expiredAt } } }];
+  await takeSlot(owner, () => ({ Put: { TableName: table(), Item: item, ConditionExpression: "attribute_not_exists(pk)" } }), expiry);
   await startFiring(record, now);
   await Watch.watch(record, now);
   return info;
@@ -296,14 +308,15 @@ export async function create(body: Record<string, unknown>): Promise<WorkflowInf
 /**
  * Runs `write` (one transaction item) together with +1 on the owner's active counter below the cap. At the cap the
  * owner's expired slot-holders are released once and it is tried again; then 429 WORKFLOWS_LIMIT_REACHED.
- * Returns false when `write`'s own condition failed (the caller re-reads and decides).
+ * Returns false when `write`'s own condition failed (the caller re-reads and decides). `also`: more items written
+ * in the same transaction, after the counter.
  */
-async function takeSlot(owner: Address, write: () => Record<string, unknown>): Promise<boolean> {
+async function takeSlot(owner: Address, write: () => Record<string, unknown>, also: Record<string, unknown>[] = []): Promise<boolean> {
   const max = useRuntime().config.limits.maxActiveWorkflowsPerOwner;
   let released = false;
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
     try {
-      await useRuntime().db.send(new TransactWriteCommand({ TransactItems: [write(), incrementBelow(table(), counterKey(owner), max)] as never }));
+      await useRuntime().db.send(new TransactWriteCommand({ TransactItems: [write(), incrementBelow(table(), counterKey(owner), max), ...also] as never }));
       return true;
     } catch (err) {
       if (errorName(err) !== "TransactionCanceledException") throw err;
@@ -675,6 +688,12 @@ async function removeWorkflowSecrets(id: string): Promise<void> {
 async function stopAutomaticFiring(record: WorkflowRecord): Promise<void> {
   await stopFiring(record);
   await Watch.unwatch(record.id);
+  await forgetExpiry(record.id);
+}
+
+/** Deletes the workflow's expiry entry (pattern 21), if any. */
+async function forgetExpiry(id: string): Promise<void> {
+  await useRuntime().db.send(new DeleteCommand({ TableName: table(), Key: Keys.expiry(id) }));
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -757,7 +776,7 @@ export async function claim(id: string, opts: ClaimOptions): Promise<{ workflow:
         updatedAt: now,
         ...(completes ? { status: "completed" as const, completionReason: "MAX_EXECUTIONS_REACHED" as const, completedAt: now, holdsSlot: false } : {}),
       };
-      if (completes) await Promise.all([stopFiring(record), Watch.unwatch(record.id)]);
+      if (completes) await Promise.all([stopFiring(record), Watch.unwatch(record.id), forgetExpiry(record.id)]);
       return { workflow: claimed, index };
     } catch (err) {
       if (errorName(err) !== "TransactionCanceledException") throw err;
@@ -828,9 +847,72 @@ export async function recordOutcome(id: string, status: "success" | "failed" | "
         },
       },
     };
-    if (await writeReleasingSlot(updated.owner, write, held)) return void (await Promise.all([stopFiring(updated), Watch.unwatch(id)]));
+    if (await writeReleasingSlot(updated.owner, write, held)) return void (await Promise.all([stopFiring(updated), Watch.unwatch(id), forgetExpiry(id)]));
     const again = await read(id);
     if (!again) return;
     updated = again;
   }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Expiry in the background (§8.2)
+
+/**
+ * The sweeper's pass: up to `max` workflows whose `expiredAt` is at or before `now` (pattern 21, oldest first) are
+ * stored `completed` / EXPIRED with `completedAt = expiredAt`, their slot freed with the counter in the same
+ * transaction, their schedules and watch entry removed, then their expiry entry deleted. An entry whose workflow
+ * is gone or already terminal is only cleaned up. Returns the ids stored expired by this pass.
+ */
+export async function expireDue(now: number, max: number): Promise<string[]> {
+  const { db } = useRuntime();
+  const out = await db.send(
+    new QueryCommand({
+      TableName: table(),
+      IndexName: Index.gsi2,
+      KeyConditionExpression: "gsi2pk = :pk AND gsi2sk < :bound",
+      ExpressionAttributeValues: { ":pk": Keys.expiryDue(0, "").gsi2pk, ":bound": Keys.expiryDue(now + 1, "").gsi2sk.slice(0, -1) },
+      ProjectionExpression: "workflowId",
+      Limit: max,
+    }),
+  );
+  const expired: string[] = [];
+  for (const entry of out.Items ?? []) {
+    const id = String(entry.workflowId);
+    let record = await read(id);
+    for (let attempt = 1; record && isExpired(record, now) && attempt <= MAX_ATTEMPTS; attempt++) {
+      const held = record.holdsSlot === true;
+      const slot = slotIs(held);
+      const write = {
+        Update: {
+          TableName: table(),
+          Key: Keys.workflow(id),
+          UpdateExpression: "SET #st = :completed, completionReason = :reason, completedAt = expiredAt, holdsSlot = :false, updatedAt = :now",
+          ConditionExpression: `#st IN (:enabled, :disabled) AND expiredAt <= :now AND ${slot.expression}`,
+          ExpressionAttributeNames: { "#st": "status" },
+          ExpressionAttributeValues: {
+            ":completed": "completed",
+            ":reason": "EXPIRED",
+            ":false": false,
+            ":now": now,
+            ":enabled": "enabled",
+            ":disabled": "disabled",
+            ...slot.values,
+          },
+        },
+      };
+      if (await writeReleasingSlot(record.owner, write, held)) {
+        expired.push(id);
+        break;
+      }
+      record = await read(id);
+    }
+    if (record && (record.status === "enabled" || record.status === "disabled") && !expired.includes(id)) {
+      if (!isExpired(record, now)) continue; // not due after all (kept for a later pass)
+      throw new Error(`Workflow ${id} expiry kept conflicting with concurrent writes`);
+    }
+    if (record) await Promise.all([stopFiring(record), Watch.unwatch(id)]);
+    await forgetExpiry(id);
+  }
+  if (expired.length > 0) log.info("stored expired workflows", { expired: expired.length });
+  return expired;
 }
