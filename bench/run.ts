@@ -135,6 +135,7 @@ async function main() {
     await benchRateLimiter(runtime);
     setRuntime(runtime);
     await (await import("./workflows")).benchWorkflows({ base, runtime, report, rows });
+    await (await import("./triggers")).benchTriggers({ base, runtime, report, rows });
 
     printTable();
     await server.close();
