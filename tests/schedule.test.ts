@@ -512,12 +512,12 @@ describe("npm start", () => {
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  it("stopped and started again keeps firing a fixedTime workflow: no duplicate, no loss", { timeout: 240_000 }, async () => {
+  it("stopped and started again keeps firing a fixedTime workflow and a block workflow: no duplicate, no loss", { timeout: 240_000 }, async () => {
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
     const start = async () => {
       const proc = spawn(process.execPath, ["--import", "tsx", "local/start.ts"], {
-        env: { ...process.env, PORT: String(port), DATA_DIR: dataDir, LOG_LEVEL: "warn" },
+        env: { ...process.env, PORT: String(port), DATA_DIR: dataDir, LOG_LEVEL: "warn", MIN_BLOCK_INTERVAL_S: "0" },
         stdio: ["ignore", "pipe", "pipe"],
       });
       let output = "";
@@ -536,6 +536,14 @@ describe("npm start", () => {
       return { status: res.status, body: (await res.json()) as Json };
     };
     const wallet = (await json("POST", "/wallets", { salt: "1" })).body.address as string;
+    // A block workflow beside it: every 2nd block of the devnet (one block every 2 s, kept across restarts).
+    const blocks = await json("POST", "/workflows", { smartWalletAddress: wallet, trigger: { id: "b", name: "blocks", type: "block", config: { interval: 2 } }, nodes: [code("n")] });
+    expect(blocks.status, JSON.stringify(blocks.body)).toBe(201);
+    const blockRuns = async () => {
+      const res = await json("GET", `/workflows/${blocks.body.id as string}/executions?limit=200`);
+      expect(res.status).toBe(200);
+      return (res.body.data as Json[]).map((e) => e.steps[0].output.data.blockNumber as number).sort((a, b) => a - b);
+    };
     const e1 = Date.now() + 3_000;
     const e2 = e1 + 12_000;
     const created = await json("POST", "/workflows", { smartWalletAddress: wallet, trigger: { id: "t", name: "tick", type: "fixedTime", config: { epochs: [e1, e2] } }, nodes: [code("n")] });
@@ -544,6 +552,9 @@ describe("npm start", () => {
     const count = async () => (await json("GET", `/workflows/${id}`)).body.executionCount as number;
     for (let i = 0; i < 200 && (await count()) < 1; i++) await new Promise((r) => setTimeout(r, 100));
     expect(await count()).toBe(1);
+    for (let i = 0; i < 200 && (await blockRuns()).length < 2; i++) await new Promise((r) => setTimeout(r, 100));
+    const beforeStop = await blockRuns();
+    expect(beforeStop.length).toBeGreaterThanOrEqual(2);
     expect(await first.stop()).toBe(0);
     expect(Date.now()).toBeLessThan(e2); // the first process never saw e2 due
 
@@ -556,6 +567,17 @@ describe("npm start", () => {
     expect(executions.status).toBe(200);
     expect((executions.body.data as Json[]).map((e) => e.index as number).sort()).toEqual([0, 1]);
     expect(await count()).toBe(2);
+
+    // The block workflow goes on from where the first process stopped: at least 3 more fires after the restart.
+    const lastBefore = (await blockRuns()).at(-1)!;
+    for (let i = 0; i < 300 && (await blockRuns()).filter((b) => b > lastBefore).length < 3; i++) await new Promise((r) => setTimeout(r, 100));
+    const fired = await blockRuns();
     expect(await second.stop()).toBe(0);
+    expect(fired.filter((b) => b > lastBefore).length).toBeGreaterThanOrEqual(3);
+    // Every multiple of 2 from the first fire to the last, exactly once: no duplicate, nothing lost across the restart.
+    const expected = Array.from({ length: (fired.at(-1)! - fired[0]!) / 2 + 1 }, (_, i) => fired[0]! + 2 * i);
+    expect(fired[0]! % 2).toBe(0);
+    expect(fired).toEqual(expected);
+    expect(fired.slice(0, beforeStop.length)).toEqual(beforeStop);
   });
 });
