@@ -215,10 +215,11 @@ describe("chain watcher", () => {
     });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
     const id = res.body.id as string;
-    await pass();
+    // The devnet also mines on its own (and for other test files), so the first pass may already fire one.
+    const first = await pass();
     await devnet().testClient.mine({ blocks: 4 });
     const r = await pass();
-    expect(firedFor(r, id)).toHaveLength(2);
+    expect([...firedFor(first, id), ...firedFor(r, id)]).toHaveLength(2);
     expect(await watchersOf(CHAIN)).toEqual([]);
     const workflow = await call(owner, "GET", `/workflows/${id}`);
     expect(workflow.body).toMatchObject({ status: "completed", completionReason: "MAX_EXECUTIONS_REACHED", executionCount: 2 });
