@@ -12,23 +12,19 @@
  * (412, 404) forgets the key.
  */
 import * as v from "valibot";
-import { ulid } from "ulid";
 import { useOwner } from "../context";
 import { validationFailed, type FieldError } from "../errors";
 import { fieldErrors } from "../http/validate";
 import * as Idempotency from "../idempotency";
 import { useConfig, useRuntime } from "../runtime";
-import { log } from "../log";
 import { TriggerBody } from "../workflow/run-contract";
-import { RESERVED_INPUT_KEYS, workflowSchemas, type Trigger, type TriggerType } from "../workflow/schemas";
+import { RESERVED_INPUT_KEYS, workflowSchemas, type TriggerType } from "../workflow/schemas";
 import * as Workflow from "../workflow/workflow";
-import { executionFee, valueFeeFor } from "../engine/fees";
 import * as Executions from "./execution";
-import { requireBus, type EventBus } from "./bus";
 import { needsChainRead, triggerStepOutput } from "./trigger-output";
 import { runExecution } from "./runner";
-import { runInputStorage } from "./run-input";
-import { isTerminal, type Step, type TriggerResult } from "./schemas";
+import { isTerminal, type TriggerResult } from "./schemas";
+import { claimExecution, handOver } from "./claim";
 
 export interface TriggerRequest {
   triggerType: TriggerType;
@@ -115,7 +111,7 @@ export async function trigger(rawId: string, body: Record<string, unknown>, idem
   let executionId: string;
   let startAt: number;
   try {
-    ({ executionId, startAt } = await claimExecution(workflow, request));
+    ({ executionId, startAt } = await claimRun(workflow, request));
   } catch (err) {
     if (idempotencyKey) await Idempotency.release(owner, scope, idempotencyKey);
     throw err;
@@ -133,75 +129,21 @@ export async function trigger(rawId: string, body: Record<string, unknown>, idem
 }
 
 /** The claim: the execution record `pending` (trigger step included) in the workflow's transaction. */
-async function claimExecution(workflow: Workflow.WorkflowRecord, request: TriggerRequest) {
+async function claimRun(workflow: Workflow.WorkflowRecord, request: TriggerRequest) {
   const now = useRuntime().now();
-  const executionId = ulid(now);
-  const trigger = workflow.trigger;
   // A block trigger without `triggerOutput` reads its chain at run time; until then the step shows `{data: null}`.
-  const readsChain = needsChainRead(trigger, request.triggerOutput);
-  const output = readsChain ? { data: null } : triggerStepOutput(trigger, request.triggerOutput, now);
-  const storage = await runInputStorage(executionId, {
-    ...(readsChain ? {} : { triggerOutput: output }),
-    ...(request.triggerInput ? { triggerInput: request.triggerInput } : {}),
+  const readsChain = needsChainRead(workflow.trigger, request.triggerOutput);
+  const output = readsChain ? { data: null } : triggerStepOutput(workflow.trigger, request.triggerOutput, now);
+  const executionId = await claimExecution(workflow.id, {
+    now,
+    owner: workflow.owner,
+    stepOutput: output,
+    runInput: {
+      ...(readsChain ? {} : { triggerOutput: output }),
+      ...(request.triggerInput ? { triggerInput: request.triggerInput } : {}),
+    },
   });
-  try {
-    await Workflow.claim(workflow.id, {
-      now,
-      owner: workflow.owner,
-      execution: (index, claimed) => ({
-        ...Executions.pendingItem({
-          workflowId: claimed.id,
-          owner: claimed.owner,
-          chainId: claimed.chainId,
-          id: executionId,
-          index,
-          startAt: now,
-          executionFee: executionFee(),
-          valueFee: valueFeeFor(claimed.nodes),
-          triggerStep: triggerStep(trigger, output, now),
-        }),
-        ...storage.attributes,
-      }),
-    });
-  } catch (err) {
-    await storage.discard();
-    throw err;
-  }
   return { executionId, startAt: now };
-}
-
-const triggerStep = (trigger: Trigger & { id: string }, output: Record<string, unknown>, at: number): Step => ({
-  id: trigger.id,
-  type: trigger.type,
-  name: trigger.name,
-  success: true,
-  config: trigger.config as Record<string, unknown>,
-  output,
-  startAt: at,
-  endAt: at,
-});
-
-/**
- * Publishes `execution.requested`; false when the bus refused. Then nothing would run the execution: it ends
- * `error` at once (instead of waiting for the sweeper) and the answer shows that state.
- */
-async function handOver(workflowId: string, executionId: string): Promise<boolean> {
-  try {
-    await bus().publish({ type: "execution.requested", workflowId, executionId });
-    return true;
-  } catch (err) {
-    log.error("could not publish execution.requested", { workflowId, executionId, error: (err as Error).message });
-    const endAt = useRuntime().now();
-    if (await Executions.finish(workflowId, executionId, { status: "error", error: "the run could not be handed to a runner", endAt })) {
-      await Workflow.recordOutcome(workflowId, "error", endAt);
-    }
-    return false;
-  }
-}
-
-/** The bus the host installed; without one (tests, tools) an in-process bus delivering to this process's runner. */
-function bus(): EventBus {
-  return requireBus();
 }
 
 // ---------------------------------------------------------------------------------------------------------

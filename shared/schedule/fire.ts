@@ -9,18 +9,13 @@
  *    (store pattern 17) in the same transaction as the execution, so a second delivery claims nothing;
  * 4. the execution goes to a runner through the bus, like an asynchronous manual trigger.
  */
-import { ulid } from "ulid";
 import { ApiError } from "../errors";
-import { log } from "../log";
 import { useRuntime } from "../runtime";
-import { executionFee, valueFeeFor } from "../engine/fees";
 import { cronFires } from "../workflow/definition";
 import type { Trigger } from "../workflow/schemas";
 import * as Workflow from "../workflow/workflow";
-import * as Executions from "../execution/execution";
-import { requireBus } from "../execution/bus";
-import { runInputStorage } from "../execution/run-input";
 import { triggerStepOutput } from "../execution/trigger-output";
+import { claimExecution, handOver } from "../execution/claim";
 
 type TimeTrigger = Extract<Trigger, { type: "cron" | "fixedTime" }> & { id: string };
 type Window = Pick<Workflow.WorkflowRecord, "startAt" | "expiredAt">;
@@ -68,31 +63,17 @@ export async function fireTimeTrigger(input: { workflowId: string; triggerId?: s
   if (now - instant > grace) return { outcome: "skipped", reason: "MISSED", stop: false };
 
   const id = fireId(workflow.id, trigger.id, instant);
-  const executionId = ulid(now);
   const output = triggerStepOutput(trigger, undefined, instant);
-  const storage = await runInputStorage(executionId, { triggerOutput: output });
+  let executionId: string;
   try {
-    await Workflow.claim(workflow.id, {
+    executionId = await claimExecution(workflow.id, {
       now,
       // The record only has to outlive every delivery that could still claim: later ones are skipped as missed.
       fire: { fireId: id, expiresAt: Math.ceil((instant + grace) / 1000) + 3600 },
-      execution: (index, claimed) => ({
-        ...Executions.pendingItem({
-          workflowId: claimed.id,
-          owner: claimed.owner,
-          chainId: claimed.chainId,
-          id: executionId,
-          index,
-          startAt: now,
-          executionFee: executionFee(),
-          valueFee: valueFeeFor(claimed.nodes),
-          triggerStep: { id: trigger.id, type: trigger.type, name: trigger.name, success: true, config: trigger.config as Record<string, unknown>, output, startAt: now, endAt: now },
-        }),
-        ...storage.attributes,
-      }),
+      stepOutput: output,
+      runInput: { triggerOutput: output },
     });
   } catch (err) {
-    await storage.discard();
     if (err instanceof Workflow.DuplicateFire) return { outcome: "duplicate" };
     if (err instanceof ApiError && err.status === 404) return { outcome: "skipped", reason: "WORKFLOW_NOT_FOUND", stop: true };
     if (err instanceof ApiError && err.status === 412) {
@@ -101,19 +82,6 @@ export async function fireTimeTrigger(input: { workflowId: string; triggerId?: s
     }
     throw err;
   }
-  await handOver(workflow.id, executionId, now);
+  await handOver(workflow.id, executionId);
   return { outcome: "fired", executionId };
-}
-
-/** `execution.requested` on the bus; a refusal ends the execution `error` at once (as the manual trigger does). */
-async function handOver(workflowId: string, executionId: string, now: number): Promise<void> {
-  const bus = requireBus();
-  try {
-    await bus.publish({ type: "execution.requested", workflowId, executionId });
-  } catch (err) {
-    log.error("could not publish execution.requested", { workflowId, executionId, error: (err as Error).message });
-    if (await Executions.finish(workflowId, executionId, { status: "error", error: "the run could not be handed to a runner", endAt: now })) {
-      await Workflow.recordOutcome(workflowId, "error", now);
-    }
-  }
 }

@@ -36,15 +36,12 @@ import { Keys } from "../store/keys";
 import { isConditionFailure } from "../store/table";
 import { chainSettings, publicClient } from "../chain/chains";
 import * as Workflow from "../workflow/workflow";
-import * as Executions from "../execution/execution";
-import { requireBus, type EventBus } from "../execution/bus";
-import { runInputStorage } from "../execution/run-input";
 import { blockStepOutput } from "../execution/trigger-output";
-import { executionFee, valueFeeFor } from "../engine/fees";
 import { toJson } from "../engine/nodes/abi";
 import { callAll, prepareCalls } from "../engine/nodes/contract-read";
 import type { EventQuery } from "../workflow/schemas";
 import { noteFired, unwatch, watchersOf, type WatchEntry } from "./registry";
+import { claimExecution, handOver } from "../execution/claim";
 
 /** Blocks per `eth_getLogs` (and per checkpoint advance): within what public RPC providers accept. */
 export const LOGS_RANGE_BLOCKS = 500;
@@ -537,58 +534,21 @@ export type FireOutcome = { kind: "fired"; executionId: string } | { kind: "dupl
  */
 export async function fireExecution(workflowId: string, fireId: string, output: Record<string, unknown>): Promise<FireOutcome> {
   const now = useRuntime().now();
-  const executionId = ulid(now);
-  const storage = await runInputStorage(executionId, { triggerOutput: output });
+  let executionId: string;
   try {
-    await Workflow.claim(workflowId, {
+    executionId = await claimExecution(workflowId, {
       now,
       fire: { fireId, expiresAt: Math.floor(now / 1000) + FIRE_RECORD_TTL_S },
-      execution: (index, claimed) => ({
-        ...Executions.pendingItem({
-          workflowId: claimed.id,
-          owner: claimed.owner,
-          chainId: claimed.chainId,
-          id: executionId,
-          index,
-          startAt: now,
-          executionFee: executionFee(),
-          valueFee: valueFeeFor(claimed.nodes),
-          triggerStep: {
-            id: claimed.trigger.id,
-            type: claimed.trigger.type,
-            name: claimed.trigger.name,
-            success: true,
-            config: claimed.trigger.config as Record<string, unknown>,
-            output,
-            startAt: now,
-            endAt: now,
-          },
-        }),
-        ...storage.attributes,
-      }),
+      stepOutput: output,
+      runInput: { triggerOutput: output },
     });
   } catch (err) {
-    await storage.discard();
     if (err instanceof Workflow.DuplicateFire) return { kind: "duplicate" };
     if (err instanceof ApiError && (err.status === 404 || err.status === 412)) return { kind: "stopped", reason: err.extra.reason ?? err.code };
     throw err;
   }
-  try {
-    await bus().publish({ type: "execution.requested", workflowId, executionId });
-  } catch (err) {
-    // Nothing would run it: end it now rather than at the sweeper's timeout (as the manual trigger does).
-    log.error("could not publish execution.requested", { workflowId, executionId, error: (err as Error).message });
-    const endAt = useRuntime().now();
-    if (await Executions.finish(workflowId, executionId, { status: "error", error: "the run could not be handed to a runner", endAt })) {
-      await Workflow.recordOutcome(workflowId, "error", endAt);
-    }
-  }
+  await handOver(workflowId, executionId);
   return { kind: "fired", executionId };
-}
-
-/** The bus the host installed; without one (tests, tools) an in-process bus delivering to this process's runner. */
-function bus(): EventBus {
-  return requireBus();
 }
 
 async function forEachLimited<T>(items: readonly T[], limit: number, run: (item: T) => Promise<void>): Promise<void> {

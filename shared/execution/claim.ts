@@ -1,0 +1,93 @@
+/**
+ * Starting one execution, shared by every way a workflow fires (the manual trigger, schedules, the chain
+ * watcher): the claim writes the `pending` record with its trigger step and run input in the workflow's own
+ * transaction (with the fire id of an automatic fire, so a repeated delivery claims nothing), then the hand-over
+ * publishes `execution.requested` for a runner. Carries no engine code: the runner is reached only through the bus.
+ */
+import { ulid } from "ulid";
+import type { Address } from "viem";
+import { log } from "../log";
+import { useRuntime } from "../runtime";
+import * as Workflow from "../workflow/workflow";
+import type { Trigger } from "../workflow/schemas";
+import { executionFee, valueFeeFor } from "../engine/fees";
+import * as Executions from "./execution";
+import { requireBus } from "./bus";
+import { runInputStorage, type RunRequest } from "./run-input";
+import type { Step } from "./schemas";
+
+export interface ClaimRequest {
+  now: number;
+  /** The caller's address for a manual trigger: another owner's workflow answers 404. */
+  owner?: Address;
+  /** An automatic fire's id and how long its record must outlive repeated deliveries (unix seconds). */
+  fire?: { fireId: string; expiresAt: number };
+  /** The trigger step's `output` as recorded now. */
+  stepOutput: Record<string, unknown>;
+  /** What the runner receives: the trigger output to run with (absent: read at run time) and `triggerInput`. */
+  runInput: RunRequest;
+}
+
+/**
+ * Claims one execution (Workflow.claim: 412/404, DuplicateFire) and returns its id. Run input too large for the
+ * execution item is written in parts first and removed again when the claim fails.
+ */
+export async function claimExecution(workflowId: string, request: ClaimRequest): Promise<string> {
+  const { now } = request;
+  const executionId = ulid(now);
+  const storage = await runInputStorage(executionId, request.runInput);
+  try {
+    await Workflow.claim(workflowId, {
+      now,
+      ...(request.owner ? { owner: request.owner } : {}),
+      ...(request.fire ? { fire: request.fire } : {}),
+      execution: (index, claimed) => ({
+        ...Executions.pendingItem({
+          workflowId: claimed.id,
+          owner: claimed.owner,
+          chainId: claimed.chainId,
+          id: executionId,
+          index,
+          startAt: now,
+          executionFee: executionFee(),
+          valueFee: valueFeeFor(claimed.nodes),
+          triggerStep: triggerStep(claimed.trigger, request.stepOutput, now),
+        }),
+        ...storage.attributes,
+      }),
+    });
+  } catch (err) {
+    await storage.discard();
+    throw err;
+  }
+  return executionId;
+}
+
+const triggerStep = (trigger: Trigger & { id: string }, output: Record<string, unknown>, at: number): Step => ({
+  id: trigger.id,
+  type: trigger.type,
+  name: trigger.name,
+  success: true,
+  config: trigger.config as Record<string, unknown>,
+  output,
+  startAt: at,
+  endAt: at,
+});
+
+/**
+ * Publishes `execution.requested`; false when the bus refused. Then nothing would run the execution: it ends
+ * `error` at once (instead of waiting for the sweeper's timeout) and counts toward consecutive errors.
+ */
+export async function handOver(workflowId: string, executionId: string): Promise<boolean> {
+  try {
+    await requireBus().publish({ type: "execution.requested", workflowId, executionId });
+    return true;
+  } catch (err) {
+    log.error("could not publish execution.requested", { workflowId, executionId, error: (err as Error).message });
+    const endAt = useRuntime().now();
+    if (await Executions.finish(workflowId, executionId, { status: "error", error: "the run could not be handed to a runner", endAt })) {
+      await Workflow.recordOutcome(workflowId, "error", endAt);
+    }
+    return false;
+  }
+}
