@@ -148,6 +148,26 @@ describe("bodies", () => {
     expectProblem(answer, 400, "VALIDATION_FAILED");
   });
 
+  it("refuses a body nested deeper than 32 levels with 400 (was 500: a stack overflow, or DynamoDB's nesting limit)", async () => {
+    const nested = (levels: number) => "[".repeat(levels) + "]".repeat(levels);
+    for (const levels of [33, 40, 200_000]) {
+      const answer = await send(alice, "PUT", "/secrets/DEEP", { raw: `{"value":"v","extra":${nested(levels - 1)}}` });
+      expectProblem(answer, 400, "VALIDATION_FAILED");
+      expect(answer.json.errors).toEqual([{ path: "body", message: "is nested more than 32 levels deep" }]);
+    }
+    // At the limit a workflow document is stored whole (DynamoDB's own nesting limit is not reached) and reads back.
+    const workflow = (levels: number) =>
+      `{"smartWalletAddress":"${wallet}","trigger":{"id":"t","name":"start","type":"manual","config":{}},` +
+      `"nodes":[{"id":"a","name":"a","type":"customCode","config":{"source":"return 1"}}],"inputVariables":{"x":${nested(levels - 2)}}}`;
+    const stored = await send(alice, "POST", "/workflows", { raw: workflow(32) });
+    expect(stored.status).toBe(201);
+    expect(JSON.stringify((await send(alice, "GET", `/workflows/${stored.json.id as string}`)).json.inputVariables.x)).toBe(nested(30));
+    expectProblem(await send(alice, "POST", "/workflows", { raw: workflow(33) }), 400, "VALIDATION_FAILED");
+    // Brackets inside strings are text, not nesting.
+    expect((await send(alice, "PUT", "/secrets/DEEP", { body: { value: "[".repeat(100) } })).status).toBe(201);
+    expect((await send(alice, "DELETE", "/secrets/DEEP")).status).toBe(204);
+  });
+
   it("answers authentication before reading a body: 401 for an oversized body without a token", async () => {
     expectProblem(await send(undefined, "PUT", "/secrets/X", { raw: "x".repeat(2 * 1024 * 1024) }), 401, "AUTH_REQUIRED");
   });

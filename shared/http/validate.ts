@@ -55,16 +55,44 @@ export async function readJsonBody(c: Context): Promise<Record<string, unknown>>
   if (type !== "application/json") {
     throw new ApiError(415, "UNSUPPORTED_MEDIA_TYPE", "The request body must be sent as application/json.");
   }
+  let text: string;
   let value: unknown;
   try {
-    value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(raw));
+    text = new TextDecoder("utf-8", { fatal: true }).decode(raw);
+    value = JSON.parse(text);
   } catch {
     throw new ApiError(400, "INVALID_JSON", "The request body is not valid JSON.");
+  }
+  if (nestingDepth(text) > MAX_BODY_DEPTH) {
+    throw validationFailed([{ path: "body", message: `is nested more than ${MAX_BODY_DEPTH} levels deep` }]);
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw new ApiError(400, "INVALID_JSON", "The request body must be a JSON object.");
   }
   return dropNulls(value as Record<string, unknown>);
+}
+
+/**
+ * Deepest nesting of objects and arrays a body may have. Stored documents keep a body's shape, and DynamoDB
+ * refuses items nested beyond 32 levels; recursive validation of a deeper value would also exhaust the stack.
+ */
+export const MAX_BODY_DEPTH = 32;
+
+/** Nesting depth of valid JSON text, counted on the text (strings skipped), without recursion. */
+function nestingDepth(text: string): number {
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text.charCodeAt(i);
+    if (inString) {
+      if (ch === 0x5c) i++; // backslash: skip the escaped character
+      else if (ch === 0x22) inString = false;
+    } else if (ch === 0x22) inString = true;
+    else if (ch === 0x7b || ch === 0x5b) deepest = Math.max(deepest, ++depth);
+    else if (ch === 0x7d || ch === 0x5d) depth--;
+  }
+  return deepest;
 }
 
 /**
