@@ -17,7 +17,7 @@ import { useOwner } from "../context";
 import { notFound } from "../errors";
 import { Keys } from "../store/keys";
 import { Index, isConditionFailure } from "../store/table";
-import { queryPage } from "../store/query";
+import { queryPage, queryPages } from "../store/query";
 import type { Cost, Execution, ExecutionStatus, Fee, Stats, StatusSummary, Step, ValueFee } from "./schemas";
 
 type Item = Record<string, unknown>;
@@ -461,25 +461,19 @@ interface StoredStep {
 /** Every recorded step of an execution, its parts joined: one Query page per MB of steps. */
 async function readSteps(id: string): Promise<StoredStep[]> {
   const parts = new Map<string, { parts: number; chunks: Uint8Array[] }>();
-  let startKey: Item | undefined;
-  do {
-    const out = await useRuntime().db.send(
-      new QueryCommand({
-        TableName: table(),
-        KeyConditionExpression: "pk = :pk AND begins_with(sk, :step)",
-        ExpressionAttributeValues: { ":pk": Keys.executionStep(id, "", 0).pk, ":step": "STEP#" },
-        ConsistentRead: true,
-        ExclusiveStartKey: startKey,
-      }),
-    );
+  for await (const out of queryPages({
+    TableName: table(),
+    KeyConditionExpression: "pk = :pk AND begins_with(sk, :step)",
+    ExpressionAttributeValues: { ":pk": Keys.executionStep(id, "", 0).pk, ":step": "STEP#" },
+    ConsistentRead: true,
+  })) {
     for (const item of (out.Items ?? []) as { stepId: string; part: number; parts: number; body: Uint8Array }[]) {
       const entry = parts.get(item.stepId) ?? { parts: 0, chunks: [] };
       if (item.part === 0) entry.parts = item.parts;
       entry.chunks[item.part] = item.body;
       parts.set(item.stepId, entry);
     }
-    startKey = out.LastEvaluatedKey;
-  } while (startKey);
+  }
   const steps: StoredStep[] = [];
   for (const entry of parts.values()) {
     // Parts beyond the count of part 0 are leftovers of an earlier, longer recording of the same step.

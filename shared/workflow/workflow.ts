@@ -39,6 +39,7 @@ import { useOwner } from "../context";
 import { ApiError, notFound, quotaReached } from "../errors";
 import { useRuntime } from "../runtime";
 import { Keys } from "../store/keys";
+import { queryPages } from "../store/query";
 import { decrement, incrementBelow } from "../store/counters";
 import { Index, cancellationReasons } from "../store/table";
 import { checksumAddress, type Address } from "../address";
@@ -218,24 +219,18 @@ function canonicalJson(value: unknown): string {
 async function isRegisteredWallet(owner: Address, address: Address): Promise<boolean> {
   // Wallet sort keys are `WALLET#<chain>#<address lower-case>` (Keys.wallet): one Query over the owner's wallets,
   // keys only; each is compared with the key Keys.wallet builds for its chain.
-  let startKey: Item | undefined;
-  do {
-    const out = await useRuntime().db.send(
-      new QueryCommand({
-        TableName: table(),
-        KeyConditionExpression: "pk = :pk AND begins_with(sk, :prefix)",
-        ExpressionAttributeValues: { ":pk": Keys.owner(owner), ":prefix": "WALLET#" },
-        ProjectionExpression: "sk",
-        ConsistentRead: true,
-        ExclusiveStartKey: startKey,
-      }),
-    );
+  for await (const out of queryPages({
+    TableName: table(),
+    KeyConditionExpression: "pk = :pk AND begins_with(sk, :prefix)",
+    ExpressionAttributeValues: { ":pk": Keys.owner(owner), ":prefix": "WALLET#" },
+    ProjectionExpression: "sk",
+    ConsistentRead: true,
+  })) {
     for (const item of out.Items ?? []) {
       const chainId = Number(String(item.sk).split("#")[1]);
       if (Keys.wallet(owner, chainId, address).sk === item.sk) return true;
     }
-    startKey = out.LastEvaluatedKey;
-  } while (startKey);
+  }
   return false;
 }
 
@@ -337,19 +332,14 @@ async function takeSlot(owner: Address, write: () => Record<string, unknown>, al
 /** Gives back the slots of the owner's workflows that expired while holding one; returns how many. */
 async function releaseExpiredSlots(owner: Address, now: number): Promise<number> {
   let released = 0;
-  let startKey: Item | undefined;
-  do {
-    const out = await useRuntime().db.send(
-      new QueryCommand({
-        TableName: table(),
-        IndexName: Index.gsi1,
-        KeyConditionExpression: "gsi1pk = :pk",
-        FilterExpression: "holdsSlot = :true AND expiredAt <= :now",
-        ExpressionAttributeValues: { ":pk": Keys.workflowByOwner(owner, "").gsi1pk, ":true": true, ":now": now },
-        ProjectionExpression: "id",
-        ExclusiveStartKey: startKey,
-      }),
-    );
+  for await (const out of queryPages({
+    TableName: table(),
+    IndexName: Index.gsi1,
+    KeyConditionExpression: "gsi1pk = :pk",
+    FilterExpression: "holdsSlot = :true AND expiredAt <= :now",
+    ExpressionAttributeValues: { ":pk": Keys.workflowByOwner(owner, "").gsi1pk, ":true": true, ":now": now },
+    ProjectionExpression: "id",
+  })) {
     for (const item of out.Items ?? []) {
       try {
         await useRuntime().db.send(
@@ -373,8 +363,7 @@ async function releaseExpiredSlots(owner: Address, now: number): Promise<number>
         if (errorName(err) !== "TransactionCanceledException") throw err; // released meanwhile: fine
       }
     }
-    startKey = out.LastEvaluatedKey;
-  } while (startKey);
+  }
   if (released > 0) log.info("released slots of expired workflows", { owner: owner.toLowerCase(), released });
   return released;
 }
@@ -512,23 +501,17 @@ export async function list(filter: ListFilter, page: Page) {
 export async function count(filter: ListFilter): Promise<number> {
   const q = scopedQuery(useOwner(), filter, useRuntime().now());
   let total = 0;
-  let startKey: Item | undefined;
-  do {
-    const out = await useRuntime().db.send(
-      new QueryCommand({
-        TableName: table(),
-        IndexName: q.index,
-        KeyConditionExpression: "#pk = :pk",
-        ExpressionAttributeNames: { "#pk": q.pkName, ...q.filter?.names },
-        ExpressionAttributeValues: { ":pk": q.pk, ...q.filter?.values },
-        FilterExpression: q.filter?.expression,
-        Select: "COUNT",
-        ExclusiveStartKey: startKey,
-      }),
-    );
+  for await (const out of queryPages({
+    TableName: table(),
+    IndexName: q.index,
+    KeyConditionExpression: "#pk = :pk",
+    ExpressionAttributeNames: { "#pk": q.pkName, ...q.filter?.names },
+    ExpressionAttributeValues: { ":pk": q.pk, ...q.filter?.values },
+    FilterExpression: q.filter?.expression,
+    Select: "COUNT",
+  })) {
     total += out.Count ?? 0;
-    startKey = out.LastEvaluatedKey;
-  } while (startKey);
+  }
   return total;
 }
 
@@ -662,22 +645,16 @@ export async function remove(rawId: string): Promise<void> {
 /** The caller's secrets scoped to workflow `id` (store pattern 3), each deleted by the secrets module. */
 async function removeWorkflowSecrets(id: string): Promise<void> {
   const owner = useOwner();
-  let startKey: Item | undefined;
-  do {
-    const out = await useRuntime().db.send(
-      new QueryCommand({
-        TableName: table(),
-        IndexName: Index.gsi1,
-        KeyConditionExpression: "gsi1pk = :pk",
-        ExpressionAttributeValues: { ":pk": Keys.secretByWorkflow(owner, id, "").gsi1pk },
-        ProjectionExpression: "#name",
-        ExpressionAttributeNames: { "#name": "name" },
-        ExclusiveStartKey: startKey,
-      }),
-    );
+  for await (const out of queryPages({
+    TableName: table(),
+    IndexName: Index.gsi1,
+    KeyConditionExpression: "gsi1pk = :pk",
+    ExpressionAttributeValues: { ":pk": Keys.secretByWorkflow(owner, id, "").gsi1pk },
+    ProjectionExpression: "#name",
+    ExpressionAttributeNames: { "#name": "name" },
+  })) {
     for (const item of out.Items ?? []) await Secret.remove(String(item.name), { workflowId: id });
-    startKey = out.LastEvaluatedKey;
-  } while (startKey);
+  }
 }
 
 /**
