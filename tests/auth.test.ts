@@ -539,6 +539,47 @@ describe("presenting the token (§7.3)", () => {
   it("answers AUTH_INVALID_TOKEN for a token without exp", async () => {
     await expect401(`Bearer ${await forge(claims({ exp: undefined }))}`, "AUTH_INVALID_TOKEN");
   });
+
+  // The verifier is our own (node:crypto, shared/auth/token.ts): these are the JOSE rules jose's jwtVerify
+  // enforced for us that a token of the fixed format could still break.
+  /** Signs the given segments as they are, with the service key (jose refuses to write the odd ones). */
+  const handSigned = async (header: string, payload: string) => {
+    const { createPrivateKey, sign } = await import("node:crypto");
+    const key = createPrivateKey(rt.config.jwtSigningKey!);
+    return `${header}.${payload}.${sign("sha256", Buffer.from(`${header}.${payload}`), { key, dsaEncoding: "ieee-p1363" }).toString("base64url")}`;
+  };
+
+  it("answers AUTH_INVALID_TOKEN for a crit or b64 header, even when validly signed", async () => {
+    // Control: a hand-signed token of the right shape passes.
+    expect((await presented(`Bearer ${await handSigned(b64({ alg: "ES256", typ: "JWT", kid }), b64(claims()))}`)).res.status).toBe(200);
+    await expect401(`Bearer ${await handSigned(b64({ alg: "ES256", kid, crit: ["exp"] }), b64(claims()))}`, "AUTH_INVALID_TOKEN");
+    await expect401(`Bearer ${await handSigned(b64({ alg: "ES256", kid, b64: true }), b64(claims()))}`, "AUTH_INVALID_TOKEN");
+  });
+
+  it("answers AUTH_INVALID_TOKEN for a token not valid before a later time (nbf)", async () => {
+    await expect401(`Bearer ${await forge(claims({ nbf: nowS() + 120 }))}`, "AUTH_INVALID_TOKEN");
+    const { res } = await presented(`Bearer ${await forge(claims({ nbf: nowS() - 1 }))}`);
+    expect(res.status).toBe(200);
+  });
+
+  it("answers AUTH_INVALID_TOKEN for a DER-encoded or truncated signature over the right bytes", async () => {
+    const token = await forge(claims());
+    const [h, p, s] = token.split(".") as [string, string, string];
+    const raw = Buffer.from(s, "base64url");
+    const { createPublicKey, verify } = await import("node:crypto");
+    const der = derSignature(raw);
+    // Control: the DER form really is the same signature, so only its encoding is refused.
+    expect(verify("sha256", Buffer.from(`${h}.${p}`), createPublicKey(rt.config.jwtSigningKey!), der)).toBe(true);
+    await expect401(`Bearer ${h}.${p}.${der.toString("base64url")}`, "AUTH_INVALID_TOKEN");
+    await expect401(`Bearer ${h}.${p}.${raw.subarray(0, 63).toString("base64url")}`, "AUTH_INVALID_TOKEN");
+  });
+
+  it("answers AUTH_INVALID_TOKEN for a signed payload or header that is not a JSON object", async () => {
+    const header = b64({ alg: "ES256", typ: "JWT", kid });
+    await expect401(`Bearer ${await handSigned(header, b64([claims()]))}`, "AUTH_INVALID_TOKEN");
+    await expect401(`Bearer ${await handSigned(header, Buffer.from("not json").toString("base64url"))}`, "AUTH_INVALID_TOKEN");
+    await expect401(`Bearer ${await handSigned(b64(["ES256"]), b64(claims()))}`, "AUTH_INVALID_TOKEN");
+  });
 });
 
 describe("GET /.well-known/jwks.json", () => {
@@ -569,3 +610,16 @@ describe("GET /.well-known/jwks.json", () => {
 afterAll(() => {
   setRuntime(rt);
 });
+
+/** An r ‖ s signature (64 bytes) in ASN.1 DER, as node:crypto's default ECDSA encoding writes it. */
+function derSignature(raw: Buffer): Buffer {
+  const integer = (bytes: Buffer) => {
+    let i = 0;
+    while (i < bytes.length - 1 && bytes[i] === 0) i++;
+    const trimmed = bytes.subarray(i);
+    const body = trimmed[0]! & 0x80 ? Buffer.concat([Buffer.from([0]), trimmed]) : trimmed;
+    return Buffer.concat([Buffer.from([0x02, body.length]), body]);
+  };
+  const sequence = Buffer.concat([integer(raw.subarray(0, 32)), integer(raw.subarray(32))]);
+  return Buffer.concat([Buffer.from([0x30, sequence.length]), sequence]);
+}
