@@ -27,23 +27,28 @@ const NEVER = [
 /** viem and what only viem brings. */
 const CHAIN = ["viem", "ox", "abitype", "@scure/*", "@adraffy/*", "isows"];
 
+/** Only sign-in (core) signs tokens; every other function verifies them with node:crypto (shared/auth/token.ts). */
+const SIGNING = ["jose"];
+/** EIP-55 checksums (shared/http/address-schemas.ts): only groups that read or answer addresses. */
+const ADDRESSES = ["@noble/hashes", "@noble/curves"];
+
 /** What each function may not carry. A new entry point must declare its own before it ships. */
 const DENY: Record<string, string[]> = {
   // Sign-in recovers signers with @noble/curves and the catch-all may serve the OpenAPI document.
   core: [...NEVER, ...CHAIN],
-  secrets: [...NEVER, ...CHAIN, "@noble/curves", "@valibot/to-json-schema", "@aws-sdk/client-eventbridge", "@aws-sdk/client-scheduler", "croner"],
-  wallets: [...NEVER, "@valibot/to-json-schema"],
-  workflows: [...NEVER, "@valibot/to-json-schema"],
-  executions: [...NEVER, ...CHAIN, "@noble/curves", "@valibot/to-json-schema", "croner"],
-  stream: [...NEVER, ...CHAIN, "@noble/curves", "@valibot/to-json-schema", "croner"],
+  secrets: [...NEVER, ...CHAIN, ...SIGNING, ...ADDRESSES, "@valibot/to-json-schema", "@aws-sdk/client-eventbridge", "@aws-sdk/client-scheduler", "croner"],
+  wallets: [...NEVER, ...SIGNING, "@valibot/to-json-schema"],
+  workflows: [...NEVER, ...SIGNING, "@valibot/to-json-schema"],
+  executions: [...NEVER, ...CHAIN, ...SIGNING, ...ADDRESSES, "@valibot/to-json-schema", "croner"],
+  stream: [...NEVER, ...CHAIN, ...SIGNING, ...ADDRESSES, "@valibot/to-json-schema", "croner"],
   // The EventBridge target that runs executions: the engine and the chain, no HTTP app, no tokens.
-  runner: [...NEVER, "hono", "jose", "@valibot/to-json-schema"],
+  runner: [...NEVER, ...SIGNING, "hono", "@valibot/to-json-schema"],
   // A scheduled worker: no HTTP app, no tokens.
-  sweeper: [...NEVER, "hono", "jose", "@valibot/to-json-schema"],
+  sweeper: [...NEVER, ...SIGNING, "hono", "@valibot/to-json-schema"],
   // The chain watcher: claims fires and reads chains; no HTTP app, no tokens.
-  watcher: [...NEVER, "hono", "jose", "@valibot/to-json-schema"],
+  watcher: [...NEVER, ...SIGNING, "hono", "@valibot/to-json-schema"],
   // The EventBridge Scheduler target (time fires): claim and hand-over, no HTTP app, no tokens.
-  schedule: [...NEVER, "hono", "jose", "@valibot/to-json-schema"],
+  schedule: [...NEVER, ...SIGNING, "hono", "@valibot/to-json-schema"],
 };
 
 const denied = (name: string, rules: string[]) =>

@@ -4,7 +4,7 @@
  */
 import * as v from "valibot";
 import { component, configured, described, endpoint, group } from "../http/contract";
-import { Address } from "../http/schemas";
+import { Address } from "../http/address-schemas";
 
 const EXAMPLE_MESSAGE = [
   "Please sign the below text for ownership verification.",

@@ -3,19 +3,8 @@
  * Request schemas validate with them; response schemas use them to document what the service answers.
  */
 import * as v from "valibot";
-import { AddressString, Uint256String, UlidString } from "./validate";
+import { Uint256String, UlidString } from "./validate";
 import { component, configured, parameter } from "./contract";
-
-export const Address = component(
-  "Address",
-  v.pipe(
-    AddressString,
-    v.description(
-      "`0x` + 40 hex digits. Accepted all-lowercase, all-uppercase or in valid EIP-55 mixed case (a mixed-case value with a wrong checksum is rejected); compared case-insensitively; always returned in EIP-55 form.",
-    ),
-    v.examples(["0x5B38Da6a701c568545dCfcB03FcB875f56beddC4"]),
-  ),
-);
 
 export const Uint256 = component(
   "Uint256",

@@ -7,7 +7,6 @@ import type { Context } from "hono";
 import { ApiError, validationFailed, type FieldError } from "../errors";
 import { useConfig } from "../current-runtime";
 import { asInteger } from "./contract";
-import { checksumAddress, isAcceptedAddress, isAddressShape } from "../address";
 
 export type Location = "body" | "query" | "path" | "header";
 
@@ -160,12 +159,4 @@ export const ChainIdQuery = v.pipe(
   v.transform(Number),
   v.maxValue(Number.MAX_SAFE_INTEGER, "must be at most 2^53 - 1"),
   asInteger(0, Number.MAX_SAFE_INTEGER),
-);
-
-/** An address in any accepted case (a mixed-case one must carry a valid EIP-55 checksum); output is EIP-55. */
-export const AddressString = v.pipe(
-  v.string(),
-  v.regex(/^0x[0-9a-fA-F]{40}$/, "must be an address (0x followed by 40 hex digits)"),
-  v.check((s) => !isAddressShape(s) || isAcceptedAddress(s), "has an invalid EIP-55 checksum"),
-  v.transform((s) => checksumAddress(s)),
 );

@@ -6,7 +6,8 @@ import * as v from "valibot";
 import { ChainIdNumber, ChainIdQuery, BooleanQuery } from "../http/validate";
 import { component, described, parameter } from "../http/contract";
 import { PageQuery, page } from "../http/paging";
-import { Address, Bytes32, ChainId, TimeMs, Ulid, Uint256 } from "../http/schemas";
+import { Bytes32, ChainId, TimeMs, Ulid, Uint256 } from "../http/schemas";
+import { Address } from "../http/address-schemas";
 
 const CHAIN_RULE = "`0` or absent: the JWT `aud` chain if configured, else `default_chain_id`.";
 

@@ -12,7 +12,7 @@ import { useConfig, useRuntime } from "../runtime";
 import { Keys } from "../store/keys";
 import { incrementBelow } from "../store/counters";
 import { cancellationReasons, isConditionFailure } from "../store/table";
-import { AddressString } from "../http/validate";
+import { AddressString } from "../http/address-schemas";
 import { CreateInput, UpdateInput, type Info } from "./schemas";
 import { contractRefused, controllerSigner, isKnownFactory, publicClient, resolveCallerChain } from "../chain/chains";
 import { controlledAccount } from "../chain/account";

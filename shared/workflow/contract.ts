@@ -6,7 +6,7 @@
 import * as v from "valibot";
 import { component, described, endpoint, group, parameter } from "../http/contract";
 import { PageQuery, page } from "../http/paging";
-import { AddressString } from "../http/validate";
+import { AddressString } from "../http/address-schemas";
 import { WORKFLOW_STATUSES, workflowSchemas } from "./schemas";
 
 const S = workflowSchemas();

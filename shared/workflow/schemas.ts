@@ -18,7 +18,8 @@
  */
 import * as v from "valibot";
 import { Cron } from "croner";
-import { AddressString, ChainIdNumber, Uint256String, UlidString } from "../http/validate";
+import { ChainIdNumber, Uint256String, UlidString } from "../http/validate";
+import { AddressString } from "../http/address-schemas";
 import {
   PATHS_ONLY_MESSAGE,
   RESERVED_WORDS,
