@@ -238,6 +238,23 @@ describe("headers and empty responses", () => {
     expect(head.text).toBe("");
   });
 
+  it("answers HEAD with exactly the headers GET gets, success and error alike", async () => {
+    // The node host's lightweight Response keeps headers set after creation only until the body is turned
+    // into a stream, which is what HEAD does: each header must survive that.
+    const origin = { Origin: "https://app.example.com" };
+    for (const [who, path] of [[alice, "/wallets"], [alice, "/secrets?limit=2"], [undefined, "/health"], [alice, "/no-such-route"], [undefined, "/secrets"]] as const) {
+      const get = await send(who, "GET", path, { headers: origin });
+      const head = await send(who, "HEAD", path, { headers: origin });
+      const names = (a: Answer) => [...a.headers.keys()].filter((n) => !["date", "content-length", "transfer-encoding", "keep-alive", "connection"].includes(n)).sort();
+      expect({ path, head: names(head) }).toEqual({ path, head: names(get) });
+      for (const name of ["x-request-id", "x-api-version", "access-control-allow-origin", "access-control-expose-headers", "vary", "content-type"]) {
+        expect({ path, name, present: head.headers.has(name) }).toEqual({ path, name, present: true });
+      }
+      expect(head.headers.get("content-type")).toBe(get.headers.get("content-type"));
+      expect(head.text).toBe("");
+    }
+  });
+
   it("replaces an invalid X-Request-Id and refuses another API version", async () => {
     const odd = await send(alice, "GET", "/wallets", { headers: { "X-Request-Id": "has spaces and ünïcode" } });
     expect(odd.headers.get("x-request-id")).toMatch(/^[0-9A-HJKMNP-TV-Z]{26}$/);

@@ -26,7 +26,7 @@ export const executionStreamRoutes: Route[] = [
       keepaliveMs: limits.streamKeepaliveMs,
       maxMs: limits.streamMaxMs,
     });
-    return new Response(body, { status: 200, headers: STREAM_HEADERS });
+    return new Response(body, { status: 200, headers: new Headers(STREAM_HEADERS) });
   }),
 ];
 

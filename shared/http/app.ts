@@ -7,7 +7,6 @@
  */
 import * as v from "valibot";
 import { Hono, type Context } from "hono";
-import { cors } from "hono/cors";
 import { ulid } from "ulid";
 import { ApiError, validationFailed, type FieldError } from "../errors";
 import { log } from "../log";
@@ -58,6 +57,7 @@ export interface AppOptions {
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+// CORS (API.md §1.4): configurable origins, no credentials.
 const EXPOSED_HEADERS = [
   "X-Request-Id",
   "X-Api-Version",
@@ -67,8 +67,29 @@ const EXPOSED_HEADERS = [
   "Retry-After",
   "Location",
   "Idempotency-Replayed",
-];
-const ALLOWED_HEADERS = ["Authorization", "Content-Type", "Idempotency-Key", "X-Request-Id", "X-Api-Version", "Last-Event-ID"];
+].join(",");
+const ALLOWED_HEADERS = ["Authorization", "Content-Type", "Idempotency-Key", "X-Request-Id", "X-Api-Version", "Last-Event-ID"].join(",");
+const ALLOWED_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"].join(",");
+
+/** The Access-Control-Allow-Origin for a request's Origin: `*`, the origin itself when listed, else none. */
+function allowedOrigin(origin: string | undefined): string | undefined {
+  const allowed = useRuntime().config.corsAllowedOrigins;
+  if (allowed.includes("*")) return "*";
+  return origin && allowed.includes(origin) ? origin : undefined;
+}
+
+/** A CORS preflight (any path, no authentication): 204 with what the API allows. */
+function preflight(origin: string | undefined): Response {
+  const headers = new Headers({
+    "Access-Control-Expose-Headers": EXPOSED_HEADERS,
+    "Access-Control-Max-Age": "600",
+    "Access-Control-Allow-Methods": ALLOWED_METHODS,
+    "Access-Control-Allow-Headers": ALLOWED_HEADERS,
+    Vary: "Origin, Access-Control-Request-Headers",
+  });
+  if (origin) headers.set("Access-Control-Allow-Origin", origin);
+  return new Response(null, { status: 204, headers });
+}
 
 interface Compiled<R> {
   route: R;
@@ -134,25 +155,26 @@ export function createApp(routes: Route[], options: AppOptions = {}) {
     const incoming = c.req.header("x-request-id");
     const requestId = incoming && REQUEST_ID.test(incoming) ? incoming : ulid();
     c.set("requestId", requestId);
+    // Prepared headers make every response Hono builds (c.json, c.body) carry a Headers object. The node host's
+    // lightweight Response keeps later header changes only in that object, and HEAD rebuilds the response
+    // from it: with a plain header record the changes below would be lost (tests/hostile-input.test.ts).
+    c.header("X-Request-Id", requestId);
+    c.header("X-Api-Version", "4");
     await next();
     c.res.headers.set("X-Request-Id", requestId);
     c.res.headers.set("X-Api-Version", "4");
   });
 
-  app.use(
-    "*",
-    cors({
-      origin: (origin) => {
-        const allowed = useRuntime().config.corsAllowedOrigins;
-        if (allowed.includes("*")) return "*";
-        return allowed.includes(origin) ? origin : null;
-      },
-      allowHeaders: ALLOWED_HEADERS,
-      exposeHeaders: EXPOSED_HEADERS,
-      allowMethods: ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
-      maxAge: 600,
-    }),
-  );
+  app.use("*", async (c, next) => {
+    const origin = allowedOrigin(c.req.header("origin"));
+    if (c.req.method === "OPTIONS") return preflight(origin);
+    await next();
+    // Set on the finished response only: reading `c.res` before the handler (as hono/cors does) makes Hono
+    // rebuild the handler's response around a stream body, which costs the node host its fast path.
+    if (origin) c.res.headers.set("Access-Control-Allow-Origin", origin);
+    c.res.headers.set("Access-Control-Expose-Headers", EXPOSED_HEADERS);
+    c.res.headers.append("Vary", "Origin");
+  });
 
   for (const { route, pattern } of compiled) {
     app.on(route.method, honoPattern(route.path), async (c) => {

@@ -64,7 +64,8 @@ export interface ProblemInput {
 export function problemResponse(p: ProblemInput, headers: Record<string, string> = {}): Response {
   return new Response(JSON.stringify(problemBody(p)), {
     status: p.status,
-    headers: { "Content-Type": "application/problem+json", ...headers },
+    // A Headers object, not a record: see the first middleware in app.ts.
+    headers: new Headers({ "Content-Type": "application/problem+json", ...headers }),
   });
 }
 
