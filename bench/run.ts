@@ -150,7 +150,9 @@ async function main() {
  * A route against exactly the DynamoDB requests it makes: one request is recorded (every command the table
  * client sends while it runs), then the route and a direct replay of those commands, in the same order, are
  * timed in the same run. The difference is what our own code costs (token check, validation, serialisation,
- * HTTP). A replayed conditional write may fail its condition; it still made the same round trip.
+ * HTTP). Conditional writes are replayed without their condition (sameWriteEveryTime): replayed as recorded,
+ * the rate limiter's write fails its condition once the route has moved the bucket on, and a refused write
+ * is a cheaper request than the write the route makes.
  */
 async function againstItsOwnRequests(runtime: Runtime, name: string, call: () => Promise<Response>) {
   const recorded: object[] = [];
@@ -161,12 +163,9 @@ async function againstItsOwnRequests(runtime: Runtime, name: string, call: () =>
   if (!first.bodyUsed) await first.arrayBuffer();
   setRuntime(runtime);
   if (first.status !== 200) throw new Error(`${name}: ${first.status}`);
+  const commands = recorded.map(sameWriteEveryTime);
   const replay = async () => {
-    for (const command of recorded) {
-      await db.send(command as never).catch((err: { name?: string }) => {
-        if (err.name !== "ConditionalCheckFailedException") throw err;
-      });
-    }
+    for (const command of commands) await db.send(command as never);
   };
   // Interleaved round by round (route, then replay), so load swings on this shared machine hit both sides alike.
   const viaRouteTimes: number[] = [];
@@ -189,6 +188,23 @@ async function againstItsOwnRequests(runtime: Runtime, name: string, call: () =>
   const kinds = recorded.map((c) => c.constructor.name.replace(/Command$/, "")).join("+");
   report(name, viaRoute, kinds, direct);
   rows[rows.length - 1]!.push(`+${(viaRoute.p50 - direct.p50).toFixed(2)} ms`);
+}
+
+/** A conditional write as the same write without its condition (and the names and values only it used). */
+function sameWriteEveryTime(command: object): object {
+  const input = { ...(command as { input: Record<string, unknown> }).input };
+  if (typeof input.ConditionExpression !== "string") return command;
+  delete input.ConditionExpression;
+  delete input.ReturnValuesOnConditionCheckFailure;
+  const expressions = ["UpdateExpression", "KeyConditionExpression", "FilterExpression", "ProjectionExpression"].map((k) => input[k] ?? "").join(" ");
+  const used = (placeholder: string) => new RegExp(`${placeholder}(?![A-Za-z0-9_])`).test(expressions);
+  for (const key of ["ExpressionAttributeValues", "ExpressionAttributeNames"]) {
+    const entries = Object.entries((input[key] ?? {}) as Record<string, unknown>).filter(([placeholder]) => used(placeholder));
+    if (entries.length > 0) input[key] = Object.fromEntries(entries);
+    else delete input[key];
+  }
+  const Command = command.constructor as new (input: Record<string, unknown>) => object;
+  return new Command(input);
 }
 
 /**
