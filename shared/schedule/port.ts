@@ -9,6 +9,9 @@
  */
 import type { WorkflowRecord } from "../workflow/workflow";
 import { createLocalScheduler } from "./local";
+// Static, not import(): a dynamic import makes esbuild wrap everything it reaches for lazy start-up, and the
+// wrapped AWS SDK clients then keep every command they have (+45 KB DynamoDB, +25 KB KMS per function).
+import { eventBridgeSchedulerFromEnvironment } from "./aws";
 
 export interface Scheduler {
   /** Makes the workflow's future fires (after `now`) due; idempotent. Fires before `now` are never replayed. */
@@ -36,10 +39,7 @@ export function setScheduler<S extends Scheduler>(scheduler: S): S {
  */
 export async function currentScheduler(): Promise<Scheduler> {
   if (current) return current;
-  if (process.env.SCHEDULE_GROUP) {
-    const { eventBridgeSchedulerFromEnvironment } = await import("./aws");
-    return (current ??= eventBridgeSchedulerFromEnvironment());
-  }
+  if (process.env.SCHEDULE_GROUP) return (current ??= eventBridgeSchedulerFromEnvironment());
   return (current = createLocalScheduler());
 }
 
