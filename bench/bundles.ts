@@ -19,6 +19,15 @@ export const BASELINES: Record<string, { file: string; holds: string }[]> = {
   core: [{ file: "bench/baselines/core.ts", holds: "hono+DynamoDB+KMS+jose+valibot+noble secp256k1/keccak" }],
   secrets: [{ file: "bench/baselines/secrets.ts", holds: "hono+DynamoDB+KMS+jose+valibot" }],
   wallets: [{ file: "bench/baselines/wallets.ts", holds: "hono+DynamoDB+KMS+jose+valibot+viem clients" }],
+  executions: [{ file: "bench/baselines/executions.ts", holds: "hono+DynamoDB+jose+valibot" }],
+  stream: [{ file: "bench/baselines/stream.ts", holds: "hono streaming+DynamoDB+jose+valibot" }],
+  workflows: [
+    { file: "bench/baselines/workflows-clients.ts", holds: "hono+DynamoDB+KMS+EventBridge+Scheduler+jose+valibot" },
+    { file: "bench/baselines/workflows-engine.ts", holds: "the same + viem clients+croner+QuickJS" },
+  ],
+  runner: [{ file: "bench/baselines/runner.ts", holds: "DynamoDB+KMS+Scheduler+viem clients+croner+QuickJS" }],
+  schedule: [{ file: "bench/baselines/schedule.ts", holds: "DynamoDB+EventBridge+Scheduler+croner" }],
+  watcher: [{ file: "bench/baselines/watcher.ts", holds: "DynamoDB+EventBridge+Scheduler+viem public client" }],
   sweeper: [
     { file: "bench/baselines/sweeper.ts", holds: "lib-dynamodb, plain handler" },
     { file: "bench/baselines/sweeper-bundler.ts", holds: "lib-dynamodb+viem bundler client" },

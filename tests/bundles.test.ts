@@ -8,6 +8,7 @@ import { describe, expect, it } from "vitest";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ROOT, bundleLambda, importChain, lambdaEntries } from "../bench/lambda-bundle";
+import { BASELINES } from "../bench/bundles";
 
 const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { devDependencies: Record<string, string> };
 
@@ -61,6 +62,8 @@ describe("each Lambda bundle carries only what its group uses", () => {
     expect(entries).toEqual(expect.arrayContaining(["functions/core.ts", "functions/secrets.ts", "functions/wallets.ts", "functions/sweeper.ts"]));
     const undeclared = entries.map((e) => e.slice("functions/".length, -".ts".length)).filter((name) => !DENY[name]);
     expect(undeclared, "add these functions to DENY in tests/bundles.test.ts").toEqual([]);
+    const unmeasured = entries.map((e) => e.slice("functions/".length, -".ts".length)).filter((name) => !BASELINES[name]?.length);
+    expect(unmeasured, "give these functions a baseline in BASELINES of bench/bundles.ts").toEqual([]);
   });
 
   it("reads package names from the metafile (a bundle with viem is seen to carry viem, ox and the KMS client)", async () => {
@@ -77,6 +80,12 @@ describe("each Lambda bundle carries only what its group uses", () => {
         .filter(([pkgName]) => denied(pkgName, DENY[name] ?? NEVER))
         .map(([pkgName, bytes]) => `${pkgName} (${(bytes / 1024).toFixed(1)} KB) via ${importChain(bundle.metafile, entry, pkgName)?.join(" → ")}`);
       expect(found).toEqual([]);
+      // import() of our own modules makes esbuild wrap all it reaches for lazy start-up, and wrapped AWS SDK
+      // clients keep every command they have (shared/schedule/port.ts once cost 80 KB that way).
+      const dynamic = Object.entries(bundle.metafile.inputs).flatMap(([path, input]) =>
+        input.imports.filter((i) => i.kind === "dynamic-import" && !path.includes("node_modules/") && !i.path.startsWith("node:")).map((i) => `${path} → ${i.path}`),
+      );
+      expect(dynamic).toEqual([]);
     });
   }
 });
