@@ -103,7 +103,8 @@ describe("POST /wallets/{address}:withdraw (sponsored by the paymaster)", () => 
     const results = await Promise.all(
       Array.from({ length: 10 }, (_, i) => call(alice, "POST", `/wallets/${wallet}:withdraw`, { recipientAddress: to, amount: String(1000 + i), token: "ETH" })),
     );
-    for (const r of results) expect(r.body.status).toBe("confirmed");
+    // The whole answer on failure: a bundler's rejection names its reason in `message`.
+    for (const r of results) expect(r.body, JSON.stringify(r.body)).toMatchObject({ status: "confirmed" });
     expect(await nonceOf(wallet)).toBe(10n);
     expect(await balance(to)).toBe(Array.from({ length: 10 }, (_, i) => BigInt(1000 + i)).reduce((a, b) => a + b));
     const hashes = new Set(results.map((r) => r.body.userOpHash));
