@@ -10,9 +10,13 @@ import type { Config } from "./config";
 export interface Runtime {
   config: Config;
   db: DynamoDBDocumentClient;
-  kms: KMSClient;
+  /** Built on first use by useKms (shared/keys/kms.ts), so functions that never touch keys never load the client. */
+  kms?: KMSClient;
   now(): number;
 }
+
+/** Local endpoints take fixed dummy credentials; in AWS the default credential chain applies. */
+export const LOCAL_CREDENTIALS = { accessKeyId: "local", secretAccessKey: "local" };
 
 let current: Runtime | undefined;
 

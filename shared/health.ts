@@ -7,6 +7,7 @@
  */
 import { DescribeTableCommand } from "@aws-sdk/client-dynamodb";
 import { DescribeKeyCommand } from "@aws-sdk/client-kms";
+import { useKms } from "./keys/kms";
 import { route, type Route } from "./http/app";
 import * as Service from "./service/contract";
 import { log } from "./log";
@@ -58,7 +59,7 @@ async function checkDatastore(runtime: Runtime) {
 
 /** DescribeKey on the secrets key: the endpoint answers and the key exists (the local endpoint creates it on first use). */
 async function checkKeyService(runtime: Runtime) {
-  await runtime.kms.send(new DescribeKeyCommand({ KeyId: runtime.config.secretsKeyId }), {
+  await useKms(runtime).send(new DescribeKeyCommand({ KeyId: runtime.config.secretsKeyId }), {
     abortSignal: AbortSignal.timeout(CHECK_TIMEOUT_MS),
   });
 }

@@ -1,18 +1,15 @@
 /**
- * The process-wide resources every module uses: settings, the table client, the KMS client and the clock.
+ * The process-wide resources every module uses: settings, the table client and the clock (the KMS client is
+ * built on first use: shared/keys/kms.ts).
  * A host (the local server, a Lambda entry point, a test) installs one with setRuntime() before serving;
  * domain code reads it with useRuntime(). Only the endpoints differ between AWS and the local runtime.
  */
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import { KMSClient } from "@aws-sdk/client-kms";
 import { buildConfig, type Config } from "./config";
-import type { Runtime } from "./current-runtime";
+import { LOCAL_CREDENTIALS, type Runtime } from "./current-runtime";
 
 export { setRuntime, useRuntime, useConfig, type Runtime } from "./current-runtime";
-
-/** Local endpoints take fixed dummy credentials; in AWS the default credential chain applies. */
-const LOCAL_CREDENTIALS = { accessKeyId: "local", secretAccessKey: "local" };
 
 export function createRuntime(options: {
   config?: Config;
@@ -23,14 +20,9 @@ export function createRuntime(options: {
     region: config.region,
     ...(config.dynamoEndpoint ? { endpoint: config.dynamoEndpoint, credentials: LOCAL_CREDENTIALS } : {}),
   });
-  const kms = new KMSClient({
-    region: config.region,
-    ...(config.kmsEndpoint ? { endpoint: config.kmsEndpoint, credentials: LOCAL_CREDENTIALS } : {}),
-  });
   return {
     config,
     db: DynamoDBDocumentClient.from(dynamo, { marshallOptions: { removeUndefinedValues: true } }),
-    kms,
     now: options.now ?? Date.now,
   };
 }

@@ -30,6 +30,8 @@ const CHAIN = ["viem", "ox", "abitype", "@scure/*", "@adraffy/*", "isows"];
 
 /** Only sign-in (core) signs tokens; every other function verifies them with node:crypto (shared/auth/token.ts). */
 const SIGNING = ["jose"];
+/** Only the groups that seal or open secrets or sign with the controller key load the KMS client (shared/keys/kms.ts). */
+const KEYS = ["@aws-sdk/client-kms"];
 /** EIP-55 checksums (shared/http/address-schemas.ts): only groups that read or answer addresses. */
 const ADDRESSES = ["@noble/hashes", "@noble/curves"];
 
@@ -40,16 +42,16 @@ const DENY: Record<string, string[]> = {
   secrets: [...NEVER, ...CHAIN, ...SIGNING, ...ADDRESSES, "@valibot/to-json-schema", "@aws-sdk/client-eventbridge", "@aws-sdk/client-scheduler", "croner"],
   wallets: [...NEVER, ...SIGNING, "@valibot/to-json-schema"],
   workflows: [...NEVER, ...SIGNING, "@valibot/to-json-schema"],
-  executions: [...NEVER, ...CHAIN, ...SIGNING, ...ADDRESSES, "@valibot/to-json-schema", "croner"],
-  stream: [...NEVER, ...CHAIN, ...SIGNING, ...ADDRESSES, "@valibot/to-json-schema", "croner"],
+  executions: [...NEVER, ...CHAIN, ...SIGNING, ...ADDRESSES, ...KEYS, "@valibot/to-json-schema", "croner"],
+  stream: [...NEVER, ...CHAIN, ...SIGNING, ...ADDRESSES, ...KEYS, "@valibot/to-json-schema", "croner"],
   // The EventBridge target that runs executions: the engine and the chain, no HTTP app, no tokens.
   runner: [...NEVER, ...SIGNING, "hono", "@valibot/to-json-schema"],
   // A scheduled worker: no HTTP app, no tokens.
-  sweeper: [...NEVER, ...SIGNING, "hono", "@valibot/to-json-schema"],
+  sweeper: [...NEVER, ...SIGNING, ...KEYS, "hono", "@valibot/to-json-schema"],
   // The chain watcher: claims fires and reads chains; no HTTP app, no tokens.
-  watcher: [...NEVER, ...SIGNING, "hono", "@valibot/to-json-schema"],
+  watcher: [...NEVER, ...SIGNING, ...KEYS, "hono", "@valibot/to-json-schema"],
   // The EventBridge Scheduler target (time fires): claim and hand-over, no HTTP app, no tokens.
-  schedule: [...NEVER, ...SIGNING, "hono", "@valibot/to-json-schema"],
+  schedule: [...NEVER, ...SIGNING, ...KEYS, "hono", "@valibot/to-json-schema"],
 };
 
 const denied = (name: string, rules: string[]) =>

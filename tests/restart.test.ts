@@ -35,7 +35,7 @@ async function start(): Promise<Runtime> {
 
 async function stop() {
   runtime?.db.destroy();
-  runtime?.kms.destroy();
+  runtime?.kms?.destroy();
   await Promise.all([dynamo?.stop(), kms?.stop()]);
   dynamo = kms = runtime = undefined;
 }

@@ -14,6 +14,7 @@ import { encodeCursor } from "../shared/http/paging";
 import { issueToken } from "../shared/auth/token";
 import { buildConfig } from "../shared/config";
 import { createRuntime, setRuntime, type Runtime } from "../shared/runtime";
+import { useKms } from "../shared/keys/kms";
 import { Keys } from "../shared/store/keys";
 import { setLogLevel } from "../shared/log";
 import { open } from "../shared/keys/envelope";
@@ -579,7 +580,7 @@ describe("storage and use", () => {
     }
     // The KMS-wrapped data key alone is bound to the context too.
     await expect(
-      runtime.kms.send(new DecryptCommand({ CiphertextBlob: Buffer.from(item.encryptedKey, "base64"), EncryptionContext: { ...context, scope: "workflow" } })),
+      useKms(runtime).send(new DecryptCommand({ CiphertextBlob: Buffer.from(item.encryptedKey, "base64"), EncryptionContext: { ...context, scope: "workflow" } })),
     ).rejects.toMatchObject({ name: "InvalidCiphertextException" });
     // Moving one secret's ciphertext onto another's item does not decrypt.
     await expect(open({ ...sealed, ciphertext: wfItem.ciphertext, iv: wfItem.iv, tag: wfItem.tag }, context)).rejects.toThrow();
@@ -604,7 +605,7 @@ describe("storage and use", () => {
     expect(await Secret.resolveForExecution(owner, undefined, ["KEY"])).toEqual({ KEY: "user-key" });
     expect(await Secret.resolveForExecution(owner, wf, [])).toEqual({});
 
-    const send = vi.spyOn(runtime.kms, "send");
+    const send = vi.spyOn(useKms(runtime), "send");
     try {
       await Secret.resolveForExecution(owner, wf, ["KEY", "KEY", "ONLY_USER"]);
       const decrypts = send.mock.calls.filter(([command]) => command instanceof DecryptCommand);

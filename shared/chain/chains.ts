@@ -14,11 +14,12 @@ import {
 } from "viem";
 import type { BundlerClient } from "viem/account-abstraction";
 import { ApiError } from "../errors";
-import { useConfig, useRuntime } from "../runtime";
+import { useConfig } from "../runtime";
 import { useCaller } from "../context";
 import type { ChainSettings } from "../config";
 import { createBundler, localDigestSigner, type DigestSigner } from "./userop";
 import { kmsDigestSigner } from "./kms-signer";
+import { useKms } from "../keys/kms";
 
 export const unsupportedChain = (chainId: number) =>
   new ApiError(400, "UNSUPPORTED_CHAIN", `Chain ${chainId} is not supported by this service.`);
@@ -94,7 +95,7 @@ export function controllerSigner(): Promise<DigestSigner> {
     controllerSource = source;
     controller = config.controllerPrivateKey
       ? Promise.resolve(localDigestSigner(config.controllerPrivateKey))
-      : kmsDigestSigner(useRuntime().kms, config.controllerKmsKeyId!);
+      : kmsDigestSigner(useKms(), config.controllerKmsKeyId!);
   }
   return controller;
 }

@@ -14,6 +14,7 @@
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import { DecryptCommand, GenerateDataKeyCommand } from "@aws-sdk/client-kms";
 import { useRuntime } from "../runtime";
+import { useKms } from "./kms";
 import { ApiError, upstreamUnavailable } from "../errors";
 import { log } from "../log";
 
@@ -47,8 +48,8 @@ function aad(context: EncryptionContext): Buffer {
 }
 
 export async function seal(plaintext: string, context: EncryptionContext): Promise<Sealed> {
-  const { kms, config } = useRuntime();
-  const out = await kms
+  const { config } = useRuntime();
+  const out = await useKms()
     .send(new GenerateDataKeyCommand({ KeyId: config.secretsKeyId, KeySpec: "AES_256", EncryptionContext: context }))
     .catch(keyServiceError);
   if (!out.Plaintext || !out.CiphertextBlob || out.Plaintext.length !== 32) {
@@ -74,10 +75,9 @@ export async function seal(plaintext: string, context: EncryptionContext): Promi
 }
 
 export async function open(sealed: Sealed, context: EncryptionContext): Promise<string> {
-  const { kms } = useRuntime();
   let dataKey: Uint8Array | undefined;
   try {
-    const out = await kms
+    const out = await useKms()
       .send(new DecryptCommand({ CiphertextBlob: Buffer.from(sealed.encryptedKey, "base64"), EncryptionContext: context, KeyId: sealed.keyId }))
       .catch(keyServiceError);
     dataKey = out.Plaintext;
