@@ -356,7 +356,6 @@ function rateHeaders(d: RateDecision): Record<string, string> {
  * `sourceIp`, the node server's socket): `X-Forwarded-For` is written by the client, so preferring it
  * would let anyone pick a fresh bucket per request. It is used only when neither exists (`app.request()`).
  */
-/** The connecting address (API Gateway's sourceIp, or the socket); X-Forwarded-For only where neither exists (in-process tests). */
 function clientIp(c: AppContext): string {
   const env = c.env as { incoming?: { socket?: { remoteAddress?: string } }; requestContext?: { http?: { sourceIp?: string } } } | undefined;
   const direct = env?.requestContext?.http?.sourceIp ?? env?.incoming?.socket?.remoteAddress;
