@@ -1,8 +1,8 @@
 /**
  * `npm run bench`: latency through the full local stack (real HTTP server, DynamoDB Local on disk, the KMS
  * endpoint, the devnet), each compared with a baseline measured in the same run:
- *   PUT /secrets/{name}, GET /secrets  vs  raw DynamoDB PutItem / GetItem
- *   POST /wallets                      vs  raw DynamoDB PutItem
+ *   PUT /secrets/{name}, POST /wallets vs  raw DynamoDB PutItem
+ *   GET /secrets, GET /wallets         vs  exactly the DynamoDB requests each makes, issued directly
  *   withdraw (request → confirmed)     vs  the same user operation sent straight to the bundler
  *   rate limiter take (busy, after idle, denied)  vs  a plain UpdateItem on one item
  * Ratios matter more than absolute numbers: both sides share this machine's load.
