@@ -92,7 +92,7 @@ export async function prepareOperation(
     });
   let op = await unsigned(estimateValue);
   if (sponsored) op = withVerifyingPaymasterStub(op, { paymaster: getAddress(chain.paymaster!) });
-  const estimated = await estimateUserOperationGas({ bundler, userOp: op, entryPoint });
+  const estimated = await estimateGas(bundler, op, entryPoint, wallet.deployed);
   const gas = {
     callGasLimit: plan.gasLimit !== undefined && plan.gasLimit < estimated.callGasLimit ? plan.gasLimit : estimated.callGasLimit,
     verificationGasLimit: estimated.verificationGasLimit,
@@ -116,6 +116,26 @@ export async function prepareOperation(
   op = await signWalletOperation(wallet, op, chain);
   return { op, amount, gasFunds };
 }
+
+/**
+ * The bundler simulates against its own view of the chain, which can trail ours for a moment right after the
+ * wallet's deploying operation was included (seen on Alto: about 150 ms). The account then has no code for it and
+ * the simulation reverts with no data at all. So for an account we see deployed, that one refusal is asked again
+ * for up to about a second before it counts; any other answer counts at once.
+ */
+async function estimateGas(bundler: BundlerClient, userOp: UserOperationV07, entryPoint: Address, deployed: boolean) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await estimateUserOperationGas({ bundler, userOp, entryPoint });
+    } catch (err) {
+      const noCodeYet = deployed && /reverted during simulation with reason: 0x\.?$/.test(bundlerRejection(err)?.trim() ?? "");
+      if (!noCodeYet || attempt >= BUNDLER_LAG_ATTEMPTS) throw err;
+      await new Promise((resolve) => setTimeout(resolve, BUNDLER_LAG_PAUSE_MS));
+    }
+  }
+}
+const BUNDLER_LAG_ATTEMPTS = 8;
+const BUNDLER_LAG_PAUSE_MS = 150;
 
 /** The bundler's or paymaster's refusal message when it answered with a JSON-RPC error; undefined for transport failures. */
 export function bundlerRejection(err: unknown): string | undefined {
