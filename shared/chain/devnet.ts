@@ -1,6 +1,6 @@
 /**
  * Local ERC-4337 devnet: anvil (chain 31337) + EntryPoint v0.7 + ControlledAccountFactory +
- * VerifyingPaymaster + Alto bundler, all on free loopback ports.
+ * VerifyingPaymaster + Alto bundler, all on free loopback ports and listening on 127.0.0.1 only.
  *
  *   const devnet = await startDevnet({ controllerPrivateKey });
  *   ... devnet.rpcUrl, devnet.bundlerUrl, devnet.factory ...
@@ -22,7 +22,7 @@ import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import {
   concat,
   createPublicClient,
@@ -109,6 +109,12 @@ const STATE_INTERVAL_SECONDS = 5;
 const binDir = join(dirname(fileURLToPath(import.meta.url)), "../../node_modules/.bin");
 /** Alto's CLI script, run with this Node (one process, handles SIGTERM itself). */
 const altoScript = (): string => realpathSync(join(binDir, "alto"));
+/**
+ * Alto hard-codes `listen({ host: "0.0.0.0" })`; this preload (`node --import`) makes every server of its
+ * process listen on 127.0.0.1 instead.
+ */
+const loopbackPreload = (): string =>
+  pathToFileURL(join(dirname(fileURLToPath(import.meta.url)), "../../local/loopback/listen-loopback.mjs")).href;
 
 /**
  * The real anvil executable. node_modules/.bin/anvil is a Node wrapper that, on SIGTERM, forwards
@@ -220,7 +226,7 @@ export async function startDevnet(opts: StartDevnetOptions): Promise<Devnet> {
       "--json", "true",
     ];
     const { proc: alto, url: bundlerUrl } = await startWithFreePort("alto", log, async (port) => {
-      const proc = spawnManaged("alto", process.execPath, [altoScript(), ...altoArgs, "--port", String(port)], log);
+      const proc = spawnManaged("alto", process.execPath, ["--import", loopbackPreload(), altoScript(), ...altoArgs, "--port", String(port)], log);
       const url = `http://127.0.0.1:${port}`;
       await waitFor(proc, 60_000, async () => {
         const eps = (await rpc(url, "eth_supportedEntryPoints", [])) as string[] | undefined;
