@@ -1,8 +1,37 @@
 /**
- * Secret redaction (API.md §10.2): before a step is recorded or exposed, every occurrence of a resolved secret
- * value in the output's string values, the log and the error becomes `***`. Values shorter than 4 bytes are
- * replaced only where a whole string equals them (a 2-byte secret inside every word would destroy the
- * record and tell a reader where it occurs anyway).
+ * Secret redaction (API.md §10.2, §18.3): before a step is recorded or exposed, every occurrence of a resolved
+ * secret value in the output (its string values and its object keys), the log and the error becomes `***`.
+ *
+ * A secret of at least 4 bytes is looked for in each of these forms (each computed once per redactor):
+ *
+ *   - the value itself;
+ *   - its JSON-string-escaped form, the inside of `JSON.stringify(value)` (`a"b` → `a\"b`);
+ *   - its percent-encoded form, `encodeURIComponent(value)`, and the same with lower-case hex digits;
+ *   - its base64 form (of the UTF-8 bytes), standard and URL-safe alphabets, with and without padding;
+ *   - the part of its base64 form that survives inside a longer base64 text (an echoed `Basic` authorization
+ *     header, `base64("user:" + secret)`). Base64 turns each 3 bytes into 4 characters of 6 bits, so where
+ *     the secret starts at byte offset o of the longer text, the characters carrying its bits depend on
+ *     o mod 3 and, at the two edges, partly on the neighbouring bytes. Only the characters whose 6 bits all
+ *     come from the secret are the same wherever it sits; those are what is replaced. For o mod 3 = r they
+ *     are characters [start, end) of base64(r zero bytes + secret) with start = 0, 2, 3 for r = 0, 1, 2 and
+ *     end = floor(8 (r + n) / 6) for an n-byte secret. The (at most two) edge characters that mix secret bits
+ *     with a neighbour's are left: they carry at most 4 bits of the secret each, and replacing them would
+ *     mean guessing where the neighbouring text begins.
+ *
+ * Values shorter than 4 bytes are replaced only where a whole string equals them (a 2-byte secret inside
+ * every word would destroy the record and tell a reader where it occurs anyway), and only in their raw form.
+ *
+ * Overlapping occurrences (of one form, or of two secrets) are merged and replaced by one `***`, so no piece
+ * of either survives between them; the result is redacted again until it no longer changes (a secret that
+ * itself contains `*` could otherwise reappear around an inserted `***`; each pass shortens the text, so it
+ * ends).
+ *
+ * Object keys are redacted like string values. Two keys of one object may then come out as the same text
+ * (`{"<secret>": 1, "<base64 of secret>": 2}` both give `***`); no entry is dropped for that. The rule:
+ * keys that redaction leaves unchanged keep their names; the redacted keys then take their redacted text in
+ * the object's key order, and one whose text is already taken gets the first free `<text> (2)`,
+ * `<text> (3)`... (itself redacted, should that suffix complete a secret). So every entry survives, a key
+ * that holds no secret is never renamed, and the numbering tells a reader that several keys collapsed.
  */
 import { LOG_TRUNCATED_MARKER } from "./sandbox";
 
@@ -10,36 +39,110 @@ export const REDACTED = "***";
 const SHORT_BYTES = 4;
 
 export interface Redactor {
-  /** A string with every secret replaced. */
+  /** A string with every secret (in every form above) replaced. */
   text(value: string): string;
-  /** A JSON value with every string value redacted (keys are kept). */
+  /** A JSON value with every string value and every object key redacted (colliding keys numbered). */
   value<T>(value: T): T;
   /**
    * A log that may have been cut by the log limit: redacted, and when it ends with the truncation marker, a
-   * trailing piece that is the beginning of a secret (cut in the middle) is replaced too.
+   * trailing piece that is the beginning of a secret's form (cut in the middle) is replaced too.
    */
   log(value: string): string;
 }
 
+/** Every form of a secret of at least 4 bytes that is looked for (duplicates removed by the caller). */
+export function secretForms(secret: string): string[] {
+  const forms = [secret];
+  const json = JSON.stringify(secret).slice(1, -1);
+  forms.push(json);
+  try {
+    const percent = encodeURIComponent(secret);
+    forms.push(percent, percent.replace(/%[0-9A-F]{2}/g, (h) => h.toLowerCase()));
+  } catch {
+    // A lone surrogate has no percent-encoded form (encodeURIComponent throws), so nothing can echo one.
+  }
+  const bytes = Buffer.from(secret, "utf8");
+  const base64: string[] = [];
+  const padded = bytes.toString("base64");
+  base64.push(padded, padded.replace(/=+$/, ""));
+  for (const r of [0, 1, 2]) {
+    const shifted = r === 0 ? padded : Buffer.concat([Buffer.alloc(r), bytes]).toString("base64");
+    base64.push(shifted.slice([0, 2, 3][r], Math.floor((8 * (r + bytes.length)) / 6)));
+  }
+  for (const form of base64) forms.push(form, form.replace(/\+/g, "-").replace(/\//g, "_"));
+  return forms;
+}
+
 export function createRedactor(secretValues: Iterable<string>): Redactor {
-  const values = [...new Set(secretValues)].filter((s) => s.length > 0);
-  // Longest first, so a secret that contains another is replaced whole.
-  const long = values.filter((s) => Buffer.byteLength(s) >= SHORT_BYTES).sort((a, b) => b.length - a.length);
+  const values = [...new Set(secretValues)].filter((s) => typeof s === "string" && s.length > 0);
   const short = new Set(values.filter((s) => Buffer.byteLength(s) < SHORT_BYTES));
+  // Every form of every long secret, once, longest first (the log rule prefers the longest cut piece).
+  const forms = [
+    ...new Set(values.filter((s) => Buffer.byteLength(s) >= SHORT_BYTES).flatMap(secretForms)),
+  ].filter((f) => f.length > 0).sort((a, b) => b.length - a.length);
+  const shortestForm = forms.at(-1)?.length ?? Infinity;
+
+  /** One pass: every occurrence of every form found (overlaps included), merged, each run → `***`. */
+  const pass = (value: string): string => {
+    if (value.length < shortestForm) return value;
+    let spans: [number, number][] | undefined;
+    for (const form of forms) {
+      for (let at = value.indexOf(form); at !== -1; at = value.indexOf(form, at + 1)) {
+        (spans ??= []).push([at, at + form.length]);
+      }
+    }
+    if (!spans) return value;
+    spans.sort((x, y) => x[0] - y[0]);
+    let out = "";
+    let last = 0;
+    let [start, end] = spans[0]!;
+    for (const [s, e] of spans) {
+      if (s < end) {
+        if (e > end) end = e;
+        continue;
+      }
+      out += value.slice(last, start) + REDACTED;
+      last = end;
+      [start, end] = [s, e];
+    }
+    return out + value.slice(last, start) + REDACTED + value.slice(end);
+  };
 
   const text = (value: string): string => {
     if (short.has(value)) return REDACTED;
+    if (forms.length === 0) return value;
     let out = value;
-    for (const secret of long) if (out.includes(secret)) out = out.split(secret).join(REDACTED);
+    for (let next = pass(out); next !== out; next = pass(out)) out = next;
     return out;
+  };
+
+  const put = (out: Record<string, unknown>, key: string, member: unknown) => {
+    // A `__proto__` key is data (§18.6): assigning it would set the prototype and lose the entry.
+    if (key === "__proto__") Object.defineProperty(out, key, { value: member, enumerable: true, writable: true, configurable: true });
+    else out[key] = member;
   };
 
   const walk = (value: unknown): unknown => {
     if (typeof value === "string") return text(value);
     if (Array.isArray(value)) return value.map(walk);
     if (value !== null && typeof value === "object") {
+      const entries = Object.entries(value);
+      const keys = entries.map(([key]) => text(key));
       const out: Record<string, unknown> = {};
-      for (const [key, member] of Object.entries(value)) out[key] = walk(member);
+      if (keys.every((k, i) => k === entries[i]![0])) {
+        for (const [key, member] of entries) put(out, key, walk(member));
+        return out;
+      }
+      // Some key held a secret: unchanged keys keep their names, redacted ones are numbered on collision.
+      const taken = new Set(entries.filter(([key], i) => keys[i] === key).map(([key]) => key));
+      const names = entries.map(([key], i) => {
+        if (keys[i] === key) return key;
+        let name = keys[i]!;
+        for (let n = 2; taken.has(name); n++) name = text(`${keys[i]} (${n})`);
+        taken.add(name);
+        return name;
+      });
+      entries.forEach(([, member], i) => put(out, names[i]!, walk(member)));
       return out;
     }
     return value;
@@ -50,10 +153,10 @@ export function createRedactor(secretValues: Iterable<string>): Redactor {
     if (!redacted.endsWith(LOG_TRUNCATED_MARKER)) return redacted;
     const body = redacted.slice(0, -LOG_TRUNCATED_MARKER.length);
     let cut = 0;
-    for (const secret of long) {
-      // The longest proper prefix of the secret that the kept text ends with.
-      for (let n = Math.min(secret.length - 1, body.length); n > cut; n--) {
-        if (body.endsWith(secret.slice(0, n))) {
+    for (const form of forms) {
+      // The longest proper prefix of the form that the kept text ends with.
+      for (let n = Math.min(form.length - 1, body.length); n > cut; n--) {
+        if (body.endsWith(form.slice(0, n))) {
           cut = n;
           break;
         }
