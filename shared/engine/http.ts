@@ -39,6 +39,11 @@ export interface OutboundRequest {
   headers?: Record<string, string>;
   /** Not allowed with GET or HEAD. Sent as `application/json` unless `headers` sets a Content-Type. */
   body?: string;
+  /**
+   * Names (any case) of `headers` that carry a secret (API.md §18.3): dropped, like the credential headers,
+   * when a redirect leaves the origin. The caller knows which values came from secrets; this client does not.
+   */
+  sensitiveHeaders?: readonly string[];
 }
 
 /** The restApi step output `X` (API.md §8.4.5). */
@@ -100,7 +105,10 @@ const CLIENT_HEADERS = new Set([
   "host", "content-length", "transfer-encoding", "connection", "keep-alive", "proxy-connection", "upgrade", "te",
   "trailer", "expect", "accept-encoding",
 ]);
-/** Dropped when a redirect leaves the origin (fetch drops Authorization; cookies are credentials too). */
+/**
+ * Dropped when a redirect leaves the origin (scheme, host or port; API.md §18.3): fetch drops Authorization,
+ * cookies and proxy credentials are credentials too. The request's `sensitiveHeaders` are dropped with them.
+ */
 const CREDENTIAL_HEADERS = ["authorization", "proxy-authorization", "cookie"];
 /** Dropped with the body when a redirect turns the request into a GET. */
 const BODY_HEADERS = ["content-type", "content-encoding", "content-language", "content-location"];
@@ -147,6 +155,7 @@ async function run(
     throw new OutboundError("INVALID_INPUT", `a body is not allowed with ${method}`);
   }
   if (body !== undefined && !headers["content-type"]) headers["content-type"] = "application/json";
+  const crossOriginDropped = [...CREDENTIAL_HEADERS, ...(request.sensitiveHeaders ?? []).map((name) => name.toLowerCase())];
 
   for (let redirects = 0; ; redirects++) {
     current.host = url.host;
@@ -185,7 +194,7 @@ async function run(
       body = undefined;
       headers = without(headers, BODY_HEADERS);
     }
-    if (next.origin !== url.origin) headers = without(headers, CREDENTIAL_HEADERS);
+    if (next.origin !== url.origin) headers = without(headers, crossOriginDropped);
     url = next;
   }
 }

@@ -14,6 +14,10 @@ import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { fetchGuarded, OutboundError, type GuardOptions, type OutboundRequest } from "../../shared/engine/http";
 import { addressRefusal } from "../../shared/engine/ip";
+import type { NodeEnv } from "../../shared/engine/nodes/kind";
+import { graphqlQuery } from "../../shared/engine/nodes/graphql-query";
+import { restApi, sensitiveHeaders } from "../../shared/engine/nodes/rest-api";
+import { renderConfig } from "../../shared/engine/templates";
 
 interface Seen {
   method: string;
@@ -237,24 +241,120 @@ describe("redirects", () => {
     expect(a.seen.map((s) => s.method)).toEqual(["PUT", "GET", "PUT", "PUT"]);
   });
 
-  it("drops Authorization and Cookie when a redirect leaves the origin, and keeps them within it", async () => {
+  it("drops Authorization, Cookie, Proxy-Authorization and the sensitive headers when a redirect leaves the origin (another port), and keeps them within it", async () => {
     b.routes["/there"] = (_req, res) => res.writeHead(200).end("ok");
     a.routes["/here"] = (_req, res) => res.writeHead(200).end("ok");
     a.routes["/away"] = redirect(`${b.origin}/there`, 307);
     a.routes["/stay"] = redirect("/here", 307);
-    const headers = { Authorization: "Bearer s3cret", Cookie: "sid=s3cret", "X-Other": "kept" };
-    await fetchGuarded({ url: `${a.origin}/away`, headers }, LOCAL);
-    expect(b.seen[0]!.headers.authorization).toBeUndefined();
-    expect(b.seen[0]!.headers.cookie).toBeUndefined();
+    const headers = {
+      Authorization: "Bearer s3cret",
+      Cookie: "sid=s3cret",
+      "Proxy-Authorization": "Basic czNjcmV0",
+      "X-Api-Key": "s3cret",
+      "X-Other": "kept",
+    };
+    const sent = { authorization: "Bearer s3cret", cookie: "sid=s3cret", "proxy-authorization": "Basic czNjcmV0", "x-api-key": "s3cret", "x-other": "kept" };
+    const request = { headers, sensitiveHeaders: ["x-API-key"] };
+    await fetchGuarded({ url: `${a.origin}/away`, ...request }, LOCAL);
+    expect(a.seen[0]!.headers).toMatchObject(sent);
+    for (const name of ["authorization", "cookie", "proxy-authorization", "x-api-key"]) expect(b.seen[0]!.headers[name]).toBeUndefined();
     expect(b.seen[0]!.headers["x-other"]).toBe("kept");
-    await fetchGuarded({ url: `${a.origin}/stay`, headers }, LOCAL);
-    expect(a.seen.at(-1)!.headers).toMatchObject({ authorization: "Bearer s3cret", cookie: "sid=s3cret" });
+    await fetchGuarded({ url: `${a.origin}/stay`, ...request }, LOCAL);
+    expect(a.seen.at(-1)!.url).toBe("/here");
+    expect(a.seen.at(-1)!.headers).toMatchObject(sent);
+  });
+
+  it("treats another host on the same port as another origin, and keeps nothing dropped when the chain comes back", async () => {
+    const dns = fakeDns({ "other.example": ["127.0.0.1"] });
+    a.routes["/to-other"] = redirect(`http://other.example:${a.port}/back`, 307);
+    a.routes["/back"] = redirect(`${a.origin}/end`, 307);
+    a.routes["/end"] = (_req, res) => res.writeHead(200).end("ok");
+    const headers = { authorization: "Bearer s3cret", "x-api-key": "s3cret", "x-other": "kept" };
+    const out = await fetchGuarded({ url: `${a.origin}/to-other`, headers, sensitiveHeaders: ["X-Api-Key"] }, { ...LOCAL, resolve: dns.resolve });
+    expect(out.url).toBe(`${a.origin}/end`);
+    expect(a.seen.map((s) => [s.headers.host, s.url])).toEqual([
+      [`127.0.0.1:${a.port}`, "/to-other"],
+      [`other.example:${a.port}`, "/back"],
+      [`127.0.0.1:${a.port}`, "/end"],
+    ]);
+    expect(a.seen[0]!.headers).toMatchObject(headers);
+    for (const hop of a.seen.slice(1)) {
+      expect(hop.headers.authorization).toBeUndefined();
+      expect(hop.headers["x-api-key"]).toBeUndefined();
+      expect(hop.headers["x-other"]).toBe("kept");
+    }
   });
 
   it("refuses a redirect to a scheme other than http and https", async () => {
     a.routes["/file"] = redirect("file:///etc/passwd");
     const err = await failure({ url: `${a.origin}/file` }, LOCAL);
     expect(err.code).toBe("DESTINATION_NOT_ALLOWED");
+  });
+});
+
+describe("restApi and graphqlQuery: headers that carry a secret (API.md §18.3)", () => {
+  const API_KEY = "sk-live-0123456789";
+  const OTHER = "other-secret-value";
+  const secrets = { API_KEY, OTHER, PIN: "42" };
+  const variables = {
+    secrets,
+    apContext: { configVars: secrets },
+    prev: { data: { token: `tok-${API_KEY}`, basic: Buffer.from(`user:${OTHER}`).toString("base64"), plain: "hello", pin: "42", pinInside: "v42" } },
+  };
+  /** The parts of a NodeEnv the HTTP kinds use, rendering with the run's `secrets` as the engine does. */
+  const env = {
+    nodeId: "r",
+    variables,
+    render: <T>(config: T) => renderConfig(config, variables),
+    limits: { httpNodeTimeoutMs: 5_000, httpNodeMaxResponseBytes: 1_048_576 },
+    allowPrivateNetwork: true,
+  } as unknown as NodeEnv;
+  const headers = {
+    Authorization: "Bearer not-a-secret",
+    Cookie: "sid=1",
+    "Proxy-Authorization": "Basic cHJveHk6cHc=",
+    "X-Api-Key": "{{secrets.API_KEY}}",
+    "X-Config-Var": "key={{apContext.configVars.OTHER}}",
+    "X-Passed-On": "{{prev.data.token}}",
+    "X-Encoded": "Basic {{prev.data.basic}}",
+    "X-Pin": "{{prev.data.pin}}",
+    "X-Plain": "{{prev.data.plain}}",
+    "X-Pin-Inside": "{{prev.data.pinInside}}",
+  };
+  const secretBearing = ["x-api-key", "x-config-var", "x-passed-on", "x-encoded", "x-pin"];
+
+  it("names the headers whose template refers to a secret or whose value holds one (in any redacted form)", () => {
+    expect(sensitiveHeaders(env, headers, renderConfig(headers, variables))).toEqual(["X-Api-Key", "X-Config-Var", "X-Passed-On", "X-Encoded", "X-Pin"]);
+    expect(sensitiveHeaders(env, undefined, undefined)).toEqual([]);
+    expect(sensitiveHeaders({ ...env, variables: {} } as NodeEnv, { a: "x" }, { a: API_KEY })).toEqual([]);
+  });
+
+  it("restApi: a cross-origin redirect drops the credential headers and every header carrying a secret; a same-origin one keeps them", async () => {
+    b.routes["/there"] = (_req, res) => res.writeHead(200).end("ok");
+    a.routes["/here"] = (_req, res) => res.writeHead(200).end("ok");
+    a.routes["/away"] = redirect(`${b.origin}/there`, 307);
+    a.routes["/stay"] = redirect("/here", 307);
+    const rendered = renderConfig(headers, variables);
+    const all = Object.fromEntries(Object.entries(rendered).map(([k, v]) => [k.toLowerCase(), v]));
+
+    await restApi.run({ url: `${a.origin}/away`, method: "GET", headers }, env);
+    expect(a.seen[0]!.headers).toMatchObject(all);
+    const there = b.seen[0]!.headers;
+    for (const name of ["authorization", "cookie", "proxy-authorization", ...secretBearing]) expect(there[name], name).toBeUndefined();
+    expect(there).toMatchObject({ "x-plain": "hello", "x-pin-inside": "v42" });
+    expect(JSON.stringify(there)).not.toContain(API_KEY);
+
+    await restApi.run({ url: `${a.origin}/stay`, method: "GET", headers }, env);
+    expect(a.seen.at(-1)!.url).toBe("/here");
+    expect(a.seen.at(-1)!.headers).toMatchObject(all);
+  });
+
+  it("graphqlQuery: its own headers carry no secret, so a cross-origin redirect keeps them", async () => {
+    b.routes["/gql"] = (_req, res) => res.writeHead(200, { "content-type": "application/json" }).end('{"data":{"ok":true}}');
+    a.routes["/gql-away"] = redirect(`${b.origin}/gql`, 307);
+    const out = await graphqlQuery.run({ url: `${a.origin}/gql-away`, query: "query { ok }", variables: { key: "{{secrets.API_KEY}}" } }, env);
+    expect(out.data).toEqual({ data: { ok: true } });
+    expect(b.seen[0]!.headers).toMatchObject({ "content-type": "application/json", accept: "application/json" });
   });
 });
 

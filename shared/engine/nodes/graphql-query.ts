@@ -7,19 +7,23 @@ import { fetchGuarded } from "../http";
 import type { NodeOf } from "../../workflow/schemas";
 import { httpUrl } from "./inputs";
 import { StepFailure, type NodeKind } from "./kind";
-import { guardOptions, httpError } from "./rest-api";
+import { guardOptions, httpError, sensitiveHeaders } from "./rest-api";
 
 type Config = NodeOf<"graphqlQuery">["config"];
 
 export const graphqlQuery: NodeKind<Config> = {
   async run(stored, env) {
     const config = env.render(stored);
+    // The headers are the service's own today (the config has none to template), so none should carry a
+    // secret; they go through the same check as restApi's so that stays true if the config gains headers.
+    const headers = { "content-type": "application/json", accept: "application/json" };
     const response = await fetchGuarded(
       {
         url: httpUrl(config.url, "url"),
         method: "POST",
-        headers: { "content-type": "application/json", accept: "application/json" },
+        headers,
         body: JSON.stringify({ query: config.query, variables: config.variables ?? {} }),
+        sensitiveHeaders: sensitiveHeaders(env, undefined, headers),
       },
       guardOptions(env),
     );

@@ -1,5 +1,7 @@
 /** restApi (API.md §8.4.5): one guarded outbound request; status 400 or above fails the step, output kept. */
 import { fetchGuarded, type GuardOptions } from "../http";
+import { createRedactor } from "../redact";
+import { referencedPaths } from "../templates";
 import type { NodeOf } from "../../workflow/schemas";
 import { httpUrl } from "./inputs";
 import { StepFailure, type NodeEnv, type NodeKind } from "./kind";
@@ -10,19 +12,50 @@ export const guardOptions = (env: NodeEnv): GuardOptions => ({
   timeoutMs: env.limits.httpNodeTimeoutMs,
   maxResponseBytes: env.limits.httpNodeMaxResponseBytes,
   allowPrivateNetwork: env.allowPrivateNetwork,
+  ...(env.signal ? { signal: env.signal } : {}),
 });
 
 export const httpError = (status: number, statusText: string) => `HTTP ${status} ${statusText}`.trimEnd();
 
+/** Template roots whose values are the run's secrets (`apContext.configVars` is the `secrets` object). */
+const SECRET_ROOTS = new Set(["secrets", "apContext"]);
+
+/**
+ * The names of the headers that carry a secret, dropped when a redirect leaves the origin (API.md §18.3):
+ * those whose stored template refers to `secrets` or `apContext`, and those whose final value holds one of
+ * the run's secret values (`env.variables.secrets`) in any form the step record's redaction recognises (a
+ * secret passed on through another node's output, or encoded there, as in `Basic base64(user:secret)`;
+ * secrets under 4 bytes only where they are the whole value, as in redaction).
+ */
+export function sensitiveHeaders(
+  env: NodeEnv,
+  stored: Readonly<Record<string, string>> | undefined,
+  rendered: Readonly<Record<string, string>> | undefined,
+): string[] {
+  if (!rendered) return [];
+  const secrets = env.variables.secrets;
+  const values = secrets !== null && typeof secrets === "object" ? Object.values(secrets).filter((v): v is string => typeof v === "string") : [];
+  const redactor = values.length > 0 ? createRedactor(values) : undefined;
+  return Object.entries(rendered)
+    .filter(([name, value]) => {
+      const template = stored?.[name];
+      if (template !== undefined && referencedPaths(template).some((p) => SECRET_ROOTS.has(p.root))) return true;
+      return redactor !== undefined && typeof value === "string" && redactor.text(value) !== value;
+    })
+    .map(([name]) => name);
+}
+
 export const restApi: NodeKind<Config> = {
   async run(stored, env) {
     const config = env.render(stored);
+    const sensitive = sensitiveHeaders(env, stored.headers, config.headers);
     const response = await fetchGuarded(
       {
         url: httpUrl(config.url, "url"),
         method: config.method,
         ...(config.headers ? { headers: config.headers } : {}),
         ...(config.body !== undefined ? { body: config.body } : {}),
+        ...(sensitive.length > 0 ? { sensitiveHeaders: sensitive } : {}),
       },
       guardOptions(env),
     );
