@@ -28,6 +28,7 @@ import { DEFAULT_LIMITS } from "../shared/workflow/schemas";
 import * as Workflow from "../shared/workflow/workflow";
 import * as Executions from "../shared/execution/execution";
 import { runWorkflow } from "../shared/engine/run";
+import { SandboxSession } from "../shared/engine/sandbox";
 import type { RunInput } from "../shared/engine/types";
 import { executionFee, valueFeeFor } from "../shared/engine/fees";
 import { renderConfig, renderString, resolvePath, wholeTemplatePath, TemplateUnresolvedError } from "../shared/engine/templates";
@@ -182,6 +183,7 @@ async function benchEngine(ctx: BenchContext, rounds: number, origin: string) {
   // far, an env as small as the kinds allow (rendering through the same template functions), nothing else.
   const { limits, allowPrivateNetwork } = runtime.config;
   const nodes = new Map(definition.nodes.map((n) => [n.id, n]));
+  const sandbox = new SandboxSession(CONTEXT.owner);
   const envOf = (nodeId: string, variables: Record<string, unknown>): NodeEnv => ({
     nodeId,
     chainId: definition.chainId,
@@ -195,6 +197,7 @@ async function benchEngine(ctx: BenchContext, rounds: number, origin: string) {
     },
     mode: "run",
     limits,
+    sandbox,
     allowPrivateNetwork,
     child: (extra) => envOf(nodeId, { ...variables, ...extra }),
     runKind: (type, config, env) => (nodeKinds[type as keyof typeof nodeKinds] as PlainKind).run(config, env),

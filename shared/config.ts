@@ -106,6 +106,7 @@ const LIMITS = {
   simulateTimeoutMs: int(25_000, 1),
   sandboxTimeLimitMs: int(5_000, 1),
   sandboxMemoryLimitMib: int(64, 1),
+  sandboxTimePerExecutionMs: int(30_000, 1),
   loopMaxIterations: int(100, 1),
   loopMaxParallel: int(10, 1),
   httpNodeTimeoutMs: int(30_000, 1),

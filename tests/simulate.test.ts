@@ -4,7 +4,7 @@
  * unchanged), the answer is an Execution stored nowhere, the runner must be the caller's, the run is cut at
  * simulate_timeout_ms, and the fee estimate has the contract's shape.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { privateKeyToAccount, generatePrivateKey } from "viem/accounts";
@@ -16,7 +16,9 @@ import { deployTestToken, devnet, setBalance } from "./support/chain";
 import { createServiceApp } from "../shared/http/service";
 
 
-const TIMEOUT_MS = 2_000;
+const TIMEOUT_MS = 4_000;
+/** When the target saw the slow request's connection close (the cut-off aborts it). */
+let slowClosedAt: number | undefined;
 let server: TestServer;
 const { call, ownerWithWallet } = jsonClient(() => server.url);
 const newOwner = (salt = "3") => ownerWithWallet(salt);
@@ -27,7 +29,8 @@ beforeAll(async () => {
   await useTestRuntime({ RATE_LIMIT_BURST: "100000", RATE_LIMIT_RPS: "10000", SIMULATE_TIMEOUT_MS: String(TIMEOUT_MS) });
   server = await startTestServer(createServiceApp());
   target = createServer((req, res) => {
-    const delay = req.url?.startsWith("/slow") ? TIMEOUT_MS + 2_000 : 0;
+    const delay = req.url?.startsWith("/slow") ? TIMEOUT_MS + 4_000 : 0;
+    if (req.url?.startsWith("/slow")) res.on("close", () => (slowClosedAt = Date.now()));
     setTimeout(() => {
       res.writeHead(200, { "Content-Type": "application/json" });
       res.end(JSON.stringify({ price: 42 }));
@@ -179,9 +182,14 @@ describe(":simulate", () => {
     const took = Date.now() - started;
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ status: "error", error: "simulation timed out", endAt: expect.any(Number) });
-    expect(res.body.steps.map((s: Json) => s.id)).toEqual(["t"]);
+    // The request in flight at the cap is stopped and recorded (API.md §18.1); the next node never starts.
+    expect(res.body.steps.map((s: Json) => s.id)).toEqual(["t", "slow"]);
+    expect(res.body.steps[1]).toMatchObject({ success: false, errorCode: "NETWORK_ERROR", error: `simulation time limit of ${TIMEOUT_MS} ms reached` });
     expect(took).toBeGreaterThanOrEqual(TIMEOUT_MS - 100);
-    expect(took).toBeLessThan(TIMEOUT_MS + 1_500);
+    expect(took).toBeLessThan(TIMEOUT_MS + 2_000);
+    // Stopped, not left running: the request's connection was closed at the cap.
+    await vi.waitFor(() => expect(slowClosedAt).toBeDefined(), { timeout: 1_000 });
+    expect(slowClosedAt! - started).toBeLessThan(TIMEOUT_MS + 2_000);
   });
 });
 

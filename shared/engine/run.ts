@@ -24,6 +24,8 @@ import { partChainId } from "../workflow/definition";
 import { OutboundError } from "./http";
 import { TemplateUnresolvedError, renderConfig, renderString, resolvePath, wholeTemplatePath, type Variables } from "./templates";
 import { createRedactor, type Redactor } from "./redact";
+import { SandboxSession } from "./sandbox";
+import { cutOffMessage } from "./sandbox/pool";
 import { limitLog, recordedOutput } from "./step";
 import { definitionSecretNames, runVariables, stepVariables } from "./variables";
 import { chosenCondition, nodeKinds, StepFailure, type Gas, type NodeEnv, type NodeResult } from "./nodes";
@@ -51,6 +53,8 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
   const nodes = new Map(definition.nodes.map((n) => [n.id, n]));
   const position = new Map(definition.nodes.map((n, i) => [n.id, i]));
 
+  const { signal } = input;
+  const sandbox = new SandboxSession(input.context.owner, { budgetMs: limits.sandboxTimePerExecutionMs, ...(signal ? { signal } : {}) });
   const steps: Step[] = [];
   const cogs: Cost[] = [];
   let redactor: Redactor = createRedactor([]);
@@ -93,7 +97,7 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
     const settled = (id: string) => id === graph.triggerId || state.has(id);
 
     const stopReason = async (): Promise<string | undefined> => {
-      if (input.deadline !== undefined && now() > input.deadline) return input.deadlineReason ?? DEFAULT_DEADLINE_REASON;
+      if (signal?.aborted || (input.deadline !== undefined && now() > input.deadline)) return input.deadlineReason ?? DEFAULT_DEADLINE_REASON;
       if (input.shouldStop && (await input.shouldStop())) return input.stopReason ?? DEFAULT_STOP_REASON;
       return undefined;
     };
@@ -111,7 +115,7 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
           if (!inputs.includes(path)) inputs.push(path);
         };
         const env = nodeEnv({ nodeId: node.id, chainId: partChainId(node.config, definition.chainId), variables, onResolved });
-        const outcome = await execute(node, env);
+        const outcome = await execute(node, env, signal);
         const endAt = now();
 
         const data = outcome.ok ? outcome.result.data : outcome.failure.data;
@@ -168,9 +172,11 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
       ...(runner ? { runner } : {}),
       ...(input.mode === "run" && input.sendCalls ? { sendCalls: input.sendCalls } : {}),
       limits,
+      sandbox,
+      ...(signal ? { signal } : {}),
       allowPrivateNetwork,
       child: (extra, chainId) => nodeEnv({ ...base, chainId, variables: { ...base.variables, ...extra } }),
-      runKind: (type, config, env) => runKind(type, config, env),
+      runKind: (type, config, env) => runKind(type, config, env, signal),
     });
 
     // Decide every node whose sources have settled; start the runnable ones; wait for one to finish; repeat.
@@ -224,15 +230,16 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
 
   if (internal !== undefined) return result("error", INTERNAL_ERROR);
   if (stopped !== undefined) return result("error", stopped);
+  if (signal?.aborted) return result("error", input.deadlineReason ?? DEFAULT_DEADLINE_REASON);
   const failed = nodeSteps.filter((s) => !s.success);
   if (failed.length) return result("failed", `${failed.length} of ${nodeSteps.length} steps failed: ${failed.map((s) => s.name).join(", ")}`);
   return result("success");
 }
 
 /** Runs a node kind; expected failures become a Failure, anything else is thrown (an internal failure). */
-async function execute(node: Node, env: NodeEnv): Promise<{ ok: true; result: NodeResult } | { ok: false; failure: Failure }> {
+async function execute(node: Node, env: NodeEnv, signal: AbortSignal | undefined): Promise<{ ok: true; result: NodeResult } | { ok: false; failure: Failure }> {
   try {
-    return { ok: true, result: await runKind(node.type, node.config, env) };
+    return { ok: true, result: await runKind(node.type, node.config, env, signal) };
   } catch (err) {
     const failure = asFailure(err);
     if (!failure) throw err;
@@ -240,11 +247,28 @@ async function execute(node: Node, env: NodeEnv): Promise<{ ok: true; result: No
   }
 }
 
-function runKind(type: string, config: unknown, env: NodeEnv): Promise<NodeResult> {
+function runKind(type: string, config: unknown, env: NodeEnv, signal: AbortSignal | undefined): Promise<NodeResult> {
   const kind = nodeKinds[type as keyof typeof nodeKinds] as { run(config: unknown, env: NodeEnv): Promise<NodeResult> } | undefined;
   if (!kind) throw new Error(`no node kind ${type}`);
-  return kind.run(config, env);
+  // A loop is cut off through its iterations (each fails with its runner's code); every other kind at once.
+  if (!signal || type === "loop") return kind.run(config, env);
+  const cutOff = () => new StepFailure(CUT_OFF_CODES[type] ?? "RPC_ERROR", cutOffMessage(signal));
+  if (signal.aborted) return Promise.reject(cutOff());
+  return new Promise((resolve, reject) => {
+    const onAbort = () => reject(cutOff());
+    signal.addEventListener("abort", onAbort, { once: true });
+    kind.run(config, env).then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
 }
+
+/** The errorCode of a step stopped by a cut-off, by kind (API.md §18.1); chain reads and writes: RPC_ERROR. */
+const CUT_OFF_CODES: Partial<Record<string, StepErrorCode>> = {
+  customCode: "SANDBOX_TIMEOUT",
+  branch: "SANDBOX_TIMEOUT",
+  filter: "SANDBOX_TIMEOUT",
+  restApi: "NETWORK_ERROR",
+  graphqlQuery: "NETWORK_ERROR",
+};
 
 function asFailure(err: unknown): Failure | undefined {
   if (err instanceof StepFailure) {

@@ -93,6 +93,12 @@ export interface RunInput {
   /** Absolute time (ms) after which no node starts; the run ends `error` with `deadlineReason`. */
   deadline?: number;
   deadlineReason?: string;
+  /**
+   * Cuts the run off (a simulation at its cap, API.md §18.1): no node starts after it, and work in flight is
+   * stopped (scripts interrupted, requests aborted); each step it stopped fails with its kind's cut-off code
+   * and the signal's reason as its error, and the run ends `error` with `deadlineReason`.
+   */
+  signal?: AbortSignal;
 }
 
 export interface RunResult {

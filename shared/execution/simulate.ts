@@ -3,9 +3,10 @@
  *
  * Simulate: §8.7 without the create rules, then `settings.runner` (when set) must be one of the caller's wallets;
  * the engine runs in simulate mode (no sender: writes are `eth_call`s from the runner, transfers balance checks),
- * secrets are the caller's user-scoped ones, and the run is cut at `simulate_timeout_ms`: no node starts after it,
- * and the answer does not wait for nodes still in flight past it (their steps are left out). The answer is an
- * Execution with fresh ULIDs that no read will find, `index` 0, status code 200 whatever the status.
+ * secrets are the caller's user-scoped ones, and the run is cut off at `simulate_timeout_ms` (API.md §18.1): no
+ * node starts after it, and work still running is stopped (scripts interrupted, requests aborted), each stopped
+ * step recorded failed with its kind's cut-off code and "simulation time limit of … ms reached". The answer is
+ * an Execution with fresh ULIDs that no read will find, `index` 0, status code 200 whatever the status.
  */
 import { ulid } from "ulid";
 import type { Address } from "viem";
@@ -22,6 +23,9 @@ import { blockStepOutput, needsChainRead, triggerStepOutput } from "./trigger-ou
 import type { Execution, FeeEstimate, Step } from "./schemas";
 
 export const SIMULATION_TIMED_OUT = "simulation timed out";
+export const simulationTimeLimit = (ms: number) => `simulation time limit of ${ms} ms reached`;
+/** How long past the cap the answer waits for stopped work to record its steps. */
+const STOPPED_WORK_WAIT_MS = 1_500;
 
 function validate<M extends Mode>(body: Record<string, unknown>, mode: M, now: number) {
   const { config } = useRuntime();
@@ -72,6 +76,8 @@ export async function simulate(body: Record<string, unknown>): Promise<Execution
   }
 
   const deadline = startAt + config.limits.simulateTimeoutMs;
+  const cut = new AbortController();
+  const cutTimer = setTimeout(() => cut.abort(new Error(simulationTimeLimit(config.limits.simulateTimeoutMs))), Math.max(0, deadline - now()));
   const steps: Step[] = [];
   const run = runWorkflow({
     mode: "simulate",
@@ -86,14 +92,20 @@ export async function simulate(body: Record<string, unknown>): Promise<Execution
     },
     deadline,
     deadlineReason: SIMULATION_TIMED_OUT,
+    signal: cut.signal,
   });
-  let timer: NodeJS.Timeout | undefined;
-  const cut = new Promise<"timeout">((resolve) => {
-    timer = setTimeout(() => resolve("timeout"), Math.max(0, deadline - now()));
+  // Stopped work ends at once; should anything still hang past the cap, the answer does not wait for it
+  // (within the cap + 2 s that §18.1 allows).
+  let fallbackTimer: NodeJS.Timeout | undefined;
+  const fallback = new Promise<"timeout">((resolve) => {
+    fallbackTimer = setTimeout(() => resolve("timeout"), Math.max(0, deadline + STOPPED_WORK_WAIT_MS - now()));
   });
-  const result = await Promise.race([run, cut]).finally(() => clearTimeout(timer));
+  const result = await Promise.race([run, fallback]).finally(() => {
+    clearTimeout(cutTimer);
+    clearTimeout(fallbackTimer);
+  });
   if (result === "timeout") {
-    run.catch(() => undefined); // finishes in the background; nothing of it is kept
+    run.catch(() => undefined);
     return { ...base, endAt: now(), status: "error", error: SIMULATION_TIMED_OUT, steps: ordered(steps, definition.nodes), cogs: [] };
   }
   return {

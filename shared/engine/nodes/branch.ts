@@ -3,7 +3,6 @@
  * text first); the first boolean `true` wins, `else` matches when reached. `X` = `{conditionId:
  * "<branchNodeId>.<conditionId>"}` or `{conditionId: null}`.
  */
-import { runBranch } from "../sandbox";
 import type { NodeOf } from "../../workflow/schemas";
 import type { NodeKind } from "./kind";
 import { SandboxFailure, sandboxLimits } from "./custom-code";
@@ -16,7 +15,7 @@ export const branch: NodeKind<Config> = {
     const evaluated = conditions.filter((c) => c.type !== "else");
     const fallback = conditions.find((c) => c.type === "else");
     const expressions = evaluated.map((c) => env.renderText(c.expression));
-    const result = await runBranch({ expressions, globals: env.variables, ...sandboxLimits(env) });
+    const result = await env.sandbox.branch({ expressions, globals: env.variables, ...sandboxLimits(env) });
     if (!result.ok) throw new SandboxFailure(result.errorCode, result.error, result.log);
     const chosen = result.value === null ? fallback : evaluated[result.value];
     return { data: { conditionId: chosen ? `${env.nodeId}.${chosen.id}` : null }, log: result.log };

@@ -2,7 +2,6 @@
  * customCode (API.md §8.4.6): templates substituted into the source as text, then the body runs in the
  * sandbox with the §8.6 variables as globals; console output is the step log.
  */
-import { runSandboxed } from "../sandbox";
 import type { NodeOf } from "../../workflow/schemas";
 import { StepFailure, type NodeEnv, type NodeKind } from "./kind";
 
@@ -17,7 +16,7 @@ export const sandboxLimits = (env: NodeEnv) => ({
 export const customCode: NodeKind<Config> = {
   async run(config, env) {
     const source = env.renderText(config.source);
-    const result = await runSandboxed({ kind: "function-body", source, globals: env.variables, ...sandboxLimits(env) });
+    const result = await env.sandbox.run({ kind: "function-body", source, globals: env.variables, ...sandboxLimits(env) });
     if (!result.ok) throw new SandboxFailure(result.errorCode, result.error, result.log);
     return { data: result.value, log: result.log };
   },

@@ -3,7 +3,6 @@
  * the expression (templates substituted as text) runs once per element with `value` and `index`. `X` = the
  * elements for which it gave the boolean `true`.
  */
-import { runFilter } from "../sandbox";
 import type { NodeOf } from "../../workflow/schemas";
 import { StepFailure, type NodeKind } from "./kind";
 import { SandboxFailure, sandboxLimits } from "./custom-code";
@@ -20,7 +19,7 @@ export const filter: NodeKind<Config> = {
       throw new StepFailure("INVALID_INPUT", `filter input has ${items.length} items; the limit is ${FILTER_MAX_ITEMS}`);
     }
     const source = env.renderText(config.expression);
-    const result = await runFilter({ source, items, globals: env.variables, ...sandboxLimits(env) });
+    const result = await env.sandbox.filter({ source, items, globals: env.variables, ...sandboxLimits(env) });
     if (!result.ok) throw new SandboxFailure(result.errorCode, result.error, result.log);
     return { data: result.value, log: result.log };
   },

@@ -12,6 +12,7 @@ import type { Address } from "viem";
 import type { StepErrorCode } from "../../execution/schemas";
 import type { Config } from "../../config";
 import type { Variables } from "../templates";
+import type { SandboxSession } from "../sandbox";
 import type { RunInput, SendCalls } from "../types";
 
 /** A failed step: its errorCode, message, and whatever output it produced (`data`, default null). */
@@ -56,6 +57,10 @@ export interface NodeEnv {
   /** Absent in simulate mode: writes are then simulated. */
   sendCalls?: SendCalls;
   limits: Config["limits"];
+  /** The execution's JavaScript: its owner's fair share of the sandbox pool and its time budget (§18.1). */
+  sandbox: SandboxSession;
+  /** Aborted when the run is cut off (a simulation at its cap): work in flight stops, its reason is the error. */
+  signal?: AbortSignal;
   allowPrivateNetwork: boolean;
   /** The environment of a loop iteration: these variables added, acting on `chainId`. */
   child(extra: Record<string, unknown>, chainId: number): NodeEnv;

@@ -37,106 +37,57 @@ import RELEASE_SYNC from "@jitl/quickjs-singlefile-mjs-release-sync";
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 export type SandboxErrorCode = "SANDBOX_ERROR" | "SANDBOX_TIMEOUT" | "SANDBOX_MEMORY";
 
-export interface SandboxLimits {
-  /** Deadline for the whole evaluation, promise included (`sandbox_time_limit_ms`). */
-  timeLimitMs?: number;
-  /** Heap the script may use (`sandbox_memory_limit_mib`). */
-  memoryLimitMib?: number;
-  /** Console output kept, in UTF-8 bytes, the truncation marker included (`max_step_log_bytes`). */
-  logLimitBytes?: number;
-}
-
-export type SandboxResult<T> =
-  | { ok: true; value: T; log: string }
-  | { ok: false; errorCode: SandboxErrorCode; error: string; log: string };
-
-/** The variables of API.md §8.6, by root name; JSON values (a BigInt is passed as its decimal string). */
-export type SandboxGlobals = Readonly<Record<string, unknown>>;
-
-export const SANDBOX_DEFAULTS = { timeLimitMs: 5_000, memoryLimitMib: 64, logLimitBytes: 65_536 } as const;
 export const LOG_TRUNCATED_MARKER = "…[truncated]";
 
-export interface RunInput extends SandboxLimits {
-  /** `function-body`: customCode (top-level `return` and `await`; a returned promise is awaited). `expression`: one expression. */
-  kind: "function-body" | "expression";
-  source: string;
-  globals?: SandboxGlobals;
+export interface EvaluationLimits {
+  /** Deadline for the whole evaluation, promise included (`sandbox_time_limit_ms`, or what is left of the execution's budget). */
+  timeLimitMs: number;
+  /** Heap the script may use (`sandbox_memory_limit_mib`). */
+  memoryLimitMib: number;
+  /** Console output kept, in UTF-8 bytes, the truncation marker included (`max_step_log_bytes`). */
+  logLimitBytes: number;
+  /** For tests only: leave QuickJS's own memory accounting off, to show that the WebAssembly cap holds alone. */
+  engineMemoryLimit?: false;
 }
 
 /**
- * Runs a customCode body or an expression. The value is made JSON-safe as §8.4.6 says: `undefined`, NaN and
- * ±Infinity become `null`, a BigInt its decimal string, functions and symbols are dropped from objects and
- * `null` in arrays (JSON's own rules, nested; `toJSON` is honoured).
+ * One evaluation, as it crosses to a sandbox worker: only texts, so nothing of the host (no object handle,
+ * no prototype) reaches the VM. The §8.6 variables arrive as one JSON text parsed inside the VM.
+ * - `run`: customCode (`function-body`: top-level `return` and `await`, a returned promise awaited) or one
+ *   expression; answers the value's JSON text (§8.4.6's JSON-safety).
+ * - `filter`: the source (an expression, or a function body when it contains `return`) once per element of
+ *   `itemsJson`, with `value` and `index`; answers the matching indexes, comma-separated.
+ * - `branch`: the expressions in order, stopping at the first boolean `true`; answers its index or -1.
  */
-export function runSandboxed(input: RunInput & TestOnlyOptions): Promise<SandboxResult<Json>> {
-  const op = input.kind === "function-body" ? "body" : "expression";
-  return evaluate(
-    input,
-    (vm) => {
-      let result = vm.call(op, input.source);
-      if (op === "body") result = vm.settle(result);
-      return vm.text(vm.call("finish", result));
-    },
-    (json) => JSON.parse(json) as Json,
-  );
-}
+export type Evaluation = { limits: EvaluationLimits; globalsJson: string } & (
+  | { op: "run"; kind: "function-body" | "expression"; source: string }
+  | { op: "filter"; source: string; itemsJson: string }
+  | { op: "branch"; expressions: readonly string[] }
+);
+
+export type Answer = { ok: true; raw: string | number; log: string } | { ok: false; errorCode: SandboxErrorCode; error: string; log: string };
 
 /** Whether a filter expression is a function body: API.md §8.4.8 says so when it contains the keyword `return`. */
 export const isFunctionBody = (source: string): boolean => /\breturn\b/.test(source);
 
-export interface FilterInput extends SandboxLimits {
-  /** An expression, or a function body when it contains `return`; evaluated once per element, synchronously. */
-  source: string;
-  /** At most 10,000 elements (the caller checks §8.4.8's bound); passed into the VM as one JSON text. */
-  items: readonly unknown[];
-  globals?: SandboxGlobals;
-}
-
 /**
- * filter (§8.4.8): compiles the source once and calls it for every element in one VM under one deadline,
- * with the extra globals `value` (the element) and `index`. The value is the caller's own elements (not
- * copies) for which the result was the boolean `true`, in order.
+ * Runs one evaluation in `instance`, synchronously, under its deadline. The instance must be fresh and is
+ * spent afterwards (never reused: see the module comment).
  */
-export function runFilter<T>(input: FilterInput & { items: readonly T[] } & TestOnlyOptions): Promise<SandboxResult<T[]>> {
-  const itemsJson = toJson(input.items);
-  return evaluate(
-    input,
-    (vm) => vm.text(vm.call("filter", input.source, isFunctionBody(input.source), itemsJson)),
-    (matched) => {
-      const picked: T[] = [];
-      if (matched === "") return picked;
-      for (const part of matched.split(",")) {
-        const i = Number(part);
-        if (!Number.isInteger(i) || i < 0 || i >= input.items.length) throw new Error("filter returned an invalid index");
-        picked.push(input.items[i] as T);
+export function evaluate(instance: Instance, evaluation: Evaluation): Answer {
+  return run(instance, evaluation, (vm) => {
+    switch (evaluation.op) {
+      case "run": {
+        let result = vm.call(evaluation.kind === "function-body" ? "body" : "expression", evaluation.source);
+        if (evaluation.kind === "function-body") result = vm.settle(result);
+        return vm.text(vm.call("finish", result));
       }
-      return picked;
-    },
-  );
-}
-
-export interface BranchInput extends SandboxLimits {
-  /** The expressions of the `if` and `elseIf` conditions, in order (an `else` needs no evaluation). */
-  expressions: readonly string[];
-  globals?: SandboxGlobals;
-}
-
-/**
- * branch (§8.4.7): evaluates the expressions in order in one VM under one deadline and stops at the first
- * whose value is the boolean `true`; the value is its index, or `null` when none matched. A throw (or a
- * syntax error) in an expression that is reached fails the evaluation.
- */
-export function runBranch(input: BranchInput & TestOnlyOptions): Promise<SandboxResult<number | null>> {
-  return evaluate(
-    input,
-    (vm) => vm.number(vm.call("branch", JSON.stringify(input.expressions))),
-    (index) => (index >= 0 ? index : null),
-  );
-}
-
-/** For tests only: leave QuickJS's own memory accounting off, to show that the WebAssembly cap holds alone. */
-export interface TestOnlyOptions {
-  engineMemoryLimit?: false;
+      case "filter":
+        return vm.text(vm.call("filter", evaluation.source, isFunctionBody(evaluation.source), evaluation.itemsJson));
+      case "branch":
+        return vm.number(vm.call("branch", JSON.stringify(evaluation.expressions)));
+    }
+  });
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -243,7 +194,10 @@ interface WasmApi {
 }
 const wasm = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
 
-interface Instance {
+/** A QuickJS instance with its own memory: created ahead, used for one evaluation, then dropped. */
+export interface Instance {
+  /** The memory limit it was created for (its WebAssembly maximum). */
+  limitMib: number;
   module: QuickJSWASMModule;
   memory: WasmMemory;
 }
@@ -290,15 +244,11 @@ function compiledModule(): Promise<WasmModule | undefined> {
 }
 
 /** A fresh instance of QuickJS with its own memory, bounded by the floor plus the limit. */
-async function createInstance(limitMib: number): Promise<Instance> {
+export async function createInstance(limitMib: number): Promise<Instance> {
   const wasmModule = await compiledModule();
   const memory = newMemory(limitMib);
   const variant = newVariant(RELEASE_SYNC, { wasmMemory: memory as never, ...(wasmModule ? { wasmModule: wasmModule as never } : {}), emscriptenModule: quiet });
-  return { module: await newQuickJSWASMModuleFromVariant(variant), memory };
-}
-
-function toJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) => (typeof v === "bigint" ? v.toString() : v)) ?? "null";
+  return { limitMib, module: await newQuickJSWASMModuleFromVariant(variant), memory };
 }
 
 /**
@@ -390,22 +340,11 @@ class Vm {
   }
 }
 
-/**
- * One evaluation in a fresh instance: `program` drives the VM (synchronously, under the deadline); `decode`
- * turns what it read out into the result once the VM is done, outside the deadline.
- */
-async function evaluate<R, T>(
-  input: SandboxLimits & TestOnlyOptions & { globals?: SandboxGlobals },
-  program: (vm: Vm) => R,
-  decode: (raw: R) => T,
-): Promise<SandboxResult<T>> {
-  const timeLimitMs = input.timeLimitMs ?? SANDBOX_DEFAULTS.timeLimitMs;
-  const memoryLimitMib = input.memoryLimitMib ?? SANDBOX_DEFAULTS.memoryLimitMib;
-  const logLimitBytes = input.logLimitBytes ?? SANDBOX_DEFAULTS.logLimitBytes;
-  const globalsJson = toJson(input.globals ?? {});
-  const instance = await createInstance(memoryLimitMib);
+/** One evaluation in a fresh instance: `program` drives the VM, synchronously, under the deadline. */
+function run(instance: Instance, evaluation: Evaluation, program: (vm: Vm) => string | number): Answer {
+  const { timeLimitMs, memoryLimitMib, logLimitBytes } = evaluation.limits;
   const log = new LogBuffer(logLimitBytes);
-  const fail = (errorCode: SandboxErrorCode, error: string): SandboxResult<T> => ({ ok: false, errorCode, error, log: log.value() });
+  const fail = (errorCode: SandboxErrorCode, error: string): Answer => ({ ok: false, errorCode, error, log: log.value() });
   const timeout = () => fail("SANDBOX_TIMEOUT", `script exceeded time limit of ${timeLimitMs} ms`);
   const outOfMemory = () => fail("SANDBOX_MEMORY", `script exceeded memory limit of ${memoryLimitMib} MiB`);
 
@@ -414,14 +353,14 @@ async function evaluate<R, T>(
   const deadline = now() + timeLimitMs;
   try {
     const runtime = instance.module.newRuntime();
-    if (input.engineMemoryLimit !== false) runtime.setMemoryLimit(memoryLimitMib * MIB);
+    if (evaluation.limits.engineMemoryLimit !== false) runtime.setMemoryLimit(memoryLimitMib * MIB);
     runtime.setMaxStackSize(MAX_STACK_BYTES);
     runtime.setInterruptHandler(() => (interrupted ||= now() > deadline));
     vm = new Vm(runtime, runtime.newContext(), log, logLimitBytes);
-    vm.call("install", globalsJson);
+    vm.call("install", evaluation.globalsJson);
     const raw = program(vm);
     if (interrupted || now() > deadline) return timeout();
-    return { ok: true, value: decode(raw), log: log.value() };
+    return { ok: true, raw, log: log.value() };
   } catch (e) {
     // The instance is dropped whatever happened (never reused), so a half-run VM is no concern here.
     const described = e instanceof Thrown && vm ? vm.describe(e.handle) : undefined;

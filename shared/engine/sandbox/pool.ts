@@ -1,0 +1,299 @@
+/**
+ * The sandbox pool (API.md §18.1): worker threads that run every JavaScript evaluation, so the thread that
+ * serves HTTP, drives executions and watches the chain never waits on a script.
+ *
+ * - Fair dispatch: evaluations queue per owner, and owners are served in turn (round robin over the owners
+ *   with queued work). One owner runs at most `perOwner` evaluations at once (half the workers by default),
+ *   so whatever one owner queues, a worker is free for another owner or frees within one evaluation's turn.
+ *   Time spent queued is not running time: the deadline starts in the worker (./worker.ts).
+ * - A worker that has not answered `graceMs` after its script's own time limit (the interrupt handler could
+ *   not stop it) is terminated and replaced; so is a worker whose evaluation is cut off by its caller's
+ *   signal (a simulation at its cap) or that died (its own V8 heap is bounded by `resourceLimits`; QuickJS's
+ *   memory is a WebAssembly memory outside that heap, bounded by ./quickjs.ts).
+ * - Idle workers are unref'd, so the pool never keeps a process (or a Lambda invocation) alive by itself;
+ *   a busy one is ref'd until it answers, so an awaited evaluation is never abandoned by an empty event loop.
+ *
+ * Workers load ./worker.ts: in development (tsx, vitest) through tsx's loader; in a bundle, the bundle
+ * itself is the worker's script (./worker.ts is part of it, and starts only on a sandbox worker thread).
+ */
+import { readFileSync } from "node:fs";
+import { availableParallelism, totalmem } from "node:os";
+import { dirname, join } from "node:path";
+import { createRequire } from "node:module";
+import { pathToFileURL } from "node:url";
+import { Worker } from "node:worker_threads";
+import type { Answer, Evaluation, SandboxErrorCode } from "./quickjs";
+import { SANDBOX_WORKER_ROLE, type Job, type Reply } from "./worker";
+
+export interface PoolOptions {
+  /** Worker threads, each running one evaluation at a time. */
+  workers: number;
+  /** Evaluations one owner may run at once. */
+  perOwner: number;
+  /** Memory limit the workers create instances ahead for (`sandbox_memory_limit_mib`). */
+  memoryLimitMib: number;
+  /** How long past its script's time limit a worker may take to answer before it is replaced. */
+  graceMs: number;
+  /** V8 heap of each worker (its own objects, the variables' JSON text), in MiB. */
+  heapMib: number;
+}
+
+export interface Outcome {
+  answer: Answer;
+  /** Running time of the evaluation (not time queued), in ms. */
+  elapsedMs: number;
+}
+
+/** The sizing used when the host sets none: see the README ("The sandbox pool"). */
+export function defaultPoolOptions(env: Record<string, string | undefined> = process.env): PoolOptions {
+  const memoryMib = Number(env.AWS_LAMBDA_FUNCTION_MEMORY_SIZE) || totalmem() / 1_048_576;
+  // Each worker may hold ~64 MiB of V8 heap in use plus QuickJS's 16 MiB floor and 64 MiB heap, and one
+  // instance created ahead: budget ~256 MiB a worker, and leave half of the memory to the host.
+  const byMemory = Math.floor(memoryMib / 2 / 256);
+  const auto = Math.max(2, Math.min(8, availableParallelism() * 2, byMemory));
+  const workers = Number(env.SANDBOX_WORKERS) || auto;
+  return {
+    workers,
+    perOwner: Number(env.SANDBOX_WORKERS_PER_OWNER) || Math.max(1, Math.floor(workers / 2)),
+    memoryLimitMib: Number(env.SANDBOX_MEMORY_LIMIT_MIB) || 64,
+    graceMs: 1_000,
+    heapMib: 256,
+  };
+}
+
+interface Pending {
+  id: number;
+  owner: string;
+  evaluation: Evaluation;
+  signal?: AbortSignal;
+  onAbort?: () => void;
+  resolve: (outcome: Outcome) => void;
+}
+
+interface Slot {
+  worker: Worker;
+  ready: boolean;
+  job?: Pending;
+  startedAt: number;
+  timer?: NodeJS.Timeout;
+}
+
+const now = performance.now.bind(performance);
+const failure = (errorCode: SandboxErrorCode, error: string): Answer => ({ ok: false, errorCode, error, log: "" });
+
+/** The message of a caller's cut-off (the signal's reason). */
+export function cutOffMessage(signal: AbortSignal): string {
+  const reason: unknown = signal.reason;
+  return reason instanceof Error ? reason.message : typeof reason === "string" ? reason : "evaluation cancelled";
+}
+
+export class SandboxPool {
+  private readonly slots: Slot[] = [];
+  /** Queued evaluations by owner; the map's order is the turn order (an owner served moves to the end). */
+  private readonly queues = new Map<string, Pending[]>();
+  private readonly running = new Map<string, number>();
+  private nextId = 1;
+  private failedStarts = 0;
+  private closed = false;
+
+  constructor(readonly options: PoolOptions) {
+    for (let i = 0; i < options.workers; i++) this.slots.push(this.spawn());
+  }
+
+  /** Runs one evaluation for `owner`; never rejects. `signal` cuts it off (queued or running) with its reason. */
+  evaluate(owner: string, evaluation: Evaluation, signal?: AbortSignal): Promise<Outcome> {
+    return new Promise((resolve) => {
+      if (this.closed) return resolve({ answer: failure("SANDBOX_ERROR", "the sandbox is shut down"), elapsedMs: 0 });
+      if (signal?.aborted) return resolve({ answer: failure("SANDBOX_TIMEOUT", cutOffMessage(signal)), elapsedMs: 0 });
+      const job: Pending = { id: this.nextId++, owner, evaluation, resolve };
+      if (signal) {
+        job.signal = signal;
+        job.onAbort = () => this.cutOff(job);
+        signal.addEventListener("abort", job.onAbort, { once: true });
+      }
+      const queue = this.queues.get(owner);
+      if (queue) queue.push(job);
+      else this.queues.set(owner, [job]);
+      this.dispatch();
+    });
+  }
+
+  /** Evaluations queued and running, by owner (for tests and the bench). */
+  stats(): { workers: number; busy: number; queued: number } {
+    let queued = 0;
+    for (const q of this.queues.values()) queued += q.length;
+    return { workers: this.slots.length, busy: this.slots.filter((s) => s.job).length, queued };
+  }
+
+  /** Tests only: the thread ids of the workers running an evaluation. */
+  busyThreadIds(): number[] {
+    return this.slots.filter((s) => s.job).map((s) => s.worker.threadId);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const queue of this.queues.values()) for (const job of queue) this.settle(job, failure("SANDBOX_ERROR", "the sandbox is shut down"), 0);
+    this.queues.clear();
+    await Promise.all(
+      this.slots.map((slot) => {
+        if (slot.job) this.settle(slot.job, failure("SANDBOX_ERROR", "the sandbox is shut down"), now() - slot.startedAt);
+        clearTimeout(slot.timer);
+        return slot.worker.terminate();
+      }),
+    );
+  }
+
+  private dispatch(): void {
+    for (const slot of this.slots) {
+      if (!slot.ready || slot.job) continue;
+      const job = this.take();
+      if (!job) return;
+      this.start(slot, job);
+    }
+  }
+
+  /** The next evaluation in turn: the first owner (in turn order) with queued work and a free share. */
+  private take(): Pending | undefined {
+    for (const [owner, queue] of this.queues) {
+      if ((this.running.get(owner) ?? 0) >= this.options.perOwner) continue;
+      const job = queue.shift()!;
+      this.queues.delete(owner);
+      if (queue.length) this.queues.set(owner, queue); // to the end of the turn order
+      return job;
+    }
+    return undefined;
+  }
+
+  private start(slot: Slot, job: Pending): void {
+    slot.job = job;
+    slot.startedAt = now();
+    this.running.set(job.owner, (this.running.get(job.owner) ?? 0) + 1);
+    slot.worker.ref();
+    slot.timer = setTimeout(() => this.expire(slot), job.evaluation.limits.timeLimitMs + this.options.graceMs);
+    slot.worker.postMessage({ id: job.id, evaluation: job.evaluation } satisfies Job);
+  }
+
+  /** Frees the slot's share and stops its timer; the slot's worker stays as it is. */
+  private release(slot: Slot): Pending | undefined {
+    const job = slot.job;
+    if (!job) return undefined;
+    slot.job = undefined;
+    clearTimeout(slot.timer);
+    const count = (this.running.get(job.owner) ?? 1) - 1;
+    if (count > 0) this.running.set(job.owner, count);
+    else this.running.delete(job.owner);
+    slot.worker.unref();
+    return job;
+  }
+
+  private settle(job: Pending, answer: Answer, elapsedMs: number): void {
+    if (job.onAbort) job.signal?.removeEventListener("abort", job.onAbort);
+    job.resolve({ answer, elapsedMs });
+  }
+
+  private onReply(slot: Slot, reply: Reply): void {
+    if (reply.type === "ready") {
+      slot.ready = true;
+      this.failedStarts = 0;
+    } else if (slot.job?.id === reply.id) {
+      const job = this.release(slot)!;
+      this.settle(job, reply.answer, reply.elapsedMs);
+    }
+    this.dispatch();
+  }
+
+  /** The script outlived its own limit by the grace: its worker is replaced. */
+  private expire(slot: Slot): void {
+    const job = slot.job;
+    if (!job) return;
+    const { timeLimitMs } = job.evaluation.limits;
+    this.replace(slot, failure("SANDBOX_TIMEOUT", `script exceeded time limit of ${timeLimitMs} ms`), timeLimitMs);
+  }
+
+  private cutOff(job: Pending): void {
+    const message = cutOffMessage(job.signal!);
+    const queue = this.queues.get(job.owner);
+    const at = queue?.indexOf(job) ?? -1;
+    if (queue && at >= 0) {
+      queue.splice(at, 1);
+      if (!queue.length) this.queues.delete(job.owner);
+      this.settle(job, failure("SANDBOX_TIMEOUT", message), 0);
+      return;
+    }
+    const slot = this.slots.find((s) => s.job === job);
+    if (slot) this.replace(slot, failure("SANDBOX_TIMEOUT", message), now() - slot.startedAt);
+  }
+
+  /** Ends the slot's evaluation with `answer`, terminates its worker and starts a new one in its place. */
+  private replace(slot: Slot, answer: Answer, elapsedMs: number): void {
+    const job = this.release(slot);
+    void slot.worker.terminate();
+    const at = this.slots.indexOf(slot);
+    if (at >= 0 && !this.closed) this.slots[at] = this.spawn();
+    if (job) this.settle(job, answer, elapsedMs);
+    this.dispatch();
+  }
+
+  private spawn(): Slot {
+    const slot: Slot = { worker: startWorker(this.options), ready: false, startedAt: 0 };
+    slot.worker.unref();
+    slot.worker.on("message", (reply: Reply) => this.onReply(slot, reply));
+    slot.worker.on("error", (err: Error & { code?: string }) => {
+      if (!this.slots.includes(slot)) return;
+      const outOfMemory = err.code === "ERR_WORKER_OUT_OF_MEMORY";
+      const limit = slot.job?.evaluation.limits.memoryLimitMib ?? this.options.memoryLimitMib;
+      this.died(slot, outOfMemory ? failure("SANDBOX_MEMORY", `script exceeded memory limit of ${limit} MiB`) : failure("SANDBOX_ERROR", "the sandbox failed"));
+    });
+    slot.worker.on("exit", () => {
+      if (this.slots.includes(slot) && !this.closed) this.died(slot, failure("SANDBOX_ERROR", "the sandbox failed"));
+    });
+    return slot;
+  }
+
+  /** A worker that died: its evaluation fails; a worker that never became ready makes the pool wait a little. */
+  private died(slot: Slot, answer: Answer): void {
+    if (!slot.ready && ++this.failedStarts >= this.options.workers) {
+      // Workers cannot even start (a broken install): fail what waits instead of spinning on restarts.
+      for (const queue of this.queues.values()) for (const job of queue) this.settle(job, failure("SANDBOX_ERROR", "the sandbox could not start"), 0);
+      this.queues.clear();
+    }
+    this.replace(slot, answer, now() - slot.startedAt);
+  }
+}
+
+function startWorker(options: PoolOptions): Worker {
+  const here = import.meta.url;
+  const workerData = { role: SANDBOX_WORKER_ROLE, memoryLimitMib: options.memoryLimitMib };
+  const resourceLimits = { maxOldGenerationSizeMb: options.heapMib, maxYoungGenerationSizeMb: 32 };
+  if (here.endsWith(".ts")) {
+    // Development (tsx, vitest): the worker registers tsx's loader, then loads the TypeScript entry.
+    const tsx = tsxLoaderApi(here);
+    const entry = new URL("./worker.ts", here).href;
+    const code = `import(${JSON.stringify(tsx)}).then((m) => (m.register ?? m.default.register)()).then(() => import(${JSON.stringify(entry)}));`;
+    return new Worker(code, { eval: true, workerData, resourceLimits });
+  }
+  return new Worker(new URL(here), { workerData, resourceLimits });
+}
+
+/** tsx's ESM `register` (its `import` export: the CommonJS one resolves its own loader wrongly from a worker). */
+function tsxLoaderApi(from: string): string {
+  const manifest = createRequire(from).resolve("tsx/package.json");
+  const { exports } = JSON.parse(readFileSync(manifest, "utf8")) as { exports: Record<string, { import: { default: string } }> };
+  return pathToFileURL(join(dirname(manifest), exports["./esm/api"]!.import.default)).href;
+}
+
+let shared: SandboxPool | undefined;
+
+/** The process's pool, created on first use. */
+export function sandboxPool(): SandboxPool {
+  shared ??= new SandboxPool(defaultPoolOptions());
+  return shared;
+}
+
+/** Replaces the process's pool (tests that size it); the previous one is closed. */
+export async function setSandboxPool(options: PoolOptions): Promise<SandboxPool> {
+  const previous = shared;
+  shared = new SandboxPool(options);
+  await previous?.close();
+  return shared;
+}

@@ -1,0 +1,58 @@
+/**
+ * A sandbox worker: a worker thread that runs QuickJS evaluations for the pool (./pool.ts), one at a time,
+ * so that no script ever runs on the thread that serves requests and drives executions (API.md §18.1).
+ *
+ * Instantiation is off the critical path: the worker creates the next fresh QuickJS instance as soon as it
+ * has answered, and each instance serves exactly one evaluation (never reused: ./quickjs.ts says why).
+ * The evaluation's deadline starts when it starts here, so time spent queued never counts against a limit.
+ *
+ * Loaded two ways: imported by the pool's module (a no-op on any thread that is not a sandbox worker, which
+ * is what puts this code into a Lambda bundle), and started as a worker with `workerData.role` set.
+ */
+import { isMainThread, parentPort, workerData } from "node:worker_threads";
+import { createInstance, evaluate, type Evaluation, type Instance } from "./quickjs";
+
+export const SANDBOX_WORKER_ROLE = "workflow-sandbox";
+
+/** pool → worker */
+export interface Job {
+  id: number;
+  evaluation: Evaluation;
+}
+
+/** worker → pool: `ready` once loaded (and after each answer the pool may send the next job). */
+export type Reply = { type: "ready" } | { type: "answer"; id: number; answer: ReturnType<typeof evaluate>; elapsedMs: number };
+
+interface WorkerData {
+  role: string;
+  /** The memory limit instances are created ahead for (`sandbox_memory_limit_mib`). */
+  memoryLimitMib: number;
+}
+
+const now = performance.now.bind(performance);
+
+function serve(port: NonNullable<typeof parentPort>, data: WorkerData): void {
+  let ahead: Promise<Instance> = createInstance(data.memoryLimitMib);
+  port.on("message", async (job: Job) => {
+    const { limits } = job.evaluation;
+    const usual = limits.memoryLimitMib === data.memoryLimitMib;
+    let reply: Reply;
+    try {
+      const instance = usual ? await ahead : await createInstance(limits.memoryLimitMib);
+      const started = now();
+      const answer = evaluate(instance, job.evaluation);
+      reply = { type: "answer", id: job.id, answer, elapsedMs: now() - started };
+    } catch (e) {
+      const error = `the sandbox failed: ${e instanceof Error ? e.message : String(e)}`;
+      reply = { type: "answer", id: job.id, answer: { ok: false, errorCode: "SANDBOX_ERROR", error, log: "" }, elapsedMs: 0 };
+    }
+    if (usual) ahead = createInstance(data.memoryLimitMib);
+    port.postMessage(reply);
+  });
+  void ahead.then(() => port.postMessage({ type: "ready" } satisfies Reply));
+}
+
+const data = workerData as Partial<WorkerData> | undefined;
+if (!isMainThread && parentPort && data?.role === SANDBOX_WORKER_ROLE && typeof data.memoryLimitMib === "number") {
+  serve(parentPort, data as WorkerData);
+}
