@@ -7,7 +7,7 @@ import * as v from "valibot";
 import { described, endpoint, group } from "../http/contract";
 import { IdempotencyHeaders } from "../http/schemas";
 import { Execution, FeeEstimate, TriggerResult } from "../execution/schemas";
-import { TRIGGER_TYPES, workflowSchemas } from "./schemas";
+import { TRIGGER_TYPES, record, workflowSchemas } from "./schemas";
 
 const schemas = workflowSchemas();
 
@@ -16,13 +16,13 @@ export const TriggerBody = v.strictObject({
   triggerType: described(v.picklist(TRIGGER_TYPES), "Must equal the workflow's trigger type, else 400 `TRIGGER_TYPE_MISMATCH`."),
   triggerOutput: v.optional(
     described(
-      v.record(v.string(), v.unknown()),
+      record(v.string(), v.unknown()),
       "Replaces what the service would have observed. manual: only `data`, `headers`, `pathParams`, each defaulting to the trigger config's value. Other types: the trigger step's `output.data` verbatim. Omitted: manual uses its config; fixedTime and cron use now; block reads the latest block of its chain at run time (a failed read ends the execution `error`); event uses `null`.",
     ),
   ),
   triggerInput: v.optional(
     described(
-      v.record(v.string(), v.unknown()),
+      record(v.string(), v.unknown()),
       "Merged over `inputVariables` for this run only (top-level keys replaced). Keys follow the `inputVariables` key rules; `settings` is not allowed.",
     ),
   ),

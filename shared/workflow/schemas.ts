@@ -107,9 +107,56 @@ function strict<const E extends v.ObjectEntries>(entries: E, description?: strin
   );
 }
 
-/** A JSON object with any keys of `key`'s format and values of `value`'s. */
-const record = <const K extends v.GenericSchema<string, string>, const V extends v.GenericSchema>(key: K, value: V, message = "must be an object") =>
-  refuseArrays(v.record(key, value, message));
+/**
+ * A JSON object with any keys of `key`'s format and values of `value`'s. Every own key is kept as data, exactly
+ * as sent: the empty string, `__proto__`, `constructor` and `prototype` included (API.md §18.6). valibot's own
+ * record drops the last three, and an assignment `out["__proto__"] = x` would set the prototype instead of
+ * adding a member, so this one runs valibot's checks per entry and defines each member.
+ */
+export const record = <const K extends v.GenericSchema<string, string>, const V extends v.GenericSchema>(key: K, value: V, message = "must be an object") => {
+  const base = v.record(key, value, message);
+  return refuseArrays({ ...base, "~run": (dataset, config) => runRecord(base, dataset, config) } as typeof base);
+};
+
+type Dataset = { typed?: boolean; value: unknown; issues?: v.BaseIssue<unknown>[] };
+
+type RecordBase = Pick<v.RecordSchema<v.GenericSchema<string, string>, v.GenericSchema, string>, "key" | "value" | "~run">;
+
+function runRecord(base: RecordBase, dataset: Dataset, config: v.Config<v.BaseIssue<unknown>>): Dataset {
+  const input = dataset.value;
+  if (input === null || typeof input !== "object") return base["~run"](dataset as never, config) as Dataset;
+  const output: Record<string, unknown> = {};
+  const out: Dataset = { typed: true, value: output };
+  const report = (issues: v.BaseIssue<unknown>[], origin: "key" | "value", entry: string, member: unknown) => {
+    const item = { type: "object", origin, input, key: entry, value: member } as unknown as v.IssuePathItem;
+    for (const issue of issues) {
+      if (origin === "value" && issue.path) (issue.path as v.IssuePathItem[]).unshift(item);
+      else (issue as { path?: v.IssuePathItem[] }).path = [item];
+      (out.issues ??= []).push(issue);
+    }
+  };
+  for (const entry of Object.keys(input)) {
+    const member = (input as Record<string, unknown>)[entry];
+    const k = base.key["~run"]({ value: entry }, config) as Dataset;
+    if (k.issues) {
+      report(k.issues, "key", entry, member);
+      if (config.abortEarly) return { ...out, typed: false };
+    }
+    const m = base.value["~run"]({ value: member }, config) as Dataset;
+    if (m.issues) {
+      report(m.issues, "value", entry, member);
+      if (config.abortEarly) return { ...out, typed: false };
+    }
+    if (!k.typed || !m.typed) out.typed = false;
+    if (k.typed) setMember(output, k.value as string, m.value);
+  }
+  return out;
+}
+
+/** `target[key] = value` as data for every key, `__proto__` included. */
+export function setMember(target: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+}
 
 /** An optional member: absent or null; `fallback` is filled in when given. */
 function opt<const S extends v.GenericSchema>(schema: S): v.NullishSchema<S, undefined>;
@@ -661,7 +708,7 @@ function build(limits: DefinitionLimits) {
     trigger: Trigger,
     nodes: v.array(Node),
     edges: v.array(Edge),
-    inputVariables: v.record(str(), v.unknown()),
+    inputVariables: record(str(), v.unknown()),
     status: v.picklist(WORKFLOW_STATUSES),
     startAt: v.optional(TimeMs),
     expiredAt: v.optional(TimeMs),
