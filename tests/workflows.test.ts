@@ -115,7 +115,7 @@ describe("POST /workflows", () => {
       ...Keys.workflowByOwner(alice.owner, wf.id),
       ...Keys.workflowByWallet(alice.owner, alice.wallet, wf.id),
       type: "workflow",
-      v: 1,
+      v: 2,
       owner: alice.owner,
       status: "enabled",
       executionCount: 0,

@@ -18,7 +18,8 @@ import { Index, isConditionFailure } from "../store/table";
 import type { Trigger } from "../workflow/schemas";
 
 const ENTITY = "watch";
-const VERSION = 1;
+/** 2: `trigger` is JSON text (its ABI items are free-form JSON, API.md §18.6); version 1 entries hold a map. */
+const VERSION = 2;
 
 export type ChainTrigger = Extract<Trigger, { type: "block" | "event" }> & { id: string };
 
@@ -61,9 +62,8 @@ export async function watch(w: Watchable, now: number): Promise<void> {
     ...(w.expiredAt !== undefined ? { expiredAt: w.expiredAt } : {}),
     since: now,
   };
-  await useRuntime().db.send(
-    new PutCommand({ TableName: table(), Item: { ...Keys.watch(w.id), ...Keys.watchByChain(chainId, w.id), type: ENTITY, v: VERSION, ...entry } }),
-  );
+  const item = { ...Keys.watch(w.id), ...Keys.watchByChain(chainId, w.id), type: ENTITY, v: VERSION, ...entry, trigger: JSON.stringify(entry.trigger) };
+  await useRuntime().db.send(new PutCommand({ TableName: table(), Item: item }));
 }
 
 /** Stops watching (pause, cancel, completion, failure); `since` given: only the entry that started then. */
@@ -95,11 +95,15 @@ export async function watchersOf(chainId: number): Promise<WatchEntry[]> {
         ExclusiveStartKey: startKey,
       }),
     );
-    for (const item of out.Items ?? []) if (item.type === ENTITY) entries.push(item as unknown as WatchEntry);
+    for (const item of out.Items ?? []) if (item.type === ENTITY) entries.push(fromItem(item));
     startKey = out.LastEvaluatedKey;
   } while (startKey);
   return entries;
 }
+
+/** An entry of either version: `trigger` as JSON text (2) or as a map (1). */
+const fromItem = (item: Record<string, unknown>): WatchEntry =>
+  (typeof item.trigger === "string" ? { ...item, trigger: JSON.parse(item.trigger) } : item) as unknown as WatchEntry;
 
 /** Records the chain time of a fire for the cooldown; an entry removed meanwhile stays removed. */
 export async function noteFired(workflowId: string, at: number): Promise<void> {

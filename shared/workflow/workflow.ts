@@ -32,6 +32,13 @@
  * status (`completed` / EXPIRED, `completedAt = expiredAt`), frees the slot and removes schedules and watch entry;
  * the entry goes last, so a pass interrupted half-way is finished by the next one. Cancel and the other terminal
  * writes delete the entry too (best effort: a stale one is only deleted by the pass).
+ *
+ * The stored form (item version 2): what the client wrote (`name`, `trigger`, `nodes`, `edges`, `inputVariables`)
+ * is one JSON text attribute, `document`; the attributes that conditions, filters and updates name (status,
+ * counts, times, slot) stay attributes. Free-form JSON is therefore stored exactly as sent: DynamoDB refuses
+ * empty map keys and maps nested deeper than 32 levels, and its marshaller would treat `__proto__` as a prototype
+ * (API.md §18.6), none of which touches a string. Items of version 1 (those members as DynamoDB maps) read back
+ * unchanged: `fromItem` decodes both forms, and every read of a workflow item goes through it.
  */
 import { DeleteCommand, GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand, type QueryCommandInput } from "@aws-sdk/lib-dynamodb";
 import { ulid } from "ulid";
@@ -52,6 +59,8 @@ import type { COMPLETION_REASONS, Edge, Node, Trigger, Workflow } from "./schema
 
 export const ENTITY = "workflow";
 const VERSION = 1;
+/** Version of the workflow item: 2 keeps the client's document as JSON text (module header). */
+const RECORD_VERSION = 2;
 const COUNTER = "activeWorkflows";
 const MAX_ATTEMPTS = 60;
 const ULID_PATTERN = /^[0-9A-HJKMNP-TV-Z]{26}$/;
@@ -173,11 +182,42 @@ const notRunnable = (reason: string) =>
   new ApiError(412, "WORKFLOW_NOT_RUNNABLE", "The workflow cannot run now.", { reason });
 
 // ---------------------------------------------------------------------------------------------------------
+// The stored form
+
+/** Members of the record stored together as the JSON text attribute `document` (module header). */
+const DOCUMENT_MEMBERS = ["name", "trigger", "nodes", "edges", "inputVariables"] as const;
+type DocumentMember = (typeof DOCUMENT_MEMBERS)[number];
+
+/** The item attributes of a record (besides keys, `type` and `v`): the client's document as one JSON text. */
+export function toItem(record: WorkflowRecord): Item {
+  const attributes: Item = {};
+  const document: Item = {};
+  for (const [member, value] of Object.entries(record)) {
+    if (value === undefined) continue;
+    if ((DOCUMENT_MEMBERS as readonly string[]).includes(member)) document[member] = value;
+    else attributes[member] = value;
+  }
+  return { ...attributes, document: JSON.stringify(document) };
+}
+
+/**
+ * The record of a stored workflow item of either version: version 2 keeps `document` (JSON text), version 1
+ * (written before it) the same members as DynamoDB maps and lists, which are taken as they are.
+ */
+export function fromItem(item: Item): WorkflowRecord {
+  if (typeof item.document !== "string") return item as unknown as WorkflowRecord;
+  const { document, ...attributes } = item;
+  const parsed = JSON.parse(document) as Partial<Pick<WorkflowRecord, DocumentMember>>;
+  // Spread and JSON.parse define members as data, so keys such as `__proto__` inside the document stay data.
+  return { ...attributes, ...parsed } as unknown as WorkflowRecord;
+}
+
+// ---------------------------------------------------------------------------------------------------------
 // Reading
 
 async function read(id: string): Promise<WorkflowRecord | undefined> {
   const { Item } = await useRuntime().db.send(new GetCommand({ TableName: table(), Key: Keys.workflow(id), ConsistentRead: true }));
-  return Item && Item.type === ENTITY ? (Item as unknown as WorkflowRecord) : undefined;
+  return Item && Item.type === ENTITY ? fromItem(Item) : undefined;
 }
 
 /** The caller's workflow record, or 404 WORKFLOW_NOT_FOUND (unknown, malformed, deleted or another owner's alike). */
@@ -287,8 +327,8 @@ export async function create(body: Record<string, unknown>): Promise<WorkflowInf
     ...Keys.workflowByOwner(owner, id),
     ...Keys.workflowByWallet(owner, record.smartWalletAddress, id),
     type: ENTITY,
-    v: VERSION,
-    ...record,
+    v: RECORD_VERSION,
+    ...toItem(record),
   };
   const expiry =
     record.expiredAt === undefined
@@ -494,7 +534,7 @@ export async function list(filter: ListFilter, page: Page) {
     hasNextPage = following.length > page.limit;
     hasPreviousPage = page.after !== undefined && (await collect(q, { from: page.after, forward: false, inclusive: true, want: 1 })).length > 0;
   }
-  return { items: items.map((item) => toInfo(item as unknown as WorkflowRecord, now)), hasNextPage, hasPreviousPage };
+  return { items: items.map((item) => toInfo(fromItem(item), now)), hasNextPage, hasPreviousPage };
 }
 
 /** GET /workflows:count: how many of the caller's workflows match. */
@@ -792,7 +832,7 @@ export async function recordOutcome(id: string, status: "success" | "failed" | "
         ReturnValues: "ALL_NEW",
       }),
     );
-    updated = out.Attributes as WorkflowRecord;
+    updated = fromItem(out.Attributes ?? {});
   } catch (err) {
     if (errorName(err) === "ConditionalCheckFailedException") return;
     throw err;
