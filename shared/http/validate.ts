@@ -72,10 +72,14 @@ export async function readJsonBody(c: Context): Promise<Record<string, unknown>>
 }
 
 /**
- * Deepest nesting of objects and arrays a body may have. Stored documents keep a body's shape, and DynamoDB
- * refuses items nested beyond 32 levels; recursive validation of a deeper value would also exhaust the stack.
+ * Deepest nesting of objects and arrays a body may have, the body itself counted as level 1. Free-form JSON is
+ * stored as JSON text (workflow documents, watch entries, execution records), so DynamoDB's own limit of 32
+ * levels never applies; this bound keeps every recursive walk of a value (validation, canonical JSON,
+ * templates, redaction, JSON.stringify itself, which overflows the stack a few thousand levels down) far from
+ * the stack's end. It is the depth API.md §18.2 allows a response body, so inputs and outputs share one bound.
+ * Counted on the text before anything walks the parsed value (JSON.parse itself does not recurse).
  */
-export const MAX_BODY_DEPTH = 32;
+export const MAX_BODY_DEPTH = 512;
 
 /** Nesting depth of valid JSON text, counted on the text (strings skipped), without recursion. */
 function nestingDepth(text: string): number {
