@@ -235,7 +235,8 @@ function parseHeaders(input: Record<string, string> = {}): Record<string, string
       throw new OutboundError("INVALID_INPUT", `header ${name} has a value that is not allowed in HTTP headers`);
     }
     const key = name.toLowerCase();
-    if (!CLIENT_HEADERS.has(key)) out[key] = value;
+    // Defined, not assigned: `__proto__` is a valid header name and data like any other (API.md §18.6).
+    if (!CLIENT_HEADERS.has(key)) Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
   }
   out["accept-encoding"] = "gzip, deflate, br";
   return out;

@@ -249,9 +249,8 @@ export function renderConfig<T>(config: T, variables: Variables, options: Config
     if (typeof value === "string") return renderString(value, variables, options);
     if (Array.isArray(value)) return value.map(walk);
     if (value !== null && typeof value === "object") {
-      const out: Record<string, unknown> = {};
-      for (const [key, member] of Object.entries(value)) out[key] = skip.has(key) ? member : walk(member);
-      return out;
+      // fromEntries defines each member, so a `__proto__` key (restApi headers, §18.6) stays data.
+      return Object.fromEntries(Object.entries(value).map(([key, member]) => [key, skip.has(key) ? member : walk(member)]));
     }
     return value;
   };
