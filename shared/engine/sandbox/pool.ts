@@ -30,8 +30,9 @@ export interface PoolOptions {
   workers: number;
   /** Evaluations one owner may run at once. */
   perOwner: number;
-  /** Memory limit the workers create instances ahead for (`sandbox_memory_limit_mib`). */
+  /** Memory and log limits the workers create instances ahead for (`sandbox_memory_limit_mib`, `max_step_log_bytes`). */
   memoryLimitMib: number;
+  logLimitBytes: number;
   /** How long past its script's time limit a worker may take to answer before it is replaced. */
   graceMs: number;
   /** V8 heap of each worker (its own objects, the variables' JSON text), in MiB. */
@@ -56,6 +57,7 @@ export function defaultPoolOptions(env: Record<string, string | undefined> = pro
     workers,
     perOwner: Number(env.SANDBOX_WORKERS_PER_OWNER) || Math.max(1, Math.floor(workers / 2)),
     memoryLimitMib: Number(env.SANDBOX_MEMORY_LIMIT_MIB) || 64,
+    logLimitBytes: Number(env.MAX_STEP_LOG_BYTES) || 65_536,
     graceMs: 1_000,
     heapMib: 256,
   };
@@ -72,7 +74,10 @@ interface Pending {
 
 interface Slot {
   worker: Worker;
+  /** Loaded: it may be sent an evaluation. */
   ready: boolean;
+  /** An instance is waiting in it, so an evaluation starts without instantiating. */
+  warm: boolean;
   job?: Pending;
   startedAt: number;
   timer?: NodeJS.Timeout;
@@ -144,11 +149,13 @@ export class SandboxPool {
   }
 
   private dispatch(): void {
-    for (const slot of this.slots) {
-      if (!slot.ready || slot.job) continue;
-      const job = this.take();
-      if (!job) return;
-      this.start(slot, job);
+    for (const warmOnly of [true, false]) {
+      for (const slot of this.slots) {
+        if (!slot.ready || slot.job || (warmOnly && !slot.warm)) continue;
+        const job = this.take();
+        if (!job) return;
+        this.start(slot, job);
+      }
     }
   }
 
@@ -166,6 +173,7 @@ export class SandboxPool {
 
   private start(slot: Slot, job: Pending): void {
     slot.job = job;
+    slot.warm = false;
     slot.startedAt = now();
     this.running.set(job.owner, (this.running.get(job.owner) ?? 0) + 1);
     slot.worker.ref();
@@ -194,6 +202,7 @@ export class SandboxPool {
   private onReply(slot: Slot, reply: Reply): void {
     if (reply.type === "ready") {
       slot.ready = true;
+      slot.warm = true;
       this.failedStarts = 0;
     } else if (slot.job?.id === reply.id) {
       const job = this.release(slot)!;
@@ -235,7 +244,7 @@ export class SandboxPool {
   }
 
   private spawn(): Slot {
-    const slot: Slot = { worker: startWorker(this.options), ready: false, startedAt: 0 };
+    const slot: Slot = { worker: startWorker(this.options), ready: false, warm: false, startedAt: 0 };
     slot.worker.unref();
     slot.worker.on("message", (reply: Reply) => this.onReply(slot, reply));
     slot.worker.on("error", (err: Error & { code?: string }) => {
@@ -263,7 +272,7 @@ export class SandboxPool {
 
 function startWorker(options: PoolOptions): Worker {
   const here = import.meta.url;
-  const workerData = { role: SANDBOX_WORKER_ROLE, memoryLimitMib: options.memoryLimitMib };
+  const workerData = { role: SANDBOX_WORKER_ROLE, memoryLimitMib: options.memoryLimitMib, logLimitBytes: options.logLimitBytes };
   const resourceLimits = { maxOldGenerationSizeMb: options.heapMib, maxYoungGenerationSizeMb: 32 };
   if (here.endsWith(".ts")) {
     // Development (tsx, vitest): the worker registers tsx's loader, then loads the TypeScript entry.

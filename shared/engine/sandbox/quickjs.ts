@@ -200,6 +200,8 @@ export interface Instance {
   limitMib: number;
   module: QuickJSWASMModule;
   memory: WasmMemory;
+  /** Its runtime and context, set up ahead (never used by an evaluation yet). */
+  vm?: Vm;
 }
 
 const silent = (): void => {};
@@ -243,12 +245,24 @@ function compiledModule(): Promise<WasmModule | undefined> {
   return compiled;
 }
 
-/** A fresh instance of QuickJS with its own memory, bounded by the floor plus the limit. */
-export async function createInstance(limitMib: number): Promise<Instance> {
+/**
+ * A fresh instance of QuickJS with its own memory, bounded by the floor plus the limit. With `logLimitBytes`,
+ * its runtime and context are set up too (the bootstrap evaluated), so that an evaluation with that log
+ * limit only installs its variables and runs.
+ */
+export async function createInstance(limitMib: number, logLimitBytes?: number): Promise<Instance> {
   const wasmModule = await compiledModule();
   const memory = newMemory(limitMib);
   const variant = newVariant(RELEASE_SYNC, { wasmMemory: memory as never, ...(wasmModule ? { wasmModule: wasmModule as never } : {}), emscriptenModule: quiet });
-  return { limitMib, module: await newQuickJSWASMModuleFromVariant(variant), memory };
+  const instance: Instance = { limitMib, module: await newQuickJSWASMModuleFromVariant(variant), memory };
+  if (logLimitBytes !== undefined) instance.vm = newVm(instance, logLimitBytes);
+  return instance;
+}
+
+function newVm(instance: Instance, lineCap: number): Vm {
+  const runtime = instance.module.newRuntime();
+  runtime.setMaxStackSize(MAX_STACK_BYTES);
+  return new Vm(runtime, runtime.newContext(), lineCap);
 }
 
 /**
@@ -286,13 +300,15 @@ class LogBuffer {
 /** One evaluation's VM: calls into the bootstrap's operations, turning script exceptions into `Thrown`. */
 class Vm {
   private readonly api: QuickJSHandle;
+  /** The evaluation's log (the VM is set up before the evaluation that uses it exists). */
+  log: LogBuffer;
   constructor(
-    private readonly runtime: QuickJSRuntime,
+    readonly runtime: QuickJSRuntime,
     private readonly ctx: QuickJSContext,
-    log: LogBuffer,
-    lineCap: number,
+    readonly lineCap: number,
   ) {
-    const hostLog = ctx.newFunction("log", (line) => (log.add(ctx.getString(line)) ? ctx.true : ctx.false));
+    this.log = new LogBuffer(lineCap);
+    const hostLog = ctx.newFunction("log", (line) => (this.log.add(ctx.getString(line)) ? ctx.true : ctx.false));
     const bootstrap = this.unwrap(ctx.evalCode(BOOTSTRAP, "sandbox.js"));
     this.api = this.unwrap(ctx.callFunction(bootstrap, ctx.undefined, hostLog, ctx.newNumber(lineCap)));
   }
@@ -343,7 +359,7 @@ class Vm {
 /** One evaluation in a fresh instance: `program` drives the VM, synchronously, under the deadline. */
 function run(instance: Instance, evaluation: Evaluation, program: (vm: Vm) => string | number): Answer {
   const { timeLimitMs, memoryLimitMib, logLimitBytes } = evaluation.limits;
-  const log = new LogBuffer(logLimitBytes);
+  let log = new LogBuffer(logLimitBytes);
   const fail = (errorCode: SandboxErrorCode, error: string): Answer => ({ ok: false, errorCode, error, log: log.value() });
   const timeout = () => fail("SANDBOX_TIMEOUT", `script exceeded time limit of ${timeLimitMs} ms`);
   const outOfMemory = () => fail("SANDBOX_MEMORY", `script exceeded memory limit of ${memoryLimitMib} MiB`);
@@ -352,11 +368,12 @@ function run(instance: Instance, evaluation: Evaluation, program: (vm: Vm) => st
   let interrupted = false;
   const deadline = now() + timeLimitMs;
   try {
-    const runtime = instance.module.newRuntime();
+    vm = instance.vm?.lineCap === logLimitBytes ? instance.vm : newVm(instance, logLimitBytes);
+    instance.vm = undefined; // spent
+    log = vm.log;
+    const { runtime } = vm;
     if (evaluation.limits.engineMemoryLimit !== false) runtime.setMemoryLimit(memoryLimitMib * MIB);
-    runtime.setMaxStackSize(MAX_STACK_BYTES);
     runtime.setInterruptHandler(() => (interrupted ||= now() > deadline));
-    vm = new Vm(runtime, runtime.newContext(), log, logLimitBytes);
     vm.call("install", evaluation.globalsJson);
     const raw = program(vm);
     if (interrupted || now() > deadline) return timeout();

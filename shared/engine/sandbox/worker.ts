@@ -20,25 +20,40 @@ export interface Job {
   evaluation: Evaluation;
 }
 
-/** worker → pool: `ready` once loaded (and after each answer the pool may send the next job). */
+/** worker → pool: `ready` whenever an instance is waiting (once loaded, then after each answer); the pool prefers such workers. */
 export type Reply = { type: "ready" } | { type: "answer"; id: number; answer: ReturnType<typeof evaluate>; elapsedMs: number };
 
 interface WorkerData {
   role: string;
-  /** The memory limit instances are created ahead for (`sandbox_memory_limit_mib`). */
+  /** The memory and log limits instances are created ahead for (`sandbox_memory_limit_mib`, `max_step_log_bytes`). */
   memoryLimitMib: number;
+  logLimitBytes: number;
 }
 
 const now = performance.now.bind(performance);
 
 function serve(port: NonNullable<typeof parentPort>, data: WorkerData): void {
-  let ahead: Promise<Instance> = createInstance(data.memoryLimitMib);
+  // The instance created ahead, once it exists (taken synchronously: no await between a job and its start).
+  let waiting: Instance | undefined;
+  let ahead: Promise<Instance | undefined> = Promise.resolve(undefined);
+  const prepare = () => {
+    ahead = createInstance(data.memoryLimitMib, data.logLimitBytes).then(
+      (instance) => {
+        waiting = instance;
+        port.postMessage({ type: "ready" } satisfies Reply);
+        return instance;
+      },
+      () => undefined, // created on demand instead
+    );
+  };
   port.on("message", async (job: Job) => {
     const { limits } = job.evaluation;
     const usual = limits.memoryLimitMib === data.memoryLimitMib;
     let reply: Reply;
     try {
-      const instance = usual ? await ahead : await createInstance(limits.memoryLimitMib);
+      let instance = usual ? (waiting ?? (await ahead)) : undefined;
+      instance ??= await createInstance(limits.memoryLimitMib);
+      if (instance === waiting) waiting = undefined;
       const started = now();
       const answer = evaluate(instance, job.evaluation);
       reply = { type: "answer", id: job.id, answer, elapsedMs: now() - started };
@@ -46,13 +61,13 @@ function serve(port: NonNullable<typeof parentPort>, data: WorkerData): void {
       const error = `the sandbox failed: ${e instanceof Error ? e.message : String(e)}`;
       reply = { type: "answer", id: job.id, answer: { ok: false, errorCode: "SANDBOX_ERROR", error, log: "" }, elapsedMs: 0 };
     }
-    if (usual) ahead = createInstance(data.memoryLimitMib);
     port.postMessage(reply);
+    if (usual) prepare();
   });
-  void ahead.then(() => port.postMessage({ type: "ready" } satisfies Reply));
+  prepare();
 }
 
 const data = workerData as Partial<WorkerData> | undefined;
-if (!isMainThread && parentPort && data?.role === SANDBOX_WORKER_ROLE && typeof data.memoryLimitMib === "number") {
+if (!isMainThread && parentPort && data?.role === SANDBOX_WORKER_ROLE && typeof data.memoryLimitMib === "number" && typeof data.logLimitBytes === "number") {
   serve(parentPort, data as WorkerData);
 }
