@@ -2,8 +2,8 @@
  * The sandbox pool (API.md §18.1): worker threads that run every JavaScript evaluation, so the thread that
  * serves HTTP, drives executions and watches the chain never waits on a script.
  *
- * - Fair dispatch: evaluations queue per owner, and owners are served in turn (round robin over the owners
- *   with queued work). One owner runs at most `perOwner` evaluations at once (half the workers by default),
+ * - Fair dispatch: evaluations queue per owner, and owners are served in turn (the owner served least
+ *   recently goes next). One owner runs at most `perOwner` evaluations at once (half the workers by default),
  *   so whatever one owner queues, a worker is free for another owner or frees within one evaluation's turn.
  *   Time spent queued is not running time: the deadline starts in the worker (./worker.ts).
  * - A worker that has not answered `graceMs` after its script's own time limit (the interrupt handler could
@@ -94,9 +94,12 @@ export function cutOffMessage(signal: AbortSignal): string {
 
 export class SandboxPool {
   private readonly slots: Slot[] = [];
-  /** Queued evaluations by owner; the map's order is the turn order (an owner served moves to the end). */
+  /** Queued evaluations by owner. */
   private readonly queues = new Map<string, Pending[]>();
   private readonly running = new Map<string, number>();
+  /** When each owner with work queued or running was last served (a turn counter). */
+  private readonly lastServed = new Map<string, number>();
+  private turn = 0;
   private nextId = 1;
   private failedStarts = 0;
   private closed = false;
@@ -130,9 +133,20 @@ export class SandboxPool {
     return { workers: this.slots.length, busy: this.slots.filter((s) => s.job).length, queued };
   }
 
-  /** Tests only: the thread ids of the workers running an evaluation. */
-  busyThreadIds(): number[] {
-    return this.slots.filter((s) => s.job).map((s) => s.worker.threadId);
+  /** Resolves once every worker has loaded (a host may wait for it before serving; evaluations queue meanwhile). */
+  async ready(timeoutMs = 30_000): Promise<void> {
+    const until = now() + timeoutMs;
+    while (!this.closed && this.slots.some((s) => !s.ready) && now() < until) await new Promise((r) => setTimeout(r, 20));
+  }
+
+  /** Evaluations `owner` is running now (at most `perOwner`). */
+  runningFor(owner: string): number {
+    return this.running.get(owner) ?? 0;
+  }
+
+  /** Tests only: the workers running an evaluation (a test terminates one to show the pool recovers). */
+  busyWorkersForTests(): Worker[] {
+    return this.slots.filter((s) => s.job).map((s) => s.worker);
   }
 
   async close(): Promise<void> {
@@ -159,16 +173,22 @@ export class SandboxPool {
     }
   }
 
-  /** The next evaluation in turn: the first owner (in turn order) with queued work and a free share. */
+  /**
+   * The next evaluation in turn: of the owners with queued work and a free share, the one served least
+   * recently (an owner not served since it was last idle comes first); its oldest evaluation.
+   */
   private take(): Pending | undefined {
+    let chosen: string | undefined;
     for (const [owner, queue] of this.queues) {
-      if ((this.running.get(owner) ?? 0) >= this.options.perOwner) continue;
-      const job = queue.shift()!;
-      this.queues.delete(owner);
-      if (queue.length) this.queues.set(owner, queue); // to the end of the turn order
-      return job;
+      if (!queue.length || (this.running.get(owner) ?? 0) >= this.options.perOwner) continue;
+      if (chosen === undefined || (this.lastServed.get(owner) ?? -1) < (this.lastServed.get(chosen) ?? -1)) chosen = owner;
     }
-    return undefined;
+    if (chosen === undefined) return undefined;
+    const queue = this.queues.get(chosen)!;
+    const job = queue.shift()!;
+    if (!queue.length) this.queues.delete(chosen);
+    this.lastServed.set(chosen, this.turn++);
+    return job;
   }
 
   private start(slot: Slot, job: Pending): void {
@@ -190,6 +210,7 @@ export class SandboxPool {
     const count = (this.running.get(job.owner) ?? 1) - 1;
     if (count > 0) this.running.set(job.owner, count);
     else this.running.delete(job.owner);
+    if (count <= 0 && !this.queues.has(job.owner)) this.lastServed.delete(job.owner); // idle: forgotten
     slot.worker.unref();
     return job;
   }
@@ -226,6 +247,7 @@ export class SandboxPool {
     if (queue && at >= 0) {
       queue.splice(at, 1);
       if (!queue.length) this.queues.delete(job.owner);
+      if (!queue.length && !this.running.has(job.owner)) this.lastServed.delete(job.owner);
       this.settle(job, failure("SANDBOX_TIMEOUT", message), 0);
       return;
     }
