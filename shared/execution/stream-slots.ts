@@ -1,0 +1,320 @@
+/**
+ * Open streams per owner (API.md §17.5): at most `max_open_streams_per_owner`, counted in the table so that every
+ * process (Lambda instances, several local servers on one table) shares one count.
+ *
+ * Each owner has a fixed set of slot items, `STREAMSLOT#0000` … `max − 1`, in the owner's partition (Keys.streamSlot).
+ * An open stream holds one slot through a lease: the item carries the stream's id and
+ * `leaseUntil` (ms). Opening a stream reads the owner's slots (one strongly consistent Query) and claims a free
+ * one with a conditional put, `attribute_not_exists(pk) OR leaseUntil <= now`: two processes can never both
+ * hold a slot, so the owner's open streams never pass the cap, and there is no hot counter to keep right.
+ * A lease is renewed by a heartbeat while its stream is read (UpdateItem, `streamId = mine`) and deleted when the
+ * stream ends, whichever side ends it. A lease whose process vanished is not renewed and is free once
+ * `leaseUntil` has passed: every read compares `leaseUntil` with now (DynamoDB's TTL deletes the item later,
+ * when it gets to it; `expiresAt` is only that clean-up).
+ *
+ * How soon a slot is free again (defaults):
+ * - closed by the server (terminal status, stream_max_ms, unreadable execution, a lost lease): deleted before
+ *   the connection closes, so a client that sees the end can open another at once;
+ * - closed by the client: deleted as soon as this process sees the connection close;
+ * - the process crashed, was killed or frozen (a Lambda instance): the lease was renewed at most `heartbeatMs`
+ *   (15 s) before and lasts `leaseMs` (45 s) from its last renewal, so the slot is free ≤ 45 s later;
+ * - the process lives but nothing reads the body any more (a response dropped after the handler ran, e.g. a
+ *   request the rate limiter refused; a host that stopped reading after the client went away): released
+ *   `startWithinMs` (5 s) after opening when never read, else at the first heartbeat `idleMs` (30 s) after the
+ *   last read, so ≤ 45 s.
+ * Clock differences between processes shift these by the difference; 15 s are left before API.md's 60 s.
+ */
+import { DeleteCommand, PutCommand, QueryCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { ulid } from "ulid";
+import { quotaReached } from "../errors";
+import { log } from "../log";
+import { useRuntime } from "../runtime";
+import { Keys } from "../store/keys";
+import { isConditionFailure, TTL_ATTRIBUTE } from "../store/table";
+
+export interface StreamLeaseSettings {
+  /** A lease lasts this long after it was taken or last renewed (ms). */
+  leaseMs: number;
+  /** Renewal period while the stream is read (ms). */
+  heartbeatMs: number;
+  /** A lease whose body nobody started reading within this long is released (ms). */
+  startWithinMs: number;
+  /** A lease whose body nobody read for this long is released at the next heartbeat (ms). */
+  idleMs: number;
+}
+
+/** Production defaults: a vanished holder's slot is free within 45 s (API.md §17.5 allows 60). */
+export const STREAM_LEASE_DEFAULTS: Readonly<StreamLeaseSettings> = Object.freeze({
+  leaseMs: 45_000,
+  heartbeatMs: 15_000,
+  startWithinMs: 5_000,
+  idleMs: 30_000,
+});
+
+let settings: StreamLeaseSettings = { ...STREAM_LEASE_DEFAULTS };
+
+/** Changes the lease timing of this process (tests run it in seconds); no argument restores the defaults. */
+export function configureStreamLeases(overrides: Partial<StreamLeaseSettings> = {}): StreamLeaseSettings {
+  const next = { ...STREAM_LEASE_DEFAULTS, ...overrides };
+  if (!(next.heartbeatMs > 0 && next.heartbeatMs < next.leaseMs)) throw new Error("stream leases: heartbeatMs must be positive and below leaseMs");
+  settings = next;
+  return { ...settings };
+}
+
+export const streamLeaseSettings = (): StreamLeaseSettings => ({ ...settings });
+
+const ITEM_TYPE = "streamSlot";
+/** Query, then claim what it showed free; a round is lost only to other claims, so rounds are few. */
+const MAX_ROUNDS = 8;
+/** A server-side close waits this long at most for its slot's deletion before closing the connection. */
+export const RELEASE_WAIT_MS = 1_000;
+
+/** Releases in flight in this process, per owner: an open that finds the owner full waits for them first. */
+const releasing = new Map<string, Set<Promise<void>>>();
+
+const ownerKey = (owner: string) => owner.toLowerCase();
+
+interface SlotItem {
+  sk: string;
+  streamId?: string;
+  leaseUntil?: number;
+}
+
+/** The owner's slots holding a live lease at `now`, by slot number (expired ones are absent: TTL is late). */
+export async function liveSlots(owner: string, now = useRuntime().now()): Promise<Map<number, string>> {
+  const { db, config } = useRuntime();
+  const live = new Map<number, string>();
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    const page = await db.send(
+      new QueryCommand({
+        TableName: config.tableName,
+        KeyConditionExpression: "pk = :pk AND begins_with(sk, :prefix)",
+        ExpressionAttributeValues: { ":pk": Keys.owner(owner), ":prefix": Keys.streamSlotPrefix },
+        ProjectionExpression: "sk, streamId, leaseUntil",
+        ConsistentRead: true,
+        ExclusiveStartKey: startKey,
+      }),
+    );
+    for (const item of (page.Items ?? []) as SlotItem[]) {
+      if (typeof item.leaseUntil === "number" && item.leaseUntil > now) {
+        live.set(Number(item.sk.slice(Keys.streamSlotPrefix.length)), String(item.streamId));
+      }
+    }
+    startKey = page.LastEvaluatedKey;
+  } while (startKey);
+  return live;
+}
+
+/** The number of the owner's open streams, in every process (live leases). */
+export const openStreamCount = async (owner: string): Promise<number> => (await liveSlots(owner)).size;
+
+/**
+ * Writes a lease on `slot` for `streamId` until `now + leaseMs` if the slot is free at `now` (absent or expired).
+ * The storage step of `acquireStreamSlot`; exported so tests can write a lease the way a process that then
+ * vanished would have.
+ */
+export async function claimSlot(owner: string, slot: number, streamId: string, now: number, leaseMs = settings.leaseMs): Promise<boolean> {
+  const { db, config } = useRuntime();
+  const leaseUntil = now + leaseMs;
+  try {
+    await db.send(
+      new PutCommand({
+        TableName: config.tableName,
+        Item: {
+          ...Keys.streamSlot(owner, slot),
+          type: ITEM_TYPE,
+          v: 1,
+          streamId,
+          leaseUntil,
+          [TTL_ATTRIBUTE]: expiresAt(leaseUntil),
+        },
+        ConditionExpression: "attribute_not_exists(pk) OR leaseUntil <= :now",
+        ExpressionAttributeValues: { ":now": now },
+      }),
+    );
+    return true;
+  } catch (err) {
+    if (isConditionFailure(err)) return false;
+    throw err;
+  }
+}
+
+/** TTL clean-up an hour after the lease ends: reads never rely on it, and a late renewal never races it. */
+const expiresAt = (leaseUntil: number) => Math.ceil(leaseUntil / 1000) + 3600;
+
+/** How the stream that holds a lease tells it whether its body is still read, and hears that it lost it. */
+export interface LeaseWatcher {
+  /** Now when a read is pending, else when the last read ended; undefined before the first read. */
+  lastReadAt(): number | undefined;
+  /** The lease is gone (released for want of reads, or taken over after missed renewals): close the stream. */
+  lost(): void;
+}
+
+/** One open stream's hold on one of its owner's slots. */
+export class StreamLease {
+  private released: Promise<void> | undefined;
+  private heldUntil: number;
+  private watcher: LeaseWatcher = { lastReadAt: () => undefined, lost: () => {} };
+  private readonly timers: ReturnType<typeof setTimeout>[] = [];
+
+  constructor(
+    readonly owner: string,
+    readonly slot: number,
+    readonly streamId: string,
+    takenAt: number,
+  ) {
+    this.heldUntil = takenAt + settings.leaseMs;
+    const { heartbeatMs, startWithinMs } = settings;
+    this.timers.push(
+      setTimeout(() => {
+        if (this.watcher.lastReadAt() === undefined) this.drop("never read");
+      }, startWithinMs),
+      setInterval(() => void this.heartbeat(), heartbeatMs),
+    );
+    for (const timer of this.timers) timer.unref?.();
+  }
+
+  /** Binds the stream that holds this lease (before its body is handed out). */
+  watch(watcher: LeaseWatcher) {
+    this.watcher = watcher;
+  }
+
+  get isReleased() {
+    return this.released !== undefined;
+  }
+
+  /** Frees the slot (idempotent): deletes the lease if it is still this stream's. */
+  release(): Promise<void> {
+    if (this.released) return this.released;
+    this.stopTimers();
+    const key = ownerKey(this.owner);
+    const done = this.remove().finally(() => {
+      const set = releasing.get(key);
+      set?.delete(done);
+      if (set?.size === 0) releasing.delete(key);
+    });
+    this.released = done;
+    const set = releasing.get(key) ?? new Set<Promise<void>>();
+    set.add(done);
+    releasing.set(key, set);
+    return done;
+  }
+
+  private async remove() {
+    const { db, config } = useRuntime();
+    try {
+      await db.send(
+        new DeleteCommand({
+          TableName: config.tableName,
+          Key: Keys.streamSlot(this.owner, this.slot),
+          ConditionExpression: "streamId = :id",
+          ExpressionAttributeValues: { ":id": this.streamId },
+        }),
+      );
+    } catch (err) {
+      // Taken over already, or the table is unreachable: then the lease ends by itself at `leaseUntil`.
+      if (!isConditionFailure(err)) log.warn("stream slot release failed; it expires instead", { slot: this.slot, error: err });
+    }
+  }
+
+  private async heartbeat() {
+    if (this.released) return;
+    const lastRead = this.watcher.lastReadAt();
+    if (lastRead === undefined || Date.now() - lastRead >= settings.idleMs) return this.drop("not read");
+    const { db, config, now } = useRuntime();
+    const at = now();
+    const leaseUntil = at + settings.leaseMs;
+    try {
+      await db.send(
+        new UpdateCommand({
+          TableName: config.tableName,
+          Key: Keys.streamSlot(this.owner, this.slot),
+          UpdateExpression: "SET leaseUntil = :until, #ttl = :ttl",
+          ConditionExpression: "streamId = :id",
+          ExpressionAttributeNames: { "#ttl": TTL_ATTRIBUTE },
+          ExpressionAttributeValues: { ":until": leaseUntil, ":ttl": expiresAt(leaseUntil), ":id": this.streamId },
+        }),
+      );
+      this.heldUntil = Math.max(this.heldUntil, leaseUntil);
+    } catch (err) {
+      if (this.released) return;
+      // Another stream holds the slot now: this one no longer counts, so it must end.
+      if (isConditionFailure(err)) return this.lose();
+      log.warn("stream slot renewal failed", { slot: this.slot, error: err });
+      // Unsure whether it still holds the slot by the next heartbeat: end rather than pass the cap.
+      if (now() + settings.heartbeatMs >= this.heldUntil) this.drop("renewal failed");
+    }
+  }
+
+  /** The stream is not being read (or cannot keep its lease): free the slot and close the stream. */
+  private drop(why: string) {
+    if (this.released) return;
+    log.debug("stream slot dropped", { slot: this.slot, why });
+    void this.release();
+    this.watcher.lost();
+  }
+
+  /** The slot is someone else's: nothing to delete. */
+  private lose() {
+    if (this.released) return;
+    this.stopTimers();
+    this.released = Promise.resolve();
+    this.watcher.lost();
+  }
+
+  private stopTimers() {
+    for (const timer of this.timers) clearTimeout(timer);
+  }
+}
+
+/** Waits for this process's releases of the owner's slots in flight; false when there were none. */
+async function settleReleases(owner: string): Promise<boolean> {
+  const pending = releasing.get(ownerKey(owner));
+  if (!pending || pending.size === 0) return false;
+  await Promise.allSettled([...pending]);
+  return true;
+}
+
+const tooMany = (max: number) => quotaReached("TOO_MANY_STREAMS", "open streams", max);
+
+/**
+ * Takes one of the owner's slots for a new stream, or throws 429 `TOO_MANY_STREAMS` when all
+ * `max_open_streams_per_owner` are held. Costs 1 Query, plus 1 conditional PutItem per slot tried.
+ */
+export async function acquireStreamSlot(owner: string): Promise<StreamLease> {
+  const max = useRuntime().config.limits.maxOpenStreamsPerOwner;
+  const streamId = ulid();
+  let waited = false;
+  for (let round = 0; round < MAX_ROUNDS; round++) {
+    const live = await liveSlots(owner);
+    const free = [...Array(max).keys()].filter((slot) => !live.has(slot));
+    if (live.size >= max || free.length === 0) {
+      // A stream of this owner that this process is closing counts as closed: its deletion is on its way.
+      if (!waited && (await settleReleases(owner))) {
+        waited = true;
+        continue;
+      }
+      throw tooMany(max);
+    }
+    // Random order: concurrent opens of one owner mostly try different slots.
+    for (let i = free.length - 1; i > 0; i--) {
+      const j = Math.floor(Math.random() * (i + 1));
+      [free[i], free[j]] = [free[j]!, free[i]!];
+    }
+    for (const slot of free) {
+      const now = useRuntime().now();
+      if (await claimSlot(owner, slot, streamId, now)) return new StreamLease(owner, slot, streamId, now);
+    }
+    // Every slot seen free was taken meanwhile: read again.
+  }
+  throw tooMany(max);
+}
+
+/** For HEAD, which opens no stream: 429 when a GET would get it, else nothing. */
+export async function checkStreamSlot(owner: string): Promise<void> {
+  const max = useRuntime().config.limits.maxOpenStreamsPerOwner;
+  if ((await liveSlots(owner)).size < max) return;
+  if ((await settleReleases(owner)) && (await liveSlots(owner)).size < max) return;
+  throw tooMany(max);
+}
