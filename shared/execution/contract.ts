@@ -154,7 +154,11 @@ export const stream = endpoint({
       },
     },
   },
-  errors: { 400: ["VALIDATION_FAILED"], 404: ["EXECUTION_NOT_FOUND"] },
+  errors: { 400: ["VALIDATION_FAILED"], 404: ["EXECUTION_NOT_FOUND"], 429: ["TOO_MANY_STREAMS"] },
+  notes: {
+    429: ({ limits }) =>
+      `\`TOO_MANY_STREAMS\` when the caller already has ${limits.maxOpenStreamsPerOwner} streams open (across every server instance); checked after the execution is found. A stream closed by either side frees its slot at once, one whose connection vanished within 60 s.`,
+  },
 });
 
 export const executionContract = group({
@@ -162,6 +166,11 @@ export const executionContract = group({
   description: "Read-only records of workflow runs, their steps and fees, and the live status stream.",
   codes: {
     EXECUTION_NOT_FOUND: { meaning: "Execution unknown, not in the given workflow, or another owner's (retrieve, getStatus, stream)." },
+    TOO_MANY_STREAMS: {
+      meaning:
+        "The caller's open streams are at `max_open_streams_per_owner`; `limit` is the cap. A quota, not a rate limit: no `Retry-After`. A stream closed by either side frees its slot at once.",
+      example: ({ limits }) => ({ limit: limits.maxOpenStreamsPerOwner }),
+    },
   },
   endpoints: [list, count, stats, retrieve, getStatus, stream],
 });

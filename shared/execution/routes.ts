@@ -7,6 +7,7 @@ import { useRuntime } from "../runtime";
 import * as Contract from "./contract";
 import * as Execution from "./execution";
 import { STREAM_HEADERS, statusStream } from "./stream";
+import * as StreamSlots from "./stream-slots";
 
 const WEEK_MS = 7 * 24 * 3600_000;
 /** Cursors are bound to the list that issued them (API.md §3); a position is an execution id. */
@@ -17,15 +18,22 @@ const position = (item: Record<string, unknown>) => String(item.id);
 
 /** GET /executions/{id}:stream alone: the streaming Function URL's app (functions/stream.ts). */
 export const executionStreamRoutes: Route[] = [
-  route(Contract.stream, async (_c, { params, query }) => {
+  route(Contract.stream, async (c, { params, query }) => {
     // Every failure (404 included) is answered before the first byte: the status is read here, not in the body.
     const first = await Execution.statusOf(query.workflowId, params.id);
+    // Then the quota (API.md §1.6 step 9, §17.5): 429 TOO_MANY_STREAMS. HEAD opens no stream, so takes no slot.
+    if (c.req.method === "HEAD") {
+      await StreamSlots.checkStreamSlot(useOwner());
+      return new Response(null, { status: 200, headers: new Headers(STREAM_HEADERS) });
+    }
+    const lease = await StreamSlots.acquireStreamSlot(useOwner());
     const { limits } = useRuntime().config;
-    const body = statusStream(useOwner(), first, {
-      intervalMs: query.interval,
-      keepaliveMs: limits.streamKeepaliveMs,
-      maxMs: limits.streamMaxMs,
-    });
+    const body = statusStream(
+      useOwner(),
+      first,
+      { intervalMs: query.interval, keepaliveMs: limits.streamKeepaliveMs, maxMs: limits.streamMaxMs },
+      lease,
+    );
     return new Response(body, { status: 200, headers: new Headers(STREAM_HEADERS) });
   }),
 ];

@@ -4,9 +4,12 @@
  * status fields per `interval`) and, in the process that records the run, woken at once by its notification.
  * The body is pull-driven: nothing is read before a client reads, so a response that is never sent (a
  * rate-limited request whose handler already ran) costs nothing, and a client that goes away stops the polling.
+ * The stream holds one of its owner's open-stream slots (stream-slots.ts): it tells the lease when it was last
+ * read, and frees the slot whenever it ends: before the connection closes when the server ends it.
  */
 import { onChange, readSummary } from "./execution";
 import type { StatusSummary } from "./schemas";
+import { RELEASE_WAIT_MS, type StreamLease } from "./stream-slots";
 
 export interface StreamOptions {
   /** Poll period (ms). */
@@ -27,9 +30,19 @@ export const STREAM_HEADERS = {
 const encoder = new TextEncoder();
 const frame = (n: number, summary: StatusSummary) => encoder.encode(`id: ${n}\nevent: status\ndata: ${JSON.stringify(summary)}\n\n`);
 const KEEP_ALIVE = encoder.encode(": keep-alive\n\n");
+const close = (controller: ReadableStreamDefaultController<Uint8Array>) => {
+  try {
+    controller.close();
+  } catch {
+    // the client cancelled meanwhile
+  }
+};
 
-/** The SSE body for an execution whose current summary (already read, ownership checked) is `first`. */
-export function statusStream(owner: string, first: StatusSummary, options: StreamOptions): ReadableStream<Uint8Array> {
+/**
+ * The SSE body for an execution whose current summary (already read, ownership checked) is `first`, holding
+ * `lease` (its owner's open-stream slot) until it ends.
+ */
+export function statusStream(owner: string, first: StatusSummary, options: StreamOptions, lease?: StreamLease): ReadableStream<Uint8Array> {
   const startedAt = Date.now();
   let frames = 0;
   let last = "";
@@ -39,23 +52,48 @@ export function statusStream(owner: string, first: StatusSummary, options: Strea
   let stopped = false;
   let wake: (() => void) | undefined;
   let timer: ReturnType<typeof setTimeout> | undefined;
+  /** The body's controller, to close it when the lease is lost. */
+  let body: ReadableStreamDefaultController<Uint8Array> | undefined;
+  /** Whether a read is pending, and when the last one ended (the lease's heartbeat asks). */
+  let reading = false;
+  let lastReadAt: number | undefined;
+  let released: Promise<void> = Promise.resolve();
 
   let unsubscribe = () => {};
-  const stop = () => {
+  /** Ends the work and frees the slot; resolves once the slot is free (or after RELEASE_WAIT_MS at most). */
+  const stop = (): Promise<void> => {
+    if (stopped) return released;
     stopped = true;
     unsubscribe();
     if (timer) clearTimeout(timer);
     wake?.();
+    if (lease) {
+      let waited: ReturnType<typeof setTimeout> | undefined;
+      released = Promise.race([lease.release(), new Promise<void>((resolve) => (waited = setTimeout(resolve, RELEASE_WAIT_MS)))]).finally(() =>
+        clearTimeout(waited),
+      );
+    }
+    return released;
   };
-  const send = (controller: ReadableStreamDefaultController<Uint8Array>, summary: StatusSummary) => {
+  /** The server ends the stream: the slot is freed first, so a client that sees the end may open another. */
+  const end = async (ctrl: ReadableStreamDefaultController<Uint8Array>) => {
+    await stop();
+    close(ctrl);
+  };
+  lease?.watch({
+    lastReadAt: () => (reading ? Date.now() : lastReadAt),
+    lost: () => {
+      if (stopped) return;
+      void stop();
+      if (body) close(body);
+    },
+  });
+  const send = (ctrl: ReadableStreamDefaultController<Uint8Array>, summary: StatusSummary) => {
     frames += 1;
     last = JSON.stringify(summary);
     lastWriteAt = Date.now();
-    controller.enqueue(frame(frames, summary));
-    if (summary.status !== "pending") {
-      stop();
-      controller.close();
-    }
+    ctrl.enqueue(frame(frames, summary));
+    if (summary.status !== "pending") return end(ctrl);
   };
   /** Sleeps until `at` or a notification, whichever comes first. */
   const sleepUntil = (at: number) =>
@@ -70,52 +108,61 @@ export function statusStream(owner: string, first: StatusSummary, options: Strea
 
   return new ReadableStream<Uint8Array>(
     {
-      async pull(controller) {
-        if (frames === 0) {
-          // Subscribed on the first read, not before: a body that is never sent (HEAD, a 429) leaves no listener.
-          unsubscribe = onChange(first.workflowId, first.id, () => {
-            notified = true;
-            wake?.();
-          });
-          return send(controller, first);
-        }
-        while (!stopped) {
-          const endAt = startedAt + options.maxMs;
-          const keepaliveAt = lastWriteAt + options.keepaliveMs;
-          await sleepUntil(Math.min(nextPollAt, keepaliveAt, endAt));
-          if (stopped) return;
-          const now = Date.now();
-          if (now >= endAt) {
-            stop();
-            return controller.close();
-          }
-          if (notified || now >= nextPollAt) {
-            notified = false;
-            nextPollAt = now + options.intervalMs;
-            let found: Awaited<ReturnType<typeof readSummary>>;
-            try {
-              found = await readSummary(first.workflowId, first.id);
-            } catch {
-              found = undefined; // errors after the stream began are not reported in-band: it closes
-            }
-            if (stopped) return;
-            if (!found || found.owner.toLowerCase() !== owner.toLowerCase()) {
-              stop();
-              return controller.close();
-            }
-            if (JSON.stringify(found.summary) !== last) return send(controller, found.summary);
-          }
-          if (Date.now() - lastWriteAt >= options.keepaliveMs) {
-            lastWriteAt = Date.now();
-            return controller.enqueue(KEEP_ALIVE);
-          }
+      start(ctrl) {
+        body = ctrl;
+      },
+      async pull(ctrl) {
+        reading = true;
+        try {
+          await next(ctrl);
+        } finally {
+          reading = false;
+          lastReadAt = Date.now();
         }
       },
       cancel() {
-        stop();
+        return stop();
       },
     },
     // Pull only when the client reads: no work for a body nobody consumes.
     { highWaterMark: 0 },
   );
+
+  /** One pull: the first frame, or the wait for the next frame, keep-alive or end. */
+  async function next(controller: ReadableStreamDefaultController<Uint8Array>) {
+    if (stopped) return;
+    if (frames === 0) {
+      // Subscribed on the first read, not before: a body that is never sent (HEAD, a 429) leaves no listener.
+      unsubscribe = onChange(first.workflowId, first.id, () => {
+        notified = true;
+        wake?.();
+      });
+      return send(controller, first);
+    }
+    while (!stopped) {
+      const endAt = startedAt + options.maxMs;
+      const keepaliveAt = lastWriteAt + options.keepaliveMs;
+      await sleepUntil(Math.min(nextPollAt, keepaliveAt, endAt));
+      if (stopped) return;
+      const now = Date.now();
+      if (now >= endAt) return end(controller);
+      if (notified || now >= nextPollAt) {
+        notified = false;
+        nextPollAt = now + options.intervalMs;
+        let found: Awaited<ReturnType<typeof readSummary>>;
+        try {
+          found = await readSummary(first.workflowId, first.id);
+        } catch {
+          found = undefined; // errors after the stream began are not reported in-band: it closes
+        }
+        if (stopped) return;
+        if (!found || found.owner.toLowerCase() !== owner.toLowerCase()) return end(controller);
+        if (JSON.stringify(found.summary) !== last) return send(controller, found.summary);
+      }
+      if (Date.now() - lastWriteAt >= options.keepaliveMs) {
+        lastWriteAt = Date.now();
+        return controller.enqueue(KEEP_ALIVE);
+      }
+    }
+  }
 }
