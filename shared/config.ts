@@ -3,6 +3,7 @@
  * Every limit of API.md §4.1 is a setting named as there, read from the upper-case variable
  * (`max_wallets_per_owner` ← `MAX_WALLETS_PER_OWNER`). The README lists them all.
  */
+import { availableParallelism } from "node:os";
 import * as v from "valibot";
 
 const int = (fallback: number, min = 0) =>
@@ -12,6 +13,17 @@ const int = (fallback: number, min = 0) =>
       v.regex(/^\d+$/, "must be a non-negative integer"),
       v.transform(Number),
       v.minValue(min),
+    ),
+    String(fallback),
+  );
+/** A budget that may be switched off: a non-negative integer (0 = never), or `unlimited` (kept as Infinity). */
+const budget = (fallback: number) =>
+  v.optional(
+    v.pipe(
+      v.string(),
+      v.regex(/^(?:\d+|unlimited)$/, "must be a non-negative integer or unlimited"),
+      v.transform((s) => (s === "unlimited" ? Infinity : Number(s))),
+      v.check((n) => n === Infinity || Number.isSafeInteger(n), "must be at most 9007199254740991 or unlimited"),
     ),
     String(fallback),
   );
@@ -107,22 +119,30 @@ const LIMITS = {
   sandboxTimeLimitMs: int(5_000, 1),
   sandboxMemoryLimitMib: int(64, 1),
   sandboxTimePerExecutionMs: int(30_000, 1),
+  maxExecutionStateBytes: int(32 * 1_048_576, 1),
+  maxHttpRequestsPerExecution: int(500, 1),
   loopMaxIterations: int(100, 1),
   loopMaxParallel: int(10, 1),
   httpNodeTimeoutMs: int(30_000, 1),
   httpNodeMaxResponseBytes: int(10 * 1_048_576, 1),
   maxStepOutputBytes: int(262_144, 1),
   maxStepLogBytes: int(65_536, 1),
+  maxExecutionRecordBytes: int(4 * 1_048_576, 1),
+  maxListPageBytes: int(5 * 1_048_576, 1),
   useropReceiptWaitMs: int(120_000),
   withdrawConfirmWaitMs: int(10_000),
   withdrawPendingTimeoutMs: int(30 * 60_000, 1),
   streamMaxMs: int(15 * 60_000, 1),
   streamKeepaliveMs: int(15_000, 1),
+  maxOpenStreamsPerOwner: int(20, 1),
   idempotencyTtlS: int(24 * 3600, 1),
   missedFireGraceMs: int(15 * 60_000),
   maxCatchupBlocks: int(10_000),
   rateLimitBurst: int(50, 1),
   rateLimitRps: int(10, 1),
+  /** API.md §18.5: gas a chain's paymaster sponsors per owner / for all owners over the last 24 hours. */
+  sponsoredGasPerOwnerPerDay: budget(50_000_000),
+  sponsoredGasPerChainPerDay: budget(5_000_000_000),
 };
 type Limits = { [K in keyof typeof LIMITS]: v.InferOutput<(typeof LIMITS)[K]> };
 const envName = (key: string) => key.replace(/[A-Z]/g, (letter) => `_${letter}`).toUpperCase();
@@ -155,6 +175,8 @@ const Env = v.object({
 
   /** restApi/graphqlQuery may reach loopback and private addresses (the local runtime's devnet); AWS: never. */
   ALLOW_PRIVATE_NETWORK: bool(false),
+  /** Executions one process runs at once, shared fairly by owners (shared/execution/run-queue.ts); default by CPU. */
+  RUNNER_CONCURRENCY: int(Math.min(64, Math.max(8, 8 * availableParallelism())), 1),
   /** API.md §9.6: the flat fee per execution, in USD. */
   EXECUTION_FEE_USD: decimal("0.02"),
   /** API.md §9.6: the value-fee rate of each tier, in percent. */
@@ -203,6 +225,7 @@ export function buildConfig(env: Record<string, string | undefined> = process.en
     authAllowedUris: e.AUTH_ALLOWED_URIS,
     corsAllowedOrigins: e.CORS_ALLOWED_ORIGINS,
     allowPrivateNetwork: e.ALLOW_PRIVATE_NETWORK,
+    runnerConcurrency: e.RUNNER_CONCURRENCY,
     fees: { executionFeeUsd: e.EXECUTION_FEE_USD, valueFeeTiers: e.VALUE_FEE_TIERS },
     limits: Object.fromEntries(Object.keys(LIMITS).map((key) => [key, (e as Record<string, unknown>)[envName(key)]])) as Limits,
   };

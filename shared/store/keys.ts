@@ -37,10 +37,19 @@ export const Keys = {
   pendingExecution: (startAt: number, id: string) => ({ gsi2pk: "EXEC#pending", gsi2sk: `${String(startAt).padStart(15, "0")}#${id}` }),
   /** Recorded steps of an execution (pattern 13b): a step's JSON in parts, each far below DynamoDB's 400 KB item limit. */
   executionStep: (id: string, stepId: string, part: number) => ({ pk: `EXEC#${id}`, sk: `STEP#${stepId}#${String(part).padStart(2, "0")}` }),
+  /** A recorded step output above 4 KiB (pattern 13b, step items v 2): its JSON in parts beside the step, read only when the answer keeps it. */
+  executionStepOutput: (id: string, stepId: string, part: number) => ({ pk: `EXEC#${id}`, sk: `OUT#${stepId}#${String(part).padStart(2, "0")}` }),
   /** A run's input too large for the execution item (manual data up to 1 MiB), in parts beside its steps (pattern 13c). */
   executionInput: (id: string, part: number) => ({ pk: `EXEC#${id}`, sk: `INPUT#${String(part).padStart(2, "0")}` }),
   /** Fire records (pattern 17): at most one execution per fire id, expiring after the fire can no longer repeat. */
   fire: (fireId: string) => ({ pk: `FIRE#${fireId}`, sk: "FIRE" }),
+  /**
+   * Claim intent of a manual trigger (pattern 22): written before the claim's count update, deleted once the
+   * execution is written. An automatic fire's intent is its fire record (pattern 17), kept after.
+   */
+  claimIntent: (executionId: string) => ({ pk: `CLAIM#${executionId}`, sk: "CLAIM" }),
+  /** GSI2 of an intent still in flight (pattern 22, sparse): the sweeper finishes the ones left by a crash, oldest first. */
+  claimInFlight: (startAt: number, executionId: string) => ({ gsi2pk: "CLAIM#inflight", gsi2sk: `${String(startAt).padStart(15, "0")}#${executionId}` }),
   /** Chain checkpoint (pattern 18): the last block the chain's watcher processed, with the watcher's lease. */
   chainCheckpoint: (chainId: number) => ({ pk: `CHAIN#${chainId}`, sk: "CHECKPOINT" }),
   /** Watch entry of a block/event workflow (pattern 19): beside its record, listed per chain through sparse gsi2. */
@@ -52,6 +61,12 @@ export const Keys = {
 
   /** Per-owner counters guarded by conditional updates (secrets, wallets per chain, active workflows). */
   counter: (owner: string, name: string) => ({ pk: Keys.owner(owner), sk: `COUNTER#${name}` }),
+  /**
+   * Open-stream slots of an owner (API.md §17.5, shared/execution/stream-slots.ts): slot 0 … max − 1, each held by
+   * at most one open stream's lease (`streamId`, `leaseUntil` ms) until it is released or expires.
+   */
+  streamSlot: (owner: string, slot: number) => ({ pk: Keys.owner(owner), sk: `${Keys.streamSlotPrefix}${String(slot).padStart(4, "0")}` }),
+  streamSlotPrefix: "STREAMSLOT#",
 
   /** Wallets: owner partition, one per (chain, address); the address is derived from (owner, factory, salt). */
   wallet: (owner: string, chainId: number, address: string) => ({
@@ -80,4 +95,12 @@ export const Keys = {
    * its own partition, so a busy subject never heats another's; the item expires once the bucket is full again.
    */
   rateLimit: (subject: string) => ({ pk: `RATE#${subject}`, sk: "RATE" }),
+
+  /**
+   * Sponsored gas (API.md §18.5, shared/wallet/sponsorship.ts): one item per budget counter, its hourly buckets of
+   * the last 24 hours inside. An owner's counter per chain, and the chain's counter split into shards, each in its
+   * own partition so that no owner's and no shard's traffic heats another's.
+   */
+  sponsoredGasOwner: (chainId: number, owner: string) => ({ pk: `SPONSOR#${chainId}#OWNER#${lower(owner)}`, sk: "GAS" }),
+  sponsoredGasChain: (chainId: number, shard: number) => ({ pk: `SPONSOR#${chainId}#SHARD#${shard}`, sk: "GAS" }),
 } as const;
