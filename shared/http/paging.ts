@@ -7,6 +7,7 @@ import { createHash } from "node:crypto";
 import { ApiError, validationFailed } from "../errors";
 import { parse } from "./validate";
 import { asInteger, component, parameter } from "./contract";
+import { useRuntime } from "../runtime";
 import type { PageResult } from "../store/query";
 
 export const PageInfo = component(
@@ -19,7 +20,7 @@ export const PageInfo = component(
       endCursor: v.optional(v.pipe(v.string(), v.maxLength(512), v.description("Opaque cursor; pass as `after` to get the following page."))),
     }),
     v.description(
-      "`startCursor`/`endCursor` are the cursors of the first and last item of `data`, absent when `data` is empty. `hasNextPage` is true iff at least one item of the (filtered) list comes after the last item of `data`; `hasPreviousPage` iff at least one comes before the first. With an empty page the reference point is the cursor's position.",
+      "`startCursor`/`endCursor` are the cursors of the first and last item of `data`, absent when `data` is empty. `hasNextPage` is true iff at least one item of the (filtered) list comes after the last item of `data`; `hasPreviousPage` iff at least one comes before the first. With an empty page the reference point is the cursor's position. A page is at most 5 MiB serialized: one that would pass it ends early after the last whole item that fits (a `before` page keeps the items nearest its cursor), with `hasNextPage` (`hasPreviousPage`) true, so `limit` is a maximum and following the cursors still visits every item once.",
     ),
   ),
 );
@@ -100,7 +101,59 @@ export function decodePage(p: { limit: number; after?: string; before?: string }
   };
 }
 
-/** Builds `{data, pageInfo}` from a queried page; `position` gives each item's cursor position. */
+/**
+ * The most the envelope around the items can take: `{"data":[`, `],"pageInfo":`, a pageInfo with both booleans
+ * and two cursors of the greatest length §3 allows, and `}`.
+ */
+const ENVELOPE_BYTES = Buffer.byteLength(
+  JSON.stringify({ data: [], pageInfo: { hasNextPage: false, hasPreviousPage: false, startCursor: "x".repeat(512), endCursor: "x".repeat(512) } }),
+);
+
+/**
+ * The byte budget of one list page (API.md §18.2: `max_list_page_bytes`, 5 MiB, as the bytes of the JSON body):
+ * items are offered in the order the page keeps them and taken while the page, envelope included, stays within
+ * it. The first item is always taken (every item the service answers is far below the budget, and a page must
+ * make progress whatever the settings).
+ */
+export class PageBudget {
+  private used = ENVELOPE_BYTES;
+  private taken = 0;
+
+  constructor(readonly max: number = useRuntime().config.limits.maxListPageBytes) {}
+
+  /** Bytes still free for items (commas included). */
+  get remaining(): number {
+    return Math.max(0, this.max - this.used);
+  }
+
+  /** Takes an item of `bytes` serialized bytes when it fits (with the comma before it); false when it does not. */
+  take(bytes: number): boolean {
+    const cost = bytes + (this.taken > 0 ? 1 : 0);
+    if (this.taken > 0 && this.used + cost > this.max) return false;
+    this.used += cost;
+    this.taken += 1;
+    return true;
+  }
+}
+
+/**
+ * The longest run of `sizes` (serialized bytes, in list order) that fits one page: from the start for a page
+ * read forward, from the end for a `before` page (it keeps the items nearest its cursor, so travel backward
+ * skips nothing). Returns the index range [from, to) kept.
+ */
+export function fitPage(sizes: number[], backward = false, budget = new PageBudget()): { from: number; to: number } {
+  const n = sizes.length;
+  let kept = 0;
+  while (kept < n && budget.take(sizes[backward ? n - 1 - kept : kept]!)) kept += 1;
+  return backward ? { from: n - kept, to: n } : { from: 0, to: kept };
+}
+
+/**
+ * Builds `{data, pageInfo}` from a queried page; `position` gives each item's cursor position. A page whose body
+ * would pass the list page limit (API.md §18.2) ends early after the last whole item that fits, with
+ * `hasNextPage` true and `endCursor` at that item (a `before` page, `result.backward`, drops its far end instead
+ * and has `hasPreviousPage` true), so the next page starts right after it.
+ */
 export function pageEnvelope<T>(
   result: PageResult,
   toData: (item: Record<string, unknown>) => T,
@@ -108,13 +161,19 @@ export function pageEnvelope<T>(
   endpoint: string,
   owner: string,
 ) {
-  const first = result.items[0];
-  const last = result.items[result.items.length - 1];
+  const all = result.items.map(toData);
+  const { from, to } = fitPage(
+    all.map((item) => Buffer.byteLength(JSON.stringify(item) ?? "null")),
+    result.backward,
+  );
+  const items = result.items.slice(from, to);
+  const first = items[0];
+  const last = items[items.length - 1];
   const pageInfo: PageInfo = {
-    hasNextPage: result.hasNextPage,
-    hasPreviousPage: result.hasPreviousPage,
+    hasNextPage: result.hasNextPage || to < result.items.length,
+    hasPreviousPage: result.hasPreviousPage || from > 0,
     ...(first ? { startCursor: encodeCursor(endpoint, owner, position(first)) } : {}),
     ...(last ? { endCursor: encodeCursor(endpoint, owner, position(last)) } : {}),
   };
-  return { data: result.items.map(toData), pageInfo };
+  return { data: all.slice(from, to), pageInfo };
 }

@@ -27,6 +27,11 @@ export interface PageResult {
   items: Item[];
   hasNextPage: boolean;
   hasPreviousPage: boolean;
+  /**
+   * A `before` page (read against list order from its cursor): when the page is cut to its byte limit
+   * (shared/http/paging.ts) it keeps the items nearest the cursor.
+   */
+  backward?: boolean;
 }
 
 const HIGHEST = "\uffff";
@@ -39,6 +44,7 @@ export async function queryPage(q: PagedQuery): Promise<PageResult> {
       items: preceding.slice(0, q.limit).reverse(),
       hasPreviousPage: preceding.length > q.limit,
       hasNextPage: exists.length > 0,
+      backward: true,
     };
   }
   const items = await collect(q, { from: q.after, forward: true, inclusive: false, want: q.limit + 1 });
