@@ -72,8 +72,8 @@ export const list = endpoint({
   path: "/executions",
   operationId: "listExecutions",
   summary: "List executions",
-  description:
-    "One page of the caller's executions, newest first (descending id, i.e. claim time). Executions of deleted workflows stay listed under their `workflowId`.",
+  description: ({ limits }) =>
+    `One page of the caller's executions, newest first (descending id, i.e. claim time). Executions of deleted workflows stay listed under their \`workflowId\`. Each element is bounded as \`GET /executions/{id}\` is (${limits.maxExecutionRecordBytes} bytes); a page is at most ${limits.maxListPageBytes} bytes and ends early after the last whole execution that fits, with \`hasNextPage\` true.`,
   query: v.object({ workflowId: WorkflowIds, status: Statuses, ...PageQuery }),
   responses: { 200: { description: "A page of executions.", body: ExecutionPage } },
   errors: { 400: ["VALIDATION_FAILED", "INVALID_CURSOR"] },
@@ -111,7 +111,8 @@ export const retrieve = endpoint({
   path: "/executions/{id}",
   operationId: "getExecution",
   summary: "Retrieve an execution",
-  description: "The execution with every recorded step. A pending execution shows the steps finished so far.",
+  description: ({ limits }) =>
+    `The execution with every recorded step. A pending execution shows the steps finished so far. The answer is at most ${limits.maxExecutionRecordBytes} bytes serialized: when its steps would pass that, the largest recorded outputs are replaced with \`{data: null, truncated: true, originalSize}\` until it fits.`,
   params: ExecutionIdParams,
   query: v.object({ workflowId: RequiredWorkflowId }),
   responses: { 200: { description: "The execution.", body: Execution } },
@@ -181,7 +182,7 @@ export const listForWorkflow = endpoint({
   operationId: "listWorkflowExecutions",
   summary: "List a workflow's executions",
   description:
-    "Same as `GET /executions?workflowId={workflow_id}`, newest first. An unknown, malformed or another owner's id gives an empty page; a deleted workflow's executions stay listed.",
+    "Same as `GET /executions?workflowId={workflow_id}`, newest first. An unknown, malformed or another owner's id gives an empty page; a deleted workflow's executions stay listed. Pages are bounded as in `GET /executions`.",
   params: v.object({
     workflow_id: parameter("ExecutionsWorkflowId", v.pipe(v.string(), v.description("Workflow id (ULID, any letter case). Unknown, malformed or foreign → an empty page."))),
   }),

@@ -8,9 +8,16 @@
  * - Every other step is its own item(s) under `EXEC#<id>`: the step's JSON in parts of at most PART_BYTES, so
  *   no step can hit DynamoDB's 400 KB item limit (a step may carry a 256 KiB output, a 64 KiB log and a config of
  *   up to the 350 KiB workflow document). Steps are keyed by step id, so recording one twice is harmless.
+ *   An output above INLINE_OUTPUT_BYTES lies in items of its own beside the step (step items v 2), with its size
+ *   on the step's first part: an answer plans which outputs it keeps (API.md §18.2, `max_execution_record_bytes`)
+ *   before it reads any, and never reads those it replaces. Step items v 1 hold the whole step and still read.
+ * - Answers are bounded (API.md §18.2): one Execution to `max_execution_record_bytes` serialized, its largest
+ *   outputs replaced with `{data: null, truncated: true, originalSize}` until it fits; a list page to
+ *   `max_list_page_bytes`, assembled item by item in the order it keeps them and ended after the last that fits,
+ *   so a list never reads the records of items it does not answer.
  */
 import { EventEmitter } from "node:events";
-import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand, type QueryCommandInput } from "@aws-sdk/lib-dynamodb";
+import { BatchGetCommand, GetCommand, type BatchGetCommandOutput, QueryCommand, TransactWriteCommand, UpdateCommand, type QueryCommandInput } from "@aws-sdk/lib-dynamodb";
 import { encodeTime } from "ulid";
 import { useRuntime } from "../runtime";
 import { useOwner } from "../context";
@@ -18,6 +25,8 @@ import { notFound } from "../errors";
 import { Keys } from "../store/keys";
 import { Index, isConditionFailure } from "../store/table";
 import { queryPage, queryPages } from "../store/query";
+import { PageBudget } from "../http/paging";
+import { log } from "../log";
 import type { Cost, Execution, ExecutionStatus, Fee, Stats, StatusSummary, Step, ValueFee } from "./schemas";
 
 type Item = Record<string, unknown>;
@@ -27,6 +36,8 @@ type Limits = ReturnType<typeof useRuntime>["config"]["limits"];
 const INLINE_TRIGGER_BYTES = 4_096;
 /** Bytes of step JSON per step item: with keys and attribute names an item stays far below 400 KB. */
 const PART_BYTES = 350_000;
+/** Step outputs up to this size (JSON bytes) stay inside the step's items; larger ones get items of their own. */
+const INLINE_OUTPUT_BYTES = 4_096;
 /** ULIDs are generated at claim time; the stats window reads ids this much wider than the `startAt` it filters. */
 const ID_CLOCK_MARGIN_MS = 5 * 60_000;
 /**
@@ -106,16 +117,27 @@ export function pendingItem(input: PendingInput): Item {
  */
 export async function recordStep(workflowId: string, id: string, step: Step, cost?: Cost, position?: number): Promise<boolean> {
   const { db, now, config } = useRuntime();
-  const json = JSON.stringify({ position, recordedAt: now(), step: boundStep(step, config.limits) } satisfies StoredStep);
+  const bounded = boundStep(step, config.limits);
+  // A large output goes to items of its own; the step keeps `output: null` in its place (key order stays).
+  const output = Buffer.from(JSON.stringify(bounded.output), "utf8");
+  const inline = output.length <= INLINE_OUTPUT_BYTES;
+  const json = JSON.stringify({ position, recordedAt: now(), step: inline ? bounded : { ...bounded, output: null } });
   const bytes = Buffer.from(json, "utf8");
   const parts = Math.max(1, Math.ceil(bytes.length / PART_BYTES));
+  const outputParts = inline ? 0 : Math.ceil(output.length / PART_BYTES);
   const update = {
     TableName: table(),
     Key: Keys.execution(workflowId, id),
     ConditionExpression: "#status = :pending",
-    UpdateExpression: `ADD stepIds :ids${cost ? " SET cogs.#node = :cost" : ""}`,
+    // stepBytes (an upper bound: a step recorded twice counts twice) lets a list schedule its reads (`list`).
+    UpdateExpression: `ADD stepIds :ids, stepBytes :bytes${cost ? " SET cogs.#node = :cost" : ""}`,
     ExpressionAttributeNames: { "#status": "status", ...(cost ? { "#node": cost.nodeId } : {}) },
-    ExpressionAttributeValues: { ":pending": "pending", ":ids": new Set([step.id]), ...(cost ? { ":cost": cost } : {}) },
+    ExpressionAttributeValues: {
+      ":pending": "pending",
+      ":ids": new Set([step.id]),
+      ":bytes": bytes.length + (inline ? 0 : output.length),
+      ...(cost ? { ":cost": cost } : {}),
+    },
   };
   const puts = Array.from({ length: parts }, (_, part) => ({
     Put: {
@@ -123,16 +145,32 @@ export async function recordStep(workflowId: string, id: string, step: Step, cos
       Item: {
         ...Keys.executionStep(id, step.id, part),
         type: "executionStep",
-        v: 1,
+        v: 2,
         stepId: step.id,
         part,
         parts,
+        outputBytes: output.length,
+        outputParts,
         body: bytes.subarray(part * PART_BYTES, (part + 1) * PART_BYTES),
       },
     },
   }));
+  const outputPuts = Array.from({ length: outputParts }, (_, part) => ({
+    Put: {
+      TableName: table(),
+      Item: {
+        ...Keys.executionStepOutput(id, step.id, part),
+        type: "executionStepOutput",
+        v: 2,
+        stepId: step.id,
+        part,
+        parts: outputParts,
+        body: output.subarray(part * PART_BYTES, (part + 1) * PART_BYTES),
+      },
+    },
+  }));
   try {
-    await db.send(new TransactWriteCommand({ TransactItems: [{ Update: update }, ...puts] }));
+    await db.send(new TransactWriteCommand({ TransactItems: [{ Update: update }, ...puts, ...outputPuts] }));
   } catch (err) {
     if (isConditionFailure(err)) return false;
     throw err;
@@ -219,14 +257,18 @@ export interface ExecutionRecord {
   execution: Execution;
 }
 
-/** The whole execution with its steps, whoever owns it (the caller checks): 1 GetItem + 1 Query in parallel. */
+/**
+ * The execution with its steps, whoever owns it (the caller checks), at most `max_execution_record_bytes`
+ * serialized (API.md §18.2): 1 GetItem + 1 Query of the steps in parallel, then 1 BatchGetItem of the large
+ * outputs the answer keeps, if any.
+ */
 export async function getRecord(workflowId: string, id: string): Promise<ExecutionRecord | undefined> {
   const [out, steps] = await Promise.all([
     useRuntime().db.send(new GetCommand({ TableName: table(), Key: Keys.execution(workflowId, id), ConsistentRead: true })),
     readSteps(id),
   ]);
   const item = out.Item as StoredExecution | undefined;
-  return item ? { owner: item.owner, execution: toExecution(item, steps) } : undefined;
+  return item ? { owner: item.owner, execution: (await assemble(item, steps)).execution } : undefined;
 }
 
 /** The status summary and owner by one strongly consistent GetItem of the status fields. */
@@ -273,7 +315,11 @@ export interface Filter {
   statuses: ExecutionStatus[];
 }
 
-/** GET /executions and GET /workflows/{id}/executions: one page of the caller's executions, newest first. */
+/**
+ * GET /executions and GET /workflows/{id}/executions: one page of the caller's executions, newest first. Each
+ * is bounded as a single answer is; the page ends after the last whole execution that fits the list page limit
+ * (API.md §18.2), so the records of executions it does not answer are never read (`assembleWithin`).
+ */
 export async function list(filter: Filter, page: { limit: number; after?: string; before?: string }) {
   const source = await sourceFor(useOwner(), filter.workflowIds);
   if (!source) return { items: [] as Item[], hasNextPage: false, hasPreviousPage: false };
@@ -286,10 +332,60 @@ export async function list(filter: Filter, page: { limit: number; after?: string
     after: page.after,
     before: page.before,
   });
-  const items = await mapLimited(result.items as unknown as StoredExecution[], 16, async (item) =>
-    toExecution(item, item.stepIds?.size ? await readSteps(item.id) : []),
-  );
-  return { ...result, items: items as unknown as Item[] };
+  const stored = result.items as unknown as StoredExecution[];
+  // A `before` page keeps the executions nearest its cursor: it is assembled from its end.
+  const walk = result.backward ? [...stored].reverse() : stored;
+  const kept = await assembleWithin(walk, new PageBudget());
+  const items = result.backward ? kept.reverse() : kept;
+  const cut = items.length < stored.length;
+  return {
+    items: items as unknown as Item[],
+    hasNextPage: result.hasNextPage || (cut && !result.backward),
+    hasPreviousPage: result.hasPreviousPage || (cut && result.backward === true),
+    backward: result.backward,
+  };
+}
+
+/** Executions assembled in parallel at most this many at a time (each 1 Query, +1 BatchGetItem when large). */
+const LIST_PARALLEL = 16;
+/** What an execution adds to its recorded steps in an answer, at most (fees, costs, the inline trigger step). */
+const RECORD_OVERHEAD_BYTES = 16_384;
+
+/**
+ * Assembles `walk` in order while the page has room: the longest run that fits `budget`. Reads run ahead in
+ * parallel only as far as the executions' recorded sizes (`stepBytes`, an upper bound of what each can add)
+ * say the page may still take them, so a page of large records reads one record past its end at most, and a
+ * page of small ones reads them all at once. Records written before `stepBytes` count as full-size when they
+ * recorded steps.
+ */
+async function assembleWithin(walk: StoredExecution[], budget: PageBudget): Promise<Execution[]> {
+  const maxRecord = useRuntime().config.limits.maxExecutionRecordBytes;
+  const estimate = (item: StoredExecution) =>
+    Math.min(maxRecord, RECORD_OVERHEAD_BYTES + (item.stepBytes ?? (item.stepIds?.size ? maxRecord : 0)));
+  const running: { promise: Promise<Assembled>; estimate: number }[] = [];
+  const kept: Execution[] = [];
+  let next = 0;
+  let ahead = 0;
+  while (kept.length < walk.length) {
+    while (
+      next < walk.length &&
+      running.length < LIST_PARALLEL &&
+      (running.length === 0 || ahead + estimate(walk[next]!) <= budget.remaining)
+    ) {
+      const item = walk[next++]!;
+      const promise = (async () => assemble(item, item.stepIds?.size ? await readSteps(item.id) : []))();
+      // A read started ahead of a cut is never awaited: its failure must not surface as an unhandled rejection.
+      promise.catch(() => undefined);
+      running.push({ promise, estimate: estimate(item) });
+      ahead += estimate(item);
+    }
+    const head = running.shift()!;
+    ahead -= head.estimate;
+    const done = await head.promise;
+    if (!budget.take(done.bytes)) break;
+    kept.push(done.execution);
+  }
+  return kept;
 }
 
 /** GET /executions:count. */
@@ -450,6 +546,8 @@ interface StoredExecution {
   triggerId: string;
   triggerStep?: string;
   stepIds?: Set<string>;
+  /** Bytes of step JSON recorded so far (steps recorded before it existed are not counted: then absent). */
+  stepBytes?: number;
 }
 
 interface StoredStep {
@@ -458,30 +556,84 @@ interface StoredStep {
   step: Step;
 }
 
-/** Every recorded step of an execution, its parts joined: one Query page per MB of steps. */
-async function readSteps(id: string): Promise<StoredStep[]> {
-  const parts = new Map<string, { parts: number; chunks: Uint8Array[] }>();
+/** A step as read back: its output in `step.output`, or (`outputParts` > 0) `null` there and in items of its own. */
+interface ReadStep extends StoredStep {
+  /** Serialized bytes of the recorded output. */
+  outputBytes: number;
+  outputParts: number;
+}
+
+interface StepPart {
+  stepId: string;
+  part: number;
+  parts: number;
+  body: Uint8Array;
+  /** Step items v 2, on every part. */
+  outputBytes?: number;
+  outputParts?: number;
+}
+
+/**
+ * Every recorded step of an execution, its parts joined: one Query page per MB of steps. Outputs above
+ * INLINE_OUTPUT_BYTES are not read here (`readOutputs` reads those an answer keeps).
+ */
+async function readSteps(id: string): Promise<ReadStep[]> {
+  const parts = new Map<string, { first?: StepPart; chunks: Uint8Array[] }>();
   for await (const out of queryPages({
     TableName: table(),
     KeyConditionExpression: "pk = :pk AND begins_with(sk, :step)",
     ExpressionAttributeValues: { ":pk": Keys.executionStep(id, "", 0).pk, ":step": "STEP#" },
     ConsistentRead: true,
   })) {
-    for (const item of (out.Items ?? []) as { stepId: string; part: number; parts: number; body: Uint8Array }[]) {
-      const entry = parts.get(item.stepId) ?? { parts: 0, chunks: [] };
-      if (item.part === 0) entry.parts = item.parts;
+    for (const item of (out.Items ?? []) as StepPart[]) {
+      const entry = parts.get(item.stepId) ?? { chunks: [] };
+      if (item.part === 0) entry.first = item;
       entry.chunks[item.part] = item.body;
       parts.set(item.stepId, entry);
     }
   }
-  const steps: StoredStep[] = [];
-  for (const entry of parts.values()) {
+  const steps: ReadStep[] = [];
+  for (const { first, chunks: all } of parts.values()) {
     // Parts beyond the count of part 0 are leftovers of an earlier, longer recording of the same step.
-    const chunks = entry.chunks.slice(0, entry.parts);
-    if (entry.parts === 0 || chunks.length !== entry.parts || chunks.some((c) => c === undefined)) continue;
-    steps.push(JSON.parse(Buffer.concat(chunks).toString("utf8")) as StoredStep);
+    const chunks = all.slice(0, first?.parts ?? 0);
+    if (!first || chunks.length !== first.parts || chunks.some((c) => c === undefined)) continue;
+    const stored = JSON.parse(Buffer.concat(chunks).toString("utf8")) as StoredStep;
+    steps.push({
+      ...stored,
+      // Step items v 1 hold the output in the step.
+      outputBytes: first.outputBytes ?? Buffer.byteLength(JSON.stringify(stored.step.output)),
+      outputParts: first.outputParts ?? 0,
+    });
   }
   return steps;
+}
+
+/** The recorded outputs of `wanted` (steps whose output lies in its own items), into their steps. */
+async function readOutputs(id: string, wanted: ReadStep[]): Promise<void> {
+  const keys = wanted.flatMap((s) => Array.from({ length: s.outputParts }, (_, part) => Keys.executionStepOutput(id, s.step.id, part)));
+  const chunks = new Map<string, Uint8Array[]>();
+  for (let i = 0; i < keys.length; i += 100) {
+    let request: Record<string, unknown>[] | undefined = keys.slice(i, i + 100);
+    for (let attempt = 0; request?.length; attempt++) {
+      if (attempt > 0) await new Promise((r) => setTimeout(r, Math.min(1_000, 25 * 2 ** attempt)));
+      if (attempt > 8) throw new Error("reading step outputs: keys left unprocessed");
+      const out: BatchGetCommandOutput = await useRuntime().db.send(
+        new BatchGetCommand({ RequestItems: { [table()]: { Keys: request, ConsistentRead: true } } }),
+      );
+      for (const item of (out.Responses?.[table()] ?? []) as StepPart[]) {
+        const entry = chunks.get(item.stepId) ?? [];
+        entry[item.part] = item.body;
+        chunks.set(item.stepId, entry);
+      }
+      request = out.UnprocessedKeys?.[table()]?.Keys;
+    }
+  }
+  for (const s of wanted) {
+    const parts = chunks.get(s.step.id)?.slice(0, s.outputParts) ?? [];
+    const whole = parts.length === s.outputParts && !parts.some((c) => c === undefined);
+    // Written in the step's own transaction, so always there; a record never answers with a hole.
+    s.step.output = whole ? (JSON.parse(Buffer.concat(parts).toString("utf8")) as Step["output"]) : { data: null };
+  }
 }
 
 function toSummary(item: StoredExecution): StatusSummary {
@@ -495,20 +647,26 @@ function toSummary(item: StoredExecution): StatusSummary {
   };
 }
 
-/** The API shape: trigger step first, then by startAt, node position, then recording order (API.md §10.1). */
-function toExecution(item: StoredExecution, recorded: StoredStep[]): Execution {
-  const byId = new Map<string, StoredStep>();
-  if (item.triggerStep) byId.set(item.triggerId, { position: -1, recordedAt: item.startAt, step: JSON.parse(item.triggerStep) as Step });
+/** The steps in API order: trigger step first, then by startAt, node position, then recording order (API.md §10.1). */
+function orderSteps(item: StoredExecution, recorded: ReadStep[]): ReadStep[] {
+  const byId = new Map<string, ReadStep>();
+  if (item.triggerStep) {
+    const step = JSON.parse(item.triggerStep) as Step;
+    byId.set(item.triggerId, { position: -1, recordedAt: item.startAt, step, outputBytes: Buffer.byteLength(JSON.stringify(step.output)), outputParts: 0 });
+  }
   for (const s of recorded) byId.set(s.step.id, s);
   const rank = (s: StoredStep) => (s.step.id === item.triggerId ? 0 : 1);
-  const ordered = [...byId.values()].sort(
+  return [...byId.values()].sort(
     (a, b) =>
       rank(a) - rank(b) ||
       a.step.startAt - b.step.startAt ||
       (a.position ?? Number.MAX_SAFE_INTEGER) - (b.position ?? Number.MAX_SAFE_INTEGER) ||
       a.recordedAt - b.recordedAt,
   );
-  const steps = ordered.map((s) => s.step);
+}
+
+/** The API shape of the execution item around `steps` (in API order). */
+function toExecution(item: StoredExecution, steps: Step[]): Execution {
   const order = new Map(steps.map((s, i) => [s.id, i]));
   const cogs = Object.values(item.cogs ?? {}).sort(
     (a, b) => (order.get(a.nodeId) ?? steps.length) - (order.get(b.nodeId) ?? steps.length) || (a.nodeId < b.nodeId ? -1 : 1),
@@ -530,6 +688,98 @@ function toExecution(item: StoredExecution, recorded: StoredStep[]): Execution {
 }
 
 // ---------------------------------------------------------------------------------------------------------
+// Bounds of an answer (API.md §18.2)
+
+interface Assembled {
+  execution: Execution;
+  /** Its serialized size: the bytes it takes on the wire. */
+  bytes: number;
+}
+
+/**
+ * The execution item and its recorded steps as one Execution of at most `max_execution_record_bytes`
+ * serialized: the outputs it replaces are never read, the others that lie in their own items are read then.
+ */
+async function assemble(item: StoredExecution, recorded: ReadStep[]): Promise<Assembled> {
+  const max = useRuntime().config.limits.maxExecutionRecordBytes;
+  const ordered = orderSteps(item, recorded);
+  const execution = toExecution(item, ordered.map((s) => s.step));
+  const pending = fitRecord(execution, ordered.map((s) => ({ bytes: s.outputBytes, held: s.outputParts === 0 })), max);
+  if (pending.length > 0) await readOutputs(item.id, pending.map((i) => ordered[i]!));
+  const bytes = Buffer.byteLength(JSON.stringify(execution));
+  if (bytes > max) log.warn("execution answer above max_execution_record_bytes", { executionId: item.id, bytes, max });
+  return { execution, bytes };
+}
+
+/**
+ * An execution held whole in memory (a run's result) bounded as a recorded one is answered: at most
+ * `max_execution_record_bytes` serialized (API.md §18.2). The steps it changes are copies; `execution` stays.
+ */
+export function boundExecution(execution: Execution, max = useRuntime().config.limits.maxExecutionRecordBytes): Execution {
+  const bounded = { ...execution, steps: execution.steps.map((s) => ({ ...s })) };
+  fitRecord(bounded, bounded.steps.map((s) => ({ bytes: Buffer.byteLength(JSON.stringify(s.output)), held: true })), max);
+  return bounded;
+}
+
+/** A last-resort log or error keeps this many bytes (API.md §10.2's `…[truncated]` form). */
+const LAST_RESORT_TEXT_BYTES = 256;
+
+/**
+ * Brings `execution` within `max` serialized bytes, in place. `outputs[i]` is step i's recorded output size and
+ * whether the step holds it (`held`) or carries `null` in its place until it is read. While too large, the
+ * largest outputs are replaced with `{data: null, truncated: true, originalSize}` (API.md §18.2, §10.2); should
+ * every output be replaced and the record still pass `max` (up to 101 steps each with a 64 KiB log and error),
+ * the largest logs and errors are cut to LAST_RESORT_TEXT_BYTES and configs and inputs (optional, the
+ * workflow's own) are left out, largest first. Sizes are computed, not measured: each output is serialized
+ * once. Returns the indexes of the steps whose output is kept but not held, in step order: the caller reads them.
+ */
+function fitRecord(execution: Execution, outputs: { bytes: number; held: boolean }[], max: number): number[] {
+  const steps = execution.steps;
+  const size = (value: unknown) => Buffer.byteLength(JSON.stringify(value));
+  const NULL_BYTES = 4;
+  const marker = (originalSize: number) => ({ data: null, truncated: true as const, originalSize });
+  // With every output in place: the record with `null` outputs, then each output's own bytes instead of `null`.
+  let total = size({ ...execution, steps: steps.map((s) => ({ ...s, output: null })) });
+  for (const o of outputs) total += o.bytes - NULL_BYTES;
+  const replaced = new Set<number>();
+  if (total > max) {
+    const isMarker = (i: number) => outputs[i]!.held && (steps[i]!.output as { truncated?: unknown } | null)?.truncated === true;
+    const candidates = steps
+      .map((_, i) => i)
+      .filter((i) => !isMarker(i) && size(marker(outputs[i]!.bytes)) < outputs[i]!.bytes)
+      .sort((a, b) => outputs[b]!.bytes - outputs[a]!.bytes || a - b);
+    for (const i of candidates) {
+      if (total <= max) break;
+      const replacement = marker(outputs[i]!.bytes);
+      total -= outputs[i]!.bytes - size(replacement);
+      steps[i]!.output = replacement;
+      replaced.add(i);
+    }
+  }
+  if (total > max) {
+    type Cut = { i: number; field: "log" | "error" | "config" | "inputs"; bytes: number };
+    const cuts: Cut[] = steps.flatMap((s, i) =>
+      (["log", "error", "config", "inputs"] as const).filter((f) => s[f] !== undefined).map((field) => ({ i, field, bytes: size(s[field]) })),
+    );
+    cuts.sort((a, b) => b.bytes - a.bytes || a.i - b.i);
+    for (const cut of cuts) {
+      if (total <= max) break;
+      const step = steps[cut.i]!;
+      if (cut.field === "log" || cut.field === "error") {
+        const shorter = truncate(step[cut.field]!, LAST_RESORT_TEXT_BYTES);
+        total -= cut.bytes - size(shorter);
+        step[cut.field] = shorter;
+      } else {
+        // The member goes with its key, its colon and one comma.
+        total -= size(cut.field) + 1 + cut.bytes + 1;
+        delete step[cut.field];
+      }
+    }
+  }
+  return steps.map((_, i) => i).filter((i) => !outputs[i]!.held && !replaced.has(i));
+}
+
+// ---------------------------------------------------------------------------------------------------------
 // Bounds of a recorded step (API.md §10.2)
 
 function boundStep(step: Step, limits: Limits): Step {
@@ -548,17 +798,4 @@ function truncate(text: string, max: number): string {
   let cut = Math.max(0, max - Buffer.byteLength(TRUNCATED));
   while (cut > 0 && (bytes[cut]! & 0xc0) === 0x80) cut -= 1;
   return bytes.subarray(0, cut).toString("utf8") + TRUNCATED;
-}
-
-async function mapLimited<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array<R>(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
 }
