@@ -22,6 +22,7 @@ import { ulid } from "ulid";
 import { validationFailed, type FieldError } from "../errors";
 import { fieldErrors } from "../http/validate";
 import { checkGraph, chainEdges, compileGraph, type CompiledGraph } from "./graph";
+import { cronMinimumGap, firstGapBelow } from "./cron-gap";
 import {
   AddressString,
   CHAIN_AWARE_TYPES,
@@ -577,9 +578,6 @@ export function blockTimeSeconds(chainId: number, chains: readonly ChainInfo[] =
   return chains.find((c) => c.chainId === chainId)?.blockTimeSeconds ?? DEFAULT_BLOCK_TIMES[chainId] ?? 1;
 }
 
-/** How many fire instants of a cron trigger the floor looks at (§8.3.3). */
-export const CRON_FLOOR_FIRES = 64;
-
 function frequencyProblems(definition: Definition, options: ValidateOptions<Mode>): FieldError[] {
   const trigger = definition.trigger;
   if (trigger.type === "block") {
@@ -597,20 +595,27 @@ function frequencyProblems(definition: Definition, options: ValidateOptions<Mode
     }
   }
   if (trigger.type === "cron") {
+    // Every fire of a whole cycle counts (§18.4), computed from the expressions' fields (cron-gap.ts).
     const { schedules, timezone } = trigger.config;
-    const fires = cronFires(schedules, timezone, options.now, CRON_FLOOR_FIRES);
     const floorMs = options.limits.minCronIntervalS * 1000;
-    for (let i = 1; i < fires.length; i++) {
-      const [a, b] = [fires[i - 1]!, fires[i]!];
-      if (b.at - a.at >= floorMs) continue;
-      const shared = a.schedules.find((s) => b.schedules.includes(s));
-      return [
-        {
-          path: shared === undefined ? "body.trigger.config.schedules" : `body.trigger.config.schedules[${shared}]`,
-          message: `fires ${(b.at - a.at) / 1000} s apart (${new Date(a.at).toISOString()} and ${new Date(b.at).toISOString()}); the minimum is ${options.limits.minCronIntervalS} s`,
-        },
-      ];
-    }
+    const least = cronMinimumGap(schedules, timezone, options.now);
+    if (least >= floorMs) return [];
+    const floor = `the minimum is ${options.limits.minCronIntervalS} s`;
+    // The first such pair from now, for the message; the walk finds one unless the zone's changes broke the
+    // assumption of cron-gap.ts (changes repeat by year type), which then still refuses.
+    const pair = firstGapBelow(schedules, timezone, options.now, floorMs);
+    if (!pair) return [{ path: "body.trigger.config.schedules", message: `fires ${least / 1000} s apart at least once; ${floor}` }];
+    const { a, b } = pair;
+    const shared = schedules.findIndex((s) => {
+      const cron = new Cron(s, { ...CRONER_OPTIONS, timezone });
+      return cron.match(new Date(a)) && cron.match(new Date(b));
+    });
+    return [
+      {
+        path: shared < 0 ? "body.trigger.config.schedules" : `body.trigger.config.schedules[${shared}]`,
+        message: `fires ${(b - a) / 1000} s apart (${new Date(a).toISOString()} and ${new Date(b).toISOString()}); ${floor}`,
+      },
+    ];
   }
   return [];
 }

@@ -184,9 +184,9 @@ describe("§8.3.3 cron", () => {
     accept(withTrigger("cron", { schedules: ["0 * * * *", "0 */2 * * *"] }));
   });
 
-  it("frequency floor looks at the next 64 fires only, from now", () => {
+  it("frequency floor looks at every fire of a whole cycle (§18.4), not the next 64; the message names the first pair from now", () => {
     // Every minute on June 1: beyond the first 64 fires of the union with a daily schedule (64 days from January 1).
-    accept(withTrigger("cron", { schedules: ["0 0 * * *", "* * 1 6 *"] }));
+    refusedAt(withTrigger("cron", { schedules: ["0 0 * * *", "* * 1 6 *"] }), "TRIGGER_TOO_FREQUENT", "body.trigger.config.schedules[1]", /^fires 60 s apart \(2026-06-01T00:00:00.000Z and 2026-06-01T00:01:00.000Z\); the minimum is 300 s$/);
     refusedAt(withTrigger("cron", { schedules: ["* * 1 6 *"] }), "TRIGGER_TOO_FREQUENT", "body.trigger.config.schedules[0]");
   });
 
@@ -202,7 +202,8 @@ describe("§8.3.3 cron", () => {
     const now = Date.UTC(2026, 2, 7, 12);
     refusedAt(withTrigger("cron", { schedules, timezone: "America/New_York" }), "TRIGGER_TOO_FREQUENT", "body.trigger.config.schedules", /180 s apart \(2026-03-08T06:59:00.000Z and 2026-03-08T07:02:00.000Z\)/, "create", { now });
     accept(withTrigger("cron", { schedules, timezone: "UTC" }), "create", { now });
-    accept(withTrigger("cron", { schedules, timezone: "America/New_York" }), "create", { now: Date.UTC(2026, 3, 1) });
+    // The change comes back every year: after this year's, next year's is refused.
+    refusedAt(withTrigger("cron", { schedules, timezone: "America/New_York" }), "TRIGGER_TOO_FREQUENT", "body.trigger.config.schedules", /180 s apart \(2027-03-14T06:59:00.000Z and 2027-03-14T07:02:00.000Z\)/, "create", { now: Date.UTC(2026, 3, 1) });
   });
 
   it("frequency floor in a time zone: a skipped local time does not fire, a repeated one fires once", () => {
