@@ -136,6 +136,7 @@ async function main() {
     setRuntime(runtime);
     await (await import("./workflows")).benchWorkflows({ base, runtime, report, rows });
     await (await import("./triggers")).benchTriggers({ base, runtime, report, rows });
+    await (await import("./cron-floor")).benchCronFloor(report);
 
     printTable();
     await server.close();
