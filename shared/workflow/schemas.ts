@@ -441,7 +441,7 @@ function build(limits: DefinitionLimits) {
       schedules: list(CronExpression, 1, 10, "schedules"),
       timezone: opt(TimeZone, "UTC"),
     },
-    "cron trigger. The next 64 fires of the union of `schedules` in `timezone` must be at least `min_cron_interval_s` (300 s) apart (TRIGGER_TOO_FREQUENT).",
+    "cron trigger. Any two consecutive fires of the union of `schedules` in `timezone`, over a whole cycle of the expressions (daylight-saving changes included), must be at least `min_cron_interval_s` (300 s) apart (TRIGGER_TOO_FREQUENT).",
   );
   const BlockConfig = strict(
     { interval: int(1), chainId: opt(ChainId) },
