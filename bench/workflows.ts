@@ -198,6 +198,8 @@ async function benchEngine(ctx: BenchContext, rounds: number, origin: string) {
     mode: "run",
     limits,
     sandbox,
+    holdState: () => undefined,
+    takeRequest: () => undefined,
     allowPrivateNetwork,
     child: (extra) => envOf(nodeId, { ...variables, ...extra }),
     runKind: (type, config, env) => (nodeKinds[type as keyof typeof nodeKinds] as PlainKind).run(config, env),

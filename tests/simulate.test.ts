@@ -16,7 +16,7 @@ import { deployTestToken, devnet, setBalance } from "./support/chain";
 import { createServiceApp } from "../shared/http/service";
 
 
-const TIMEOUT_MS = 4_000;
+const TIMEOUT_MS = 8_000;
 /** When the target saw the slow request's connection close (the cut-off aborts it). */
 let slowClosedAt: number | undefined;
 let server: TestServer;

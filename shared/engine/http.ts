@@ -25,6 +25,7 @@ import { pipeline } from "node:stream/promises";
 import { TextDecoder } from "node:util";
 import zlib from "node:zlib";
 import { addressRefusal, hostnameRefusal } from "./ip";
+import { checkJsonInSlices } from "./json-text";
 
 export const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"] as const;
 export type Method = (typeof METHODS)[number];
@@ -72,12 +73,22 @@ export interface GuardOptions {
   resolve?: Resolver;
   /** Tests only: replaces the address classification of ./ip.ts (reason refused, or undefined). */
   addressRefusal?: (address: string) => string | undefined;
-  /** Cancels the request (the execution was cancelled); reported as NETWORK_ERROR. */
+  /** Cancels the request (the execution was cancelled); reported as NETWORK_ERROR with the signal's reason. */
   signal?: AbortSignal;
+  /** Called before each request is sent, redirects included: throws to refuse it (the execution's request budget, §18.3). */
+  beforeSend?: () => void;
+  /**
+   * Called with the decoded size of a body before it is checked as JSON: throws to refuse it (the execution's
+   * state budget, §18.2).
+   */
+  beforeParse?: (bytes: number) => void;
 }
 
 /** Step errorCodes (API.md §10.2) this client fails with. */
-export type OutboundErrorCode = "INVALID_INPUT" | "NETWORK_ERROR" | "DESTINATION_NOT_ALLOWED" | "RESPONSE_TOO_LARGE";
+export type OutboundErrorCode = "INVALID_INPUT" | "NETWORK_ERROR" | "DESTINATION_NOT_ALLOWED" | "RESPONSE_TOO_LARGE" | "INVALID_RESPONSE" | "HTTP_BUDGET_EXCEEDED";
+
+/** JSON nested deeper than this fails the step (API.md §18.2). */
+export const MAX_RESPONSE_DEPTH = 512;
 
 export class OutboundError extends Error {
   constructor(
@@ -132,6 +143,9 @@ export async function fetchGuarded(request: OutboundRequest, options: GuardOptio
     return await run(request, options, signal, current);
   } catch (err) {
     if (err instanceof OutboundError) throw err;
+    if (err instanceof Refused) throw err.reason;
+    // A cut-off (a simulation at its cap) is reported with its own reason.
+    if (options.signal?.aborted && !deadline.signal.aborted && options.signal.reason instanceof Error) throw new OutboundError("NETWORK_ERROR", options.signal.reason.message);
     const to = current.host ? ` to ${current.host}` : "";
     if (deadline.signal.aborted) throw new OutboundError("NETWORK_ERROR", `request${to} timed out after ${options.timeoutMs} ms`);
     if (signal.aborted) throw new OutboundError("NETWORK_ERROR", `request${to} cancelled`);
@@ -160,6 +174,7 @@ async function run(
   for (let redirects = 0; ; redirects++) {
     current.host = url.host;
     const addresses = await destination(url, options, signal);
+    refusable(options.beforeSend);
     const { req, res } = await send(url, method, headers, body, addresses, signal);
     const status = res.statusCode ?? 0;
     const location = res.headers.location;
@@ -170,7 +185,7 @@ async function run(
         statusText: res.statusMessage || http.STATUS_CODES[status] || "",
         url: url.href,
         headers: responseHeaders(res),
-        data: parseData(raw, res.headers["content-type"]),
+        data: await parseData(raw, res.headers["content-type"], options.beforeParse),
       };
     }
     req.destroy();
@@ -403,7 +418,7 @@ function responseHeaders(res: IncomingMessage): Record<string, string> {
 }
 
 /** JSON when the body parses as JSON (whatever the Content-Type claims), else the text in its charset. */
-function parseData(raw: Buffer, contentType: string | undefined): unknown {
+async function parseData(raw: Buffer, contentType: string | undefined, beforeParse?: (bytes: number) => void): Promise<unknown> {
   const charset = /;\s*charset="?([^";\s]+)/i.exec(contentType ?? "")?.[1];
   let decoder: TextDecoder;
   try {
@@ -412,11 +427,25 @@ function parseData(raw: Buffer, contentType: string | undefined): unknown {
     decoder = new TextDecoder("utf-8");
   }
   const text = decoder.decode(raw);
+  refusable(() => beforeParse?.(raw.length));
   if (text.trim() === "") return text;
+  // Held as text, never parsed whole here (§18.2): a body of tiny objects would expand many times over.
+  const checked = await checkJsonInSlices(text);
+  if (!checked.ok) return text;
+  if (checked.depth > MAX_RESPONSE_DEPTH) throw new OutboundError("INVALID_RESPONSE", `response JSON nested deeper than ${MAX_RESPONSE_DEPTH} levels`);
+  return checked.json.isContainer ? checked.json : JSON.parse(checked.json.text);
+}
+
+/** What a caller's hook threw, passed through as it is. */
+class Refused {
+  constructor(readonly reason: unknown) {}
+}
+
+function refusable(hook: (() => void) | undefined): void {
   try {
-    return JSON.parse(text);
-  } catch {
-    return text;
+    hook?.();
+  } catch (reason) {
+    throw new Refused(reason);
   }
 }
 

@@ -24,6 +24,8 @@ import { partChainId } from "../workflow/definition";
 import { OutboundError } from "./http";
 import { TemplateUnresolvedError, renderConfig, renderString, resolvePath, wholeTemplatePath, type Variables } from "./templates";
 import { createRedactor, type Redactor } from "./redact";
+import { ExecutionBudget, type HeldState } from "./budget";
+import { JsonText, stringify } from "./json-text";
 import { SandboxSession } from "./sandbox";
 import { cutOffMessage } from "./sandbox/pool";
 import { limitLog, recordedOutput } from "./step";
@@ -67,7 +69,9 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
   };
 
   const state = new Map<string, Settled>();
-  const outputs = new Map<string, Record<string, unknown>>();
+  // Step outputs as JSON text: what later templates read (by path) and scripts receive (§18.2).
+  const outputs = new Map<string, JsonText>();
+  const budget = new ExecutionBudget(limits);
   const choices = new Map<string, string | null>();
   const running = new Map<string, Promise<void>>();
   let stopped: string | undefined;
@@ -105,7 +109,7 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
     const start = (node: Node) => {
       const task = (async () => {
         const startAt = now();
-        const ancestors = [...(graph.ancestors.get(node.id) ?? [])].flatMap((id): [string, Record<string, unknown>][] => {
+        const ancestors = [...(graph.ancestors.get(node.id) ?? [])].flatMap((id): [string, JsonText][] => {
           const output = outputs.get(id);
           return output ? [[nodes.get(id)!.name, output]] : [];
         });
@@ -114,13 +118,22 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
         const onResolved = (path: string) => {
           if (!inputs.includes(path)) inputs.push(path);
         };
-        const env = nodeEnv({ nodeId: node.id, chainId: partChainId(node.config, definition.chainId), variables, onResolved });
-        const outcome = await execute(node, env, signal);
+        const held = budget.step();
+        const env = nodeEnv({ nodeId: node.id, chainId: partChainId(node.config, definition.chainId), variables, onResolved, held });
+        let outcome = await execute(node, env, signal);
         const endAt = now();
 
         const data = outcome.ok ? outcome.result.data : outcome.failure.data;
-        const output = { data: data === undefined ? null : data };
-        outputs.set(node.id, output);
+        let output: Record<string, unknown> = { data: data === undefined ? null : data };
+        let outputText = stringify(output);
+        held.release();
+        if (!budget.keep(Buffer.byteLength(outputText))) {
+          const failure = budget.outputTooLarge();
+          outcome = { ok: false, failure: { code: failure.code, message: failure.message, data: null, ...(outcome.ok ? {} : { ...(outcome.failure.log ? { log: outcome.failure.log } : {}) }) } };
+          output = { data: null };
+          outputText = stringify(output);
+        }
+        outputs.set(node.id, new JsonText(outputText));
         state.set(node.id, outcome.ok ? "succeeded" : "failed");
         if (outcome.ok && node.type === "branch") choices.set(node.id, chosenCondition(data, node.id));
 
@@ -137,7 +150,7 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
           ...(stepLog ? { log: stepLog } : {}),
           inputs,
           config: node.config as Record<string, unknown>,
-          output: recordedOutput(redactor.value(output), limits.maxStepOutputBytes),
+          output: recordedOutput(output, limits.maxStepOutputBytes, (value) => redactor.value(value), outputText),
           startAt,
           endAt,
           ...(gas ? gasFields(gas) : {}),
@@ -155,7 +168,7 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
       running.set(node.id, task);
     };
 
-    const nodeEnv = (base: { nodeId: string; chainId: number; variables: Variables; onResolved: (path: string) => void }): NodeEnv => ({
+    const nodeEnv = (base: { nodeId: string; chainId: number; variables: Variables; onResolved: (path: string) => void; held: HeldState }): NodeEnv => ({
       nodeId: base.nodeId,
       chainId: base.chainId,
       variables: base.variables,
@@ -173,6 +186,8 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
       ...(input.mode === "run" && input.sendCalls ? { sendCalls: input.sendCalls } : {}),
       limits,
       sandbox,
+      holdState: (bytes) => base.held.hold(bytes),
+      takeRequest: () => budget.takeRequest(),
       ...(signal ? { signal } : {}),
       allowPrivateNetwork,
       child: (extra, chainId) => nodeEnv({ ...base, chainId, variables: { ...base.variables, ...extra } }),

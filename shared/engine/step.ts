@@ -4,11 +4,20 @@
  * still saw the full value), the log at most `max_step_log_bytes` UTF-8 bytes ending `…[truncated]` when cut.
  */
 import { LOG_TRUNCATED_MARKER } from "./sandbox";
+import { materialize, stringify } from "./json-text";
 
-/** The output as recorded: itself, or the truncation marker object when its JSON is over `maxBytes`. */
-export function recordedOutput(output: Record<string, unknown>, maxBytes: number): Record<string, unknown> {
-  const size = Buffer.byteLength(JSON.stringify(output) ?? "null");
-  return size > maxBytes ? { data: null, truncated: true, originalSize: size } : output;
+/**
+ * The output as recorded: the truncation marker object when its JSON is over `maxBytes`, else the output as
+ * a plain value (parts held as JSON text parsed: at most `maxBytes` of them), passed through `redact`.
+ */
+export function recordedOutput(
+  output: Record<string, unknown>,
+  maxBytes: number,
+  redact: (value: Record<string, unknown>) => Record<string, unknown> = (value) => value,
+  text = stringify(output),
+): Record<string, unknown> {
+  const size = Buffer.byteLength(text);
+  return size > maxBytes ? { data: null, truncated: true, originalSize: size } : redact(materialize(output) as Record<string, unknown>);
 }
 
 /** `log` cut to `maxBytes` UTF-8 bytes, the marker included, never inside a UTF-8 sequence. */

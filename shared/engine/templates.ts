@@ -6,8 +6,10 @@
  *     identifier = [A-Za-z_$][A-Za-z0-9_$]*
  *
  * Pure: no I/O, no chain code. The definition layer (shared/workflow) uses it to validate templated fields and
- * the ancestor rule; the engine uses it to expand configs at run time.
+ * the ancestor rule; the engine uses it to expand configs at run time. Values the engine holds as JSON text
+ * (./json-text.ts) are read by path without parsing the rest.
  */
+import { JsonText, member, parse, stringify } from "./json-text";
 
 export const TEMPLATE_UNRESOLVED = "TEMPLATE_UNRESOLVED";
 export const PATHS_ONLY_MESSAGE = "templates accept paths only; use a customCode node for expressions";
@@ -155,6 +157,12 @@ export function resolvePath(path: TemplatePath | string, variables: Variables): 
   if (!own(variables, parsed.root)) throw fail();
   let current: unknown = variables[parsed.root];
   for (const segment of parsed.segments) {
+    if (current instanceof JsonText) {
+      // A value held as text (§18.2): the rest of the path is read out of it, and only that part parsed.
+      current = member(current, segment);
+      if (current === undefined) throw fail();
+      continue;
+    }
     if (current === null || typeof current !== "object") throw fail();
     if (Array.isArray(current)) {
       if (segment.kind !== "index" || segment.index >= current.length) throw fail();
@@ -166,6 +174,7 @@ export function resolvePath(path: TemplatePath | string, variables: Variables): 
     if (current === undefined) throw fail();
   }
   if (current === undefined) throw fail();
+  if (current instanceof JsonText && !current.isContainer) return parse(current);
   return current;
 }
 
@@ -189,7 +198,7 @@ export function renderValue(value: unknown): string {
   if (typeof value === "boolean") return value ? "true" : "false";
   if (typeof value === "bigint") return value.toString();
   if (value === null || value === undefined) return "null";
-  return JSON.stringify(value) ?? "null";
+  return stringify(value);
 }
 
 function renderNumber(n: number): string {

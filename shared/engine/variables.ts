@@ -79,12 +79,13 @@ export function runVariables(input: RunInput, secrets: Record<string, string>): 
 /** The variables of one step: the run's, the outputs of the node's ancestors that ran, and `date` now. */
 export function stepVariables(
   run: Readonly<Record<string, unknown>>,
-  ancestorOutputs: Iterable<[name: string, output: Record<string, unknown>]>,
+  ancestorOutputs: Iterable<[name: string, output: unknown]>,
   now: number,
   extra: Record<string, unknown> = {},
 ): Variables {
   const variables: Record<string, unknown> = { ...run };
-  for (const [name, output] of ancestorOutputs) variables[name] = output;
+  // Defined, not assigned: a node may be named `__proto__` (§18.6).
+  for (const [name, output] of ancestorOutputs) Object.defineProperty(variables, name, { value: output, enumerable: true, writable: true, configurable: true });
   const nowIso = new Date(now).toISOString();
   variables.date = { now, nowIso, now_iso: nowIso };
   return Object.assign(variables, extra);

@@ -34,6 +34,10 @@ export const STEP_ERROR_CODES = [
   "ITERATION_FAILED",
   // API.md §11.3: a run's on-chain step fails with this message when the runner is not provably the caller's.
   "WALLET_NOT_OWNED",
+  // API.md §18.7: the execution's budgets.
+  "OUTPUT_TOO_LARGE",
+  "INVALID_RESPONSE",
+  "HTTP_BUDGET_EXCEEDED",
 ] as const;
 export type StepErrorCode = (typeof STEP_ERROR_CODES)[number];
 

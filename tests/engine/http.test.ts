@@ -14,6 +14,7 @@ import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { fetchGuarded, OutboundError, type GuardOptions, type OutboundRequest } from "../../shared/engine/http";
 import { addressRefusal } from "../../shared/engine/ip";
+import { JsonText, materialize } from "../../shared/engine/json-text";
 import type { NodeEnv } from "../../shared/engine/nodes/kind";
 import { graphqlQuery } from "../../shared/engine/nodes/graphql-query";
 import { restApi, sensitiveHeaders } from "../../shared/engine/nodes/rest-api";
@@ -137,7 +138,10 @@ describe("responses", () => {
     a.routes["/json"] = (_req, res) =>
       res.writeHead(201, "Made It", { "Content-Type": "application/json", "X-Thing-ID": "42" }).end('{"ok":true,"n":[1,2]}');
     const out = await fetchGuarded({ url: `${a.origin}/json?q=1`, method: "get" }, LOCAL);
-    expect(out).toMatchObject({ status: 201, statusText: "Made It", url: `${a.origin}/json?q=1`, data: { ok: true, n: [1, 2] } });
+    expect(out).toMatchObject({ status: 201, statusText: "Made It", url: `${a.origin}/json?q=1` });
+    // A JSON body is held as its (compact) text, parsed only where a step reads it (API.md §18.2).
+    expect(out.data).toBeInstanceOf(JsonText);
+    expect(materialize(out.data)).toEqual({ ok: true, n: [1, 2] });
     expect(out.headers["x-thing-id"]).toBe("42");
     expect(out.headers["content-type"]).toBe("application/json");
     expect(Object.keys(out.headers).every((k) => k === k.toLowerCase())).toBe(true);
@@ -156,13 +160,14 @@ describe("responses", () => {
   it("returns 4xx and 5xx responses with their body instead of throwing (the node turns them into HTTP_ERROR)", async () => {
     a.routes["/missing"] = (_req, res) => res.writeHead(404, { "content-type": "application/json" }).end('{"error":"nope"}');
     const out = await fetchGuarded({ url: `${a.origin}/missing` }, LOCAL);
-    expect(out).toMatchObject({ status: 404, statusText: "Not Found", data: { error: "nope" } });
+    expect(out).toMatchObject({ status: 404, statusText: "Not Found" });
+    expect(materialize(out.data)).toEqual({ error: "nope" });
   });
 
   it("decodes gzip bodies", async () => {
     a.routes["/gz"] = (_req, res) =>
       res.writeHead(200, { "content-type": "application/json", "content-encoding": "gzip" }).end(gzipSync('{"zipped":1}'));
-    expect((await fetchGuarded({ url: `${a.origin}/gz` }, LOCAL)).data).toEqual({ zipped: 1 });
+    expect(materialize((await fetchGuarded({ url: `${a.origin}/gz` }, LOCAL)).data)).toEqual({ zipped: 1 });
   });
 });
 
@@ -308,6 +313,8 @@ describe("restApi and graphqlQuery: headers that carry a secret (API.md §18.3)"
     render: <T>(config: T) => renderConfig(config, variables),
     limits: { httpNodeTimeoutMs: 5_000, httpNodeMaxResponseBytes: 1_048_576 },
     allowPrivateNetwork: true,
+    holdState: () => undefined,
+    takeRequest: () => undefined,
   } as unknown as NodeEnv;
   const headers = {
     Authorization: "Bearer not-a-secret",
@@ -353,7 +360,7 @@ describe("restApi and graphqlQuery: headers that carry a secret (API.md §18.3)"
     b.routes["/gql"] = (_req, res) => res.writeHead(200, { "content-type": "application/json" }).end('{"data":{"ok":true}}');
     a.routes["/gql-away"] = redirect(`${b.origin}/gql`, 307);
     const out = await graphqlQuery.run({ url: `${a.origin}/gql-away`, query: "query { ok }", variables: { key: "{{secrets.API_KEY}}" } }, env);
-    expect(out.data).toEqual({ data: { ok: true } });
+    expect(materialize(out.data)).toEqual({ data: { ok: true } });
     expect(b.seen[0]!.headers).toMatchObject({ "content-type": "application/json", accept: "application/json" });
   });
 });

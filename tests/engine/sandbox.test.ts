@@ -211,7 +211,7 @@ describe("limits", () => {
     for (const source of cases) {
       const started = performance.now();
       expect(failure(await body(source, { timeLimitMs: 150 }))).toEqual({ errorCode: "SANDBOX_TIMEOUT", error: "script exceeded time limit of 150 ms" });
-      expect(performance.now() - started).toBeLessThan(150 + 150);
+      expect(performance.now() - started).toBeLessThan(150 + 500); // stopped at its deadline (the margin covers a loaded machine)
     }
     await stillWorks();
   }, 15_000);

@@ -3,6 +3,7 @@
  * sandbox with the §8.6 variables as globals; console output is the step log.
  */
 import type { NodeOf } from "../../workflow/schemas";
+import { JsonText } from "../json-text";
 import { StepFailure, type NodeEnv, type NodeKind } from "./kind";
 
 type Config = NodeOf<"customCode">["config"];
@@ -16,8 +17,9 @@ export const sandboxLimits = (env: NodeEnv) => ({
 export const customCode: NodeKind<Config> = {
   async run(config, env) {
     const source = env.renderText(config.source);
-    const result = await env.sandbox.run({ kind: "function-body", source, globals: env.variables, ...sandboxLimits(env) });
+    const result = await env.sandbox.runToText({ kind: "function-body", source, globals: env.variables, ...sandboxLimits(env) });
     if (!result.ok) throw new SandboxFailure(result.errorCode, result.error, result.log);
+    if (result.value instanceof JsonText) env.holdState(result.value.text.length);
     return { data: result.value, log: result.log };
   },
 };

@@ -5,6 +5,7 @@
  */
 import type { NodeOf } from "../../workflow/schemas";
 import { StepFailure, type NodeKind } from "./kind";
+import { arrayLength, elements, JsonText } from "../json-text";
 import { SandboxFailure, sandboxLimits } from "./custom-code";
 
 type Config = NodeOf<"filter">["config"];
@@ -13,13 +14,16 @@ export const FILTER_MAX_ITEMS = 10_000;
 
 export const filter: NodeKind<Config> = {
   async run(config, env) {
-    const items = env.resolveWhole(config.inputVariable);
-    if (!Array.isArray(items)) throw new StepFailure("INVALID_INPUT", `filter input ${config.inputVariable} is not an array`);
+    const input = env.resolveWhole(config.inputVariable);
+    const held = input instanceof JsonText && input.isArray ? input : undefined;
+    // An array held as text is split into its elements' texts, not parsed (§18.2).
+    const items: unknown[] | undefined = held ? elements(held, FILTER_MAX_ITEMS) : Array.isArray(input) ? input : undefined;
+    if (!items) throw new StepFailure("INVALID_INPUT", `filter input ${config.inputVariable} is not an array`);
     if (items.length > FILTER_MAX_ITEMS) {
-      throw new StepFailure("INVALID_INPUT", `filter input has ${items.length} items; the limit is ${FILTER_MAX_ITEMS}`);
+      throw new StepFailure("INVALID_INPUT", `filter input has ${held ? arrayLength(held) : items.length} items; the limit is ${FILTER_MAX_ITEMS}`);
     }
     const source = env.renderText(config.expression);
-    const result = await env.sandbox.filter({ source, items, globals: env.variables, ...sandboxLimits(env) });
+    const result = await env.sandbox.filter({ source, items, ...(held ? { itemsJson: held.text } : {}), globals: env.variables, ...sandboxLimits(env) });
     if (!result.ok) throw new SandboxFailure(result.errorCode, result.error, result.log);
     return { data: result.value, log: result.log };
   },

@@ -6,6 +6,7 @@
 import { fetchGuarded } from "../http";
 import type { NodeOf } from "../../workflow/schemas";
 import { httpUrl } from "./inputs";
+import { JsonText, member, parse } from "../json-text";
 import { StepFailure, type NodeKind } from "./kind";
 import { guardOptions, httpError, sensitiveHeaders } from "./rest-api";
 
@@ -29,10 +30,12 @@ export const graphqlQuery: NodeKind<Config> = {
     );
     const body = response.data;
     if (response.status >= 400) throw new StepFailure("HTTP_ERROR", httpError(response.status, response.statusText), body);
-    if (body === null || typeof body !== "object" || Array.isArray(body)) {
+    if (!(body instanceof JsonText) || body.isArray) {
       throw new StepFailure("HTTP_ERROR", "GraphQL response is not a JSON object", body);
     }
-    const errors = (body as { errors?: unknown }).errors;
+    // Only `errors` is read out of the body, which stays text (§18.2).
+    const errorsText = member(body, { kind: "key", key: "errors" });
+    const errors = errorsText?.isArray ? (parse(errorsText) as unknown[]) : undefined;
     if (Array.isArray(errors) && errors.length > 0) {
       const first = (errors[0] as { message?: unknown } | null)?.message;
       const more = errors.length > 1 ? ` (and ${errors.length - 1} more)` : "";

@@ -57,6 +57,13 @@ export interface NodeEnv {
   /** Absent in simulate mode: writes are then simulated. */
   sendCalls?: SendCalls;
   limits: Config["limits"];
+  /**
+   * Counts `bytes` of data the step holds (a response body, a script's result, loop iterations) against the
+   * execution state budget until the step ends (§18.2); throws StepFailure OUTPUT_TOO_LARGE past it.
+   */
+  holdState(bytes: number): void;
+  /** Counts one outbound HTTP request against the execution's budget (§18.3); throws HTTP_BUDGET_EXCEEDED past it. */
+  takeRequest(): void;
   /** The execution's JavaScript: its owner's fair share of the sandbox pool and its time budget (§18.1). */
   sandbox: SandboxSession;
   /** Aborted when the run is cut off (a simulation at its cap): work in flight stops, its reason is the error. */

@@ -10,6 +10,7 @@ import type { NodeOf } from "../../workflow/schemas";
 import { WRITE_NODE_TYPES } from "../../workflow/schemas";
 import { partChainId } from "../../workflow/definition";
 import { StepFailure, type Gas, type NodeKind, type NodeResult } from "./kind";
+import { arrayLength, elements, JsonText, parse } from "../json-text";
 
 type Config = NodeOf<"loop">["config"];
 
@@ -17,10 +18,15 @@ type Iteration = { ok: true; result: NodeResult } | { ok: false; error: unknown 
 
 export const loop: NodeKind<Config> = {
   async run(config, env) {
-    const items = env.resolveWhole(config.inputVariable);
-    if (!Array.isArray(items)) throw new StepFailure("INVALID_INPUT", `loop input ${config.inputVariable} is not an array`);
+    const input = env.resolveWhole(config.inputVariable);
     const limit = env.limits.loopMaxIterations;
-    if (items.length > limit) throw new StepFailure("LOOP_LIMIT_EXCEEDED", `loop input has ${items.length} items; the limit is ${limit}`);
+    // An array held as text is split into its elements' texts (§18.2); each is parsed only if it is a scalar.
+    const items = input instanceof JsonText && input.isArray ? elements(input, limit).map((e) => (e.isContainer ? e : parse(e))) : input;
+    if (!Array.isArray(items)) throw new StepFailure("INVALID_INPUT", `loop input ${config.inputVariable} is not an array`);
+    if (items.length > limit) {
+      const count = input instanceof JsonText ? arrayLength(input) : items.length;
+      throw new StepFailure("LOOP_LIMIT_EXCEEDED", `loop input has ${count} items; the limit is ${limit}`);
+    }
 
     const { runner } = config;
     const iterVar = config.iterVar ?? "value";

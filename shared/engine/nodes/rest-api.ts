@@ -13,6 +13,8 @@ export const guardOptions = (env: NodeEnv): GuardOptions => ({
   maxResponseBytes: env.limits.httpNodeMaxResponseBytes,
   allowPrivateNetwork: env.allowPrivateNetwork,
   ...(env.signal ? { signal: env.signal } : {}),
+  beforeSend: () => env.takeRequest(),
+  beforeParse: (bytes) => env.holdState(bytes),
 });
 
 export const httpError = (status: number, statusText: string) => `HTTP ${status} ${statusText}`.trimEnd();

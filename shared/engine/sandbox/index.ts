@@ -16,6 +16,7 @@
  */
 import { type Answer, type Evaluation, type EvaluationLimits, type Json, type SandboxErrorCode } from "./quickjs";
 import { sandboxPool, type SandboxPool } from "./pool";
+import { JsonText, stringify } from "../json-text";
 
 export { LOG_TRUNCATED_MARKER, isFunctionBody, type Json, type SandboxErrorCode } from "./quickjs";
 
@@ -51,6 +52,8 @@ export interface FilterInput<T> extends SandboxLimits {
   source: string;
   /** At most 10,000 elements (the caller checks §8.4.8's bound); passed into the VM as one JSON text. */
   items: readonly T[];
+  /** The items' JSON when the caller holds it already. */
+  itemsJson?: string;
   globals?: SandboxGlobals;
 }
 
@@ -93,12 +96,23 @@ export class SandboxSession {
   }
 
   /**
+   * As `run`, the value kept as the JSON text the script produced when it is an object or an array (a
+   * result of up to the sandbox's memory is never expanded into host objects: §18.2).
+   */
+  runToText(input: RunInput): Promise<SandboxResult<JsonText | Json>> {
+    return this.evaluate(input, { op: "run", kind: input.kind, source: input.source }, (raw) => {
+      const json = new JsonText(String(raw));
+      return json.isContainer ? json : (JSON.parse(json.text) as Json);
+    });
+  }
+
+  /**
    * filter (§8.4.8): compiles the source once and calls it for every element in one VM under one deadline,
    * with the extra globals `value` (the element) and `index`. The value is the caller's own elements (not
    * copies) for which the result was the boolean `true`, in order.
    */
   filter<T>(input: FilterInput<T>): Promise<SandboxResult<T[]>> {
-    return this.evaluate(input, { op: "filter", source: input.source, itemsJson: toJson(input.items) }, (raw) => {
+    return this.evaluate(input, { op: "filter", source: input.source, itemsJson: input.itemsJson ?? toJson(input.items) }, (raw) => {
       const picked: T[] = [];
       if (raw === "") return picked;
       for (const part of String(raw).split(",")) {
@@ -156,9 +170,8 @@ export class SandboxSession {
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
-function toJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) => (typeof v === "bigint" ? v.toString() : v)) ?? "null";
-}
+/** Variables as one JSON text; outputs held as text are spliced in, never parsed (../json-text.ts). */
+const toJson = (value: unknown): string => stringify(value);
 
 /** One evaluation outside any execution (tests, tools): owner `anonymous`, no budget. */
 export const runSandboxed = (input: RunInput) => new SandboxSession("anonymous").run(input);
