@@ -32,6 +32,7 @@ import {
   type Address,
   type Hex,
   type PublicClient,
+  type StateOverride,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import {
@@ -423,8 +424,15 @@ export async function estimateUserOperationGas({
   bundler,
   userOp,
   entryPoint = entryPoint07Address,
-}: { bundler: BundlerClient; userOp: UserOperationV07; entryPoint?: Address }): Promise<UserOperationV07> {
-  const gas = await bundler.estimateUserOperationGas({ ...userOp, entryPointAddress: entryPoint } as never);
+  stateOverride,
+}: {
+  bundler: BundlerClient;
+  userOp: UserOperationV07;
+  entryPoint?: Address;
+  /** State the simulation assumes (e.g. a sender balance, so gas is estimated whatever the wallet holds). */
+  stateOverride?: StateOverride;
+}): Promise<UserOperationV07> {
+  const gas = await bundler.estimateUserOperationGas({ ...userOp, entryPointAddress: entryPoint, ...(stateOverride ? { stateOverride } : {}) } as never);
   const g = gas as {
     callGasLimit: bigint;
     verificationGasLimit: bigint;
