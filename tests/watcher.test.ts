@@ -229,7 +229,7 @@ describe("chain watcher", () => {
     await remove(id);
   });
 
-  it("RPC calls per pass do not grow with the number of event-triggered workflows (one eth_getLogs for all)", async () => {
+  it("RPC calls per pass grow only with the bounded requests: 10 workflows on one token share one eth_getLogs, 20 need two (at most 10 values per topic position)", async () => {
     const token = await deployTestToken();
     const d = devnet();
     const counting = () => {
@@ -244,20 +244,24 @@ describe("chain watcher", () => {
       await token.mint(target, 7n);
       const { calls, client } = counting();
       const r = await pass(client);
-      return { calls: [...calls].sort(), fired: r.fired.length };
+      return { calls: [...calls].sort(), fired: r.fired.length, requests: r.requests };
     };
+    const logsCalls = (calls: string[]) => calls.filter((m) => m === "eth_getLogs").length;
+    const others = (calls: string[]) => calls.filter((m) => m !== "eth_getLogs");
 
     const targets = Array.from({ length: 20 }, randomAddress);
     const ids = [await createWorkflow(eventTrigger(transfersTo(token.address, targets[0]!)))];
     const one = await measure(targets[0]!);
-    for (const target of targets.slice(1)) ids.push(await createWorkflow(eventTrigger(transfersTo(token.address, target))));
-    const twenty = await measure(targets[7]!);
+    for (const target of targets.slice(1, 10)) ids.push(await createWorkflow(eventTrigger(transfersTo(token.address, target))));
+    const ten = await measure(targets[7]!);
+    for (const target of targets.slice(10)) ids.push(await createWorkflow(eventTrigger(transfersTo(token.address, target))));
+    const twenty = await measure(targets[15]!);
 
-    expect(one.fired).toBe(1);
-    expect(twenty.fired).toBe(1);
-    expect(one.calls.filter((m) => m === "eth_getLogs")).toHaveLength(1);
-    expect(twenty.calls.filter((m) => m === "eth_getLogs")).toHaveLength(1);
-    expect(twenty.calls).toEqual(one.calls);
+    expect([one.fired, ten.fired, twenty.fired]).toEqual([1, 1, 1]);
+    expect([logsCalls(one.calls), logsCalls(ten.calls), logsCalls(twenty.calls)]).toEqual([1, 1, 2]);
+    expect(others(ten.calls)).toEqual(others(one.calls));
+    expect(others(twenty.calls)).toEqual(others(one.calls));
+    expect(twenty.requests.every((r) => r.addresses === 1)).toBe(true);
     for (const id of ids) await remove(id);
   });
 
