@@ -53,13 +53,16 @@ export const update = endpoint({
   errors: { 400: ["VALIDATION_FAILED", "UNSUPPORTED_CHAIN"], 404: ["WALLET_NOT_FOUND"] },
 });
 
+/** A sponsored-gas budget in words: `unlimited`, `no` (0) or the gas. */
+const gasBudget = (gas: number) => (gas === Infinity ? "unlimited gas" : gas === 0 ? "no gas" : `${gas.toLocaleString("en-US")} gas`);
+
 export const withdraw = endpoint({
   method: "POST",
   path: "/wallets/{address}:withdraw",
   operationId: "withdrawFromWallet",
   summary: "Withdraw funds from a wallet",
   description: ({ limits }) =>
-    `Builds one user operation (native: a value transfer to the recipient through the account; ERC-20: \`transfer(recipient, amount)\` on the token), with init code if the account is not deployed, sponsored by the chain's paymaster when one is configured, signs it and sends it to the chain's bundler, then waits up to ${limits.withdrawConfirmWaitMs} ms for the receipt. Every withdrawal that reached the send step is recorded and answered 200 whatever its status; a bundler rejection is never an HTTP error. Follow a \`pending\` one with \`GET /wallets/{address}/withdrawals/{id}\`. A repeat under the same \`Idempotency-Key\` sends nothing and answers the recorded withdrawal in its current state.`,
+    `Builds one user operation (native: a value transfer to the recipient through the account; ERC-20: \`transfer(recipient, amount)\` on the token), with init code if the account is not deployed, sponsored by the chain's paymaster when one is configured and within the sponsored-gas budgets (${gasBudget(limits.sponsoredGasPerOwnerPerDay)} per owner and ${gasBudget(limits.sponsoredGasPerChainPerDay)} for all owners on each chain over the last 24 hours, counted at the operation's gas limits; past either the wallet pays its own gas, and a wallet that cannot is refused with \`INSUFFICIENT_BALANCE\`, nothing sent), signs it and sends it to the chain's bundler, then waits up to ${limits.withdrawConfirmWaitMs} ms for the receipt. Every withdrawal that reached the send step is recorded and answered 200 whatever its status; a bundler rejection is never an HTTP error. Follow a \`pending\` one with \`GET /wallets/{address}/withdrawals/{id}\`. A repeat under the same \`Idempotency-Key\` sends nothing and answers the recorded withdrawal in its current state.`,
   idempotent: true,
   params: AddressParams,
   headers: IdempotencyHeaders,
@@ -140,7 +143,9 @@ export const walletContract = group({
     WITHDRAW_BAD_RECIPIENT: { meaning: "Recipient not an address, the zero address, or the wallet itself.", fields: true },
     WITHDRAW_BAD_AMOUNT: { meaning: "Amount not a positive wei integer and not `max`.", fields: true },
     WITHDRAW_BAD_TOKEN: { meaning: "Token not `ETH` and not an address, the zero address, or without contract code on the chain.", fields: true },
-    INSUFFICIENT_BALANCE: { meaning: "Balance preflight: balance below the amount, or zero with `max`." },
+    INSUFFICIENT_BALANCE: {
+      meaning: "Balance preflight: balance below the amount, or zero with `max`; or, past the sponsored-gas budgets, a wallet that cannot pay the operation's gas on top of what it sends.",
+    },
     WALLET_NOT_FOUND: { meaning: "Wallet not registered by the caller on the resolved chain." },
     WITHDRAWAL_NOT_FOUND: { meaning: "Withdrawal id unknown for that wallet." },
     WALLETS_LIMIT_REACHED: {

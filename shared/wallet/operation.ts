@@ -1,11 +1,12 @@
 /**
  * User operations from a registered wallet: the sender of workflow runs (the engine's SendCalls port, API.md
  * §8.4.1-8.4.2, §10.2) and the building step it shares with withdrawals (§11.5). Every operation is built for an
- * account verified as its owner's (§11.3), sponsored by the chain's paymaster when there is one, and sent under
- * the wallet's nonce lock, so concurrent steps and withdrawals of one wallet take consecutive nonces.
+ * account verified as its owner's (§11.3), sponsored by the chain's paymaster when there is one and the owner's and
+ * the chain's sponsored-gas budgets take it (§18.5, sponsorship.ts; else paid by the wallet), and sent under the
+ * wallet's nonce lock, so concurrent steps and withdrawals of one wallet take consecutive nonces.
  */
 import { ApiError } from "../errors";
-import { BaseError, RpcRequestError, decodeErrorResult, getAddress, type Address, type Hex, type PublicClient } from "viem";
+import { BaseError, RpcRequestError, decodeErrorResult, getAddress, type Address, type Hex, type PublicClient, type StateOverride } from "viem";
 import { entryPoint07Abi, type BundlerClient, type UserOperationReceipt } from "viem/account-abstraction";
 import { useConfig } from "../runtime";
 import { bundlerClient, controllerSigner, publicClient } from "../chain/chains";
@@ -22,6 +23,7 @@ import {
 import { forgetNonce, isStaleNonce, markNonceUsed, nextNonce, withWalletLock } from "../chain/nonce";
 import { signWalletOperation, verifySignable, type SignableWallet } from "./signing";
 import { get as getWallet, type WalletRecord } from "./wallet";
+import { maySponsor, reserveSponsoredGas, sponsoredGasOf, type Sponsorship } from "./sponsorship";
 import type { SendCalls, SendOutcome, WalletCall } from "../engine/types";
 import type { ChainSettings } from "../config";
 
@@ -49,13 +51,23 @@ export interface PreparedOperation {
   amount: bigint;
   /** What the wallet itself pays the EntryPoint for gas at most (0 when sponsored): its prefund less its deposit. */
   gasFunds: bigint;
+  /** True when the chain's paymaster sponsors the operation (within the budgets of API.md §18.5). */
+  sponsored: boolean;
+  /**
+   * Gives the operation's sponsored gas back to the budgets: call it whenever the operation is not sent after all
+   * (the bundler refused it, nothing was sent). Not after a send whose answer was lost: it may be in. No-op when
+   * unsponsored; never throws.
+   */
+  giveBack(): Promise<void>;
 }
 
 /**
  * Builds the signed operation: init code while the account is undeployed, the next nonce of the wallet's lock,
- * gas from the bundler, the paymaster's sponsorship when the chain has one. `max` is resolved here: the whole
- * balance when sponsored, else the balance minus the operation's maximum gas cost (its prefund less the deposit
- * the account already holds at the EntryPoint). Throws the bundler's refusals (see bundlerRejection).
+ * gas from the bundler, the paymaster's sponsorship when the chain has one and the owner's and the chain's budgets
+ * (API.md §18.5, sponsorship.ts) take the operation's gas limits. Past a budget it is built unsponsored, paid by the
+ * wallet: a wallet that cannot pay it is refused here (400 INSUFFICIENT_BALANCE, nothing sent). `max` is resolved
+ * here: the whole balance when sponsored, else the balance minus the operation's maximum gas cost (its prefund less
+ * the deposit the account already holds at the EntryPoint). Throws the bundler's refusals (see bundlerRejection).
  */
 export async function prepareOperation(
   client: PublicClient,
@@ -66,16 +78,12 @@ export async function prepareOperation(
   nonceKey: string,
 ): Promise<PreparedOperation> {
   const entryPoint = getAddress(chain.entryPoint);
-  const sponsored = Boolean(chain.paymaster);
-  const [chainNonce, fees, balance, deposit] = await Promise.all([
+  const paymaster = chain.paymaster ? getAddress(chain.paymaster) : undefined;
+  const [chainNonce, fees, maxBalance] = await Promise.all([
     client.readContract({ address: entryPoint, abi: entryPoint07Abi, functionName: "getNonce", args: [wallet.address, 0n] }),
     getUserOperationFees({ client, bundler }),
-    plan.amount === "max" ? client.getBalance({ address: wallet.address }) : Promise.resolve(0n),
-    sponsored ? Promise.resolve(0n) : client.readContract({ address: entryPoint, abi: entryPoint07Abi, functionName: "balanceOf", args: [wallet.address] }),
+    plan.amount === "max" ? client.getBalance({ address: wallet.address }) : Promise.resolve(undefined),
   ]);
-  // Estimate with a value of the final one's size, so calldata costs are not under-estimated; a wallet that
-  // pays its own gas cannot also send its whole balance in the simulation, so it estimates with half.
-  const estimateValue = plan.amount !== "max" ? plan.amount : sponsored ? balance : balance / 2n;
   const unsigned = (value: bigint) =>
     buildUserOperation({
       client,
@@ -90,31 +98,82 @@ export async function prepareOperation(
       deployed: wallet.deployed,
       fees,
     });
-  let op = await unsigned(estimateValue);
-  if (sponsored) op = withVerifyingPaymasterStub(op, { paymaster: getAddress(chain.paymaster!) });
-  const estimated = await estimateGas(bundler, op, entryPoint, wallet.deployed);
-  const gas = {
-    callGasLimit: plan.gasLimit !== undefined && plan.gasLimit < estimated.callGasLimit ? plan.gasLimit : estimated.callGasLimit,
-    verificationGasLimit: estimated.verificationGasLimit,
-    preVerificationGas: estimated.preVerificationGas + estimated.preVerificationGas / 10n,
-    paymasterVerificationGasLimit: estimated.paymasterVerificationGasLimit,
-    paymasterPostOpGasLimit: estimated.paymasterPostOpGasLimit,
-  };
-  const prefund = (gas.callGasLimit + gas.verificationGasLimit + gas.preVerificationGas) * fees.maxFeePerGas;
-  const gasFunds = sponsored || deposit >= prefund ? 0n : prefund - deposit;
 
-  const amount = plan.amount === "max" ? balance - gasFunds : plan.amount;
-  if (plan.amount === "max" && amount <= 0n) throw insufficientBalance("The wallet's balance does not cover the operation's maximum gas cost.");
-  op = { ...(await unsigned(amount)), ...gas };
-  if (sponsored) {
-    const paymaster = getAddress(chain.paymaster!);
-    op = await sponsorUserOperation({ userOp: { ...op, paymaster }, paymaster, signer: await controllerSigner(), chainId: chain.chainId });
-  } else {
-    delete op.paymasterVerificationGasLimit;
-    delete op.paymasterPostOpGasLimit;
+  /** Gas limits, the wallet's own gas funds and the amount, for the operation sponsored by `by` or paid by the wallet. */
+  const estimate = async (by: Address | undefined) => {
+    const [balance, deposit] = await Promise.all([
+      maxBalance ?? (by ? Promise.resolve(0n) : client.getBalance({ address: wallet.address })),
+      by ? Promise.resolve(0n) : client.readContract({ address: entryPoint, abi: entryPoint07Abi, functionName: "balanceOf", args: [wallet.address] }),
+    ]);
+    // Estimate with a value of the final one's size, so calldata costs are not under-estimated; a wallet that
+    // pays its own gas cannot also send its whole balance in the simulation, so it estimates with half.
+    const estimateValue = plan.amount !== "max" ? plan.amount : by ? balance : balance / 2n;
+    let op = await unsigned(estimateValue);
+    if (by) op = withVerifyingPaymasterStub(op, { paymaster: by });
+    // Past a budget, the gas is estimated as if the wallet could pay it: whether it can is decided below against
+    // its real balance, so a wallet short of funds is refused with INSUFFICIENT_BALANCE, not by the simulation.
+    const stateOverride = !by && paymaster ? [{ address: wallet.address, balance: balance + ESTIMATION_FUNDS }] : undefined;
+    const estimated = await estimateGas(bundler, op, entryPoint, wallet.deployed, stateOverride);
+    const gas = {
+      callGasLimit: plan.gasLimit !== undefined && plan.gasLimit < estimated.callGasLimit ? plan.gasLimit : estimated.callGasLimit,
+      verificationGasLimit: estimated.verificationGasLimit,
+      preVerificationGas: estimated.preVerificationGas + estimated.preVerificationGas / 10n,
+      paymasterVerificationGasLimit: by ? estimated.paymasterVerificationGasLimit : undefined,
+      paymasterPostOpGasLimit: by ? estimated.paymasterPostOpGasLimit : undefined,
+    };
+    const prefund = (gas.callGasLimit + gas.verificationGasLimit + gas.preVerificationGas) * fees.maxFeePerGas;
+    const gasFunds = by || deposit >= prefund ? 0n : prefund - deposit;
+    const amount = plan.amount === "max" ? balance - gasFunds : plan.amount;
+    if (plan.amount === "max" && amount <= 0n) throw insufficientBalance("The wallet's balance does not cover the operation's maximum gas cost.");
+    return { gas, gasFunds, amount, balance };
+  };
+
+  // Sponsored when the chain has a paymaster and both budgets take the operation's gas limits.
+  let built: Awaited<ReturnType<typeof estimate>> | undefined;
+  let sponsorship: Sponsorship | undefined;
+  if (paymaster && maySponsor()) {
+    built = await estimate(paymaster);
+    sponsorship = await reserveSponsoredGas({ chainId: chain.chainId, owner: wallet.owner, gas: sponsoredGasOf(built.gas) });
+    if (!sponsorship) built = undefined;
   }
-  op = await signWalletOperation(wallet, op, chain);
-  return { op, amount, gasFunds };
+  if (!built) {
+    // Paid by the wallet. With a paymaster on the chain that means past a budget (API.md §18.5): a wallet that
+    // cannot pay is then refused before anything is sent.
+    const pastBudget = paymaster !== undefined;
+    try {
+      built = await estimate(undefined);
+    } catch (err) {
+      const refusal = bundlerRefusal(err);
+      if (pastBudget && refusal && prefundUnpaid(refusal.message)) throw cannotPay(wallet);
+      throw err;
+    }
+    if (pastBudget) {
+      const value = plan.calls(built.amount).reduce((sum, c) => sum + (c.value ?? 0n), 0n);
+      if (value + built.gasFunds > built.balance) throw cannotPay(wallet, built.balance, value, built.gasFunds);
+    }
+  }
+
+  try {
+    const { gas, gasFunds, amount } = built;
+    let op: UserOperationV07 = { ...(await unsigned(amount)), ...gas };
+    if (sponsorship) {
+      op = await sponsorUserOperation({ userOp: { ...op, paymaster }, paymaster: paymaster!, signer: await controllerSigner(), chainId: chain.chainId });
+    } else {
+      delete op.paymasterVerificationGasLimit;
+      delete op.paymasterPostOpGasLimit;
+    }
+    op = await signWalletOperation(wallet, op, chain);
+    return { op, amount, gasFunds, sponsored: Boolean(sponsorship), giveBack: sponsorship ? () => sponsorship.giveBack() : async () => {} };
+  } catch (err) {
+    await sponsorship?.giveBack();
+    throw err;
+  }
+}
+
+/** 400 INSUFFICIENT_BALANCE for an operation past the sponsored-gas budgets that the wallet cannot pay itself. */
+function cannotPay(wallet: SignableWallet, balance?: bigint, value?: bigint, gasFunds?: bigint): ApiError {
+  const detail = balance === undefined ? "" : ` (it holds ${balance} wei; the operation sends ${value} wei and may cost up to ${gasFunds} wei of gas)`;
+  return insufficientBalance(`The paymaster's sponsored-gas budget is used up, and the wallet ${wallet.address} cannot pay the operation's gas itself${detail}.`);
 }
 
 /**
@@ -123,10 +182,10 @@ export async function prepareOperation(
  * the simulation reverts with no data at all. So for an account we see deployed, that one refusal is asked again
  * for up to about a second before it counts; any other answer counts at once.
  */
-async function estimateGas(bundler: BundlerClient, userOp: UserOperationV07, entryPoint: Address, deployed: boolean) {
+async function estimateGas(bundler: BundlerClient, userOp: UserOperationV07, entryPoint: Address, deployed: boolean, stateOverride?: StateOverride) {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await estimateUserOperationGas({ bundler, userOp, entryPoint });
+      return await estimateUserOperationGas({ bundler, userOp, entryPoint, stateOverride });
     } catch (err) {
       const noCodeYet = deployed && /reverted during simulation with reason: 0x\.?$/.test(bundlerRejection(err)?.trim() ?? "");
       if (!noCodeYet || attempt >= BUNDLER_LAG_ATTEMPTS) throw err;
@@ -134,6 +193,8 @@ async function estimateGas(bundler: BundlerClient, userOp: UserOperationV07, ent
     }
   }
 }
+/** Added to the wallet's balance in a simulation that must not fail for its funds: far above any operation's cost. */
+const ESTIMATION_FUNDS = 10n ** 30n;
 const BUNDLER_LAG_ATTEMPTS = 8;
 const BUNDLER_LAG_PAUSE_MS = 150;
 
@@ -253,6 +314,7 @@ async function send(record: WalletRecord, chain: ChainSettings, request: SendReq
     }
     const { op, gasFunds } = prepared;
     if (!request.sendMax && value + gasFunds > balance) {
+      await prepared.giveBack();
       throw insufficientBalance(`The wallet holds ${balance} wei; the operation sends ${value} wei and may cost up to ${gasFunds} wei of gas.`);
     }
 
@@ -268,6 +330,8 @@ async function send(record: WalletRecord, chain: ChainSettings, request: SendReq
         hold(receiptOf(bundler, userOpHash, useropReceiptWaitMs));
         return failure("RPC_ERROR", "the bundler could not be reached while sending; the operation may still be included", { userOpHash });
       }
+      // Refused: never sent, so its sponsored gas goes back (a retry reserves again).
+      await prepared.giveBack();
       forgetNonce(nonceKey);
       if (isStaleNonce(rejection) && attempt === 0) continue;
       return failure("USEROP_REJECTED", rejection);

@@ -1,7 +1,8 @@
 /**
  * Withdrawals (API.md §11.5, §11.6): ETH or an ERC-20 out of a smart wallet as one user operation,
- * signed by the service's controller, sponsored by the chain's paymaster when configured, sent to the
- * chain's bundler, recorded, and followed until a receipt (or the 30-minute give-up).
+ * signed by the service's controller, sponsored by the chain's paymaster when configured and within the
+ * sponsored-gas budgets (API.md §18.5; else paid by the wallet), sent to the chain's bundler, recorded, and
+ * followed until a receipt (or the 30-minute give-up).
  */
 import * as v from "valibot";
 import { ulid } from "ulid";
@@ -25,13 +26,13 @@ import { fieldErrors } from "../http/validate";
 import { Status, WithdrawBody, type WithdrawResult } from "./schemas";
 import { bundlerClient, chainSettings, contractRefused, publicClient, unsupportedChain } from "../chain/chains";
 import { erc20Transfer } from "../chain/account";
-import { getUserOperationHashV07, type AccountCall, type UserOperationV07 } from "../chain/userop";
+import { getUserOperationHashV07, type AccountCall } from "../chain/userop";
 import { forgetNonce, isStaleNonce, markNonceUsed, withWalletLock } from "../chain/nonce";
 import { upstreamError } from "../chain/upstream";
 import * as Idempotency from "../idempotency";
 import { requireOwned, type WalletRecord } from "./wallet";
 import { verifySignable } from "./signing";
-import { bundlerRejection, insufficientBalance, prepareOperation, walletLockKey } from "./operation";
+import { bundlerRejection, insufficientBalance, prepareOperation, walletLockKey, type PreparedOperation } from "./operation";
 import type { ChainSettings } from "../config";
 
 
@@ -155,12 +156,11 @@ async function send(wallet: WalletRecord, chain: ChainSettings, request: Request
     owner: wallet.owner,
   };
   for (let attempt = 0; ; attempt++) {
-    let op: UserOperationV07;
-    let finalAmount: bigint;
+    let prepared: PreparedOperation;
     try {
       // Another instance took the nonce, and may have deployed the account meanwhile.
       if (attempt > 0) signable = await verifySignable(wallet, chain);
-      ({ op, amount: finalAmount } = await prepareOperation(client, bundler, signable, chain, { calls: (value) => [call(value)], amount }, nonceKey));
+      prepared = await prepareOperation(client, bundler, signable, chain, { calls: (value) => [call(value)], amount }, nonceKey);
     } catch (err) {
       const rejection = bundlerRejection(err);
       if (rejection === undefined) throw err instanceof ApiError ? err : upstreamError(err);
@@ -170,8 +170,15 @@ async function send(wallet: WalletRecord, chain: ChainSettings, request: Request
       }
       return record({ ...base, status: "failed", message: rejection, amount: String(amount === "max" ? balance : amount), submittedAt: useRuntime().now() });
     }
+    const { op, amount: finalAmount } = prepared;
     const userOpHash = getUserOperationHashV07(op, { chainId: chain.chainId, entryPoint: getAddress(chain.entryPoint) });
-    const submitted = await record({ ...base, status: "pending", userOpHash, amount: finalAmount.toString(), submittedAt: useRuntime().now() });
+    let submitted: Result;
+    try {
+      submitted = await record({ ...base, status: "pending", userOpHash, amount: finalAmount.toString(), submittedAt: useRuntime().now() });
+    } catch (err) {
+      await prepared.giveBack(); // nothing sent
+      throw err;
+    }
     try {
       await bundler.sendUserOperation({ ...op, entryPointAddress: getAddress(chain.entryPoint) } as never);
     } catch (err) {
@@ -180,6 +187,8 @@ async function send(wallet: WalletRecord, chain: ChainSettings, request: Request
         markNonceUsed(nonceKey, op.nonce); // the answer was lost, the operation may be in: followed up as pending
         return submitted;
       }
+      // Refused: never sent, so its sponsored gas goes back (a retry reserves again).
+      await prepared.giveBack();
       forgetNonce(nonceKey);
       // Another instance took the nonce: build again; the retry overwrites this same record.
       if (isStaleNonce(rejection) && attempt === 0) continue;
