@@ -16,6 +16,7 @@ import { expireDue, recordOutcome } from "../shared/workflow/workflow";
 import { log } from "../shared/log";
 import { createInProcessBus, setBus } from "../shared/execution/bus";
 import { withRunner } from "../shared/execution/runner";
+import { recoverInterruptedClaims } from "../shared/execution/claim";
 import { createLocalScheduler } from "../shared/schedule/local";
 import { setScheduler } from "../shared/schedule/port";
 import { startWatching } from "../shared/watch/watcher";
@@ -83,6 +84,8 @@ async function main() {
       .catch((err) => log.warn("execution sweep failed", { error: (err as Error).message }));
     // Workflows past expiredAt: stored completed / EXPIRED, slot, schedules and watch entry freed (API.md §8.2).
     expireDue(now, 200).catch((err) => log.warn("workflow expiry pass failed", { error: (err as Error).message }));
+    // Claims a crash interrupted: finished (or dropped) a minute on, their runs handed over (API.md §18.4).
+    recoverInterruptedClaims(now).catch((err) => log.warn("claim recovery failed", { error: (err as Error).message }));
   }, 30_000);
   // Cron and fixedTime triggers: due fires live in the table, so a restart picks up where the last run stopped.
   const scheduler = setScheduler(createLocalScheduler());

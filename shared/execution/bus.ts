@@ -15,6 +15,8 @@ export interface ExecutionRequested {
   type: "execution.requested";
   workflowId: string;
   executionId: string;
+  /** The workflow's owner: runs queue per owner (run-queue.ts). Absent on events from before it was added. */
+  owner?: string;
 }
 export type BusEvent = ExecutionRequested;
 
@@ -95,9 +97,14 @@ export function createEventBridgeBus(options: { busName: string; client?: EventB
 /** The bus event inside an EventBridge delivery to a Lambda target, or undefined when it is not one of ours. */
 export function fromEventBridge(event: { source?: string; "detail-type"?: string; detail?: unknown }): BusEvent | undefined {
   if (event.source !== EVENT_SOURCE || event["detail-type"] !== "execution.requested") return undefined;
-  const detail = event.detail as { workflowId?: unknown; executionId?: unknown } | undefined;
+  const detail = event.detail as { workflowId?: unknown; executionId?: unknown; owner?: unknown } | undefined;
   if (typeof detail?.workflowId !== "string" || typeof detail.executionId !== "string") return undefined;
-  return { type: "execution.requested", workflowId: detail.workflowId, executionId: detail.executionId };
+  return {
+    type: "execution.requested",
+    workflowId: detail.workflowId,
+    executionId: detail.executionId,
+    ...(typeof detail.owner === "string" ? { owner: detail.owner } : {}),
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 /**
  * Starting one execution, shared by every way a workflow fires (the manual trigger, schedules, the chain
- * watcher): the claim writes the `pending` record with its trigger step and run input in the workflow's own
- * transaction (with the fire id of an automatic fire, so a repeated delivery claims nothing), then the hand-over
- * publishes `execution.requested` for a runner. Carries no engine code: the runner is reached only through the bus.
+ * watcher): the claim (Workflow.claim: an intent, one conditional count update on the workflow item, then the
+ * `pending` record with its trigger step and run input; an automatic fire's record is its intent, so a repeated
+ * delivery claims nothing), then the hand-over publishes `execution.requested` for a runner. Carries no engine
+ * code: the runner is reached only through the bus.
  */
 import { ulid } from "ulid";
 import type { Address } from "viem";
@@ -26,7 +27,17 @@ export interface ClaimRequest {
   stepOutput: Record<string, unknown>;
   /** What the runner receives: the trigger output to run with (absent: read at run time) and `triggerInput`. */
   runInput: RunRequest;
+  /** The workflow as the caller has just read it (strongly consistent), to save the claim its own read. */
+  workflow?: Workflow.WorkflowRecord;
 }
+
+/**
+ * Owners of automatic fires' executions claimed by this process and not handed over yet: the hand-over names the
+ * owner on the event, so runs queue per owner (run-queue.ts) without a read, and the scheduler and the watcher
+ * need not pass it. (The manual trigger knows the owner and passes it.)
+ */
+const claimedOwners = new Map<string, string>();
+const MAX_REMEMBERED = 10_000;
 
 /**
  * Claims one execution (Workflow.claim: 412/404, DuplicateFire) and returns its id. Run input too large for the
@@ -37,10 +48,11 @@ export async function claimExecution(workflowId: string, request: ClaimRequest):
   const executionId = ulid(now);
   const storage = await runInputStorage(executionId, request.runInput);
   try {
-    await Workflow.claim(workflowId, {
+    const { workflow } = await Workflow.claim(workflowId, {
       now,
       ...(request.owner ? { owner: request.owner } : {}),
       ...(request.fire ? { fire: request.fire } : {}),
+      ...(request.workflow ? { record: request.workflow } : {}),
       execution: (index, claimed) => ({
         ...Executions.pendingItem({
           workflowId: claimed.id,
@@ -56,6 +68,11 @@ export async function claimExecution(workflowId: string, request: ClaimRequest):
         ...storage.attributes,
       }),
     });
+    if (request.owner === undefined) {
+      claimedOwners.set(executionId, workflow.owner);
+      // Bounded: a claim whose hand-over never comes (its caller failed in between) must not pile up.
+      if (claimedOwners.size > MAX_REMEMBERED) claimedOwners.delete(claimedOwners.keys().next().value!);
+    }
   } catch (err) {
     await storage.discard();
     throw err;
@@ -75,12 +92,15 @@ const triggerStep = (trigger: Trigger & { id: string }, output: Record<string, u
 });
 
 /**
- * Publishes `execution.requested`; false when the bus refused. Then nothing would run the execution: it ends
- * `error` at once (instead of waiting for the sweeper's timeout) and counts toward consecutive errors.
+ * Publishes `execution.requested` (with the owner, for the runners' per-owner queues); false when the bus refused.
+ * Then nothing would run the execution: it ends `error` at once (instead of waiting for the sweeper's timeout)
+ * and counts toward consecutive errors.
  */
-export async function handOver(workflowId: string, executionId: string): Promise<boolean> {
+export async function handOver(workflowId: string, executionId: string, owner?: string): Promise<boolean> {
+  const known = owner ?? claimedOwners.get(executionId);
+  claimedOwners.delete(executionId);
   try {
-    await requireBus().publish({ type: "execution.requested", workflowId, executionId });
+    await requireBus().publish({ type: "execution.requested", workflowId, executionId, ...(known ? { owner: known } : {}) });
     return true;
   } catch (err) {
     log.error("could not publish execution.requested", { workflowId, executionId, error: (err as Error).message });
@@ -90,4 +110,14 @@ export async function handOver(workflowId: string, executionId: string): Promise
     }
     return false;
   }
+}
+
+/**
+ * The sweeper's pass over claims a crash interrupted (Workflow.recoverClaims): every execution it writes is handed
+ * to a runner. Returns how many.
+ */
+export async function recoverInterruptedClaims(now = useRuntime().now()): Promise<number> {
+  const recovered = await Workflow.recoverClaims(now);
+  for (const claim of recovered) await handOver(claim.workflowId, claim.executionId, claim.owner);
+  return recovered.length;
 }

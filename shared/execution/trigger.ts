@@ -1,7 +1,8 @@
 /**
- * The manual trigger (API.md §8.8.7): checks the request in the contract's order, claims one execution in the
- * workflow's conditional transaction (the `pending` record is written by the same transaction), then hands the
- * run to a runner through the bus (asynchronous: 202) or runs it in the request and waits (blocking: 200).
+ * The manual trigger (API.md §8.8.7): checks the request in the contract's order, claims one execution
+ * (Workflow.claim: one conditional count update on the workflow item, the `pending` record written right after),
+ * then hands the run to a runner through the bus (asynchronous: 202) or runs it in the request and waits
+ * (blocking: 200).
  *
  * Order: body fields (400) → workflow lookup (404) → `triggerType` (400 TRIGGER_TYPE_MISMATCH) → `triggerInput`
  * keys against the workflow's trigger and node names (400) → Idempotency-Key replay or conflict (409/422) →
@@ -123,12 +124,12 @@ export async function trigger(rawId: string, body: Record<string, unknown>, idem
     await Promise.race([run, sleep(useConfig().limits.blockingTriggerWaitMs)]);
     return { status: 200, result: await currentResult(workflow.id, executionId), replayed: false };
   }
-  const handed = await handOver(workflow.id, executionId);
+  const handed = await handOver(workflow.id, executionId, workflow.owner);
   const result: TriggerResult = handed ? { executionId, status: "pending", startAt } : await currentResult(workflow.id, executionId);
   return { status: 202, result, location: locationOf(workflow.id, executionId), replayed: false };
 }
 
-/** The claim: the execution record `pending` (trigger step included) in the workflow's transaction. */
+/** The claim: the execution record `pending` (trigger step included) with the next index. */
 async function claimRun(workflow: Workflow.WorkflowRecord, request: TriggerRequest) {
   const now = useRuntime().now();
   // A block trigger without `triggerOutput` reads its chain at run time; until then the step shows `{data: null}`.
@@ -137,6 +138,7 @@ async function claimRun(workflow: Workflow.WorkflowRecord, request: TriggerReque
   const executionId = await claimExecution(workflow.id, {
     now,
     owner: workflow.owner,
+    workflow,
     stepOutput: output,
     runInput: {
       ...(readsChain ? {} : { triggerOutput: output }),

@@ -1,0 +1,226 @@
+/**
+ * Claims without 5xx (API.md §18.4, first bullet) over real HTTP servers: concurrent `:trigger` calls of one
+ * workflow get their §8.8.7 answers only (202, or 412 at maxExecution), exactly maxExecution executions exist with
+ * indexes 0 to maxExecution − 1, also through two service apps on one table; claims interrupted by a crash at each
+ * step are finished (or dropped) by the sweeper's recovery without losing an index or a fire; index attributes of
+ * finished claims do not pile up on the workflow item.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ulid } from "ulid";
+import { GetCommand } from "@aws-sdk/lib-dynamodb";
+import { useTestRuntime } from "./support/runtime";
+import { startTestServer, type TestServer } from "./support/server";
+import { jsonClient, type Json, type Owner } from "./support/client";
+import { createServiceApp } from "../shared/http/service";
+import { createInProcessBus, setBus, type InProcessBus } from "../shared/execution/bus";
+import { withRunner } from "../shared/execution/runner";
+import { recoverInterruptedClaims } from "../shared/execution/claim";
+import * as Executions from "../shared/execution/execution";
+import * as Workflow from "../shared/workflow/workflow";
+import { executionFee, valueFeeFor } from "../shared/engine/fees";
+import { Keys } from "../shared/store/keys";
+import type { Runtime } from "../shared/runtime";
+
+let runtime: Runtime;
+let first: TestServer;
+let second: TestServer;
+let bus: InProcessBus;
+const viaFirst = jsonClient(() => first.url);
+const viaSecond = jsonClient(() => second.url);
+const { call } = viaFirst;
+
+beforeAll(async () => {
+  runtime = await useTestRuntime({ RATE_LIMIT_BURST: "100000", RATE_LIMIT_RPS: "10000" });
+  bus = setBus(withRunner(createInProcessBus()));
+  // Two service apps on one table, as two Lambda instances or two `npm start` processes would be.
+  first = await startTestServer(createServiceApp());
+  second = await startTestServer(createServiceApp());
+});
+
+afterAll(async () => {
+  await bus?.idle();
+  await first?.close();
+  await second?.close();
+});
+
+async function createWorkflow(who: Owner, maxExecution: number): Promise<Json> {
+  const res = await call(who, "POST", "/workflows", {
+    smartWalletAddress: who.wallet,
+    trigger: { id: "t", name: "start", type: "manual", config: { data: {} } },
+    nodes: [{ id: "one", name: "one", type: "customCode", config: { source: "return 1" } }],
+    maxExecution,
+  });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return res.body;
+}
+
+/** Every execution of the workflow, through the API (all pages). */
+async function executionsOf(who: Owner, workflowId: string): Promise<Json[]> {
+  const out: Json[] = [];
+  let after: string | undefined;
+  for (;;) {
+    const res = await call(who, "GET", `/workflows/${workflowId}/executions?limit=200${after ? `&after=${after}` : ""}`);
+    expect(res.status).toBe(200);
+    out.push(...res.body.data);
+    if (!res.body.pageInfo?.hasNextPage) return out;
+    after = res.body.pageInfo.endCursor;
+  }
+}
+
+const rawWorkflow = async (id: string) =>
+  (await runtime.db.send(new GetCommand({ TableName: runtime.config.tableName, Key: Keys.workflow(id), ConsistentRead: true }))).Item!;
+const indexAttributes = (item: Record<string, unknown>) => Object.keys(item).filter((k) => k.startsWith("claim#"));
+
+async function concurrentTriggers(count: number, max: number, servers: ReturnType<typeof jsonClient>[]) {
+  const alice = await viaFirst.ownerWithWallet();
+  const wf = await createWorkflow(alice, max);
+  const before = { ...Workflow.claimStats };
+  const answers = await Promise.all(
+    Array.from({ length: count }, (_, i) => servers[i % servers.length]!.call(alice, "POST", `/workflows/${wf.id}:trigger`, { triggerType: "manual" })),
+  );
+  const statuses = answers.map((a) => a.status);
+  expect(statuses.filter((s) => s >= 500)).toEqual([]);
+  expect(statuses.filter((s) => s === 202)).toHaveLength(max);
+  expect(statuses.filter((s) => s === 412)).toHaveLength(count - max);
+  for (const refused of answers.filter((a) => a.status === 412)) {
+    expect(refused.body).toMatchObject({ code: "WORKFLOW_NOT_RUNNABLE", reason: "MAX_EXECUTIONS_REACHED" });
+  }
+  // One count update per call at most: no claim ever retried for contention.
+  expect(Workflow.claimStats.claimed - before.claimed).toBe(max);
+  expect(Workflow.claimStats.attempts - before.attempts).toBeLessThanOrEqual(count);
+
+  await bus.idle();
+  const executions = await executionsOf(alice, wf.id);
+  expect(executions).toHaveLength(max);
+  expect(executions.map((e) => e.index).sort((a, b) => a - b)).toEqual(Array.from({ length: max }, (_, i) => i));
+  expect(new Set(executions.map((e) => e.id))).toEqual(new Set(answers.filter((a) => a.status === 202).map((a) => a.body.executionId)));
+  expect(executions.every((e) => e.status === "success")).toBe(true);
+  // Claim order: the index that completed the workflow is the last one; completedAt is that claim's startAt.
+  const last = executions.find((e) => e.index === max - 1)!;
+  expect((await call(alice, "GET", `/workflows/${wf.id}`)).body).toMatchObject({
+    executionCount: max,
+    remainingExecutions: 0,
+    status: "completed",
+    completionReason: "MAX_EXECUTIONS_REACHED",
+    completedAt: last.startAt,
+  });
+}
+
+describe("concurrent claims of one workflow", () => {
+  it("50 :trigger calls at once on maxExecution 30: 30 executions with indexes 0-29, the other 20 answer 412, none 5xx", async () => {
+    await concurrentTriggers(50, 30, [viaFirst]);
+  });
+
+  it("the same through two service apps on one table", async () => {
+    await concurrentTriggers(50, 30, [viaFirst, viaSecond]);
+  });
+
+  it("sequential claims leave at most the last claim's index attribute on the workflow item", async () => {
+    const bob = await viaFirst.ownerWithWallet();
+    const wf = await createWorkflow(bob, 100);
+    for (let i = 0; i < 5; i++) expect((await call(bob, "POST", `/workflows/${wf.id}:trigger`, { triggerType: "manual" })).status).toBe(202);
+    expect(indexAttributes(await rawWorkflow(wf.id)).length).toBeLessThanOrEqual(1);
+    // A burst leaves at most the burst's width; the next claim removes them.
+    await Promise.all(Array.from({ length: 10 }, () => call(bob, "POST", `/workflows/${wf.id}:trigger`, { triggerType: "manual" })));
+    expect((await call(bob, "POST", `/workflows/${wf.id}:trigger`, { triggerType: "manual" })).status).toBe(202);
+    expect(indexAttributes(await rawWorkflow(wf.id)).length).toBeLessThanOrEqual(1);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------
+
+/** A claim as claim.ts makes it, stopped where a crash would stop it. */
+function claimStoppedAt(wf: Json, crashAt: "afterIntent" | "afterCount", fire?: string) {
+  const now = runtime.now();
+  return Workflow.claim(wf.id, {
+    now,
+    crashAt,
+    ...(fire ? { fire: { fireId: fire, expiresAt: Math.floor(now / 1000) + 3600 } } : {}),
+    execution: (index, claimed) => ({
+      ...Executions.pendingItem({
+        workflowId: claimed.id,
+        owner: claimed.owner,
+        chainId: claimed.chainId,
+        id: ulid(now),
+        index,
+        startAt: now,
+        executionFee: executionFee(),
+        valueFee: valueFeeFor(claimed.nodes),
+        triggerStep: { id: "t", type: "manual", name: "start", success: true, config: {}, output: { data: {} }, startAt: now, endAt: now },
+      }),
+      runInput: JSON.stringify({ triggerOutput: { data: {}, headers: {}, pathParams: {} } }),
+    }),
+  });
+}
+
+/** The sweeper's pass as it runs a minute later. */
+const sweepClaimsLater = () => recoverInterruptedClaims(runtime.now() + Workflow.CLAIM_RECOVERY_AFTER_MS + 1_000);
+
+describe("a crash in the middle of a claim", () => {
+  it("after the count update: the sweeper writes the execution with the index it took, runs it, and no index is missing", async () => {
+    const carol = await viaFirst.ownerWithWallet();
+    const wf = await createWorkflow(carol, 3);
+    expect((await call(carol, "POST", `/workflows/${wf.id}:trigger`, { triggerType: "manual" })).status).toBe(202);
+    await expect(claimStoppedAt(wf, "afterCount")).rejects.toBeInstanceOf(Workflow.SimulatedCrash);
+    // The third call takes index 2 and completes the workflow; index 1 has no execution yet.
+    expect((await call(carol, "POST", `/workflows/${wf.id}:trigger`, { triggerType: "manual" })).status).toBe(202);
+    expect((await call(carol, "POST", `/workflows/${wf.id}:trigger`, { triggerType: "manual" })).body).toMatchObject({ reason: "MAX_EXECUTIONS_REACHED" });
+    await bus.idle();
+    expect((await executionsOf(carol, wf.id)).map((e) => e.index).sort()).toEqual([0, 2]);
+
+    expect(await recoverInterruptedClaims()).toBe(0); // not stale yet: a live claim is never taken over
+    expect(await sweepClaimsLater()).toBe(1);
+    await bus.idle();
+    const executions = await executionsOf(carol, wf.id);
+    expect(executions.map((e) => e.index).sort()).toEqual([0, 1, 2]);
+    expect(executions.every((e) => e.status === "success")).toBe(true);
+    expect((await call(carol, "GET", `/workflows/${wf.id}`)).body).toMatchObject({ executionCount: 3, status: "completed" });
+    expect(await sweepClaimsLater()).toBe(0); // done once
+  });
+
+  it("on the last index: the sweeper also completes the workflow", async () => {
+    const dan = await viaFirst.ownerWithWallet();
+    const wf = await createWorkflow(dan, 1);
+    await expect(claimStoppedAt(wf, "afterCount")).rejects.toBeInstanceOf(Workflow.SimulatedCrash);
+    // Not runnable any more (the count is at the cap) even before the completion is stored.
+    expect((await call(dan, "POST", `/workflows/${wf.id}:trigger`, { triggerType: "manual" })).body).toMatchObject({ reason: "MAX_EXECUTIONS_REACHED" });
+    expect(await sweepClaimsLater()).toBe(1);
+    await bus.idle();
+    expect((await executionsOf(dan, wf.id)).map((e) => [e.index, e.status])).toEqual([[0, "success"]]);
+    expect((await call(dan, "GET", `/workflows/${wf.id}`)).body).toMatchObject({ status: "completed", completionReason: "MAX_EXECUTIONS_REACHED" });
+  });
+
+  it("before the count update: a fire is claimed by the sweeper (a redelivery stays a duplicate); a manual trigger is dropped", async () => {
+    const erin = await viaFirst.ownerWithWallet();
+    const wf = await createWorkflow(erin, 10);
+    const fireId = `${wf.id}:t:${runtime.now()}`;
+    await expect(claimStoppedAt(wf, "afterIntent", fireId)).rejects.toBeInstanceOf(Workflow.SimulatedCrash);
+    await expect(claimStoppedAt(wf, "afterIntent", fireId)).rejects.toBeInstanceOf(Workflow.DuplicateFire);
+    await expect(claimStoppedAt(wf, "afterIntent")).rejects.toBeInstanceOf(Workflow.SimulatedCrash);
+    expect((await call(erin, "GET", `/workflows/${wf.id}`)).body.executionCount).toBe(0);
+
+    expect(await sweepClaimsLater()).toBe(1);
+    await bus.idle();
+    expect((await executionsOf(erin, wf.id)).map((e) => [e.index, e.status])).toEqual([[0, "success"]]);
+    expect((await call(erin, "GET", `/workflows/${wf.id}`)).body.executionCount).toBe(1);
+    // The fire stays claimed once; nothing is left in flight.
+    await expect(claimStoppedAt(wf, "afterIntent", fireId)).rejects.toBeInstanceOf(Workflow.DuplicateFire);
+    expect(await sweepClaimsLater()).toBe(0);
+    expect((await call(erin, "POST", `/workflows/${wf.id}:trigger`, { triggerType: "manual" })).status).toBe(202);
+    await bus.idle();
+    expect((await executionsOf(erin, wf.id)).map((e) => e.index).sort()).toEqual([0, 1]);
+  });
+
+  it("a fire whose workflow stopped being runnable meanwhile is dropped by the sweeper, its fire still consumed", async () => {
+    const fay = await viaFirst.ownerWithWallet();
+    const wf = await createWorkflow(fay, 10);
+    const fireId = `${wf.id}:t:${runtime.now()}`;
+    await expect(claimStoppedAt(wf, "afterIntent", fireId)).rejects.toBeInstanceOf(Workflow.SimulatedCrash);
+    expect((await call(fay, "POST", `/workflows/${wf.id}:pause`)).status).toBe(200);
+    expect(await sweepClaimsLater()).toBe(0);
+    expect(await executionsOf(fay, wf.id)).toEqual([]);
+    expect((await call(fay, "POST", `/workflows/${wf.id}:resume`)).status).toBe(200);
+    await expect(claimStoppedAt(wf, "afterIntent", fireId)).rejects.toBeInstanceOf(Workflow.DuplicateFire);
+    expect(await sweepClaimsLater()).toBe(0);
+  });
+});
