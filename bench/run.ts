@@ -83,6 +83,35 @@ async function main() {
       return res;
     };
 
+    // BENCH_ONLY=isolation (or any part's name) runs that part alone.
+    const only = process.env.BENCH_ONLY;
+    const part = (name: string) => only === undefined || only === name;
+    if (part("core")) await benchCore(runtime, config, stack, base, owner, headers, request);
+    setRuntime(runtime);
+    if (part("workflows")) await (await import("./workflows")).benchWorkflows({ base, runtime, report, rows });
+    if (part("triggers")) await (await import("./triggers")).benchTriggers({ base, runtime, report, rows });
+    if (part("cron")) await (await import("./cron-floor")).benchCronFloor(report);
+    if (part("isolation")) await (await import("./isolation")).benchIsolation({ base, runtime, report, rows });
+
+    printTable();
+    await server.close();
+  } finally {
+    await stack.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+  if (process.env.BENCH_ONLY === undefined || process.env.BENCH_ONLY === "bundles") await (await import("./bundles")).benchBundles(); // bundle sizes and cold imports, with the local stack stopped
+}
+
+/** Secrets, wallets, withdraw and the rate limiter, each against its baseline. */
+async function benchCore(
+  runtime: Runtime,
+  config: ReturnType<typeof buildConfig>,
+  stack: Awaited<ReturnType<typeof startLocalStack>>,
+  base: string,
+  owner: ReturnType<typeof privateKeyToAccount>,
+  headers: Record<string, string>,
+  request: (method: string, path: string, body?: unknown, expected?: number[]) => Promise<Response>,
+) {
     // --- secrets vs raw DynamoDB ---
     const rawPut = await measure(ROUNDS, async (i) => {
       await runtime.db.send(new PutCommand({ TableName: config.tableName, Item: { pk: `BENCH#${owner.address}`, sk: `RAW#${i}`, value: "x".repeat(64) } }));
@@ -133,18 +162,7 @@ async function main() {
     report("withdraw → confirmed", viaService, "raw bundler op", direct);
 
     await benchRateLimiter(runtime);
-    setRuntime(runtime);
-    await (await import("./workflows")).benchWorkflows({ base, runtime, report, rows });
-    await (await import("./triggers")).benchTriggers({ base, runtime, report, rows });
-    await (await import("./cron-floor")).benchCronFloor(report);
 
-    printTable();
-    await server.close();
-  } finally {
-    await stack.stop();
-    rmSync(dataDir, { recursive: true, force: true });
-  }
-  await (await import("./bundles")).benchBundles(); // bundle sizes and cold imports, with the local stack stopped
 }
 
 /**

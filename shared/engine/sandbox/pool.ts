@@ -21,7 +21,7 @@ import { availableParallelism, totalmem } from "node:os";
 import { dirname, join } from "node:path";
 import { createRequire } from "node:module";
 import { pathToFileURL } from "node:url";
-import { Worker } from "node:worker_threads";
+import { isMainThread, Worker, workerData } from "node:worker_threads";
 import type { Answer, Evaluation, SandboxErrorCode } from "./quickjs";
 import { SANDBOX_WORKER_ROLE, type Job, type Reply } from "./worker";
 
@@ -313,10 +313,14 @@ function tsxLoaderApi(from: string): string {
   return pathToFileURL(join(dirname(manifest), exports["./esm/api"]!.import.default)).href;
 }
 
+const isSandboxWorker = () => !isMainThread && (workerData as { role?: unknown } | undefined)?.role === SANDBOX_WORKER_ROLE;
+
 let shared: SandboxPool | undefined;
 
 /** The process's pool, created on first use. */
 export function sandboxPool(): SandboxPool {
+  // A sandbox worker loads the whole bundle it was started from: it must never start workers of its own.
+  if (isSandboxWorker()) throw new Error("the sandbox pool cannot be used inside a sandbox worker");
   shared ??= new SandboxPool(defaultPoolOptions());
   return shared;
 }
