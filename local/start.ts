@@ -20,6 +20,7 @@ import { recoverInterruptedClaims } from "../shared/execution/claim";
 import { createLocalScheduler } from "../shared/schedule/local";
 import { setScheduler } from "../shared/schedule/port";
 import { startWatching } from "../shared/watch/watcher";
+import { sandboxPool } from "../shared/engine/sandbox/pool";
 
 async function main() {
   // The pinned AWS SDK runs on Node 20; its notice about later releases needing Node 22 is noise here.
@@ -38,9 +39,12 @@ async function main() {
   await ensureTable(runtime.db, config.tableName);
   // Asynchronous triggers reach the runner through an in-process bus (AWS: EventBridge → the runner function).
   setBus(withRunner(createInProcessBus()));
+  // The sandbox workers load while the rest starts, so the first script does not wait for them.
+  const sandboxes = sandboxPool().ready();
 
   let server: Awaited<ReturnType<typeof serveApp>>;
   try {
+    await sandboxes;
     server = await serveApp(createServiceApp(), { port: config.port });
   } catch (err) {
     console.error(`Could not listen on port ${config.port}: ${(err as Error).message}`);

@@ -13,14 +13,16 @@
  * - Idle workers are unref'd, so the pool never keeps a process (or a Lambda invocation) alive by itself;
  *   a busy one is ref'd until it answers, so an awaited evaluation is never abandoned by an empty event loop.
  *
- * Workers load ./worker.ts: in development (tsx, vitest) through tsx's loader; in a bundle, the bundle
- * itself is the worker's script (./worker.ts is part of it, and starts only on a sandbox worker thread).
+ * Workers load ./worker.ts: in a bundle, the bundle itself is the worker's script (./worker.ts is part of it,
+ * and starts only on a sandbox worker thread); from source (tsx, vitest), a bundle of ./worker.ts made once per
+ * process with esbuild.
  */
-import { readFileSync } from "node:fs";
-import { availableParallelism, totalmem } from "node:os";
-import { dirname, join } from "node:path";
+import { createHash } from "node:crypto";
+import { existsSync, renameSync, writeFileSync } from "node:fs";
+import { availableParallelism, tmpdir, totalmem } from "node:os";
+import { join } from "node:path";
 import { createRequire } from "node:module";
-import { pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
 import { isMainThread, Worker, workerData } from "node:worker_threads";
 import type { Answer, Evaluation, SandboxErrorCode } from "./quickjs";
 import { SANDBOX_WORKER_ROLE, type Job, type Reply } from "./worker";
@@ -296,21 +298,39 @@ function startWorker(options: PoolOptions): Worker {
   const here = import.meta.url;
   const workerData = { role: SANDBOX_WORKER_ROLE, memoryLimitMib: options.memoryLimitMib, logLimitBytes: options.logLimitBytes };
   const resourceLimits = { maxOldGenerationSizeMb: options.heapMib, maxYoungGenerationSizeMb: 32 };
-  if (here.endsWith(".ts")) {
-    // Development (tsx, vitest): the worker registers tsx's loader, then loads the TypeScript entry.
-    const tsx = tsxLoaderApi(here);
-    const entry = new URL("./worker.ts", here).href;
-    const code = `import(${JSON.stringify(tsx)}).then((m) => (m.register ?? m.default.register)()).then(() => import(${JSON.stringify(entry)}));`;
-    return new Worker(code, { eval: true, workerData, resourceLimits });
-  }
-  return new Worker(new URL(here), { workerData, resourceLimits });
+  // In a bundle (a Lambda), the bundle itself is the worker's script; from source (npm start, tests), the
+  // worker's own modules bundled once per process: a TypeScript loader in every worker would cost ~120 MiB each.
+  const script = here.endsWith(".ts") ? workerBundle(here) : new URL(here);
+  return new Worker(script, { workerData, resourceLimits });
 }
 
-/** tsx's ESM `register` (its `import` export: the CommonJS one resolves its own loader wrongly from a worker). */
-function tsxLoaderApi(from: string): string {
-  const manifest = createRequire(from).resolve("tsx/package.json");
-  const { exports } = JSON.parse(readFileSync(manifest, "utf8")) as { exports: Record<string, { import: { default: string } }> };
-  return pathToFileURL(join(dirname(manifest), exports["./esm/api"]!.import.default)).href;
+let bundled: string | undefined;
+
+/**
+ * ./worker.ts and what it imports, bundled with esbuild (development hosts only), in the temporary directory
+ * under a name that is the hash of its content: processes running the same code share one file.
+ */
+function workerBundle(from: string): string {
+  if (bundled && existsSync(bundled)) return bundled;
+  const esbuild = createRequire(from)("esbuild") as typeof import("esbuild");
+  const [output] = esbuild.buildSync({
+    entryPoints: [fileURLToPath(new URL("./worker.ts", from))],
+    outfile: "worker.mjs",
+    write: false,
+    bundle: true,
+    format: "esm",
+    platform: "node",
+    target: "node20",
+    logLevel: "silent",
+  }).outputFiles;
+  const file = join(tmpdir(), `workflow-sandbox-${createHash("sha256").update(output!.contents).digest("hex").slice(0, 16)}.mjs`);
+  if (!existsSync(file)) {
+    const partial = `${file}.${process.pid}.tmp`;
+    writeFileSync(partial, output!.contents);
+    renameSync(partial, file); // atomic: another process never loads half a file
+  }
+  bundled = file;
+  return file;
 }
 
 const isSandboxWorker = () => !isMainThread && (workerData as { role?: unknown } | undefined)?.role === SANDBOX_WORKER_ROLE;
