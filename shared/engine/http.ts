@@ -409,10 +409,17 @@ function decoderFor(encoding: string | undefined): Transform | undefined {
   }
 }
 
+/**
+ * Response headers by lowercased name, repeated ones joined with ", ". Read from the raw pairs and defined as
+ * members: a header named `__proto__` is data like any other (§18.6; Node's own `headers` object drops it).
+ */
 function responseHeaders(res: IncomingMessage): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(res.headers)) {
-    if (value !== undefined) out[name.toLowerCase()] = Array.isArray(value) ? value.join(", ") : value;
+  const raw = res.rawHeaders;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i]!.toLowerCase();
+    const value = Object.prototype.hasOwnProperty.call(out, name) ? `${out[name]}, ${raw[i + 1]}` : raw[i + 1]!;
+    Object.defineProperty(out, name, { value, enumerable: true, writable: true, configurable: true });
   }
   return out;
 }

@@ -147,6 +147,15 @@ describe("responses", () => {
     expect(Object.keys(out.headers).every((k) => k === k.toLowerCase())).toBe(true);
   });
 
+  it("keeps every response header as data, __proto__ and repeated names included (API.md §18.6)", async () => {
+    a.routes["/odd"] = (_req, res) => res.writeHead(200, [["__proto__", "x"], ["Set-Cookie", "a=1"], ["set-cookie", "b=2"], ["X-Dup", "1"], ["x-dup", "2"]]).end("ok");
+    const out = await fetchGuarded({ url: `${a.origin}/odd` }, LOCAL);
+    expect(Object.getOwnPropertyDescriptor(out.headers, "__proto__")?.value).toBe("x");
+    expect(out.headers["set-cookie"]).toBe("a=1, b=2");
+    expect(out.headers["x-dup"]).toBe("1, 2");
+    expect(JSON.parse(JSON.stringify(out.headers))).toMatchObject({ ["__proto__"]: "x" });
+  });
+
   it("returns the body text when it is not JSON, decoded in its charset", async () => {
     a.routes["/text"] = (_req, res) => res.writeHead(200, { "content-type": "text/html" }).end("<p>hello</p>");
     a.routes["/latin1"] = (_req, res) =>
