@@ -83,8 +83,10 @@ export const LEASE_MS = 60_000;
 const FIRE_RECORD_TTL_S = 7 * 24 * 3600;
 /** Claims in flight per chain, taken in turn by owner; one workflow's fires stay in order (cooldown, maxExecution). */
 const CLAIM_CONCURRENCY = 16;
-/** Owners with more workflows are packed into groups in the background (plan()). */
-const PLAN_INLINE_ENTRIES = 50;
+/** An owner naming at most this many addresses is packed before the pass goes on (a few milliseconds). */
+const PLAN_INLINE_ADDRESSES = 20_000;
+/** How long a pass waits for larger owners' packing; it finishes in the background. */
+const PLAN_WAIT_MS = 100;
 
 export interface WatchLimits {
   /** `eth_getLogs` started per pass, dealt round robin across owners. */
@@ -432,9 +434,10 @@ class ChainWatch {
 
   /**
    * Brings each owner's groups up to date with its workflows. An owner's queries are packed again only when its
-   * workflows changed; an owner with more than PLAN_INLINE_ENTRIES workflows is packed in the background (in
-   * slices) and its new groups are taken up at the start of a later pass, so a large owner's changes never hold a
-   * pass up. Until then its new workflows wait (their cursors kept), and its old groups serve the others.
+   * workflows changed, in slices; a pass waits for a small owner's packing, and PLAN_WAIT_MS at most for a larger
+   * one's (a million addresses take a second or two), which goes on in the background and its new groups are taken up at the start of a
+   * later pass, so a large owner's changes never hold a pass up. Until then its new workflows wait (their cursors
+   * kept), and its old groups serve the others.
    */
   async plan(watchers: readonly WatchEntry[], limits: WatchLimits): Promise<void> {
     const planLimits = { maxAddresses: Math.max(1, Math.min(limits.maxAddresses, this.addressCap)), maxTopicValues: limits.maxTopicValues };
@@ -451,6 +454,8 @@ class ChainWatch {
         if (state) state.held = false;
       }
     };
+    const builds: Promise<void>[] = [];
+    const inline: Promise<void>[] = [];
     for (const [owner, entries] of byOwner) {
       const split = this.split.get(owner) ?? new Set<string>();
       const signature = ownerSignature(entries, planLimits, split);
@@ -466,15 +471,9 @@ class ChainWatch {
         for (const list of known.members.values()) for (const m of list) m.entry = latest.get(m.entry.workflowId) ?? m.entry;
         continue;
       }
-      if (entries.length <= PLAN_INLINE_ENTRIES) {
-        const plan = await planOwner(owner, entries, planLimits, split, this.prepared);
-        plan.signature = signature;
-        install(plan);
-        continue;
-      }
       if (this.building.get(owner) === signature) continue;
       this.building.set(owner, signature);
-      void planOwner(owner, entries, planLimits, split, this.prepared).then(
+      const build = planOwner(owner, entries, planLimits, split, this.prepared).then(
         (plan) => {
           if (this.building.get(owner) !== signature) return;
           this.building.delete(owner);
@@ -486,6 +485,14 @@ class ChainWatch {
           log.warn("watcher could not pack an owner's queries", { chainId: this.chainId, owner, error: brief(err) });
         },
       );
+      const size = entries.reduce((n, e) => n + (e.trigger.type === "event" ? e.trigger.config.queries.reduce((k, q) => k + (q.addresses?.length ?? 0) + 1, 0) : 0), 0);
+      (size <= PLAN_INLINE_ADDRESSES ? inline : builds).push(build);
+    }
+    await Promise.all(inline);
+    if (builds.length > 0) await Promise.race([Promise.all(builds), new Promise((resolve) => setTimeout(resolve, PLAN_WAIT_MS).unref?.())]);
+    for (const [owner, built] of this.ready) {
+      this.ready.delete(owner);
+      if (byOwner.has(owner)) install(built);
     }
     for (const owner of this.plans.keys()) if (!byOwner.has(owner)) this.plans.delete(owner);
     const keys = new Set<string>();
@@ -1078,22 +1085,24 @@ export async function watchChain(chainId: number, options: PassOptions): Promise
 async function liveWatchers(chainId: number, now: number, state: ChainWatch): Promise<WatchEntry[]> {
   const entries = await watchersOf(chainId);
   const live: WatchEntry[] = [];
-  for (let entry of entries) {
-    if (entry.expiredAt !== undefined && entry.expiredAt <= now) {
-      await unwatch(entry.workflowId, entry.since);
-      continue;
-    }
-    const key = `${entry.workflowId}:${entry.since}`;
-    if (entry.v < 3 && !state.upgraded.has(key)) {
-      state.upgraded.add(key);
+  for (const entry of entries) {
+    if (entry.expiredAt !== undefined && entry.expiredAt <= now) await unwatch(entry.workflowId, entry.since);
+    else live.push(entry);
+  }
+  const legacy = live.map((entry, i) => ({ entry, i })).filter(({ entry }) => entry.v < 3 && !state.upgraded.has(`${entry.workflowId}:${entry.since}`));
+  let next = 0;
+  const upgradeOne = async () => {
+    while (next < legacy.length) {
+      const { entry, i } = legacy[next++]!;
+      state.upgraded.add(`${entry.workflowId}:${entry.since}`);
       try {
-        entry = await upgrade(entry);
+        live[i] = await upgrade(entry);
       } catch (err) {
         log.warn("watcher could not upgrade a watch entry", { chainId, workflowId: entry.workflowId, error: brief(err) });
       }
     }
-    live.push(entry);
-  }
+  };
+  await Promise.all(Array.from({ length: Math.min(16, legacy.length) }, upgradeOne));
   return live;
 }
 
