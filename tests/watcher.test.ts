@@ -288,6 +288,41 @@ contract Burst {
     await remove(id);
   });
 
+  it("fires beyond an owner's budget for a pass wait for the next pass; a restart in between loses none and claims none twice", async () => {
+    const source = `// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.20;
+contract Burst {
+    event Transfer(address indexed from, address indexed to, uint256 value);
+    function burst(address to, uint256 n) external { for (uint256 i = 1; i <= n; i++) emit Transfer(address(0), to, i); }
+}`;
+    const burstAbi = [{ type: "function", name: "burst", stateMutability: "nonpayable", inputs: [{ name: "to", type: "address" }, { name: "n", type: "uint256" }], outputs: [] }] as const;
+    const { wallet } = await fundedAccount();
+    const contract = (await devnet().client.waitForTransactionReceipt({ hash: await wallet.deployContract({ abi: burstAbi, bytecode: compileContract("Burst", source) }) })).contractAddress!;
+    const watched = randomAddress();
+    const id = await createWorkflow(eventTrigger(transfersTo(contract, watched)));
+    await pass();
+    const tx = await wallet.writeContract({ address: contract, abi: burstAbi, functionName: "burst", args: [watched, 13n] });
+    await devnet().client.waitForTransactionReceipt({ hash: tx });
+
+    const limits = { firesPerOwnerPerPass: 5 };
+    const first = await watchChain(CHAIN, { holder: HOLDER, limits });
+    expect(firedFor(first, id).map((f) => f.fireId)).toEqual([0, 1, 2, 3, 4].map((i) => `${id}:watch:log:${tx}:${i}`));
+    expect(first.carried).toBe(8);
+    // Another invocation takes the chain with nothing in memory: it asks from the workflow's cursor again.
+    await release(CHAIN, HOLDER);
+    const again = await watchChain(CHAIN, { holder: "restarted", limits });
+    expect(firedFor(again, id)).toEqual([]);
+    expect(again.duplicates).toEqual(first.fired.map((f) => f.fireId));
+    const rest: PassResult[] = [];
+    for (let i = 0; i < 4; i++) rest.push(await watchChain(CHAIN, { holder: "restarted", limits }));
+    expect(rest.map((r) => firedFor(r, id).length)).toEqual([5, 3, 0, 0]);
+    expect(rest[1]!.carried).toBe(0);
+    const runs = await executions(id);
+    expect(runs.map((e) => BigInt(triggerData(e).data))).toEqual(Array.from({ length: 13 }, (_, i) => BigInt(i + 1)));
+    await release(CHAIN, "restarted");
+    await remove(id);
+  });
+
   it("the lease: while one invocation holds a chain, another's pass does nothing; released, it proceeds", async () => {
     const id = await createWorkflow({ id: "blocks", name: "blocks", type: "block", config: { interval: 1 } });
     await release(CHAIN, HOLDER); // the passes above held it

@@ -1,0 +1,92 @@
+/**
+ * A small JSON-RPC proxy in front of the devnet that refuses `eth_getLogs` the way hosted providers do: more than
+ * `maxAddresses` addresses, a block range wider than `maxRange`, more than `maxResults` logs in the answer
+ * (Infura's "query returned more than N results", code -32005), or any request naming an address of `failAddresses`
+ * (an internal error, every time). Rules can be changed while it runs. Every `eth_getLogs` is recorded with how it
+ * was answered. Everything else is passed through unchanged.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+
+export interface ProxyRules {
+  maxAddresses?: number;
+  maxRange?: number;
+  maxResults?: number;
+  failAddresses?: Set<string>;
+}
+
+export interface GetLogsSeen {
+  addresses: string[];
+  from: number;
+  to: number;
+  outcome: "ok" | "addresses" | "range" | "results" | "failed";
+  results?: number;
+}
+
+export interface RpcProxy {
+  url: string;
+  rules: ProxyRules;
+  getLogs: GetLogsSeen[];
+  close(): Promise<void>;
+}
+
+export async function startRpcProxy(target: string, rules: ProxyRules = {}): Promise<RpcProxy> {
+  const getLogs: GetLogsSeen[] = [];
+  const proxy: RpcProxy = { url: "", rules, getLogs, close: async () => undefined };
+
+  const forward = async (body: string) => {
+    const res = await fetch(target, { method: "POST", headers: { "Content-Type": "application/json" }, body });
+    return res.text();
+  };
+  const answer = (res: ServerResponse, status: number, body: string) => {
+    res.writeHead(status, { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(body) });
+    res.end(body);
+  };
+  const refuse = (id: unknown, code: number, message: string) => JSON.stringify({ jsonrpc: "2.0", id, error: { code, message } });
+
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const body = Buffer.concat(chunks).toString("utf8");
+    const call = JSON.parse(body) as { id: unknown; method: string; params?: unknown[] };
+    if (Array.isArray(call) || call.method !== "eth_getLogs") return answer(res, 200, await forward(body));
+
+    const filter = (call.params?.[0] ?? {}) as { address?: string | string[]; fromBlock?: string; toBlock?: string };
+    const addresses = (Array.isArray(filter.address) ? filter.address : filter.address ? [filter.address] : []).map((a) => a.toLowerCase());
+    const from = parseInt(filter.fromBlock ?? "0x0", 16);
+    const to = parseInt(filter.toBlock ?? "0x0", 16);
+    const seen: GetLogsSeen = { addresses, from, to, outcome: "ok" };
+    getLogs.push(seen);
+    const r = proxy.rules;
+    if (r.failAddresses && addresses.some((a) => r.failAddresses!.has(a))) {
+      seen.outcome = "failed";
+      return answer(res, 200, refuse(call.id, -32603, "internal error: upstream unavailable"));
+    }
+    if (r.maxAddresses !== undefined && addresses.length > r.maxAddresses) {
+      seen.outcome = "addresses";
+      return answer(res, 200, refuse(call.id, -32602, `too many addresses in filter: at most ${r.maxAddresses} allowed`));
+    }
+    if (r.maxRange !== undefined && to - from + 1 > r.maxRange) {
+      seen.outcome = "range";
+      return answer(res, 200, refuse(call.id, -32602, `block range too large: at most ${r.maxRange} blocks`));
+    }
+    const text = await forward(body);
+    if (r.maxResults !== undefined) {
+      const results = (JSON.parse(text) as { result?: unknown[] }).result?.length ?? 0;
+      seen.results = results;
+      if (results > r.maxResults) {
+        seen.outcome = "results";
+        return answer(res, 200, refuse(call.id, -32005, `query returned more than ${r.maxResults} results`));
+      }
+    }
+    answer(res, 200, text);
+  };
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((err: Error) => answer(res, 502, JSON.stringify({ error: err.message })));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  proxy.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  proxy.close = () => new Promise((resolve) => server.close(() => resolve()));
+  return proxy;
+}
