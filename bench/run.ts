@@ -90,6 +90,7 @@ async function main() {
     setRuntime(runtime);
     if (part("workflows")) await (await import("./workflows")).benchWorkflows({ base, runtime, report, rows });
     if (part("triggers")) await (await import("./triggers")).benchTriggers({ base, runtime, report, rows });
+    if (part("claims")) await (await import("./claims")).benchClaims({ base, runtime, report, rows });
     if (part("cron")) await (await import("./cron-floor")).benchCronFloor(report);
     if (part("isolation")) await (await import("./isolation")).benchIsolation({ base, runtime, report, rows });
 

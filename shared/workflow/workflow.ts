@@ -735,15 +735,17 @@ async function forgetExpiry(id: string): Promise<void> {
 // 3. completion when that index is the last (§8.2: `completed` / MAX_EXECUTIONS_REACHED, completedAt = the claim's
 //    time, the active slot released with the counter), before the execution is written;
 // 4. the execution item with that index (a conditional put: writing it again is a no-op);
-// 5. the intent closed (deleted; a fire record keeps guarding its fire, no longer listed as in flight).
+// 5. the intent closed (deleted; a fire record keeps guarding its fire, no longer listed as in flight), off the
+//    claim's path.
 //
 // A crash between the steps loses nothing and leaves no gap: the sweeper (`recoverClaims`) reads intents still in
 // flight a minute after their claim. An intent whose index attribute exists finishes steps 3-5 with that index and
 // its run is handed over; a fire's intent without one (the crash came before step 2) is claimed then (step 2 in a
 // transaction with a check that the intent is still in flight, so a claimer that was only slow cannot take a second
 // index); a manual trigger's intent without one is dropped (its caller got no answer with an execution). Index
-// attributes are removed by a later claim's count update once their intents are closed (a strongly consistent
-// BatchGetItem tells which), so a finished claim costs the workflow item no second write.
+// attributes are removed by a later claim's count update once their intents are closed (when a claim reads 8 or
+// more, a strongly consistent BatchGetItem tells which), so a finished claim costs the workflow item no second
+// write.
 
 /** Attribute of the workflow item recording the index a claim took: `claim#` + the intent's partition key. */
 const MARKER_PREFIX = "claim#";
@@ -752,7 +754,11 @@ const intentKeyOf = (marker: string): { pk: string; sk: string } => {
   const pk = marker.slice(MARKER_PREFIX.length);
   return pk.startsWith("FIRE#") ? Keys.fire(pk.slice("FIRE#".length)) : Keys.claimIntent(pk.slice("CLAIM#".length));
 };
-/** Index attributes of closed claims removed by one count update, at most (a later claim removes the rest). */
+/**
+ * Index attributes are cleaned up once a claim reads at least `MARKERS_BEFORE_CLEANUP` of them (so most claims
+ * make no extra read), at most `MARKERS_PER_CLEANUP` by one count update (a later claim removes the rest).
+ */
+const MARKERS_BEFORE_CLEANUP = 8;
 const MARKERS_PER_CLEANUP = 50;
 /** Attempts of the count update: conditional failures answer at once, so only TransactionConflict (a pause,
  *  resume, delete or completion transaction on the item in flight on AWS) and throttling try again. */
@@ -930,7 +936,8 @@ async function finishClaim(record: WorkflowRecord, intent: Intent, index: number
   } catch (err) {
     if (errorName(err) !== "ConditionalCheckFailedException") throw err; // written already (the sweeper, or a retry)
   }
-  await closeIntent(intent);
+  // Not awaited: nothing waits on it, and if it never lands the sweeper finds the execution written and closes it.
+  closeIntent(intent).catch((err: unknown) => log.warn("could not close a claim intent", { intent: intent.key.pk, error: (err as Error).message }));
   claimStats.claimed += 1;
   const at = intent.at;
   return {
@@ -973,7 +980,7 @@ async function closeIntent(intent: Pick<Intent, "key" | "isFire">): Promise<void
  */
 async function closedMarkers(record: WorkflowRecord): Promise<string[]> {
   const markers = Object.keys(record).filter((k) => k.startsWith(MARKER_PREFIX)).slice(0, MARKERS_PER_CLEANUP);
-  if (markers.length === 0) return [];
+  if (markers.length < MARKERS_BEFORE_CLEANUP) return [];
   const out = await useRuntime().db.send(
     new BatchGetCommand({
       RequestItems: {
