@@ -1,7 +1,7 @@
 /**
  * The runner: runs one claimed execution to its end (ARCHITECTURE.md "Runner"). Called by the bus (an
  * `execution.requested` event: functions/runner.ts in AWS, the in-process bus locally) and by a blocking
- * `:trigger` in the request itself.
+ * `:trigger` in the request itself, both through the process's fair queue (run-queue.ts, `runQueued`).
  *
  * Idempotent per execution id: the first call marks the pending execution started with one conditional write;
  * every later delivery of the same event (EventBridge and Lambda retry, the in-process bus, a blocking trigger
@@ -30,6 +30,7 @@ import * as Executions from "./execution";
 import { blockStepOutput } from "./trigger-output";
 import { createInProcessBus, setDefaultBus, type BusEvent, type EventBus } from "./bus";
 import { readRunInput, type RunRequest } from "./run-input";
+import { runQueue } from "./run-queue";
 import type { Cost, Step } from "./schemas";
 
 export const WORKFLOW_DELETED = "workflow was deleted";
@@ -37,12 +38,23 @@ export const WORKFLOW_DELETED = "workflow was deleted";
 // A process that loaded the runner can run what it claims when its host installed no bus (tests, scripts).
 setDefaultBus(() => withRunner(createInProcessBus()));
 
-/** Subscribes the runner to a bus (the local host and tests; in AWS the rule of infra/bus.ts does this). */
+/**
+ * Subscribes the runner to a bus (the local host and tests; in AWS the rule of infra/bus.ts does this). Each
+ * requested run waits for its owner's turn in the process's fair queue (run-queue.ts).
+ */
 export function withRunner<B extends EventBus>(bus: B): B {
   bus.subscribe(async (event: BusEvent) => {
-    if (event.type === "execution.requested") await runExecution(event.workflowId, event.executionId);
+    if (event.type !== "execution.requested") return;
+    const owner = event.owner ?? (await Executions.readSummary(event.workflowId, event.executionId))?.owner;
+    if (owner === undefined) return; // no such execution: nothing to run
+    await runQueued(owner, event.workflowId, event.executionId);
   });
   return bus;
+}
+
+/** Runs the execution in `owner`'s turn (run-queue.ts): the bus's deliveries and blocking triggers alike. */
+export function runQueued(owner: string, workflowId: string, executionId: string): Promise<void> {
+  return runQueue().run(owner, () => runExecution(workflowId, executionId));
 }
 
 /** Runs the execution once; a repeated call for the same id does nothing. Never throws for a run's failure. */

@@ -1,8 +1,8 @@
 /**
  * The manual trigger (API.md §8.8.7): checks the request in the contract's order, claims one execution
  * (Workflow.claim: one conditional count update on the workflow item, the `pending` record written right after),
- * then hands the run to a runner through the bus (asynchronous: 202) or runs it in the request and waits
- * (blocking: 200).
+ * then hands the run to a runner through the bus (asynchronous: 202) or runs it in this process in the owner's
+ * turn of the fair run queue and waits (blocking: 200).
  *
  * Order: body fields (400) → workflow lookup (404) → `triggerType` (400 TRIGGER_TYPE_MISMATCH) → `triggerInput`
  * keys against the workflow's trigger and node names (400) → Idempotency-Key replay or conflict (409/422) →
@@ -23,7 +23,8 @@ import { RESERVED_INPUT_KEYS, workflowSchemas, type TriggerType } from "../workf
 import * as Workflow from "../workflow/workflow";
 import * as Executions from "./execution";
 import { needsChainRead, triggerStepOutput } from "./trigger-output";
-import { runExecution } from "./runner";
+import { runQueued } from "./runner";
+import { log } from "../log";
 import { isTerminal, type TriggerResult } from "./schemas";
 import { claimExecution, handOver } from "./claim";
 
@@ -120,7 +121,10 @@ export async function trigger(rawId: string, body: Record<string, unknown>, idem
   if (idempotencyKey) await Idempotency.complete(owner, scope, idempotencyKey, { executionId, blocking: request.isBlocking });
 
   if (request.isBlocking) {
-    const run = runExecution(workflow.id, executionId);
+    // In the owner's turn like any run (run-queue.ts): the wait counts from here, time queued included. When it
+    // runs out the answer is the current state (`pending`) and the run goes on, queued or running.
+    const run = runQueued(workflow.owner, workflow.id, executionId);
+    run.catch((err: unknown) => log.error("blocking run failed", { workflowId: workflow.id, executionId, error: (err as Error).message }));
     await Promise.race([run, sleep(useConfig().limits.blockingTriggerWaitMs)]);
     return { status: 200, result: await currentResult(workflow.id, executionId), replayed: false };
   }

@@ -8,6 +8,12 @@
  * Advancing is conditional on the `nextFireAt` that was read, so two loops on one table (or a pause racing a
  * fire) never resurrect or skip an item; the next instant is computed after `max(instant, now − grace)`, so a long
  * outage jumps over the fires it would skip instead of walking them.
+ *
+ * Fairness across owners (API.md §18.4): a tick reads everything due (up to `DUE_PER_ROUND`), orders it owner by
+ * owner in turn (each owner's fires in due order; items carry the workflow's owner) and claims up to `PARALLEL`
+ * fires at once. Two hundred of one owner's workflows on one instant therefore delay another owner's fire on that
+ * instant by about one claim, not two hundred; its run then waits only for its owner's turn in the run queue
+ * (shared/execution/run-queue.ts).
  */
 import { DeleteCommand, PutCommand, QueryCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { useRuntime } from "../runtime";
@@ -24,7 +30,34 @@ export const scheduleKey = (workflowId: string) => ({ pk: `WF#${workflowId}`, sk
 const dueKey = (nextFireAt: number, workflowId: string) => ({ gsi2pk: DUE, gsi2sk: `${String(nextFireAt).padStart(15, "0")}#${workflowId}` });
 
 const LOOP_MS = 1_000;
-const BATCH = 25;
+/** Due items read per round of a tick (one Query; items are ~200 bytes). */
+const DUE_PER_ROUND = 1_000;
+/** Fires claimed at once within a round. */
+const PARALLEL = 8;
+
+interface DueItem {
+  workflowId: string;
+  triggerId: string;
+  nextFireAt: number;
+  owner?: string;
+}
+
+/** Due items owner by owner in turn (each owner's in due order); items written before `owner` count as their own owner. */
+export function interleaveByOwner<T extends { workflowId: string; owner?: string }>(items: T[]): T[] {
+  const byOwner = new Map<string, T[]>();
+  for (const item of items) {
+    const key = item.owner?.toLowerCase() ?? `workflow:${item.workflowId}`;
+    const list = byOwner.get(key);
+    if (list) list.push(item);
+    else byOwner.set(key, [item]);
+  }
+  const lists = [...byOwner.values()];
+  const out: T[] = [];
+  for (let round = 0; out.length < items.length; round++) {
+    for (const list of lists) if (round < list.length) out.push(list[round]!);
+  }
+  return out;
+}
 
 export interface LocalScheduler extends Scheduler {
   /** Fires everything due at `now` once; answers what each fire did. */
@@ -46,7 +79,16 @@ export function createLocalScheduler(): LocalScheduler {
     await db().send(
       new PutCommand({
         TableName: table(),
-        Item: { ...scheduleKey(workflow.id), ...dueKey(next, workflow.id), type: "schedule", v: 1, workflowId: workflow.id, triggerId: workflow.trigger.id, nextFireAt: next },
+        Item: {
+          ...scheduleKey(workflow.id),
+          ...dueKey(next, workflow.id),
+          type: "schedule",
+          v: 1,
+          workflowId: workflow.id,
+          owner: workflow.owner,
+          triggerId: workflow.trigger.id,
+          nextFireAt: next,
+        },
       }),
     );
   }
@@ -65,7 +107,7 @@ export function createLocalScheduler(): LocalScheduler {
         Limit: limit,
       }),
     );
-    return (out.Items ?? []) as { workflowId: string; triggerId: string; nextFireAt: number }[];
+    return (out.Items ?? []) as DueItem[];
   }
 
   /** Moves the item from `instant` to the next fire (or removes it when there is none or the workflow is done). */
@@ -84,9 +126,11 @@ export function createLocalScheduler(): LocalScheduler {
           new UpdateCommand({
             TableName: table(),
             Key: scheduleKey(workflowId),
-            UpdateExpression: "SET nextFireAt = :next, gsi2sk = :sk",
+            // `owner` too: items written before it was added get it on their first advance.
+            UpdateExpression: "SET nextFireAt = :next, gsi2sk = :sk, #owner = :owner",
             ConditionExpression: "nextFireAt = :at",
-            ExpressionAttributeValues: { ":next": next, ":sk": k.gsi2sk, ":at": instant },
+            ExpressionAttributeNames: { "#owner": "owner" },
+            ExpressionAttributeValues: { ":next": next, ":sk": k.gsi2sk, ":at": instant, ":owner": workflow!.owner },
           }),
         );
       }
@@ -95,17 +139,40 @@ export function createLocalScheduler(): LocalScheduler {
     }
   }
 
+  async function fireOne(item: DueItem, now: number) {
+    const instant = Number(item.nextFireAt);
+    const result = await fireTimeTrigger({ workflowId: item.workflowId, triggerId: item.triggerId, instant, now });
+    await advance(item.workflowId, instant, now, result.outcome === "skipped" && result.stop);
+    return { workflowId: item.workflowId, instant, result };
+  }
+
+  /** One round: what is due, owner by owner in turn, `PARALLEL` at a time; answers in that order. */
+  async function round(items: DueItem[], now: number) {
+    const ordered = interleaveByOwner(items);
+    const results: ({ workflowId: string; instant: number; result: FireResult } | undefined)[] = new Array(ordered.length);
+    let failure: unknown;
+    let next = 0;
+    const worker = async () => {
+      while (next < ordered.length && failure === undefined) {
+        const at = next++;
+        try {
+          results[at] = await fireOne(ordered[at]!, now);
+        } catch (err) {
+          failure ??= err; // stops this tick (the item stays due); the next tick tries again
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(PARALLEL, ordered.length) }, worker));
+    if (failure !== undefined) throw failure;
+    return results.filter((r) => r !== undefined);
+  }
+
   async function tick(now: number) {
     const fired: { workflowId: string; instant: number; result: FireResult }[] = [];
     for (;;) {
-      const items = await due(now, BATCH);
+      const items = await due(now, DUE_PER_ROUND);
       if (items.length === 0) return fired;
-      for (const item of items) {
-        const instant = Number(item.nextFireAt);
-        const result = await fireTimeTrigger({ workflowId: item.workflowId, triggerId: item.triggerId, instant, now });
-        fired.push({ workflowId: item.workflowId, instant, result });
-        await advance(item.workflowId, instant, now, result.outcome === "skipped" && result.stop);
-      }
+      fired.push(...(await round(items, now)));
     }
   }
 
