@@ -5,7 +5,7 @@
  * so every expectation is stated over the range a pass reports it processed.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { createPublicClient, custom, encodeAbiParameters, encodeEventTopics, getAddress, pad, zeroAddress, type Address, type Hex, type PublicClient } from "viem";
 import { privateKeyToAccount, generatePrivateKey } from "viem/accounts";
 import { useTestRuntime } from "./support/runtime";
@@ -321,6 +321,43 @@ contract Burst {
     expect(runs.map((e) => BigInt(triggerData(e).data))).toEqual(Array.from({ length: 13 }, (_, i) => BigInt(i + 1)));
     await release(CHAIN, "restarted");
     await remove(id);
+  });
+
+  it("entries stay small (a large trigger in its own item); an entry written before owners were recorded (version 2) is upgraded once by the watcher and keeps firing; delete removes both items", async () => {
+    const token = await deployTestToken();
+    const watched = randomAddress();
+    const addresses = [token.address, ...Array.from({ length: 60 }, randomAddress)];
+    const id = await createWorkflow(eventTrigger(transfersTo(token.address, watched, { addresses })));
+    const TableName = runtime.config.tableName;
+    const read = async (sk: string) => (await runtime.db.send(new GetCommand({ TableName, Key: { pk: `WF#${id}`, sk }, ConsistentRead: true }))).Item;
+    const entry = await read("WATCH");
+    expect(entry).toMatchObject({ v: 3, owner: owner.owner.toLowerCase(), triggerStored: true, triggerType: "event" });
+    expect(entry!.trigger).toBeUndefined();
+    expect(JSON.stringify(entry).length).toBeLessThan(600);
+    const trigger = (await watchersOf(CHAIN)).find((w) => w.workflowId === id)!.trigger;
+    expect(trigger.type === "event" && trigger.config.queries[0]!.addresses!.map((a) => a.toLowerCase())).toEqual(addresses.map((a) => a.toLowerCase()));
+
+    // As version 2 wrote it: no owner, the trigger inline.
+    await runtime.db.send(new DeleteCommand({ TableName, Key: { pk: `WF#${id}`, sk: "WATCH#TRIGGER" } }));
+    await runtime.db.send(
+      new PutCommand({
+        TableName,
+        Item: { ...Keys.watch(id), ...Keys.watchByChain(CHAIN, id), type: "watch", v: 2, workflowId: id, chainId: CHAIN, trigger: JSON.stringify(trigger), since: entry!.since },
+      }),
+    );
+    const legacy = (await watchersOf(CHAIN)).find((w) => w.workflowId === id)!;
+    expect(legacy.owner).toBeUndefined();
+    expect(legacy.trigger).toEqual(trigger);
+
+    await pass();
+    await token.mint(watched, 9n);
+    const r = await pass();
+    expect(firedFor(r, id)).toHaveLength(1);
+    expect(await read("WATCH")).toMatchObject({ v: 3, owner: owner.owner.toLowerCase(), triggerStored: true, since: entry!.since });
+    expect((await read("WATCH#TRIGGER"))?.trigger).toBe(JSON.stringify(trigger));
+    await remove(id);
+    expect(await read("WATCH")).toBeUndefined();
+    expect(await read("WATCH#TRIGGER")).toBeUndefined();
   });
 
   it("the lease: while one invocation holds a chain, another's pass does nothing; released, it proceeds", async () => {

@@ -435,9 +435,9 @@ class ChainWatch {
   /**
    * Brings each owner's groups up to date with its workflows. An owner's queries are packed again only when its
    * workflows changed, in slices; a pass waits for a small owner's packing, and PLAN_WAIT_MS at most for a larger
-   * one's (a million addresses take a second or two), which goes on in the background and its new groups are taken up at the start of a
-   * later pass, so a large owner's changes never hold a pass up. Until then its new workflows wait (their cursors
-   * kept), and its old groups serve the others.
+   * one's (a million addresses take a second or two), which goes on in the background: its new groups are taken
+   * up at the start of a later pass, so a large owner's changes never hold a pass up. Until then its new workflows
+   * wait (their cursors kept), and its old groups serve the others.
    */
   async plan(watchers: readonly WatchEntry[], limits: WatchLimits): Promise<void> {
     const planLimits = { maxAddresses: Math.max(1, Math.min(limits.maxAddresses, this.addressCap)), maxTopicValues: limits.maxTopicValues };
@@ -563,7 +563,8 @@ class ChainWatch {
       const list: { group: RequestGroup; from: number }[] = [];
       for (const group of this.plans.get(owner)!.groups) {
         const state = this.groupState(group.key, limits);
-        if (state.busy || state.held || state.retryAt > now) continue;
+        // Groups packed before the provider's address bound was learned wait for their owner's new groups.
+        if (state.busy || state.held || state.retryAt > now || group.addressCount > this.addressCap) continue;
         const from = this.groupFrom(group);
         if (from <= run.head) list.push({ group, from });
       }
