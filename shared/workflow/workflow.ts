@@ -826,7 +826,9 @@ export async function claim(id: string, opts: ClaimOptions): Promise<{ workflow:
     at: now,
   };
   const expiresAt = opts.fire ? opts.fire.expiresAt : Math.floor(now / 1000) + INTENT_TTL_S;
-  const [, closed] = await Promise.all([writeIntent(intent, expiresAt, opts.fire?.fireId), closedMarkers(record)]);
+  // The cleanup is best effort: its failure must not fail the claim (nor surface unhandled when the intent fails).
+  const cleanup = closedMarkers(record).catch(() => [] as string[]);
+  const [, closed] = await Promise.all([writeIntent(intent, expiresAt, opts.fire?.fireId), cleanup]);
   if (opts.crashAt === "afterIntent") throw new SimulatedCrash(opts.crashAt);
 
   let index: number;
@@ -855,7 +857,9 @@ async function writeIntent(intent: Intent, expiresAt: number, fireId?: string): 
           workflowId: intent.workflowId,
           executionId,
           claimedAt: intent.at,
-          execution: JSON.stringify(intent.execution),
+          // As a map: the execution item's attributes are DynamoDB values already (as JSON text its strings'
+          // escapes could double a 200 KB run input past the item limit).
+          execution: intent.execution,
           expiresAt,
         },
         ConditionExpression: "attribute_not_exists(pk)",
@@ -1062,7 +1066,7 @@ export async function recoverClaims(now: number, max = 100): Promise<RecoveredCl
       key: { pk: String(item.pk), sk: String(item.sk) },
       isFire: item.type === "fire",
       workflowId: String(item.workflowId),
-      execution: JSON.parse(String(item.execution)) as Record<string, unknown>,
+      execution: item.execution as Record<string, unknown>,
       at: Number(item.claimedAt),
     };
     const done = await recoverClaim(intent, now).catch((err: unknown) => {
