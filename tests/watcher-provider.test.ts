@@ -6,7 +6,7 @@
  * from it), is retried with backoff, and is logged once per backoff step, not once per pass.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { createPublicClient, encodeEventTopics, http, pad, type Address, type PublicClient } from "viem";
+import { createPublicClient, encodeEventTopics, http, pad, zeroAddress, type Address, type PublicClient } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { useTestRuntime } from "./support/runtime";
 import { startTestServer, type TestServer } from "./support/server";
@@ -84,57 +84,61 @@ describe("a provider that refuses", () => {
     const w = randomAddress();
     const w1 = randomAddress();
     const w2 = randomAddress();
-    // One shape (an address, topics 0 and 2 set): packed into one request of 5 addresses until the provider says 2.
+    // The token workflows: one shape (an address, topics 0 and 2 set), packed into one request of 4 addresses until
+    // the provider says 2. The Bursts workflows set topic 1 as well (another shape): one request of theirs, one address.
     const onTokens = [];
     for (const t of tokens) onTokens.push(await createWorkflow(c, transfersTo(t.address, w)));
-    const toW1 = await createWorkflow(c, transfersTo(bursts, w1));
-    const toW2 = await createWorkflow(c, transfersTo(bursts, w2));
+    const mintsTo = (to: Address) => ({ id: "watch", name: "watch", type: "event", config: { queries: [{ addresses: [bursts], topics: [TRANSFER, pad(zeroAddress), pad(to)] }] } });
+    const toW1 = await createWorkflow(c, mintsTo(w1));
+    const toW2 = await createWorkflow(c, mintsTo(w2));
     expect((await watchChain(CHAIN, options)).status).toBe("started");
+    try {
+      // No pass while more than 4 blocks are mined: 4 mints, 2 blocks of 6 logs each (12 over 2 blocks), then one
+      // block of 14 logs for the two Bursts workflows (one request of theirs: more than 10 even for one block).
+      for (const t of tokens) await t.mint(w, 3n);
+      const send = async (fn: "burst" | "burst2", args: readonly unknown[]) =>
+        devnet().client.waitForTransactionReceipt({ hash: await wallet.writeContract({ address: bursts, abi: burstsAbi, functionName: fn, args: args as never }) });
+      await send("burst", [w1, 6n]);
+      await send("burst", [w2, 6n]);
+      await devnet().testClient.mine({ blocks: 2 });
+      await send("burst2", [w1, w2, 7n]);
 
-    // No pass while more than 4 blocks are mined: 4 mints, 2 blocks of 6 logs each (12 over 2 blocks), then one
-    // block of 14 logs for the two Bursts workflows (one request of theirs: more than 10 even for one block).
-    for (const t of tokens) await t.mint(w, 3n);
-    const send = async (fn: "burst" | "burst2", args: readonly unknown[]) =>
-      devnet().client.waitForTransactionReceipt({ hash: await wallet.writeContract({ address: bursts, abi: burstsAbi, functionName: fn, args: args as never }) });
-    await send("burst", [w1, 6n]);
-    await send("burst", [w2, 6n]);
-    await devnet().testClient.mine({ blocks: 2 });
-    await send("burst2", [w1, w2, 7n]);
+      const passes: PassResult[] = [];
+      for (let i = 0; i < 40; i++) {
+        const r = await watchChain(CHAIN, options);
+        passes.push(r);
+        if (r.status === "idle" || (r.requests.length === 0 && r.carried === 0 && r.waiting === 0 && i > 0)) break;
+      }
+      const outcomes = proxy.getLogs.map((g) => g.outcome);
+      console.log(`${passes.length} passes; eth_getLogs answered: ${["ok", "addresses", "range", "results"].map((o) => `${o} ${outcomes.filter((x) => x === o).length}`).join(", ")}`);
+      expect(outcomes).toContain("addresses");
+      expect(outcomes).toContain("range");
+      expect(outcomes).toContain("results");
+      // A single block refused for its results: the two queries asked apart afterwards.
+      const single = proxy.getLogs.find((g) => g.outcome === "results" && g.from === g.to);
+      expect(single).toBeDefined();
+      expect(proxy.getLogs.some((g) => g.outcome === "ok" && g.from <= single!.from && g.to >= single!.from && g.results === 7)).toBe(true);
+      for (const g of proxy.getLogs.filter((x) => x.outcome === "ok")) {
+        expect(g.addresses.length).toBeLessThanOrEqual(2);
+        expect(g.to - g.from + 1).toBeLessThanOrEqual(4);
+      }
 
-    const passes: PassResult[] = [];
-    for (let i = 0; i < 40; i++) {
-      const r = await watchChain(CHAIN, options);
-      passes.push(r);
-      if (r.status === "idle" || (r.requests.length === 0 && r.carried === 0 && r.waiting === 0 && i > 0)) break;
+      // Exactly once: one fire per mint, 6 + 7 per Bursts workflow, each fire id once, each claimed once.
+      for (const id of onTokens) expect(firedFor(passes, id)).toHaveLength(1);
+      for (const id of [toW1, toW2]) expect(firedFor(passes, id)).toHaveLength(13);
+      const ids = passes.flatMap((p) => p.fired.map((f) => f.fireId));
+      expect(new Set(ids).size).toBe(ids.length);
+      for (const id of onTokens) expect(await executionsOf(c, id)).toHaveLength(1);
+      for (const id of [toW1, toW2]) expect(await executionsOf(c, id)).toHaveLength(13);
+
+      // Nothing more to do: another pass claims nothing again.
+      await devnet().testClient.mine({ blocks: 1 });
+      const again = await watchChain(CHAIN, options);
+      expect(again.fired).toEqual([]);
+      expect(again.duplicates).toEqual([]);
+    } finally {
+      await release(CHAIN, options.holder);
     }
-    const outcomes = proxy.getLogs.map((g) => g.outcome);
-    console.log(`${passes.length} passes; eth_getLogs answered: ${["ok", "addresses", "range", "results"].map((o) => `${o} ${outcomes.filter((x) => x === o).length}`).join(", ")}`);
-    expect(outcomes).toContain("addresses");
-    expect(outcomes).toContain("range");
-    expect(outcomes).toContain("results");
-    // A single block refused for its results: the two queries asked apart afterwards.
-    const single = proxy.getLogs.find((g) => g.outcome === "results" && g.from === g.to);
-    expect(single).toBeDefined();
-    expect(proxy.getLogs.some((g) => g.outcome === "ok" && g.from <= single!.from && g.to >= single!.from && g.results === 7)).toBe(true);
-    for (const g of proxy.getLogs.filter((x) => x.outcome === "ok")) {
-      expect(g.addresses.length).toBeLessThanOrEqual(2);
-      expect(g.to - g.from + 1).toBeLessThanOrEqual(4);
-    }
-
-    // Exactly once: one fire per mint, 6 + 7 per Bursts workflow, each fire id once, each claimed once.
-    for (const id of onTokens) expect(firedFor(passes, id)).toHaveLength(1);
-    for (const id of [toW1, toW2]) expect(firedFor(passes, id)).toHaveLength(13);
-    const ids = passes.flatMap((p) => p.fired.map((f) => f.fireId));
-    expect(new Set(ids).size).toBe(ids.length);
-    for (const id of onTokens) expect(await executionsOf(c, id)).toHaveLength(1);
-    for (const id of [toW1, toW2]) expect(await executionsOf(c, id)).toHaveLength(13);
-
-    // Nothing more to do: another pass claims nothing again.
-    await devnet().testClient.mine({ blocks: 1 });
-    const again = await watchChain(CHAIN, options);
-    expect(again.fired).toEqual([]);
-    expect(again.duplicates).toEqual([]);
-    await release(CHAIN, options.holder);
     for (const id of [...onTokens, toW1, toW2]) expect((await call(c, "DELETE", `/workflows/${id}`)).status).toBe(204);
   }, 180_000);
 
@@ -152,19 +156,20 @@ describe("a provider that refuses", () => {
     const dBad = await createWorkflow(d, transfersTo(bad.address, w));
     const dGood = await createWorkflow(d, transfersTo(good.address, w)); // same shape and topics: one request with dBad's
     const bId = await createWorkflow(b, transfersTo(other.address, wb));
-    const warn = vi.spyOn(log, "warn");
-    let warnings: Parameters<typeof log.warn>[] = [];
-    const passes: PassResult[] = [];
     try {
-      passes.push(await watchChain(CHAIN, options)); // at the head (the checkpoint is the previous test's)
-      await bad.mint(w, 1n);
-      await good.mint(w, 2n);
-      await other.mint(wb, 3n);
-      const began = Date.now();
-      while (Date.now() - began < 4_000) {
-        passes.push(await watchChain(CHAIN, options));
-        await sleep(100);
-      }
+      const warn = vi.spyOn(log, "warn");
+      let warnings: Parameters<typeof log.warn>[] = [];
+      const passes: PassResult[] = [];
+      try {
+        passes.push(await watchChain(CHAIN, options)); // at the head (the checkpoint is the previous test's)
+        await bad.mint(w, 1n);
+        await good.mint(w, 2n);
+        await other.mint(wb, 3n);
+        const began = Date.now();
+        while (Date.now() - began < 4_000) {
+          passes.push(await watchChain(CHAIN, options));
+          await sleep(100);
+        }
     } finally {
       warnings = [...warn.mock.calls];
       warn.mockRestore();
@@ -201,6 +206,8 @@ describe("a provider that refuses", () => {
     expect(firedFor(after, dBad)).toHaveLength(1);
     for (const id of [dBad, dGood]) expect(await executionsOf(d, id)).toHaveLength(1);
     expect(await executionsOf(b, bId)).toHaveLength(1);
-    await release(CHAIN, options.holder);
+    } finally {
+      await release(CHAIN, options.holder);
+    }
   }, 120_000);
 });
