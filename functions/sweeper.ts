@@ -2,12 +2,18 @@
  * Scheduled worker: follows pending withdrawals up with the bundler (API.md §11.6) and ends executions still
  * pending after `execution_timeout_ms` with `error` "execution timed out" (API.md §10.3), which counts toward
  * the workflow's consecutive errors like any other `error`. Workflows past `expiredAt` are stored completed / EXPIRED
- * (API.md §8.2), freeing their slot, schedules and watch entry.
+ * (API.md §8.2), freeing their slot, schedules and watch entry. Claims a crash interrupted are finished and their
+ * runs handed to the runner through the bus (shared/execution/claim.ts), so no execution index is lost.
  */
 import "./bootstrap";
+import { Resource } from "sst";
+import { createEventBridgeBus, setBus } from "../shared/execution/bus";
+import { recoverInterruptedClaims } from "../shared/execution/claim";
 import { followUpPending } from "../shared/wallet/withdraw";
 import { sweep } from "../shared/execution/execution";
 import { expireDue, recordOutcome } from "../shared/workflow/workflow";
+
+setBus(createEventBridgeBus({ busName: (Resource as unknown as { Bus: { name: string } }).Bus.name }));
 
 /** Workflows stored expired per invocation; the rest wait for the next minute. */
 const EXPIRIES_PER_PASS = 200;
@@ -20,9 +26,13 @@ async function sweepExecutions() {
 }
 
 export const handler = async () => {
-  const [withdrawals, executions, expired] = await Promise.allSettled([followUpPending(), sweepExecutions(), expireDue(Date.now(), EXPIRIES_PER_PASS)]);
-  if (withdrawals.status === "rejected") throw withdrawals.reason;
-  if (executions.status === "rejected") throw executions.reason;
-  if (expired.status === "rejected") throw expired.reason;
-  return { withdrawals: withdrawals.value, executions: executions.value, expiredWorkflows: expired.value.length };
+  const [withdrawals, executions, expired, claims] = await Promise.allSettled([
+    followUpPending(),
+    sweepExecutions(),
+    expireDue(Date.now(), EXPIRIES_PER_PASS),
+    recoverInterruptedClaims(Date.now()),
+  ]);
+  for (const part of [withdrawals, executions, expired, claims]) if (part.status === "rejected") throw part.reason;
+  const value = <T>(part: PromiseSettledResult<T>) => (part as PromiseFulfilledResult<T>).value;
+  return { withdrawals: value(withdrawals), executions: value(executions), expiredWorkflows: value(expired).length, recoveredClaims: value(claims) };
 };

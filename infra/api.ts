@@ -58,5 +58,6 @@ api.route("$default", core);
 // Pending withdrawals are also followed up in the background, not only when read.
 export const sweeper = new sst.aws.Cron("WithdrawalFollowUp", {
   schedule: "rate(1 minute)",
-  function: fn("functions/sweeper.handler", [keyPermissions.controller]),
+  // Linked to the bus: claims a crash interrupted are finished and handed to the runner.
+  function: { ...fn("functions/sweeper.handler", [keyPermissions.controller]), link: [table, jwtSigningKey, bus] },
 });
