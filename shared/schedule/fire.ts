@@ -5,8 +5,10 @@
  *    so a delivery in a skipped or repeated local hour that §8.3.3 does not fire is dropped whatever the
  *    scheduler's own daylight-saving rules) inside `[startAt, expiredAt)`;
  * 2. outage rule: a fire at most `missed_fire_grace_ms` late runs (once), an older one is skipped;
- * 3. the claim (runnable at fire time, checked atomically) writes the fire record `FIRE#<workflow>:<trigger>:<instant>`
- *    (store pattern 17) in the same transaction as the execution, so a second delivery claims nothing;
+ * 3. the claim (execution/claim.ts, Workflow.claim): its intent is the fire record
+ *    `FIRE#<workflow>:<trigger>:<instant>` (store pattern 17), a conditional put made before the workflow's count
+ *    is taken, so a second delivery claims nothing and takes no index (DuplicateFire); runnable at fire time is
+ *    checked atomically by the count update;
  * 4. the execution goes to a runner through the bus, like an asynchronous manual trigger.
  */
 import { ApiError } from "../errors";

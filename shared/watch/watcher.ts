@@ -1181,9 +1181,10 @@ async function methodResults(chainId: number, query: EventQuery, contract: Hex):
 export type FireOutcome = { kind: "fired"; executionId: string } | { kind: "duplicate" } | { kind: "stopped"; reason: string };
 
 /**
- * Claims the execution of one automatic fire (its trigger step's `output` given) with `fireId` in the claim's
- * transaction, then publishes it for a runner. A fire already claimed → `duplicate`; a workflow deleted or not
- * runnable → `stopped` with the reason (WORKFLOW_NOT_FOUND or the §8.8.7 reason).
+ * Claims the execution of one automatic fire (its trigger step's `output` given) with `fireId` as the claim's intent
+ * (its fire record, put conditionally before the workflow's count is taken), then publishes it for a runner. A fire
+ * already claimed → `duplicate`; a workflow deleted or not runnable → `stopped` with the reason (WORKFLOW_NOT_FOUND
+ * or the §8.8.7 reason).
  */
 export async function fireExecution(workflowId: string, fireId: string, output: Record<string, unknown>): Promise<FireOutcome> {
   const now = useRuntime().now();

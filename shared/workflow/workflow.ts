@@ -11,9 +11,11 @@
  * | retrieve, pause, resume, delete    | the record (1 strongly consistent GetItem)              | Keys.workflow(id) (pattern 10)               |
  * | list, count                        | the owner's workflows newest first (Query)              | gsi1 Keys.workflowByOwner (pattern 11)       |
  * | list, count with one wallet        | that wallet's workflows newest first (Query)            | gsi2 Keys.workflowByWallet (pattern 12)      |
- * | claim (trigger, scheduler, watcher)| intent PutItem, 1 conditional UpdateItem (count), PutItem| Keys.claimIntent or Keys.fire, Keys.workflow,|
- * |                                    | (execution), intent Delete/UpdateItem (see "Claiming")  | Keys.execution (pattern 22)                  |
+ * | claim (trigger, scheduler,         | intent PutItem, 1 conditional UpdateItem (count),       | Keys.claimIntent (pattern 22) or Keys.fire   |
+ * | watcher)                           | PutItem (execution), intent Delete/UpdateItem           | (17), Keys.workflow, Keys.execution (13)     |
+ * |                                    | (see "Claiming")                                        |                                              |
  * | claim recovery (sweeper)           | in-flight intents oldest first (Query) + per intent     | gsi2 Keys.claimInFlight (pattern 22)         |
+ * |                                    | GetItem (execution), GetItem (record), steps left       | Keys.execution, Keys.workflow                |
  * | expiry pass (sweeper)              | due expiry entries oldest first (Query) + per workflow   | gsi2 Keys.expiryDue (pattern 21)             |
  * |                                    | GetItem + 1 TransactWriteItems (record + counter)       | Keys.workflow, Keys.counter                  |
  *
