@@ -7,6 +7,7 @@
  */
 import { ulid } from "ulid";
 import type { Address } from "viem";
+import { ApiError } from "../errors";
 import { log } from "../log";
 import { useRuntime } from "../runtime";
 import * as Workflow from "../workflow/workflow";
@@ -41,7 +42,7 @@ const MAX_REMEMBERED = 10_000;
 
 /**
  * Claims one execution (Workflow.claim: 412/404, DuplicateFire) and returns its id. Run input too large for the
- * execution item is written in parts first and removed again when the claim fails.
+ * execution item is written in parts first and removed again when the claim is refused.
  */
 export async function claimExecution(workflowId: string, request: ClaimRequest): Promise<string> {
   const { now } = request;
@@ -74,7 +75,9 @@ export async function claimExecution(workflowId: string, request: ClaimRequest):
       if (claimedOwners.size > MAX_REMEMBERED) claimedOwners.delete(claimedOwners.keys().next().value!);
     }
   } catch (err) {
-    await storage.discard();
+    // Only a refusal means nothing was claimed. After any other failure the intent may be in flight, and the
+    // sweeper's recovery may still run the execution with these parts.
+    if (err instanceof ApiError || err instanceof Workflow.DuplicateFire) await storage.discard();
     throw err;
   }
   return executionId;

@@ -20,7 +20,7 @@ const PART_BYTES = 350_000;
 
 /**
  * Prepares the run input for the claim: attributes for the execution item, and (when large) parts written now,
- * before the claim's transaction, with `discard` to remove them when the claim fails.
+ * before the claim, with `discard` to remove them when the claim is refused.
  */
 export async function runInputStorage(
   executionId: string,

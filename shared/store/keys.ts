@@ -50,7 +50,7 @@ export const Keys = {
   claimIntent: (executionId: string) => ({ pk: `CLAIM#${executionId}`, sk: "CLAIM" }),
   /** GSI2 of an intent still in flight (pattern 22, sparse): the sweeper finishes the ones left by a crash, oldest first. */
   claimInFlight: (startAt: number, executionId: string) => ({ gsi2pk: "CLAIM#inflight", gsi2sk: `${String(startAt).padStart(15, "0")}#${executionId}` }),
-  /** Chain checkpoint (pattern 18): the last block the chain's watcher processed, with the watcher's lease. */
+  /** Chain checkpoint (pattern 18): the block every caught-up query has reached, the cursors of those behind (`behind`, `floors`), and the watcher's lease. */
   chainCheckpoint: (chainId: number) => ({ pk: `CHAIN#${chainId}`, sk: "CHECKPOINT" }),
   /** Watch entry of a block/event workflow (pattern 19): beside its record, listed per chain through sparse gsi2. */
   watch: (workflowId: string) => ({ pk: `WF#${workflowId}`, sk: "WATCH" }),
