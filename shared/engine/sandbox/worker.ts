@@ -9,6 +9,8 @@
  * Loaded two ways: imported by the pool's module (a no-op on any thread that is not a sandbox worker, which
  * is what puts this code into a Lambda bundle), and started as a worker with `workerData.role` set.
  */
+import { readlinkSync } from "node:fs";
+import { setPriority } from "node:os";
 import { isMainThread, parentPort, workerData } from "node:worker_threads";
 import { createInstance, evaluate, type Evaluation, type Instance } from "./quickjs";
 
@@ -32,7 +34,22 @@ interface WorkerData {
 
 const now = performance.now.bind(performance);
 
+/**
+ * Runs this thread at the lowest CPU priority (nice 19), where the OS allows it (Linux: a thread is a task
+ * with its own nice value, `/proc/thread-self` names it). Scripts then use only CPU that the thread serving
+ * requests, the engine and the database do not: a core spinning in `while (true) {}` no longer slows them.
+ */
+function yieldCpuToOthers(): void {
+  try {
+    const threadId = Number(readlinkSync("/proc/thread-self").split("/").pop());
+    if (Number.isInteger(threadId) && threadId > 0) setPriority(threadId, 19);
+  } catch {
+    // not Linux, or not permitted: the pool's per-owner share still bounds what one owner takes
+  }
+}
+
 function serve(port: NonNullable<typeof parentPort>, data: WorkerData): void {
+  yieldCpuToOthers();
   // The instance created ahead, once it exists (taken synchronously: no await between a job and its start).
   let waiting: Instance | undefined;
   let ahead: Promise<Instance | undefined> = Promise.resolve(undefined);
