@@ -1001,6 +1001,33 @@ async function closedMarkers(record: WorkflowRecord): Promise<string[]> {
 }
 
 /**
+ * The write that completes workflow `id` (§8.2): status `completed` with `reason`, `completedAt` set to the update
+ * expression's operand `completedAt` (":now", or an attribute such as "expiredAt"), `updatedAt` = `now`, the active
+ * slot released; only while the workflow is enabled or disabled, `condition` holds and its slot is as read (`held`).
+ */
+function completionUpdate(id: string, held: boolean, c: { reason: CompletionReason; completedAt: ":now" | "expiredAt"; condition: string; now: number }) {
+  const slot = slotIs(held);
+  return {
+    Update: {
+      TableName: table(),
+      Key: Keys.workflow(id),
+      UpdateExpression: `SET #st = :completed, completionReason = :reason, completedAt = ${c.completedAt}, holdsSlot = :false, updatedAt = :now`,
+      ConditionExpression: `#st IN (:enabled, :disabled) AND ${c.condition} AND ${slot.expression}`,
+      ExpressionAttributeNames: { "#st": "status" },
+      ExpressionAttributeValues: {
+        ":completed": "completed",
+        ":reason": c.reason,
+        ":false": false,
+        ":now": c.now,
+        ":enabled": "enabled",
+        ":disabled": "disabled",
+        ...slot.values,
+      },
+    },
+  };
+}
+
+/**
  * §8.2: the claim that took the last index stores `completed` / MAX_EXECUTIONS_REACHED with `completedAt` = its
  * time and releases the active slot with the counter, then removes schedules, watch entry and expiry entry.
  * Idempotent (the sweeper may finish the same claim); a workflow paused since the claim completes all the same.
@@ -1010,25 +1037,7 @@ async function completeAtCap(id: string, at: number): Promise<void> {
     const record = await read(id);
     if (!record || (record.status !== "enabled" && record.status !== "disabled") || record.executionCount < record.maxExecution) return;
     const held = record.holdsSlot === true;
-    const slot = slotIs(held);
-    const write = {
-      Update: {
-        TableName: table(),
-        Key: Keys.workflow(id),
-        UpdateExpression: "SET #st = :completed, completionReason = :reason, completedAt = :at, holdsSlot = :false, updatedAt = :at",
-        ConditionExpression: `#st IN (:enabled, :disabled) AND executionCount >= maxExecution AND ${slot.expression}`,
-        ExpressionAttributeNames: { "#st": "status" },
-        ExpressionAttributeValues: {
-          ":completed": "completed",
-          ":reason": "MAX_EXECUTIONS_REACHED",
-          ":at": at,
-          ":false": false,
-          ":enabled": "enabled",
-          ":disabled": "disabled",
-          ...slot.values,
-        },
-      },
-    };
+    const write = completionUpdate(id, held, { reason: "MAX_EXECUTIONS_REACHED", completedAt: ":now", condition: "executionCount >= maxExecution", now: at });
     if (await writeReleasingSlot(record.owner, write, held)) {
       await Promise.all([stopFiring(record), Watch.unwatch(id), forgetExpiry(id)]);
       return;
@@ -1243,25 +1252,7 @@ export async function expireDue(now: number, max: number): Promise<string[]> {
     let record = await read(id);
     for (let attempt = 1; record && isExpired(record, now) && attempt <= MAX_ATTEMPTS; attempt++) {
       const held = record.holdsSlot === true;
-      const slot = slotIs(held);
-      const write = {
-        Update: {
-          TableName: table(),
-          Key: Keys.workflow(id),
-          UpdateExpression: "SET #st = :completed, completionReason = :reason, completedAt = expiredAt, holdsSlot = :false, updatedAt = :now",
-          ConditionExpression: `#st IN (:enabled, :disabled) AND expiredAt <= :now AND ${slot.expression}`,
-          ExpressionAttributeNames: { "#st": "status" },
-          ExpressionAttributeValues: {
-            ":completed": "completed",
-            ":reason": "EXPIRED",
-            ":false": false,
-            ":now": now,
-            ":enabled": "enabled",
-            ":disabled": "disabled",
-            ...slot.values,
-          },
-        },
-      };
+      const write = completionUpdate(id, held, { reason: "EXPIRED", completedAt: "expiredAt", condition: "expiredAt <= :now", now });
       if (await writeReleasingSlot(record.owner, write, held)) {
         expired.push(id);
         break;
