@@ -9,19 +9,11 @@
  *
  *   BENCH_CLAIM_ROUNDS (default 20 bursts; the single calls as many times 20).
  */
-import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { signInWithAccount } from "../local/client";
 import { currentBus, setBus, type EventBus } from "../shared/execution/bus";
 import { claimStats } from "../shared/workflow/workflow";
-import type { BenchContext, Stat } from "./workflows";
+import { createOneNodeWorkflow, newOwner, note, stat, type BenchContext } from "./workflows";
 
 const BURST = 20;
-
-function stat(times: number[]): Stat {
-  const sorted = [...times].sort((a, b) => a - b);
-  const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-  return { p50: at(50), p99: at(99) };
-}
 
 export async function benchClaims(ctx: BenchContext): Promise<void> {
   const rounds = Number(process.env.BENCH_CLAIM_ROUNDS ?? 20);
@@ -29,30 +21,12 @@ export async function benchClaims(ctx: BenchContext): Promise<void> {
   const quiet: EventBus = { publish: async () => undefined, subscribe: () => () => undefined };
   setBus(quiet);
   try {
-    const account = privateKeyToAccount(generatePrivateKey());
-    const headers = { Authorization: `Bearer ${await signInWithAccount(ctx.base, account)}`, "Content-Type": "application/json" };
-    const wallet = await fetch(`${ctx.base}/wallets`, { method: "POST", headers, body: JSON.stringify({ salt: "20" }) });
-    const { address } = (await wallet.json()) as { address: string };
-    const create = async () => {
-      const res = await fetch(`${ctx.base}/workflows`, {
-        method: "POST",
-        headers,
-        body: JSON.stringify({
-          smartWalletAddress: address,
-          trigger: { id: "t", name: "start", type: "manual", config: { data: {} } },
-          nodes: [{ id: "one", name: "one", type: "customCode", config: { source: "return 1" } }],
-          maxExecution: 1_000_000,
-        }),
-      });
-      const body = (await res.json()) as { id?: string };
-      if (res.status !== 201 || !body.id) throw new Error(`POST /workflows: ${res.status} ${JSON.stringify(body)}`);
-      return body.id;
-    };
-    const [contended, alone] = [await create(), await create()];
+    const who = await newOwner(ctx.base, "20");
+    const [contended, alone] = [await createOneNodeWorkflow(ctx.base, who), await createOneNodeWorkflow(ctx.base, who)];
     const statuses = new Map<number, number>();
     const triggerOnce = async (id: string) => {
       const started = performance.now();
-      const res = await fetch(`${ctx.base}/workflows/${id}:trigger`, { method: "POST", headers, body: JSON.stringify({ triggerType: "manual" }) });
+      const res = await fetch(`${ctx.base}/workflows/${id}:trigger`, { method: "POST", headers: who.headers, body: JSON.stringify({ triggerType: "manual" }) });
       await res.arrayBuffer();
       statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
       return performance.now() - started;
@@ -72,7 +46,7 @@ export async function benchClaims(ctx: BenchContext): Promise<void> {
 
     ctx.report(`:trigger, ${BURST} at once (one workflow)`, stat(burstTimes), ":trigger alone", stat(aloneTimes));
     const answered = [...statuses].map(([status, n]) => `${n}× ${status}`).join(", ");
-    ctx.rows[ctx.rows.length - 1]!.push(`claim attempts per execution ${(attempts / claimed).toFixed(3)} (${attempts}/${claimed}); ${answered}`);
+    note(ctx, `claim attempts per execution ${(attempts / claimed).toFixed(3)} (${attempts}/${claimed}); ${answered}`);
   } finally {
     if (previousBus) setBus(previousBus);
   }

@@ -14,22 +14,14 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Worker } from "node:worker_threads";
-import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { signInWithAccount } from "../local/client";
 import { SandboxSession } from "../shared/engine/sandbox";
 import { sandboxPool } from "../shared/engine/sandbox/pool";
 import { createInProcessBus, currentBus, setBus } from "../shared/execution/bus";
 import { withRunner } from "../shared/execution/runner";
-import type { BenchContext, Stat } from "./workflows";
+import { newOwner, note, stat, type BenchContext, type Owner as Who, type Stat } from "./workflows";
 
 const MIB = 1_048_576;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 200);
-
-function stat(times: number[]): Stat {
-  const sorted = [...times].sort((a, b) => a - b);
-  const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-  return { p50: at(50), p99: at(99) };
-}
 
 async function timed(rounds: number, fn: () => Promise<void>, pauseMs = 0): Promise<Stat> {
   for (let i = 0; i < 20; i++) await fn();
@@ -54,7 +46,7 @@ export async function benchIsolation(ctx: BenchContext): Promise<void> {
   const upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
   try {
     await benchEvaluation(ctx);
-    const [a, b] = await Promise.all([owner(ctx.base), owner(ctx.base)]);
+    const [a, b] = await Promise.all([newOwner(ctx.base, "1"), newOwner(ctx.base, "1")]);
     await benchNeighbour(ctx, a, b);
     await benchMemory(ctx, a, upstreamUrl);
   } finally {
@@ -87,18 +79,6 @@ async function benchEvaluation(ctx: BenchContext) {
     if (!r.ok) throw new Error("sandbox failed");
   });
   ctx.report("sandbox: one-line script, back to back", burst, "worker round trip", roundTrip);
-}
-
-interface Who {
-  headers: Record<string, string>;
-  wallet: string;
-}
-
-async function owner(base: string): Promise<Who> {
-  const token = await signInWithAccount(base, privateKeyToAccount(generatePrivateKey()));
-  const headers = { Authorization: `Bearer ${token}`, "Content-Type": "application/json" };
-  const res = await fetch(`${base}/wallets`, { method: "POST", headers, body: JSON.stringify({ salt: "1" }) });
-  return { headers, wallet: ((await res.json()) as { address: string }).address };
 }
 
 async function startRun(base: string, who: Who, nodes: unknown[], data: unknown = {}): Promise<{ workflowId: string; executionId: string }> {
@@ -177,4 +157,3 @@ async function benchMemory(ctx: BenchContext, a: Who, upstreamUrl: string) {
   ctx.rows.push(["host peak RSS: one run keeping ~29 MiB of state", `${state.peak.toFixed(0)} MiB`, "", "RSS before", `${state.before.toFixed(0)} MiB`, "", `${(state.peak / state.before).toFixed(1)}x`, "", `+${(state.peak - state.before).toFixed(0)} MiB`]);
 }
 
-const note = (ctx: BenchContext, text: string) => ctx.rows[ctx.rows.length - 1]!.push(text);

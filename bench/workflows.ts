@@ -40,6 +40,13 @@ export interface Stat {
   p99: number;
 }
 
+/** The 50th and 99th percentiles of `times`. */
+export function stat(times: number[]): Stat {
+  const sorted = [...times].sort((a, b) => a - b);
+  const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+  return { p50: at(50), p99: at(99) };
+}
+
 /** What bench/run.ts lends: its server, runtime and table. */
 export interface BenchContext {
   base: string;
@@ -57,7 +64,7 @@ export async function benchWorkflows(ctx: BenchContext): Promise<void> {
   const began = performance.now();
   try {
     await benchEngine(ctx, rounds, target.origin);
-    const who = await newOwner(ctx.base);
+    const who = await newOwner(ctx.base, "9");
     const workflowId = await createOneNodeWorkflow(ctx.base, who);
     await benchBlockingTrigger(ctx, rounds, who, workflowId);
     await benchStream(ctx, streamRounds, who, workflowId);
@@ -69,7 +76,8 @@ export async function benchWorkflows(ctx: BenchContext): Promise<void> {
   }
 }
 
-const note = (ctx: BenchContext, text: string) => ctx.rows[ctx.rows.length - 1]!.push(text);
+/** Adds `text` to the last row reported. */
+export const note = (ctx: BenchContext, text: string) => ctx.rows[ctx.rows.length - 1]!.push(text);
 
 // ---------------------------------------------------------------------------------------------------------
 // 1. Engine throughput: 10 off-chain nodes
@@ -231,25 +239,29 @@ type PlainKind = { run(config: unknown, env: NodeEnv): Promise<NodeResult> };
 // ---------------------------------------------------------------------------------------------------------
 // 2. Blocking trigger → terminal
 
-interface Owner {
+/** A new account signed in (`headers` carry its token and a JSON content type) with one wallet registered. */
+export interface Owner {
   address: Address;
   headers: Record<string, string>;
+  wallet: string;
 }
 
-async function newOwner(base: string): Promise<Owner> {
+/** Signs a new account in on the server at `base` and registers its wallet of salt `salt`. */
+export async function newOwner(base: string, salt: string): Promise<Owner> {
   const account = privateKeyToAccount(generatePrivateKey());
   const headers = { Authorization: `Bearer ${await signInWithAccount(base, account)}`, "Content-Type": "application/json" };
-  return { address: account.address, headers };
+  const res = await fetch(`${base}/wallets`, { method: "POST", headers, body: JSON.stringify({ salt }) });
+  const { address: wallet } = (await res.json()) as { address: string };
+  return { address: account.address, headers, wallet };
 }
 
-async function createOneNodeWorkflow(base: string, who: Owner): Promise<string> {
-  const wallet = await fetch(`${base}/wallets`, { method: "POST", headers: who.headers, body: JSON.stringify({ salt: "9" }) });
-  const { address } = (await wallet.json()) as { address: string };
+/** A workflow of `who`'s wallet: a manual trigger and one customCode node, runnable a million times; answers its id. */
+export async function createOneNodeWorkflow(base: string, who: Owner): Promise<string> {
   const res = await fetch(`${base}/workflows`, {
     method: "POST",
     headers: who.headers,
     body: JSON.stringify({
-      smartWalletAddress: address,
+      smartWalletAddress: who.wallet,
       trigger: { id: "t", name: "start", type: "manual", config: { data: {} } },
       nodes: [{ id: "one", name: "one", type: "customCode", config: { source: "return 1" } }],
       maxExecution: 1_000_000,
@@ -420,11 +432,7 @@ async function interleaved<T extends Round[]>(rounds: number, sides: [...T]): Pr
   for (let i = 0; i < Math.min(5, rounds); i++) for (const side of sides) await side(-1 - i);
   const times = sides.map((): number[] => []);
   for (let i = 0; i < rounds; i++) for (const [n, side] of sides.entries()) times[n]!.push(await side(i));
-  return times.map((t) => {
-    t.sort((a, b) => a - b);
-    const at = (p: number) => t[Math.min(t.length - 1, Math.floor((p / 100) * t.length))]!;
-    return { p50: at(50), p99: at(99) };
-  }) as { [K in keyof T]: Stat };
+  return times.map(stat) as { [K in keyof T]: Stat };
 }
 
 /** An SSE response read as it arrives; `until` resolves with the arrival time of the chunk that completed a match. */
