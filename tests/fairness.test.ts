@@ -7,39 +7,27 @@
  * queue's dispatch rules on their own (turns, caps, max-min shares).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
-import { useTestRuntime } from "./support/runtime";
-import { startTestServer, type TestServer } from "./support/server";
-import { jsonClient, type Json, type Owner } from "./support/client";
-import { createServiceApp } from "../shared/http/service";
-import { createInProcessBus, setBus, type InProcessBus } from "../shared/execution/bus";
-import { withRunner } from "../shared/execution/runner";
+import { startService, type TestService } from "./support/service";
+import { startUpstream, type Upstream } from "./support/upstream";
+import { executionPath, jsonClient, type Json, type Owner } from "./support/client";
 import { FairRunQueue, runQueue, waterLevel } from "../shared/execution/run-queue";
 import { createLocalScheduler, interleaveByOwner } from "../shared/schedule/local";
 import { setScheduler } from "../shared/schedule/port";
-import type { Runtime } from "../shared/runtime";
 
 const RUN_MS = 200;
-let runtime: Runtime;
-let server: TestServer;
-let bus: InProcessBus;
-let target: Server;
-let targetUrl: string;
-const { call, ownerWithWallet } = jsonClient(() => server.url);
-/** Requests the slow server received: path and arrival time; and how many of each owner it holds at once. */
-const arrivals: { path: string; at: number }[] = [];
+let service: TestService;
+/** The slow server; its requests: path and arrival time. */
+let target: Upstream;
+const { call, ownerWithWallet, createWorkflow, waitTerminal } = jsonClient(() => service.url);
+/** How many requests of each owner the slow server holds at once, and the most it held. */
 const inFlight = new Map<string, number>();
 const maxInFlight = new Map<string, number>();
 
 beforeAll(async () => {
-  runtime = await useTestRuntime({ RATE_LIMIT_BURST: "100000", RATE_LIMIT_RPS: "10000", RUNNER_CONCURRENCY: "4" });
-  bus = setBus(withRunner(createInProcessBus()));
-  server = await startTestServer(createServiceApp());
-  target = createServer((req, res) => {
+  service = await startService({ RUNNER_CONCURRENCY: "4" });
+  target = await startUpstream((req, res) => {
     const path = req.url ?? "";
     const who = path.split("/")[1] ?? "";
-    arrivals.push({ path, at: Date.now() });
     inFlight.set(who, (inFlight.get(who) ?? 0) + 1);
     maxInFlight.set(who, Math.max(maxInFlight.get(who) ?? 0, inFlight.get(who)!));
     setTimeout(() => {
@@ -48,32 +36,27 @@ beforeAll(async () => {
       res.end(JSON.stringify({ path }));
     }, RUN_MS);
   });
-  await new Promise<void>((resolve) => target.listen(0, "127.0.0.1", resolve));
-  targetUrl = `http://127.0.0.1:${(target.address() as AddressInfo).port}`;
 });
 
 afterAll(async () => {
-  await bus?.idle();
-  await server?.close();
-  await new Promise((resolve) => target?.close(resolve));
+  await service?.close();
+  await target?.close();
 });
 
 /** A workflow whose run is one restApi GET of `<target>/<path>` (~200 ms). */
 async function slowWorkflow(who: Owner, path: string, trigger: Json = { id: "t", name: "start", type: "manual", config: { data: {} } }): Promise<string> {
-  const res = await call(who, "POST", "/workflows", {
-    smartWalletAddress: who.wallet,
+  const workflow = await createWorkflow(who, {
     trigger,
-    nodes: [{ id: "call", name: "call", type: "restApi", config: { url: `${targetUrl}/${path}`, method: "GET" } }],
+    nodes: [{ id: "call", name: "call", type: "restApi", config: { url: `${target.url}/${path}`, method: "GET" } }],
     maxExecution: 10_000,
   });
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
-  return res.body.id;
+  return workflow.id;
 }
 
 const arrivalOf = async (prefix: string, within: number): Promise<number> => {
   const deadline = Date.now() + within;
   while (Date.now() < deadline) {
-    const hit = arrivals.find((a) => a.path.startsWith(prefix));
+    const hit = target.requests.find((a) => a.path.startsWith(prefix));
     if (hit) return hit.at;
     await new Promise((r) => setTimeout(r, 10));
   }
@@ -109,15 +92,15 @@ describe("one owner's flood of :trigger calls", () => {
     expect(queuedOf(a)).toBeGreaterThan(30);
 
     // A never ran more than its share (half of 4 slots) at once.
-    await bus.idle();
+    await service.bus.idle();
     expect(maxInFlight.get("a")).toBeLessThanOrEqual(2);
-    expect(arrivals.filter((x) => x.path.startsWith("/a/"))).toHaveLength(80);
+    expect(target.requests.filter((x) => x.path.startsWith("/a/"))).toHaveLength(80);
   });
 
   it("a blocking trigger waits in its owner's turn; when blocking_trigger_wait_ms runs out it answers pending and the run goes on", { timeout: 120_000 }, async () => {
     const a = await ownerWithWallet();
     const flows = await Promise.all([0, 1].map((i) => slowWorkflow(a, `a2/${i}`)));
-    const limits = runtime.config.limits as { blockingTriggerWaitMs: number };
+    const limits = service.runtime.config.limits as { blockingTriggerWaitMs: number };
     const before = limits.blockingTriggerWaitMs;
     limits.blockingTriggerWaitMs = 500;
     try {
@@ -127,13 +110,9 @@ describe("one owner's flood of :trigger calls", () => {
       const own = await call(a, "POST", `/workflows/${flows[0]}:trigger`, { triggerType: "manual", isBlocking: true });
       expect(own.status).toBe(200);
       expect(own.body).toEqual({ executionId: expect.any(String), status: "pending", startAt: expect.any(Number) });
-      await bus.idle();
-      for (let i = 0; i < 100; i++) {
-        const res = await call(a, "GET", `/executions/${own.body.executionId}?workflowId=${flows[0]}`);
-        if (res.body.status !== "pending") break;
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      expect((await call(a, "GET", `/executions/${own.body.executionId}?workflowId=${flows[0]}`)).body.status).toBe("success");
+      await service.bus.idle();
+      const execution = await waitTerminal(a, executionPath(flows[0]!, own.body.executionId), { timeoutMs: 10_000, intervalMs: 100 });
+      expect(execution.status).toBe("success");
     } finally {
       limits.blockingTriggerWaitMs = before;
     }
@@ -160,8 +139,8 @@ describe("one owner's burst of fires on one fixedTime epoch", () => {
     expect(started - began).toBeLessThan(1_500);
     expect(queuedOf(a)).toBeGreaterThan(30); // A's 60 runs take ~6 s at 2 at a time
 
-    await bus.idle();
-    expect(arrivals.filter((x) => x.path.startsWith("/fa/"))).toHaveLength(60);
+    await service.bus.idle();
+    expect(target.requests.filter((x) => x.path.startsWith("/fa/"))).toHaveLength(60);
     expect(maxInFlight.get("fa")).toBeLessThanOrEqual(2);
   });
 });

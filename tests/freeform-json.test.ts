@@ -9,34 +9,24 @@
  * Bodies are built as JSON text, never as object literals: in JavaScript `{"__proto__": x}` sets a prototype.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { IncomingHttpHeaders } from "node:http";
 import { GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
-import { useTestRuntime } from "./support/runtime";
-import { startTestServer, type TestServer } from "./support/server";
+import { startService, type TestService } from "./support/service";
+import { startUpstream, type Upstream } from "./support/upstream";
 import { jsonClient, type Json, type Owner } from "./support/client";
-import { createServiceApp } from "../shared/http/service";
-import { createInProcessBus, setBus, type InProcessBus } from "../shared/execution/bus";
-import { withRunner } from "../shared/execution/runner";
 import { Keys } from "../shared/store/keys";
 import { watchersOf } from "../shared/watch/registry";
-import type { Runtime } from "../shared/runtime";
 
-let runtime: Runtime;
-let server: TestServer;
-let bus: InProcessBus;
-let target: Server;
-let targetUrl: string;
+let service: TestService;
+let target: Upstream;
 const received: { path: string; headers: IncomingHttpHeaders; rawHeaders: string[]; body: string }[] = [];
-const { ownerWithWallet } = jsonClient(() => server.url);
+const { ownerWithWallet } = jsonClient(() => service.url);
 /** Every status the service answered in this file: none may be 5xx. */
 const statuses: { request: string; status: number }[] = [];
 
 beforeAll(async () => {
-  runtime = await useTestRuntime({ RATE_LIMIT_BURST: "100000", RATE_LIMIT_RPS: "10000" });
-  bus = setBus(withRunner(createInProcessBus()));
-  server = await startTestServer(createServiceApp());
-  target = createServer((req, res) => {
+  service = await startService();
+  target = await startUpstream((req, res) => {
     let body = "";
     req.on("data", (chunk) => (body += chunk));
     req.on("end", () => {
@@ -45,14 +35,11 @@ beforeAll(async () => {
       res.end(JSON.stringify({ ok: true }));
     });
   });
-  await new Promise<void>((resolve) => target.listen(0, "127.0.0.1", resolve));
-  targetUrl = `http://127.0.0.1:${(target.address() as AddressInfo).port}`;
 });
 
 afterAll(async () => {
-  await bus?.idle();
-  await server?.close();
-  await new Promise((resolve) => target?.close(resolve));
+  await service?.close();
+  await target?.close();
   expect(statuses.filter((s) => s.status >= 500)).toEqual([]);
 });
 
@@ -65,7 +52,7 @@ interface Answer {
 /** `body`: JSON text sent as it is, or a value sent as JSON. */
 async function send(who: Owner, method: string, path: string, body?: string | Json): Promise<Answer> {
   const text = body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body);
-  const res = await fetch(server.url + path, {
+  const res = await fetch(service.url + path, {
     method,
     headers: { ...who.headers, ...(text === undefined ? {} : { "Content-Type": "application/json" }) },
     body: text,
@@ -166,7 +153,7 @@ describe("keys inside free-form JSON are data", () => {
     // The settings the service writes join the sent ones; everything else is the client's, member for member.
     const sentVariables = JSON.parse(inputVariables) as Json;
     const sentSettings = sentVariables.settings as Json;
-    expectSame(wf.inputVariables.settings, { ...sentSettings, runner: alice.wallet, chainId: runtime.config.defaultChainId });
+    expectSame(wf.inputVariables.settings, { ...sentSettings, runner: alice.wallet, chainId: service.runtime.config.defaultChainId });
     expectSame({ ...wf.inputVariables, settings: null }, { ...sentVariables, settings: null });
     expectSame(wf.trigger, { ...JSON.parse(trigger), config: { ...JSON.parse(trigger).config, lang: "json" } });
     // JSON.parse on the client side defines `__proto__` as an own member: the answer really carries it.
@@ -183,13 +170,13 @@ describe("keys inside free-form JSON are data", () => {
     const trigger =
       `{"id":"t","name":"start","type":"event","config":{"queries":[{"addresses":["0x000000000000000000000000000000000000dEaD"],` +
       `"contractAbi":[${abiItem}]}]}}`;
-    const rest = `{"id":"call","name":"call","type":"restApi","config":{"url":"${targetUrl}/never","method":"GET","headers":${WEIRD_STRINGS}}}`;
+    const rest = `{"id":"call","name":"call","type":"restApi","config":{"url":"${target.url}/never","method":"GET","headers":${WEIRD_STRINGS}}}`;
     const wf = await created(alice, workflowText(alice.wallet, { trigger, nodes: [rest] }));
     expectSame(wf.trigger.config.queries[0].contractAbi, [JSON.parse(abiItem)]);
     expectSame(wf.nodes[0].config.headers, JSON.parse(WEIRD_STRINGS));
     await expectReadsBack(alice, wf);
 
-    const entry = (await watchersOf(runtime.config.defaultChainId)).find((w) => w.workflowId === wf.id);
+    const entry = (await watchersOf(service.runtime.config.defaultChainId)).find((w) => w.workflowId === wf.id);
     expectSame(entry?.trigger, wf.trigger);
     expect((await send(alice, "DELETE", `/workflows/${wf.id}`)).status).toBe(204);
   });
@@ -209,7 +196,7 @@ describe("keys inside free-form JSON are data", () => {
       `return ["{{settings.constructor}}", "{{settings['']}}", "{{settings['a.b']}}", "{{settings.hasOwnProperty}}", {{settings['__proto__']}}, {{settings.prototype}}];`,
     );
     const echo =
-      `{"id":"echo","name":"echo","type":"restApi","config":{"url":"${targetUrl}/echo","method":"POST",` +
+      `{"id":"echo","name":"echo","type":"restApi","config":{"url":"${target.url}/echo","method":"POST",` +
       `"headers":{"X-Ctor":"{{settings.constructor}}","Content-Type":"application/json","__proto__":"proto header","constructor":"ctor header"},` +
       `"body":"{{settings['__proto__']}}"}}`;
     const wf = await created(
@@ -342,7 +329,7 @@ describe("header and path-parameter names HTTP cannot carry", () => {
     const alice = await ownerWithWallet();
     for (const name of ["", "bad name", "x:y", "ü", "a\r\nb"]) {
       const headers = `{${JSON.stringify(name)}:"v"}`;
-      const rest = `{"id":"call","name":"call","type":"restApi","config":{"url":"${targetUrl}/refused","method":"GET","headers":${headers}}}`;
+      const rest = `{"id":"call","name":"call","type":"restApi","config":{"url":"${target.url}/refused","method":"GET","headers":${headers}}}`;
       const wf = await created(alice, workflowText(alice.wallet, { nodes: [rest] }));
       expectSame(wf.nodes[0].config.headers, JSON.parse(headers));
       const execution = await runBlocking(alice, wf.id);
@@ -365,11 +352,11 @@ describe("items stored before the JSON-text form", () => {
       }),
     );
     // Rewrite the item the way version 1 stored it: the members as maps and lists, no `document`.
-    const { tableName } = runtime.config;
-    const item = (await runtime.db.send(new GetCommand({ TableName: tableName, Key: Keys.workflow(wf.id), ConsistentRead: true }))).Item!;
+    const { tableName } = service.runtime.config;
+    const item = (await service.runtime.db.send(new GetCommand({ TableName: tableName, Key: Keys.workflow(wf.id), ConsistentRead: true }))).Item!;
     expect(item).toMatchObject({ v: 2, document: expect.any(String) });
     const { document, ...attributes } = item;
-    await runtime.db.send(new PutCommand({ TableName: tableName, Item: { ...attributes, ...JSON.parse(document as string), v: 1 } }));
+    await service.runtime.db.send(new PutCommand({ TableName: tableName, Item: { ...attributes, ...JSON.parse(document as string), v: 1 } }));
 
     await expectReadsBack(alice, wf);
     const execution = await runBlocking(alice, wf.id);
@@ -379,12 +366,12 @@ describe("items stored before the JSON-text form", () => {
   });
 
   it("a watch entry holding its trigger as a map is still served", async () => {
-    const chainId = runtime.config.defaultChainId;
+    const chainId = service.runtime.config.defaultChainId;
     const id = "01JD7Q0S7W3C2Y8K5N6M4P1R9T";
     const trigger = { id: "t", name: "start", type: "block", config: { interval: 100 } };
-    await runtime.db.send(
+    await service.runtime.db.send(
       new PutCommand({
-        TableName: runtime.config.tableName,
+        TableName: service.runtime.config.tableName,
         Item: { ...Keys.watch(id), ...Keys.watchByChain(chainId, id), type: "watch", v: 1, workflowId: id, chainId, trigger, since: 1 },
       }),
     );

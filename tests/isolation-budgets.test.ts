@@ -5,21 +5,14 @@
  * than 512 levels, and the 500 requests per execution counted at the upstream.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
-import { useTestRuntime } from "./support/runtime";
-import { startTestServer, type TestServer } from "./support/server";
-import { jsonClient, type Json, type Owner } from "./support/client";
-import { createServiceApp } from "../shared/http/service";
-import { createInProcessBus, setBus, type InProcessBus } from "../shared/execution/bus";
-import { withRunner } from "../shared/execution/runner";
+import { startService, type TestService } from "./support/service";
+import { startUpstream, type Upstream } from "./support/upstream";
+import { executionPath, jsonClient, type Json, type Owner } from "./support/client";
 
 const MIB = 1_048_576;
-let server: TestServer;
-let bus: InProcessBus;
-const { call, ownerWithWallet } = jsonClient(() => server.url);
-let target: Server;
-let targetUrl: string;
+let service: TestService;
+const { call, ownerWithWallet, createWorkflow, waitTerminal } = jsonClient(() => service.url);
+let target: Upstream;
 let counted = 0;
 
 /** ~9.5 MiB of `[{},{},...]`: parsed, each `{}` would be an object of its own. */
@@ -27,10 +20,8 @@ const TINY_OBJECTS = "[" + "{},".repeat(Math.floor((9.5 * MIB) / 3) - 1) + "{}]"
 const nested = (depth: number) => "[".repeat(depth) + "]".repeat(depth);
 
 beforeAll(async () => {
-  await useTestRuntime({ RATE_LIMIT_BURST: "100000", RATE_LIMIT_RPS: "10000" });
-  bus = setBus(withRunner(createInProcessBus()));
-  server = await startTestServer(createServiceApp());
-  target = createServer((req, res) => {
+  service = await startService();
+  target = await startUpstream((req, res) => {
     const path = req.url ?? "";
     res.setHeader("Content-Type", "application/json");
     if (path.startsWith("/tiny")) return res.end(TINY_OBJECTS);
@@ -38,38 +29,24 @@ beforeAll(async () => {
     if (path.startsWith("/count")) counted++;
     res.end(JSON.stringify({ ok: true }));
   });
-  await new Promise<void>((resolve) => target.listen(0, "127.0.0.1", resolve));
-  targetUrl = `http://127.0.0.1:${(target.address() as AddressInfo).port}`;
 });
 
 afterAll(async () => {
-  await bus?.idle();
-  await server?.close();
-  target?.closeAllConnections();
-  await new Promise((resolve) => target?.close(resolve));
+  await service?.close();
+  await target?.close();
 });
 
-const get = (id: string, path: string) => ({ id, name: id, type: "restApi", config: { url: `${targetUrl}${path}`, method: "GET" } });
+const get = (id: string, path: string) => ({ id, name: id, type: "restApi", config: { url: `${target.url}${path}`, method: "GET" } });
 /** Edges trigger → nodes[0] → nodes[1] → … */
 const chain = (nodes: Json[]) => nodes.map((n, i) => ({ id: `e${i}`, source: i === 0 ? "t" : nodes[i - 1]!.id, target: n.id }));
 /** Edges trigger → each node. */
 const fan = (nodes: Json[]) => nodes.map((n, i) => ({ id: `f${i}`, source: "t", target: n.id }));
 
 async function run(who: Owner, nodes: Json[], edges?: Json[]): Promise<Json> {
-  const created = await call(who, "POST", "/workflows", {
-    smartWalletAddress: who.wallet,
-    trigger: { id: "t", name: "start", type: "manual", config: { data: {} } },
-    nodes,
-    ...(edges ? { edges } : {}),
-  });
-  expect(created.status, JSON.stringify(created.body)).toBe(201);
-  const started = await call(who, "POST", `/workflows/${created.body.id}:trigger`, { triggerType: "manual", isBlocking: false });
+  const created = await createWorkflow(who, { trigger: { id: "t", name: "start", type: "manual", config: { data: {} } }, nodes, ...(edges ? { edges } : {}) });
+  const started = await call(who, "POST", `/workflows/${created.id}:trigger`, { triggerType: "manual", isBlocking: false });
   expect(started.status).toBe(202);
-  for (;;) {
-    const res = await call(who, "GET", `/executions/${started.body.executionId}?workflowId=${created.body.id}`);
-    if (res.body.status !== "pending") return res.body;
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  return waitTerminal(who, executionPath(created.id, started.body.executionId), { timeoutMs: 120_000, intervalMs: 100 });
 }
 
 describe("execution state (§18.2)", () => {
@@ -143,7 +120,7 @@ describe("outbound requests (§18.3)", () => {
       id,
       name: id,
       type: "loop",
-      config: { inputVariable: "{{start.data.items}}", iterVar: "item", executionMode: "parallel", runner: { type: "restApi", config: { url: `${targetUrl}/count`, method: "GET" } } },
+      config: { inputVariable: "{{start.data.items}}", iterVar: "item", executionMode: "parallel", runner: { type: "restApi", config: { url: `${target.url}/count`, method: "GET" } } },
     });
     const nodes = ["l1", "l2", "l3", "l4", "l5", "l6"].map(loop);
     const created = await call(a, "POST", "/workflows", {

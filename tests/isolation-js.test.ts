@@ -6,73 +6,45 @@
  * a sandbox worker killed mid-script. Bounds are generous: what they separate is milliseconds from seconds.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
-import { useTestRuntime } from "./support/runtime";
-import { startTestServer, type TestServer } from "./support/server";
-import { jsonClient, type Json, type Owner } from "./support/client";
+import { startService, type TestService } from "./support/service";
+import { startUpstream, type Upstream } from "./support/upstream";
+import { executionPath, jsonClient, type Json, type Owner } from "./support/client";
 import type { SignedIn } from "./support/auth";
-import { createServiceApp } from "../shared/http/service";
-import { createInProcessBus, setBus, type InProcessBus } from "../shared/execution/bus";
-import { withRunner } from "../shared/execution/runner";
 import { sandboxPool } from "../shared/engine/sandbox/pool";
 
 const SIMULATE_CAP_MS = 3_000;
-let server: TestServer;
-let bus: InProcessBus;
-const { call, ownerWithWallet } = jsonClient(() => server.url);
-let target: Server;
-let targetUrl: string;
+let service: TestService;
+const { call, ownerWithWallet, createWorkflow: create, waitTerminal } = jsonClient(() => service.url);
+let target: Upstream;
 let counted = 0;
 
 beforeAll(async () => {
-  await useTestRuntime({ RATE_LIMIT_BURST: "100000", RATE_LIMIT_RPS: "10000", SIMULATE_TIMEOUT_MS: String(SIMULATE_CAP_MS) });
-  bus = setBus(withRunner(createInProcessBus()));
-  server = await startTestServer(createServiceApp());
-  target = createServer((req, res) => {
+  service = await startService({ SIMULATE_TIMEOUT_MS: String(SIMULATE_CAP_MS) });
+  target = await startUpstream((req, res) => {
     if (req.url?.startsWith("/count")) counted++;
     setTimeout(() => {
       res.writeHead(200, { "Content-Type": "application/json" });
       res.end(JSON.stringify({ n: counted }));
     }, 100);
   });
-  await new Promise<void>((resolve) => target.listen(0, "127.0.0.1", resolve));
-  targetUrl = `http://127.0.0.1:${(target.address() as AddressInfo).port}`;
 });
 
 afterAll(async () => {
-  await bus?.idle();
-  await server?.close();
-  target?.closeAllConnections();
-  await new Promise((resolve) => target?.close(resolve));
+  await service?.close();
+  await target?.close();
 });
 
 const code = (id: string, source: string) => ({ id, name: id, type: "customCode", config: { source } });
 /** A script that keeps its thread busy for `ms` (QuickJS has no timers: only spinning waits). */
 const spinFor = (ms: number) => `const end = Date.now() + ${ms}; while (Date.now() < end) {} return ${ms}`;
 
-async function createWorkflow(who: Owner, nodes: Json[], extra: Json = {}): Promise<Json> {
-  const res = await call(who, "POST", "/workflows", {
-    smartWalletAddress: who.wallet,
-    trigger: { id: "t", name: "start", type: "manual", config: { data: { items: Array.from({ length: 10 }, (_, i) => i) } } },
-    nodes,
-    ...extra,
-  });
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
-  return res.body;
-}
+const createWorkflow = (who: Owner, nodes: Json[], extra: Json = {}) =>
+  create(who, { trigger: { id: "t", name: "start", type: "manual", config: { data: { items: Array.from({ length: 10 }, (_, i) => i) } } }, nodes, ...extra });
 
 const trigger = (who: SignedIn, id: string, isBlocking: boolean) => call(who, "POST", `/workflows/${id}:trigger`, { triggerType: "manual", isBlocking });
 
-async function terminal(who: SignedIn, workflowId: string, executionId: string, timeoutMs = 60_000): Promise<Json> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await call(who, "GET", `/executions/${executionId}?workflowId=${workflowId}`);
-    expect(res.status).toBe(200);
-    if (res.body.status !== "pending" || Date.now() > until) return res.body;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const terminal = (who: SignedIn, workflowId: string, executionId: string, timeoutMs = 60_000) =>
+  waitTerminal(who, executionPath(workflowId, executionId), { timeoutMs, intervalMs: 100 });
 
 /** Worst latency (ms) of each probe, sampled one after another for `durationMs`. */
 async function sample(durationMs: number, probes: Record<string, () => Promise<void>>): Promise<Record<string, number>> {
@@ -93,7 +65,7 @@ async function sample(durationMs: number, probes: Record<string, () => Promise<v
 async function neighbourProbes(b: Owner) {
   const oneLine = await createWorkflow(b, [code("one", "return 1 + 1")]);
   const probes = {
-    health: async () => expect((await fetch(`${server.url}/health`)).status).toBe(200),
+    health: async () => expect((await fetch(`${service.url}/health`)).status).toBe(200),
     authenticated: async () => expect((await call(b, "GET", "/workflows?limit=5")).status).toBe(200),
     run: async () => {
       const res = await trigger(b, oneLine.id, true);
@@ -178,7 +150,7 @@ describe(":simulate at its cap", () => {
       id: "counting",
       name: "counting",
       type: "loop",
-      config: { inputVariable: "{{start.data.items}}", iterVar: "item", executionMode: "sequential", runner: { type: "restApi", config: { url: `${targetUrl}/count`, method: "GET" } } },
+      config: { inputVariable: "{{start.data.items}}", iterVar: "item", executionMode: "sequential", runner: { type: "restApi", config: { url: `${target.url}/count`, method: "GET" } } },
     };
     const items = Array.from({ length: 100 }, (_, i) => i);
     const started = Date.now();

@@ -5,37 +5,33 @@
  * manual run sends a real ethTransfer from a funded registered wallet on the devnet.
  */
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { privateKeyToAccount, generatePrivateKey } from "viem/accounts";
 import { parseEther } from "viem";
-import { stackEnv, useTestRuntime } from "./support/runtime";
+import { stackEnv } from "./support/runtime";
 import { type SignedIn } from "./support/auth";
-import { startTestServer, type TestServer } from "./support/server";
+import { startService, type TestService } from "./support/service";
+import { startUpstream, type Upstream } from "./support/upstream";
 import { jsonClient, type Json, type Owner } from "./support/client";
 import { devnet, setBalance } from "./support/chain";
-import { createServiceApp } from "../shared/http/service";
-import { createInProcessBus, setBus, EVENT_SOURCE } from "../shared/execution/bus";
+import { createInProcessBus, EVENT_SOURCE } from "../shared/execution/bus";
 import { runExecution, withRunner } from "../shared/execution/runner";
 import * as Executions from "../shared/execution/execution";
 import { setRuntime, type Runtime } from "../shared/runtime";
 
 
+let service: TestService;
 let runtime: Runtime;
-let server: TestServer;
-const { call, ownerWithWallet } = jsonClient(() => server.url);
+const { call, ownerWithWallet, createWorkflow } = jsonClient(() => service.url);
 const newOwner = (salt = "1") => ownerWithWallet(salt);
-let target: Server;
-let targetUrl: string;
+let target: Upstream;
 const hits = new Map<string, number>();
 const held: (() => void)[] = [];
 
 beforeAll(async () => {
-  runtime = await useTestRuntime({ RATE_LIMIT_BURST: "100000", RATE_LIMIT_RPS: "10000" });
   // A bus nobody listens to: executions stay pending until a test delivers them.
-  setBus(createInProcessBus());
-  server = await startTestServer(createServiceApp());
-  target = createServer((req, res) => {
+  service = await startService({}, { runner: false });
+  runtime = service.runtime;
+  target = await startUpstream((req, res) => {
     const path = req.url ?? "";
     hits.set(path, (hits.get(path) ?? 0) + 1);
     const answer = () => {
@@ -45,26 +41,15 @@ beforeAll(async () => {
     if (path.startsWith("/hold")) held.push(answer);
     else answer();
   });
-  await new Promise<void>((resolve) => target.listen(0, "127.0.0.1", resolve));
-  targetUrl = `http://127.0.0.1:${(target.address() as AddressInfo).port}`;
 });
 
 afterAll(async () => {
   for (const release of held.splice(0)) release();
-  await server?.close();
-  await new Promise((resolve) => target?.close(resolve));
+  await service?.close();
+  await target?.close();
 });
 
-
-
-
-const rest = (id: string, path: string) => ({ id, name: id, type: "restApi", config: { url: `${targetUrl}${path}`, method: "GET" } });
-
-async function createWorkflow(who: Owner, body: Json): Promise<Json> {
-  const res = await call(who, "POST", "/workflows", { smartWalletAddress: who.wallet, ...body });
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
-  return res.body;
-}
+const rest = (id: string, path: string) => ({ id, name: id, type: "restApi", config: { url: `${target.url}${path}`, method: "GET" } });
 
 /** Triggers asynchronously on the silent bus: the execution is claimed and pending, and nobody runs it yet. */
 async function claimed(who: Owner, workflowId: string): Promise<string> {

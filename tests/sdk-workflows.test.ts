@@ -16,38 +16,27 @@
  *   nothing when it is omitted, so the server's default applies).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { Client } from "@avaprotocol/sdk-js";
 import type { v4 } from "@avaprotocol/types";
 import { generatePrivateKey } from "viem/accounts";
-import { useTestRuntime } from "./support/runtime";
 import { devnet } from "./support/chain";
-import { startTestServer, type TestServer } from "./support/server";
-import { createServiceApp } from "../shared/http/service";
-import { createInProcessBus, setBus, type InProcessBus } from "../shared/execution/bus";
-import { withRunner } from "../shared/execution/runner";
+import { startService, type TestService } from "./support/service";
+import { startUpstream, type Upstream } from "./support/upstream";
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-let server: TestServer;
-let target: Server;
-let targetUrl: string;
-let bus: InProcessBus;
+let service: TestService;
+/** The restApi target; its requests are what it has received. */
+let target: Upstream;
 let client: Client;
 let wallet: `0x${string}`;
-/** Requests the restApi target has received, by path. */
-const received: string[] = [];
 /** Answers the target is holding back (paths starting with /hold), released by the test. */
 const held: (() => void)[] = [];
 
 beforeAll(async () => {
-  await useTestRuntime({ RATE_LIMIT_BURST: "100000", RATE_LIMIT_RPS: "10000" });
-  bus = setBus(withRunner(createInProcessBus()));
-  server = await startTestServer(createServiceApp());
-  target = createServer((req, res) => {
+  service = await startService();
+  target = await startUpstream((req, res) => {
     const path = req.url ?? "";
-    received.push(path);
     const answer = () => {
       res.writeHead(200, { "Content-Type": "application/json", "X-Target": "local" });
       res.end(JSON.stringify({ path, greeting: "hello from the target" }));
@@ -55,19 +44,16 @@ beforeAll(async () => {
     if (path.startsWith("/hold")) held.push(answer);
     else answer();
   });
-  await new Promise<void>((resolve) => target.listen(0, "127.0.0.1", resolve));
-  targetUrl = `http://127.0.0.1:${(target.address() as AddressInfo).port}`;
 
-  client = new Client({ baseUrl: server.url });
+  client = new Client({ baseUrl: service.url });
   await client.auth.exchangeWithKey(generatePrivateKey(), { uri: "https://app.example.com", chainId: devnet().chainId, version: "0.1.0" });
   wallet = (await client.wallets.create({ salt: "1" })).address as `0x${string}`;
 });
 
 afterAll(async () => {
   for (const release of held.splice(0)) release();
-  await bus?.idle();
-  await server?.close();
-  await new Promise((resolve) => target?.close(resolve));
+  await service?.close();
+  await target?.close();
 });
 
 /** A manual trigger, a customCode node computing from the trigger data, and a restApi node using its result. */
@@ -83,7 +69,7 @@ function definition(path: string): v4.CreateWorkflowRequest {
         type: "customCode",
         config: { lang: "javascript", source: "console.log('adding'); return { sum: start.data.a + start.data.b };" },
       },
-      { id: "fetch", name: "fetch", type: "restApi", config: { url: `${targetUrl}${path}?sum={{ compute.data.sum }}`, method: "GET" } },
+      { id: "fetch", name: "fetch", type: "restApi", config: { url: `${target.url}${path}?sum={{ compute.data.sum }}`, method: "GET" } },
     ],
   };
 }
@@ -111,7 +97,7 @@ describe("@avaprotocol/sdk-js drives workflows and executions", () => {
 
     const result = await client.workflows.trigger(workflow.id, { triggerType: "manual", isBlocking: true });
     expect(result).toEqual({ executionId: expect.any(String), status: "success", startAt: expect.any(Number), endAt: expect.any(Number) });
-    expect(received).toContain("/plain?sum=42");
+    expect(target.requests.map((r) => r.path)).toContain("/plain?sum=42");
 
     const execution = await client.executions.retrieve(result.executionId, { workflowId: workflow.id });
     expect(execution).toMatchObject({ id: result.executionId, workflowId: workflow.id, chainId: devnet().chainId, index: 0, status: "success" });
@@ -128,12 +114,12 @@ describe("@avaprotocol/sdk-js drives workflows and executions", () => {
     expect(compute.output).toEqual({ data: { sum: 42 } });
     expect(compute.log).toContain("adding");
     expect(fetched.inputs).toEqual(["compute.data.sum"]);
-    expect(fetched.config).toMatchObject({ url: `${targetUrl}/plain?sum={{ compute.data.sum }}`, method: "GET" });
+    expect(fetched.config).toMatchObject({ url: `${target.url}/plain?sum={{ compute.data.sum }}`, method: "GET" });
     expect(fetched.output).toEqual({
       data: {
         status: 200,
         statusText: "OK",
-        url: `${targetUrl}/plain?sum=42`,
+        url: `${target.url}/plain?sum=42`,
         headers: expect.objectContaining({ "content-type": "application/json", "x-target": "local" }),
         data: { path: "/plain?sum=42", greeting: "hello from the target" },
       },

@@ -5,12 +5,11 @@
  * simulate_timeout_ms, and the fee estimate has the contract's shape.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { privateKeyToAccount, generatePrivateKey } from "viem/accounts";
 import { parseEther } from "viem";
 import { useTestRuntime } from "./support/runtime";
 import { startTestServer, type TestServer } from "./support/server";
+import { startUpstream, type Upstream } from "./support/upstream";
 import { jsonClient, type Json } from "./support/client";
 import { deployTestToken, devnet, setBalance } from "./support/chain";
 import { createServiceApp } from "../shared/http/service";
@@ -22,13 +21,12 @@ let slowClosedAt: number | undefined;
 let server: TestServer;
 const { call, ownerWithWallet } = jsonClient(() => server.url);
 const newOwner = (salt = "3") => ownerWithWallet(salt);
-let target: Server;
-let targetUrl: string;
+let target: Upstream;
 
 beforeAll(async () => {
   await useTestRuntime({ RATE_LIMIT_BURST: "100000", RATE_LIMIT_RPS: "10000", SIMULATE_TIMEOUT_MS: String(TIMEOUT_MS) });
   server = await startTestServer(createServiceApp());
-  target = createServer((req, res) => {
+  target = await startUpstream((req, res) => {
     const delay = req.url?.startsWith("/slow") ? TIMEOUT_MS + 4_000 : 0;
     if (req.url?.startsWith("/slow")) res.on("close", () => (slowClosedAt = Date.now()));
     setTimeout(() => {
@@ -36,14 +34,11 @@ beforeAll(async () => {
       res.end(JSON.stringify({ price: 42 }));
     }, delay);
   });
-  await new Promise<void>((resolve) => target.listen(0, "127.0.0.1", resolve));
-  targetUrl = `http://127.0.0.1:${(target.address() as AddressInfo).port}`;
 });
 
 afterAll(async () => {
   await server?.close();
-  target?.closeAllConnections();
-  await new Promise((resolve) => target?.close(resolve));
+  await target?.close();
 });
 
 
@@ -63,7 +58,7 @@ describe(":simulate", () => {
     const res = await call(alice, "POST", "/workflows:simulate", {
       trigger: manual,
       nodes: [
-        { id: "price", name: "price", type: "restApi", config: { url: `${targetUrl}/price`, method: "GET" } },
+        { id: "price", name: "price", type: "restApi", config: { url: `${target.url}/price`, method: "GET" } },
         {
           id: "mint",
           name: "mint",
@@ -174,7 +169,7 @@ describe(":simulate", () => {
     const res = await call(alice, "POST", "/workflows:simulate", {
       trigger: manual,
       nodes: [
-        { id: "slow", name: "slow", type: "restApi", config: { url: `${targetUrl}/slow`, method: "GET" } },
+        { id: "slow", name: "slow", type: "restApi", config: { url: `${target.url}/slow`, method: "GET" } },
         { id: "next", name: "next", type: "customCode", config: { source: "return 1" } },
       ],
       inputVariables: {},

@@ -5,14 +5,14 @@
  * through a recording proxy, so a test can see what was (not) sent and make the bundler refuse a send.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { ScanCommand } from "@aws-sdk/lib-dynamodb";
 import { parseEther, type Address, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { entryPoint07Abi } from "viem/account-abstraction";
 import { stackEnv, useTestRuntime } from "./support/runtime";
 import { signIn, type SignedIn } from "./support/auth";
+import { appCall } from "./support/client";
+import { startUpstream, type Upstream } from "./support/upstream";
 import { deployTestToken, devnet, setBalance } from "./support/chain";
 import { createServiceApp } from "../shared/http/service";
 import { useRuntime } from "../shared/runtime";
@@ -26,14 +26,13 @@ const app = createServiceApp();
 // ---------------------------------------------------------------------------------------------
 // A recording proxy in front of Alto
 
-let proxy: Server;
-let proxyUrl: string;
+let proxy: Upstream;
 const seen: string[] = [];
 let refuseSends = false;
 
 beforeAll(async () => {
   const target = devnet().bundlerUrl;
-  proxy = createServer((req, res) => {
+  proxy = await startUpstream((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
@@ -54,17 +53,15 @@ beforeAll(async () => {
         .catch(() => res.destroy());
     });
   });
-  await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
-  proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}/`;
 });
 
-afterAll(() => new Promise<void>((resolve) => proxy.close(() => resolve())));
+afterAll(() => proxy?.close());
 
 const sends = () => seen.filter((m) => m === "eth_sendUserOperation").length;
 
 function proxiedChains(): string {
   const chains = JSON.parse(stackEnv().CHAINS!) as Record<string, unknown>[];
-  return JSON.stringify(chains.map((c) => (c.chainId === 31337 ? { ...c, bundlerUrl: proxyUrl } : c)));
+  return JSON.stringify(chains.map((c) => (c.chainId === 31337 ? { ...c, bundlerUrl: `${proxy.url}/` } : c)));
 }
 
 async function budgets(perOwner: string, perChain: string) {
@@ -79,15 +76,7 @@ async function budgets(perOwner: string, perChain: string) {
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-async function call(who: SignedIn, method: string, path: string, body?: unknown) {
-  const res = await app.request(path, {
-    method,
-    headers: { ...who.headers, ...(body === undefined ? {} : { "Content-Type": "application/json" }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined };
-}
+const call = appCall(app);
 
 let saltCounter = 0;
 async function newWallet(who: SignedIn): Promise<Address> {

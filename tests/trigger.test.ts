@@ -5,82 +5,48 @@
  * concurrent claims.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createServer, type IncomingMessage, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
-import { useTestRuntime } from "./support/runtime";
 import { type SignedIn } from "./support/auth";
-import { startTestServer, type TestServer } from "./support/server";
+import { startService, type TestService } from "./support/service";
+import { startUpstream, type Upstream } from "./support/upstream";
 import { jsonClient, type Json, type Owner } from "./support/client";
-import { createServiceApp } from "../shared/http/service";
-import { createInProcessBus, setBus, type InProcessBus } from "../shared/execution/bus";
-import { withRunner } from "../shared/execution/runner";
+import { setBus } from "../shared/execution/bus";
 import * as Idempotency from "../shared/idempotency";
-import type { Runtime } from "../shared/runtime";
 
 
 const SECRET = "sk-live-7f3c9a1e5b";
-let runtime: Runtime;
-let server: TestServer;
-const { call, ownerWithWallet } = jsonClient(() => server.url);
+let service: TestService;
+const { call, ownerWithWallet, createWorkflow: create, waitTerminal } = jsonClient(() => service.url);
 const newOwner = (salt = "1") => ownerWithWallet(salt);
-let target: Server;
-let targetUrl: string;
-let bus: InProcessBus;
+/** The restApi target: echoes what it received. */
+let target: Upstream;
 let offset = 0;
-const requests: { path: string; headers: IncomingMessage["headers"] }[] = [];
 
 beforeAll(async () => {
-  runtime = await useTestRuntime({ RATE_LIMIT_BURST: "100000", RATE_LIMIT_RPS: "10000" });
-  runtime.now = () => Date.now() + offset;
-  bus = setBus(withRunner(createInProcessBus()));
-  server = await startTestServer(createServiceApp());
-  // The restApi target: echoes what it received.
-  target = createServer((req, res) => {
-    requests.push({ path: req.url ?? "", headers: req.headers });
+  service = await startService();
+  service.runtime.now = () => Date.now() + offset;
+  target = await startUpstream((req, res) => {
     const delay = req.url?.startsWith("/slow") ? 1_500 : 0;
     setTimeout(() => {
       res.writeHead(200, { "Content-Type": "application/json" });
       res.end(JSON.stringify({ path: req.url, auth: req.headers.authorization ?? null, items: [1, 2, 3] }));
     }, delay);
   });
-  await new Promise<void>((resolve) => target.listen(0, "127.0.0.1", resolve));
-  targetUrl = `http://127.0.0.1:${(target.address() as AddressInfo).port}`;
 });
 
 afterAll(async () => {
-  await bus?.idle();
-  await server?.close();
-  await new Promise((resolve) => target?.close(resolve));
+  await service?.close();
+  await target?.close();
 });
-
-
-
 
 const code = (id: string, source = "return 1") => ({ id, name: id, type: "customCode", config: { source } });
 
-async function createWorkflow(who: Owner, extra: Json = {}): Promise<Json> {
-  const res = await call(who, "POST", "/workflows", {
-    smartWalletAddress: who.wallet,
-    trigger: { id: "t", name: "start", type: "manual", config: { data: { hello: "world" } } },
-    nodes: [code("first", "return start.data.hello + '!'")],
-    ...extra,
-  });
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
-  return res.body;
-}
+const createWorkflow = (who: Owner, extra: Json = {}) =>
+  create(who, { trigger: { id: "t", name: "start", type: "manual", config: { data: { hello: "world" } } }, nodes: [code("first", "return start.data.hello + '!'")], ...extra });
 
 const trigger = (who: SignedIn, id: string, body: Json, headers: Record<string, string> = {}) =>
   call(who, "POST", `/workflows/${id}:trigger`, body, headers);
 
-async function terminal(who: SignedIn, location: string): Promise<Json> {
-  for (let i = 0; i < 200; i++) {
-    const res = await call(who, "GET", location);
-    expect(res.status).toBe(200);
-    if (res.body.status !== "pending") return res.body;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error("the execution did not finish");
-}
+const terminal = (who: SignedIn, location: string) => waitTerminal(who, location, { timeoutMs: 20_000 });
 
 describe("asynchronous trigger", () => {
   it("answers 202 with Location at once, and the runner takes the run to success", async () => {
@@ -138,7 +104,7 @@ describe("run inputs and hand-over", () => {
   it("when the bus refuses the event, the execution ends error at once instead of waiting for the sweeper", async () => {
     const alice = await newOwner();
     const wf = await createWorkflow(alice);
-    const limits = runtime.config.limits as { consecutiveErrorLimit: number };
+    const limits = service.runtime.config.limits as { consecutiveErrorLimit: number };
     const before = limits.consecutiveErrorLimit;
     setBus({
       publish: async () => {
@@ -160,7 +126,7 @@ describe("run inputs and hand-over", () => {
       expect(refused.status).toBe(412);
       expect(refused.body).toMatchObject({ code: "WORKFLOW_NOT_RUNNABLE", reason: "FAILED" });
     } finally {
-      setBus(bus);
+      setBus(service.bus);
       limits.consecutiveErrorLimit = before;
     }
   });
@@ -177,7 +143,7 @@ describe("blocking trigger", () => {
           id: "fetch",
           name: "fetch",
           type: "restApi",
-          config: { url: `${targetUrl}{{prepare.data.path}}`, method: "GET", headers: { Authorization: "Bearer {{secrets.API_KEY}}" } },
+          config: { url: `${target.url}{{prepare.data.path}}`, method: "GET", headers: { Authorization: "Bearer {{secrets.API_KEY}}" } },
         },
       ],
     });
@@ -187,7 +153,7 @@ describe("blocking trigger", () => {
     expect(res.headers.get("location")).toBeNull();
 
     // The target really received the secret; the record never holds it.
-    expect(requests.at(-1)).toMatchObject({ path: "/items", headers: { authorization: `Bearer ${SECRET}` } });
+    expect(target.requests.at(-1)).toMatchObject({ path: "/items", headers: { authorization: `Bearer ${SECRET}` } });
     const execution = await call(alice, "GET", `/executions/${res.body.executionId}?workflowId=${wf.id}`);
     expect(execution.body.status).toBe("success");
     const [, prepare, fetchStep] = execution.body.steps;
@@ -220,7 +186,7 @@ describe("blocking trigger", () => {
     const slow = await useSlowWait(300);
     try {
       const alice = await newOwner();
-      const wf = await createWorkflow(alice, { nodes: [{ id: "wait", name: "wait", type: "restApi", config: { url: `${targetUrl}/slow`, method: "GET" } }] });
+      const wf = await createWorkflow(alice, { nodes: [{ id: "wait", name: "wait", type: "restApi", config: { url: `${target.url}/slow`, method: "GET" } }] });
       const res = await trigger(alice, wf.id, { triggerType: "manual", isBlocking: true });
       expect(res.status).toBe(200);
       expect(res.body).toEqual({ executionId: expect.any(String), status: "pending", startAt: expect.any(Number) });
@@ -234,7 +200,7 @@ describe("blocking trigger", () => {
 
 /** Lowers blocking_trigger_wait_ms for one test. */
 async function useSlowWait(ms: number) {
-  const limits = runtime.config.limits as { blockingTriggerWaitMs: number };
+  const limits = service.runtime.config.limits as { blockingTriggerWaitMs: number };
   const before = limits.blockingTriggerWaitMs;
   limits.blockingTriggerWaitMs = ms;
   return { restore: () => (limits.blockingTriggerWaitMs = before) };

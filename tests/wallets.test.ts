@@ -6,6 +6,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { getAddress, zeroAddress, type Address } from "viem";
 import { useTestRuntime } from "./support/runtime";
 import { signIn, type SignedIn } from "./support/auth";
+import { appCall } from "./support/client";
 import { devnet } from "./support/chain";
 import { createServiceApp } from "../shared/http/service";
 import { getSenderAddress } from "../shared/chain/userop";
@@ -21,15 +22,7 @@ beforeAll(async () => {
   [alice, bob] = await Promise.all([signIn(app), signIn(app)]);
 });
 
-async function call(who: SignedIn, method: string, path: string, body?: unknown) {
-  const res = await app.request(path, {
-    method,
-    headers: { ...who.headers, ...(body === undefined ? {} : { "Content-Type": "application/json" }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined, headers: res.headers };
-}
+const call = appCall(app);
 
 describe("POST /wallets", () => {
   it("derives the same address as the factory's getAddress and the EntryPoint's getSenderAddress", async () => {
