@@ -5,14 +5,12 @@
  * executions readable after their workflow is deleted, and the sweeper.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { randomBytes } from "node:crypto";
-import { getAddress } from "viem";
 import { ulid } from "ulid";
 import { DeleteCommand, PutCommand, QueryCommand } from "@aws-sdk/lib-dynamodb";
 import { useTestRuntime } from "./support/runtime";
 import { startTestServer, type TestServer } from "./support/server";
+import { bearer, CHAIN_ID, FEE, insertPending, randomOwner as newOwner, triggerStep, VALUE_FEE } from "./support/fixtures";
 import { createApp } from "../shared/http/app";
-import { issueToken } from "../shared/auth/token";
 import { Keys } from "../shared/store/keys";
 import { executionRoutes, workflowExecutionRoutes } from "../shared/execution/routes";
 import * as Execution from "../shared/execution/execution";
@@ -23,20 +21,8 @@ import type { Runtime } from "../shared/runtime";
 type Owner = `0x${string}`;
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-const CHAIN_ID = 31337;
-const FEE = { amount: "0.02", unit: "USD" as const };
-const VALUE_FEE = {
-  fee: { amount: "0", unit: "PERCENTAGE" as const },
-  tier: "unspecified" as const,
-  classificationMethod: "ruleBased" as const,
-  confidence: 1,
-  reason: "workflow contains no on-chain value-moving nodes",
-};
-
 let runtime: Runtime;
 let server: TestServer;
-const tokens = new Map<string, string>();
-const newOwner = (): Owner => getAddress(`0x${randomBytes(20).toString("hex")}`);
 
 beforeAll(async () => {
   runtime = await useTestRuntime();
@@ -45,26 +31,10 @@ beforeAll(async () => {
 afterAll(async () => server?.close());
 
 async function get(owner: Owner, path: string) {
-  let token = tokens.get(owner);
-  if (!token) {
-    token = await issueToken(owner, CHAIN_ID, Date.now() + 24 * 3600_000);
-    tokens.set(owner, token);
-  }
-  const res = await fetch(server.url + path, { headers: { Authorization: `Bearer ${token}` } });
+  const res = await fetch(server.url + path, { headers: await bearer(owner) });
   const text = await res.text();
   return { status: res.status, headers: res.headers, body: (text ? JSON.parse(text) : undefined) as Json };
 }
-
-const triggerStep = (startAt: number, data: unknown = { hello: "world" }): Step => ({
-  id: "trigger1",
-  type: "manual",
-  name: "manualTrigger",
-  success: true,
-  config: { data },
-  output: { data, headers: {}, pathParams: {} },
-  startAt,
-  endAt: startAt,
-});
 
 const nodeStep = (id: string, startAt: number, extra: Partial<Step> = {}): Step => ({
   id,
@@ -85,19 +55,7 @@ async function insert(
   end?: { status: "success" | "failed" | "error"; after: number; error?: string },
   index = 0,
 ) {
-  const id = ulid(startAt);
-  const item = Execution.pendingItem({
-    workflowId,
-    owner,
-    chainId: CHAIN_ID,
-    id,
-    index,
-    startAt,
-    executionFee: FEE,
-    valueFee: VALUE_FEE,
-    triggerStep: triggerStep(startAt),
-  });
-  await runtime.db.send(new PutCommand({ TableName: runtime.config.tableName, Item: item, ConditionExpression: "attribute_not_exists(pk)" }));
+  const id = await insertPending(owner, workflowId, startAt, index);
   if (end) {
     expect(await Execution.finish(workflowId, id, { status: end.status, error: end.error, endAt: startAt + end.after })).toBe(true);
   }

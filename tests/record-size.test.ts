@@ -9,16 +9,14 @@
  * last resort for records whose logs alone pass the limit, `before` pages, and the workflows list.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { randomBytes } from "node:crypto";
-import { getAddress } from "viem";
 import { ulid } from "ulid";
 import * as v from "valibot";
 import { PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { useTestRuntime } from "./support/runtime";
 import { startTestServer, type TestServer } from "./support/server";
 import { jsonClient, type Owner as SignedInOwner } from "./support/client";
+import { bearer, insertPending, randomOwner as newOwner, triggerStep } from "./support/fixtures";
 import { createServiceApp } from "../shared/http/service";
-import { issueToken } from "../shared/auth/token";
 import { Keys } from "../shared/store/keys";
 import * as Execution from "../shared/execution/execution";
 import { Execution as ExecutionSchema, ExecutionPage, type Step } from "../shared/execution/schemas";
@@ -28,20 +26,9 @@ type Owner = `0x${string}`;
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 const MiB = 1_048_576;
-const CHAIN_ID = 31337;
-const FEE = { amount: "0.02", unit: "USD" as const };
-const VALUE_FEE = {
-  fee: { amount: "0", unit: "PERCENTAGE" as const },
-  tier: "unspecified" as const,
-  classificationMethod: "ruleBased" as const,
-  confidence: 1,
-  reason: "workflow contains no on-chain value-moving nodes",
-};
 
 let runtime: Runtime;
 let server: TestServer;
-const tokens = new Map<string, string>();
-const newOwner = (): Owner => getAddress(`0x${randomBytes(20).toString("hex")}`);
 const { call, ownerWithWallet } = jsonClient(() => server.url);
 
 beforeAll(async () => {
@@ -53,12 +40,7 @@ afterAll(async () => server?.close());
 
 /** GET as `owner`: status, the body's bytes as received, and the parsed body. */
 async function get(owner: Owner, path: string) {
-  let token = tokens.get(owner);
-  if (!token) {
-    token = await issueToken(owner, CHAIN_ID, Date.now() + 24 * 3600_000);
-    tokens.set(owner, token);
-  }
-  const res = await fetch(server.url + path, { headers: { Authorization: `Bearer ${token}` } });
+  const res = await fetch(server.url + path, { headers: await bearer(owner) });
   const raw = Buffer.from(await res.arrayBuffer());
   return { status: res.status, bytes: raw.length, body: JSON.parse(raw.toString("utf8")) as Json };
 }
@@ -68,17 +50,6 @@ const marker = (originalSize: number) => ({ data: null, truncated: true, origina
 
 /** An output of exactly `bytes` serialized bytes. */
 const outputOf = (bytes: number, fill = "x") => ({ data: fill.repeat(bytes - bytesOf({ data: "" })) });
-
-const triggerStep = (startAt: number): Step => ({
-  id: "trigger1",
-  type: "manual",
-  name: "manualTrigger",
-  success: true,
-  config: { data: { hello: "world" } },
-  output: { data: { hello: "world" }, headers: {}, pathParams: {} },
-  startAt,
-  endAt: startAt,
-});
 
 const nodeStep = (id: string, startAt: number, outputBytes: number, extra: Partial<Step> = {}): Step => ({
   id,
@@ -94,19 +65,7 @@ const nodeStep = (id: string, startAt: number, outputBytes: number, extra: Parti
 
 /** A pending execution as the claim writes it; its steps recorded as the runner records them; then finished. */
 async function insert(owner: Owner, workflowId: string, startAt: number, steps: Step[] = [], finish = true) {
-  const id = ulid(startAt);
-  const item = Execution.pendingItem({
-    workflowId,
-    owner,
-    chainId: CHAIN_ID,
-    id,
-    index: 0,
-    startAt,
-    executionFee: FEE,
-    valueFee: VALUE_FEE,
-    triggerStep: triggerStep(startAt),
-  });
-  await runtime.db.send(new PutCommand({ TableName: runtime.config.tableName, Item: item, ConditionExpression: "attribute_not_exists(pk)" }));
+  const id = await insertPending(owner, workflowId, startAt);
   for (const [i, step] of steps.entries()) expect(await Execution.recordStep(workflowId, id, step, undefined, i)).toBe(true);
   if (finish) expect(await Execution.finish(workflowId, id, { status: "success", endAt: startAt + 1000 })).toBe(true);
   return id;

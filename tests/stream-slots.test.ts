@@ -8,14 +8,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawn, type ChildProcess } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { getAddress } from "viem";
 import { ulid } from "ulid";
-import { PutCommand } from "@aws-sdk/lib-dynamodb";
 import { stackEnv, useTestRuntime } from "./support/runtime";
 import { startTestServer, type TestServer } from "./support/server";
+import { bearer, insertPending, randomOwner as newOwner } from "./support/fixtures";
 import { createServiceApp } from "../shared/http/service";
-import { issueToken } from "../shared/auth/token";
 import { ApiError } from "../shared/errors";
 import * as Execution from "../shared/execution/execution";
 import {
@@ -30,7 +27,6 @@ import type { Runtime } from "../shared/runtime";
 
 type Owner = `0x${string}`;
 
-const CHAIN_ID = 31337;
 const MAX = 20;
 const ENV = { STREAM_MAX_MS: "120000", STREAM_KEEPALIVE_MS: "1000", RATE_LIMIT_BURST: "1000", RATE_LIMIT_RPS: "1000" };
 let runtime: Runtime;
@@ -46,30 +42,11 @@ afterAll(async () => {
   await server?.close();
 });
 
-const newOwner = (): Owner => getAddress(`0x${randomBytes(20).toString("hex")}`);
-const tokens = new Map<string, string>();
-async function auth(owner: Owner) {
-  if (!tokens.has(owner)) tokens.set(owner, await issueToken(owner, CHAIN_ID, Date.now() + 3_600_000));
-  return { Authorization: `Bearer ${tokens.get(owner)}` };
-}
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function pending(owner: Owner) {
   const workflowId = ulid();
-  const startAt = Date.now();
-  const id = ulid(startAt);
-  const item = Execution.pendingItem({
-    workflowId,
-    owner,
-    chainId: CHAIN_ID,
-    id,
-    index: 0,
-    startAt,
-    executionFee: { amount: "0.02", unit: "USD" },
-    valueFee: { fee: { amount: "0", unit: "PERCENTAGE" }, tier: "unspecified", classificationMethod: "ruleBased", confidence: 1, reason: "none" },
-    triggerStep: { id: "t", type: "manual", name: "t", success: true, output: { data: null }, startAt, endAt: startAt },
-  });
-  await runtime.db.send(new PutCommand({ TableName: runtime.config.tableName, Item: item }));
+  const id = await insertPending(owner, workflowId, Date.now());
   return { workflowId, id, path: `/executions/${id}:stream?workflowId=${workflowId}` };
 }
 
@@ -88,7 +65,7 @@ interface Opened {
 
 async function open(base: string, owner: Owner, path: string, method = "GET"): Promise<Opened> {
   const controller = new AbortController();
-  const res = await fetch(base + path, { method, headers: await auth(owner), signal: controller.signal });
+  const res = await fetch(base + path, { method, headers: await bearer(owner), signal: controller.signal });
   if (res.status !== 200 || method !== "GET") {
     const text = await res.text();
     return {
@@ -188,7 +165,7 @@ describe("open streams per owner", () => {
     const other = await pending(owner);
     expectTooMany(await open(server.url, owner, other.path));
     // HEAD opens no stream but answers as GET would.
-    const head = await fetch(server.url + e.path, { method: "HEAD", headers: await auth(owner) });
+    const head = await fetch(server.url + e.path, { method: "HEAD", headers: await bearer(owner) });
     expect(head.status).toBe(429);
     expect(head.headers.get("retry-after")).toBeNull();
     expect(await openStreamCount(owner)).toBe(MAX);

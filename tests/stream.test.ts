@@ -5,14 +5,12 @@
  * and when the execution becomes unreadable, and every failure answered as a problem before any byte.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { randomBytes } from "node:crypto";
-import { getAddress } from "viem";
 import { ulid } from "ulid";
-import { DeleteCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { DeleteCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { stackEnv, useTestRuntime } from "./support/runtime";
 import { startTestServer, type TestServer } from "./support/server";
+import { bearer, insertPending, randomOwner as newOwner } from "./support/fixtures";
 import { createApp } from "../shared/http/app";
-import { issueToken } from "../shared/auth/token";
 import { Keys } from "../shared/store/keys";
 import { executionRoutes } from "../shared/execution/routes";
 import * as Execution from "../shared/execution/execution";
@@ -20,7 +18,6 @@ import type { Runtime } from "../shared/runtime";
 
 type Owner = `0x${string}`;
 
-const CHAIN_ID = 31337;
 const KEEPALIVE_MS = 400;
 const MAX_MS = 3_000;
 let runtime: Runtime;
@@ -32,24 +29,9 @@ beforeAll(async () => {
 });
 afterAll(async () => server?.close());
 
-const newOwner = (): Owner => getAddress(`0x${randomBytes(20).toString("hex")}`);
-const auth = async (owner: Owner) => ({ Authorization: `Bearer ${await issueToken(owner, CHAIN_ID, Date.now() + 3_600_000)}` });
-
 async function pending(owner: Owner, startAt = Date.now()) {
   const workflowId = ulid();
-  const id = ulid(startAt);
-  const item = Execution.pendingItem({
-    workflowId,
-    owner,
-    chainId: CHAIN_ID,
-    id,
-    index: 0,
-    startAt,
-    executionFee: { amount: "0.02", unit: "USD" },
-    valueFee: { fee: { amount: "0", unit: "PERCENTAGE" }, tier: "unspecified", classificationMethod: "ruleBased", confidence: 1, reason: "none" },
-    triggerStep: { id: "t", type: "manual", name: "t", success: true, output: { data: null }, startAt, endAt: startAt },
-  });
-  await runtime.db.send(new PutCommand({ TableName: runtime.config.tableName, Item: item }));
+  const id = await insertPending(owner, workflowId, startAt);
   return { workflowId, id, startAt };
 }
 
@@ -68,7 +50,7 @@ interface Open {
 
 async function open(owner: Owner, path: string): Promise<Open> {
   const controller = new AbortController();
-  const res = await fetch(server.url + path, { headers: await auth(owner), signal: controller.signal });
+  const res = await fetch(server.url + path, { headers: await bearer(owner), signal: controller.signal });
   const chunks: { at: number; text: string }[] = [];
   const decoder = new TextDecoder();
   const waiters: (() => void)[] = [];
@@ -229,23 +211,23 @@ describe("the stream", () => {
   it("answers every failure as an ordinary problem before any byte: 404 for another owner's execution, 400, 401", async () => {
     const owner = newOwner();
     const e = await pending(owner);
-    const headers = await auth(newOwner());
+    const headers = await bearer(newOwner());
     const foreign = await fetch(`${server.url}/executions/${e.id}:stream?workflowId=${e.workflowId}`, { headers });
     expect(foreign.status).toBe(404);
     expect(foreign.headers.get("content-type")).toBe("application/problem+json");
     expect(((await foreign.json()) as { code: string }).code).toBe("EXECUTION_NOT_FOUND");
-    const unknown = await fetch(`${server.url}/executions/${ulid()}:stream?workflowId=${e.workflowId}`, { headers: await auth(owner) });
+    const unknown = await fetch(`${server.url}/executions/${ulid()}:stream?workflowId=${e.workflowId}`, { headers: await bearer(owner) });
     expect(unknown.status).toBe(404);
     await unknown.body?.cancel();
 
     for (const interval of ["50", "99", "5001", "6s", "abc", "1.5", "1.5ms", "-100", "0.05s"]) {
-      const res = await fetch(`${server.url}/executions/${e.id}:stream?workflowId=${e.workflowId}&interval=${interval}`, { headers: await auth(owner) });
+      const res = await fetch(`${server.url}/executions/${e.id}:stream?workflowId=${e.workflowId}&interval=${interval}`, { headers: await bearer(owner) });
       expect(res.status, interval).toBe(400);
       const body = (await res.json()) as { code: string; errors: { path: string }[] };
       expect(body.code).toBe("VALIDATION_FAILED");
       expect(body.errors[0]!.path).toBe("query.interval");
     }
-    const missing = await fetch(`${server.url}/executions/${e.id}:stream`, { headers: await auth(owner) });
+    const missing = await fetch(`${server.url}/executions/${e.id}:stream`, { headers: await bearer(owner) });
     expect(missing.status).toBe(400);
     await missing.body?.cancel();
     const anonymous = await fetch(`${server.url}/executions/${e.id}:stream?workflowId=${e.workflowId}`);
@@ -276,7 +258,7 @@ describe("the stream", () => {
 
     // A body nobody reads (HEAD) starts nothing: no listener, no polling.
     const other = await pending(owner);
-    const head = await fetch(`${server.url}/executions/${other.id}:stream?workflowId=${other.workflowId}`, { method: "HEAD", headers: await auth(owner) });
+    const head = await fetch(`${server.url}/executions/${other.id}:stream?workflowId=${other.workflowId}`, { method: "HEAD", headers: await bearer(owner) });
     expect(head.status).toBe(200);
     expect(await head.text()).toBe("");
     expect(Execution.listenerCount(other.workflowId, other.id)).toBe(0);
@@ -318,7 +300,7 @@ describe("the Lambda entry point (Function URL with response streaming)", () => 
           routeKey: "$default",
           rawPath,
           rawQueryString,
-          headers: { host: "abc.lambda-url.us-east-1.on.aws", ...(await auth(owner)) },
+          headers: { host: "abc.lambda-url.us-east-1.on.aws", ...(await bearer(owner)) },
           requestContext: {
             accountId: "anonymous",
             apiId: "abc",
