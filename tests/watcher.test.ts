@@ -53,6 +53,27 @@ async function createWorkflow(trigger: Json): Promise<string> {
 }
 const remove = async (id: string) => expect((await call(owner, "DELETE", `/workflows/${id}`)).status).toBe(204);
 
+const BURST = `// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.20;
+contract Burst {
+    event Transfer(address indexed from, address indexed to, uint256 value);
+    function burst(address to, uint256 n) external { for (uint256 i = 1; i <= n; i++) emit Transfer(address(0), to, i); }
+}`;
+const burstAbi = [{ type: "function", name: "burst", stateMutability: "nonpayable", inputs: [{ name: "to", type: "address" }, { name: "n", type: "uint256" }], outputs: [] }] as const;
+
+/** A new Burst contract from a funded account: `burst(to, n)` emits Transfer logs of values 1…n to `to` in one transaction, mined; answers its hash. */
+async function deployBurst() {
+  const { wallet } = await fundedAccount();
+  const hash = await wallet.deployContract({ abi: burstAbi, bytecode: compileContract("Burst", BURST) });
+  const contract = (await devnet().client.waitForTransactionReceipt({ hash })).contractAddress!;
+  const burst = async (to: Address, n: bigint) => {
+    const tx = await wallet.writeContract({ address: contract, abi: burstAbi, functionName: "burst", args: [to, n] });
+    await devnet().client.waitForTransactionReceipt({ hash: tx });
+    return tx;
+  };
+  return { contract, burst };
+}
+
 const eventTrigger = (query: Json, extra: Json = {}) => ({ id: "watch", name: "watch", type: "event", config: { queries: [query], ...extra } });
 const transfersTo = (token: Address, to: Address, extra: Json = {}) => ({ addresses: [token], topics: [TRANSFER, null, pad(to)], ...extra });
 
@@ -266,21 +287,11 @@ describe("chain watcher", () => {
   });
 
   it("maxEventsPerBlock keeps the first matching logs of a block; each log's fire id is its transaction hash and its position in that transaction", async () => {
-    const source = `// SPDX-License-Identifier: MIT
-pragma solidity ^0.8.20;
-contract Burst {
-    event Transfer(address indexed from, address indexed to, uint256 value);
-    function burst(address to, uint256 n) external { for (uint256 i = 1; i <= n; i++) emit Transfer(address(0), to, i); }
-}`;
-    const burstAbi = [{ type: "function", name: "burst", stateMutability: "nonpayable", inputs: [{ name: "to", type: "address" }, { name: "n", type: "uint256" }], outputs: [] }] as const;
-    const { wallet } = await fundedAccount();
-    const deployed = await devnet().client.waitForTransactionReceipt({ hash: await wallet.deployContract({ abi: burstAbi, bytecode: compileContract("Burst", source) }) });
-    const contract = deployed.contractAddress!;
+    const { contract, burst } = await deployBurst();
     const watched = randomAddress();
     const id = await createWorkflow(eventTrigger(transfersTo(contract, watched, { maxEventsPerBlock: 3, contractAbi: [transferEvent] })));
     await pass();
-    const tx = await wallet.writeContract({ address: contract, abi: burstAbi, functionName: "burst", args: [watched, 5n] });
-    await devnet().client.waitForTransactionReceipt({ hash: tx });
+    const tx = await burst(watched, 5n);
     const r = await pass();
     expect(firedFor(r, id).map((f) => f.fireId)).toEqual([0, 1, 2].map((i) => `${id}:watch:log:${tx}:${i}`));
     const runs = await executions(id);
@@ -289,20 +300,11 @@ contract Burst {
   });
 
   it("fires beyond an owner's budget for a pass wait for the next pass; a restart in between loses none and claims none twice", async () => {
-    const source = `// SPDX-License-Identifier: MIT
-pragma solidity ^0.8.20;
-contract Burst {
-    event Transfer(address indexed from, address indexed to, uint256 value);
-    function burst(address to, uint256 n) external { for (uint256 i = 1; i <= n; i++) emit Transfer(address(0), to, i); }
-}`;
-    const burstAbi = [{ type: "function", name: "burst", stateMutability: "nonpayable", inputs: [{ name: "to", type: "address" }, { name: "n", type: "uint256" }], outputs: [] }] as const;
-    const { wallet } = await fundedAccount();
-    const contract = (await devnet().client.waitForTransactionReceipt({ hash: await wallet.deployContract({ abi: burstAbi, bytecode: compileContract("Burst", source) }) })).contractAddress!;
+    const { contract, burst } = await deployBurst();
     const watched = randomAddress();
     const id = await createWorkflow(eventTrigger(transfersTo(contract, watched)));
     await pass();
-    const tx = await wallet.writeContract({ address: contract, abi: burstAbi, functionName: "burst", args: [watched, 13n] });
-    await devnet().client.waitForTransactionReceipt({ hash: tx });
+    const tx = await burst(watched, 13n);
 
     const limits = { firesPerOwnerPerPass: 5 };
     const first = await watchChain(CHAIN, { holder: HOLDER, limits });

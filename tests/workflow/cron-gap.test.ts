@@ -10,6 +10,7 @@ import { ApiError, type FieldError } from "../../shared/errors";
 import { cronFires, validateDefinition, type ValidateOptions } from "../../shared/workflow/definition";
 import { cronMinimumGap, firstGapBelow, walkCronGaps } from "../../shared/workflow/cron-gap";
 import { DEFAULT_LIMITS } from "../../shared/workflow/schemas";
+import { TEN_SCHEDULES } from "../../bench/cron-floor";
 
 const NOW = Date.UTC(2026, 0, 1, 12);
 const YEAR_MS = 365 * 86_400_000;
@@ -286,18 +287,7 @@ describe("property: the computed minimum against croner's fires", () => {
 });
 
 describe("create's latency with 10 schedules in a zone with daylight saving", () => {
-  const ten = [
-    "*/15 9-17 * * MON-FRI",
-    "0 8 1,15 * *",
-    "30 12 * * SAT,SUN",
-    "45 2 * 3,11 SUN",
-    "0 0 1 1 *",
-    "10 23 31 12 *",
-    "20 1 * * *",
-    "50 3 13 * FRI",
-    "5 6 29 2 *",
-    "40 18 28-31 * *",
-  ];
+  const ten = TEN_SCHEDULES; // the benchmark's schedules (bench/cron-floor.ts)
 
   /**
    * Time taken by `create` (validateDefinition): CPU time of this process, which is what the check costs, held
