@@ -3,7 +3,7 @@
  * serves HTTP, drives executions and watches the chain never waits on a script.
  *
  * - Fair dispatch: evaluations queue per owner, and owners are served in turn (the owner served least
- *   recently goes next). One owner runs at most `perOwner` evaluations at once (half the workers by default),
+ *   recently goes next). One owner runs at most `perOwner` evaluations at once (half the cores by default),
  *   so whatever one owner queues, a worker is free for another owner or frees within one evaluation's turn.
  *   Time spent queued is not running time: the deadline starts in the worker (./worker.ts).
  * - A worker that has not answered `graceMs` after its script's own time limit (the interrupt handler could
@@ -57,7 +57,10 @@ export function defaultPoolOptions(env: Record<string, string | undefined> = pro
   const workers = Number(env.SANDBOX_WORKERS) || auto;
   return {
     workers,
-    perOwner: Number(env.SANDBOX_WORKERS_PER_OWNER) || Math.max(1, Math.floor(workers / 2)),
+    // Half the cores (and half the workers): however hard one owner's scripts spin, at least half the machine's
+    // CPU stays with the serving thread, the database and other owners (measured: with one owner on both cores
+    // of this machine, a neighbour's requests took 2x as long even at nice 19; with one core, 1.1x).
+    perOwner: Number(env.SANDBOX_WORKERS_PER_OWNER) || Math.max(1, Math.min(Math.floor(workers / 2), Math.floor(availableParallelism() / 2))),
     memoryLimitMib: Number(env.SANDBOX_MEMORY_LIMIT_MIB) || 64,
     logLimitBytes: Number(env.MAX_STEP_LOG_BYTES) || 65_536,
     graceMs: 1_000,
