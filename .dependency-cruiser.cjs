@@ -1,0 +1,52 @@
+/**
+ * Import rules (README.md "Architecture"): imports run one way, bottom to top
+ *
+ *   base      shared/*.ts (config, runtime, log, errors, context, address)
+ *   adapters  shared/store, shared/keys, shared/chain
+ *   http      shared/http (the HTTP kit: app factory, declarations, validation, paging, problems; no domain)
+ *   domain    shared/{auth,secret,wallet} → workflow → engine → execution → {schedule,watch}
+ *   service   shared/service (the composition root: every group, health, the OpenAPI document, wiring)
+ *   entry     functions/, local/
+ *
+ * A module imports only its own layer's modules (without cycles) and the layers below it. Type-only imports
+ * count (tsPreCompilationDeps). Known layer violations still to cut are listed in
+ * .dependency-cruiser-known-violations.json (`npm run deps` ignores those, fails on any new one); cycles
+ * between files have no baseline.
+ */
+const DOMAIN = "^shared/(auth|secret|wallet|workflow|engine|execution|schedule|watch)/";
+const layer = (name, comment, from, to) => ({ name, comment, severity: "error", from: { path: from }, to: { path: to } });
+
+module.exports = {
+  forbidden: [
+    { name: "no-circular", comment: "No import cycle between files, type-only imports included.", severity: "error", from: {}, to: { circular: true } },
+    { name: "no-tests-in-source", comment: "Source never imports tests or benchmarks.", severity: "error", from: { path: "^(shared|functions|local)/" }, to: { path: "^(tests|bench)/" } },
+    layer("base-imports-base", "Loose files in shared/ are the base: they import no folder of shared/.", "^shared/[^/]+$", "^shared/[^/]+/"),
+    layer("adapters-below-http", "Adapters import only the base and each other.", "^shared/(store|keys|chain)/", `^shared/(http|service)/|${DOMAIN}|^(functions|local)/`),
+    layer("http-below-domain", "The HTTP kit knows no domain module, no composition, no entry point.", "^shared/http/", `^shared/service/|${DOMAIN}|^(functions|local)/`),
+    layer("domain-below-service", "Domain modules never import the composition root or an entry point.", DOMAIN, "^shared/service/|^(functions|local)/"),
+    layer("service-below-entry", "The composition root never imports an entry point.", "^shared/service/", "^(functions|local)/"),
+    {
+      name: "domain-auth-secret-wallet",
+      comment: "auth, secret and wallet are the domain's bottom: they import no other domain folder.",
+      severity: "error",
+      from: { path: "^shared/(auth|secret|wallet)/" },
+      to: { path: DOMAIN, pathNot: "^shared/$1/" },
+    },
+    layer("domain-workflow", "workflow imports auth, secret, wallet only.", "^shared/workflow/", "^shared/(engine|execution|schedule|watch)/"),
+    layer("domain-engine", "engine imports workflow and below only.", "^shared/engine/", "^shared/(execution|schedule|watch)/"),
+    layer("domain-execution", "execution imports engine and below only.", "^shared/execution/", "^shared/(schedule|watch)/"),
+    {
+      name: "domain-schedule-watch",
+      comment: "schedule and watch are the domain's top; neither imports the other.",
+      severity: "error",
+      from: { path: "^shared/(schedule|watch)/" },
+      to: { path: "^shared/(schedule|watch)/", pathNot: "^shared/$1/" },
+    },
+  ],
+  options: {
+    doNotFollow: { path: "node_modules" },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.json" },
+    enhancedResolveOptions: { exportsFields: ["exports"], conditionNames: ["import", "require", "node", "default", "types"] },
+  },
+};
