@@ -8,14 +8,14 @@
  *   ... build the operation for signable.address (init code only when signable.known && !signable.deployed) ...
  *   op = await signWalletOperation(signable, op, chain);
  */
-import { getAddress, isAddressEqual, type Address, type PublicClient } from "viem";
+import { getAddress, isAddressEqual, type Address } from "viem";
 import { ApiError } from "../errors";
-import { contractRefused, controllerSigner, isKnownFactory, publicClient } from "../chain/chains";
+import { controllerSigner, isKnownFactory, publicClient } from "../chain/chains";
 import { controlledAccount } from "../chain/account";
-import { upstreamError } from "../chain/upstream";
 import type { UserOperationV07 } from "../chain/userop";
 import type { ChainSettings } from "../config";
 import type { WalletRecord } from "./wallet";
+import { accountOwner, hasCode } from "./account-owner";
 
 /** A wallet whose account is its owner's, checked by verifySignable (the only way to get one). */
 export interface SignableWallet {
@@ -34,26 +34,6 @@ const verified = new WeakSet<SignableWallet>();
 
 export const walletNotOwned = () =>
   new ApiError(400, "WALLET_NOT_OWNED", "The wallet's account is not provably the caller's: it is not deployed or its owner() is not the caller.");
-
-/** What the chain says about an address: no code, or an account and the owner it reports (none if owner() fails). */
-export async function accountOwner(client: PublicClient, address: Address): Promise<{ deployed: boolean; owner?: Address }> {
-  if (!(await hasCode(client, address))) return { deployed: false };
-  try {
-    return { deployed: true, owner: await controlledAccount.readOwner(client, address) };
-  } catch (err) {
-    if (contractRefused(err)) return { deployed: true };
-    throw upstreamError(err);
-  }
-}
-
-async function hasCode(client: PublicClient, address: Address): Promise<boolean> {
-  try {
-    const code = await client.getCode({ address });
-    return code !== undefined && code !== "0x";
-  } catch (err) {
-    throw upstreamError(err);
-  }
-}
 
 /** Checks that `wallet`'s account is its owner's; 400 WALLET_NOT_OWNED otherwise (the RPC down: 503/502). */
 export async function verifySignable(wallet: WalletRecord, chain: ChainSettings): Promise<SignableWallet> {

@@ -17,7 +17,7 @@ import { CreateInput, UpdateInput, type Info } from "./schemas";
 import { contractRefused, controllerSigner, isKnownFactory, publicClient, resolveCallerChain } from "../chain/chains";
 import { controlledAccount } from "../chain/account";
 import { upstreamError } from "../chain/upstream";
-import { accountOwner } from "./signing";
+import { accountOwner } from "./account-owner";
 import type { ChainSettings } from "../config";
 
 export { CreateInput, UpdateInput, Info } from "./schemas";
