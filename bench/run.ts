@@ -21,7 +21,7 @@ import { signInWithAccount } from "../local/client";
 import { buildConfig } from "../shared/config";
 import { createRuntime, setRuntime, type Runtime } from "../shared/runtime";
 import { ensureTable } from "../shared/store/table";
-import { createServiceApp } from "../shared/http/service";
+import { createServiceApp } from "../shared/service/app";
 import { RateLimiter } from "../shared/http/rate-limit";
 import { setLogLevel } from "../shared/log";
 import { publicClient, bundlerClient, controllerSigner } from "../shared/chain/chains";

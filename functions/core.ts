@@ -1,15 +1,15 @@
 /**
  * Health, sign-in, JWKS, the API document, and the API's catch-all route. It mounts only these handlers; the
- * other groups' declarations (api.ts, no handlers) keep 404/405 exact for every path, and a request for another
+ * other groups' declarations (shared/service/api.ts, no handlers) keep 404/405 exact for every path, and a request for another
  * function's route that API Gateway sent here (a percent-encoded prefix such as `/%77allets`) is redirected to
  * its canonical path.
  */
 import "./bootstrap";
 import { handle } from "hono/aws-lambda";
 import { createApp } from "../shared/http/app";
-import { api } from "../shared/http/api";
-import { healthRoutes } from "../shared/health";
+import { api } from "../shared/service/api";
+import { healthRoutes } from "../shared/service/health";
 import { authRoutes } from "../shared/auth/routes";
-import { openapiRoutes } from "../shared/http/openapi";
+import { openapiRoutes } from "../shared/service/openapi";
 
 export const handler = handle(createApp([...healthRoutes, ...authRoutes, ...openapiRoutes], { api }));

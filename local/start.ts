@@ -5,7 +5,7 @@
 import { buildConfig } from "../shared/config";
 import { createRuntime, setRuntime } from "../shared/runtime";
 import { ensureTable } from "../shared/store/table";
-import { createServiceApp } from "../shared/http/service";
+import { createServiceApp } from "../shared/service/app";
 import { setLogLevel } from "../shared/log";
 import { portIsFree } from "./processes";
 import { serveApp } from "./http-server";

@@ -22,7 +22,7 @@ import { startTestServer } from "./support/server";
 import { Client } from "@avaprotocol/sdk-js";
 import { createApp, type Route } from "../shared/http/app";
 import { authRoutes } from "../shared/auth/routes";
-import { healthRoutes } from "../shared/health";
+import { healthRoutes } from "../shared/service/health";
 import { useCaller } from "../shared/context";
 import { createRuntime, setRuntime, type Runtime } from "../shared/runtime";
 import type { Config } from "../shared/config";
@@ -540,7 +540,7 @@ describe("presenting the token (§7.3)", () => {
     await expect401(`Bearer ${await forge(claims({ exp: undefined }))}`, "AUTH_INVALID_TOKEN");
   });
 
-  // The verifier is our own (node:crypto, shared/auth/token.ts): these are the JOSE rules jose's jwtVerify
+  // The verifier is our own (node:crypto, shared/http/token.ts): these are the JOSE rules jose's jwtVerify
   // enforced for us that a token of the fixed format could still break.
   /** Signs the given segments as they are, with the service key (jose refuses to write the odd ones). */
   const handSigned = async (header: string, payload: string) => {

@@ -28,7 +28,7 @@ const NEVER = [
 /** viem and what only viem brings. */
 const CHAIN = ["viem", "ox", "abitype", "@scure/*", "@adraffy/*", "isows"];
 
-/** Only sign-in (core) signs tokens; every other function verifies them with node:crypto (shared/auth/token.ts). */
+/** Only sign-in (core) signs tokens; every other function verifies them with node:crypto (shared/http/token.ts). */
 const SIGNING = ["jose"];
 /** Only the groups that seal or open secrets or sign with the controller key load the KMS client (shared/keys/kms.ts). */
 const KEYS = ["@aws-sdk/client-kms"];

@@ -13,7 +13,7 @@ import { useTestRuntime } from "./support/runtime";
 import { signIn, type SignedIn } from "./support/auth";
 import { httpTarget, startTestServer, type TestServer } from "./support/server";
 import { deployTestToken, devnet, setBalance } from "./support/chain";
-import { createServiceApp } from "../shared/http/service";
+import { createServiceApp } from "../shared/service/app";
 import { createInProcessBus, setBus, type InProcessBus } from "../shared/execution/bus";
 import { withRunner } from "../shared/execution/runner";
 

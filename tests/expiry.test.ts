@@ -8,7 +8,7 @@ import { GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
 import { useTestRuntime } from "./support/runtime";
 import { startTestServer, type TestServer } from "./support/server";
 import { jsonClient, type Json, type Owner } from "./support/client";
-import { createServiceApp } from "../shared/http/service";
+import { createServiceApp } from "../shared/service/app";
 import { Keys } from "../shared/store/keys";
 import { scheduleKey } from "../shared/schedule/local";
 import { expireDue } from "../shared/workflow/workflow";

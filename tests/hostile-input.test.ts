@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { request as httpRequest } from "node:http";
 import { privateKeyToAccount, generatePrivateKey } from "viem/accounts";
-import { createServiceApp } from "../shared/http/service";
+import { createServiceApp } from "../shared/service/app";
 import { buildConfig } from "../shared/config";
 import { createRuntime, setRuntime, type Runtime } from "../shared/runtime";
 import { encodeCursor } from "../shared/http/paging";

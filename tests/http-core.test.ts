@@ -13,7 +13,7 @@ import { serve } from "@hono/node-server";
 import { createApp, pathParam, type Route } from "../shared/http/app";
 import { parse, readJsonBody } from "../shared/http/validate";
 import { authRoutes } from "../shared/auth/routes";
-import { healthRoutes } from "../shared/health";
+import { healthRoutes } from "../shared/service/health";
 import { useOwner } from "../shared/context";
 import { createRuntime, setRuntime, type Runtime } from "../shared/runtime";
 import { ensureTable } from "../shared/store/table";

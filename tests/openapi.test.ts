@@ -8,8 +8,8 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { useTestRuntime } from "./support/runtime";
 import { buildAuthMessage, messageDefaults, signIn, type SignedIn } from "./support/auth";
 import { createApp, type Route } from "../shared/http/app";
-import { allRoutes } from "../shared/http/service";
-import { openapiRoutes } from "../shared/http/openapi";
+import { allRoutes } from "../shared/service/app";
+import { openapiRoutes } from "../shared/service/openapi";
 import type { Runtime } from "../shared/runtime";
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any

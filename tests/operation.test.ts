@@ -12,7 +12,7 @@ import { stackEnv, useTestRuntime } from "./support/runtime";
 import { signIn, type SignedIn } from "./support/auth";
 import { deployTestToken, devnet, fundedAccount, setBalance } from "./support/chain";
 import { createAccountThrough, deployHostileFactory } from "./support/hostile-factory";
-import { createServiceApp } from "../shared/http/service";
+import { createServiceApp } from "../shared/service/app";
 import { useRuntime } from "../shared/runtime";
 import { Keys } from "../shared/store/keys";
 import { erc20Transfer } from "../shared/chain/account";

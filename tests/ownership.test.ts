@@ -14,7 +14,7 @@ import { signIn, type RequestTarget, type SignedIn } from "./support/auth";
 import { devnet, setBalance } from "./support/chain";
 import { startTestServer, type TestServer } from "./support/server";
 import { createAccountThrough, deployControlledAccountFactory, deployHostileFactory } from "./support/hostile-factory";
-import { createServiceApp } from "../shared/http/service";
+import { createServiceApp } from "../shared/service/app";
 import { useRuntime } from "../shared/runtime";
 import { Keys } from "../shared/store/keys";
 import { chainSettings } from "../shared/chain/chains";

@@ -16,7 +16,7 @@ import { useTestRuntime } from "./support/runtime";
 import { startTestServer, type TestServer } from "./support/server";
 import { jsonClient, type Owner as SignedInOwner } from "./support/client";
 import { bearer, insertPending, randomOwner as newOwner, triggerStep } from "./support/fixtures";
-import { createServiceApp } from "../shared/http/service";
+import { createServiceApp } from "../shared/service/app";
 import { Keys } from "../shared/store/keys";
 import * as Execution from "../shared/execution/execution";
 import { Execution as ExecutionSchema, ExecutionPage, type Step } from "../shared/execution/schemas";

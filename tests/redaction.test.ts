@@ -11,7 +11,7 @@ import type { AddressInfo } from "node:net";
 import { useTestRuntime } from "./support/runtime";
 import { startTestServer, type TestServer } from "./support/server";
 import { jsonClient, type Json } from "./support/client";
-import { createServiceApp } from "../shared/http/service";
+import { createServiceApp } from "../shared/service/app";
 import { createInProcessBus, setBus, type InProcessBus } from "../shared/execution/bus";
 import { withRunner } from "../shared/execution/runner";
 

@@ -8,7 +8,7 @@ import { parseEther } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { useTestRuntime } from "./support/runtime";
 import { devnet, setBalance } from "./support/chain";
-import { createServiceApp } from "../shared/http/service";
+import { createServiceApp } from "../shared/service/app";
 import { startTestServer, type TestServer } from "./support/server";
 
 let server: TestServer;

@@ -11,7 +11,7 @@ import { useTestRuntime, stackEnv } from "./support/runtime";
 import { insertWorkflow } from "./support/fixtures";
 import { createApp } from "../shared/http/app";
 import { encodeCursor } from "../shared/http/paging";
-import { issueToken } from "../shared/auth/token";
+import { issueToken } from "../shared/http/token";
 import { buildConfig } from "../shared/config";
 import { createRuntime, setRuntime, type Runtime } from "../shared/runtime";
 import { useKms } from "../shared/keys/kms";

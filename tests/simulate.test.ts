@@ -12,7 +12,7 @@ import { startTestServer, type TestServer } from "./support/server";
 import { startUpstream, type Upstream } from "./support/upstream";
 import { jsonClient, type Json } from "./support/client";
 import { deployTestToken, devnet, setBalance } from "./support/chain";
-import { createServiceApp } from "../shared/http/service";
+import { createServiceApp } from "../shared/service/app";
 
 
 const TIMEOUT_MS = 8_000;

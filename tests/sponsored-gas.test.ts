@@ -14,7 +14,7 @@ import { signIn, type SignedIn } from "./support/auth";
 import { appCall } from "./support/client";
 import { startUpstream, type Upstream } from "./support/upstream";
 import { deployTestToken, devnet, setBalance } from "./support/chain";
-import { createServiceApp } from "../shared/http/service";
+import { createServiceApp } from "../shared/service/app";
 import { useRuntime } from "../shared/runtime";
 import { Keys } from "../shared/store/keys";
 import { createBundler } from "../shared/chain/userop";

@@ -12,7 +12,7 @@ import { ulid } from "ulid";
 import { stackEnv, useTestRuntime } from "./support/runtime";
 import { startTestServer, type TestServer } from "./support/server";
 import { bearer, insertPending, randomOwner as newOwner } from "./support/fixtures";
-import { createServiceApp } from "../shared/http/service";
+import { createServiceApp } from "../shared/service/app";
 import { ApiError } from "../shared/errors";
 import * as Execution from "../shared/execution/execution";
 import {

@@ -10,7 +10,7 @@ import { startService, type TestService } from "./support/service";
 import { startUpstream, type Upstream } from "./support/upstream";
 import { jsonClient, type Json, type Owner } from "./support/client";
 import { setBus } from "../shared/execution/bus";
-import * as Idempotency from "../shared/idempotency";
+import * as Idempotency from "../shared/store/idempotency";
 
 
 const SECRET = "sk-live-7f3c9a1e5b";

@@ -8,7 +8,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { stackEnv, useTestRuntime } from "./support/runtime";
 import { signIn, type SignedIn } from "./support/auth";
 import { devnet, setBalance } from "./support/chain";
-import { createServiceApp } from "../shared/http/service";
+import { createServiceApp } from "../shared/service/app";
 
 const app = createServiceApp();
 let alice: SignedIn;

@@ -8,7 +8,7 @@ import { useTestRuntime } from "./support/runtime";
 import { signIn, type SignedIn } from "./support/auth";
 import { appCall } from "./support/client";
 import { devnet } from "./support/chain";
-import { createServiceApp } from "../shared/http/service";
+import { createServiceApp } from "../shared/service/app";
 import { getSenderAddress } from "../shared/chain/userop";
 import { controlledAccountFactoryAbi } from "../shared/chain/contracts";
 import { controlledAccount } from "../shared/chain/account";

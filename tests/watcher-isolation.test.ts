@@ -15,7 +15,7 @@ import { useTestRuntime } from "./support/runtime";
 import { startTestServer, type TestServer } from "./support/server";
 import { jsonClient, type Json, type Owner } from "./support/client";
 import { deployTestToken, devnet } from "./support/chain";
-import { createServiceApp } from "../shared/http/service";
+import { createServiceApp } from "../shared/service/app";
 import { createInProcessBus, setBus, type InProcessBus } from "../shared/execution/bus";
 import { withRunner } from "../shared/execution/runner";
 import { watchChain, type PassResult } from "../shared/watch/watcher";

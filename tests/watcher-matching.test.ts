@@ -14,7 +14,7 @@ import { useTestRuntime } from "./support/runtime";
 import { startTestServer, type TestServer } from "./support/server";
 import { jsonClient, type Owner } from "./support/client";
 import { compileContract, deployTestToken, devnet, fundedAccount } from "./support/chain";
-import { createServiceApp } from "../shared/http/service";
+import { createServiceApp } from "../shared/service/app";
 import { setBus, type BusEvent, type EventBus } from "../shared/execution/bus";
 import { startWatching } from "../shared/watch/watcher";
 

@@ -13,7 +13,7 @@ import { startTestServer, type TestServer } from "./support/server";
 import { jsonClient, type Json, type Owner } from "./support/client";
 import { compileContract, deployTestToken, devnet, fundedAccount } from "./support/chain";
 import { startRpcProxy, type RpcProxy } from "./support/rpc-proxy";
-import { createServiceApp } from "../shared/http/service";
+import { createServiceApp } from "../shared/service/app";
 import { setBus, type EventBus } from "../shared/execution/bus";
 import { log } from "../shared/log";
 import { release, watchChain, type PassOptions, type PassResult } from "../shared/watch/watcher";

@@ -12,7 +12,7 @@ import { useTestRuntime } from "./support/runtime";
 import { startTestServer, type TestServer } from "./support/server";
 import { jsonClient, type Json, type Owner } from "./support/client";
 import { compileContract, deployTestToken, devnet, fundedAccount } from "./support/chain";
-import { createServiceApp } from "../shared/http/service";
+import { createServiceApp } from "../shared/service/app";
 import { createInProcessBus, setBus, type InProcessBus } from "../shared/execution/bus";
 import { withRunner } from "../shared/execution/runner";
 import { Keys } from "../shared/store/keys";

@@ -11,7 +11,7 @@ import { ulid } from "ulid";
 import { useTestRuntime } from "./support/runtime";
 import { signIn, type SignedIn } from "./support/auth";
 import { devnet, setBalance } from "./support/chain";
-import { createServiceApp } from "../shared/http/service";
+import { createServiceApp } from "../shared/service/app";
 import { followUpPending } from "../shared/wallet/withdraw";
 import { useRuntime } from "../shared/runtime";
 import { Keys } from "../shared/store/keys";

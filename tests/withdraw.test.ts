@@ -9,7 +9,7 @@ import { entryPoint07Abi } from "viem/account-abstraction";
 import { useTestRuntime, stackEnv } from "./support/runtime";
 import { signIn, type SignedIn } from "./support/auth";
 import { deployTestToken, devnet, fundedAccount, setBalance } from "./support/chain";
-import { createServiceApp } from "../shared/http/service";
+import { createServiceApp } from "../shared/service/app";
 import { controlledAccountAbi } from "../shared/chain/contracts";
 import { encodeFunctionData, getAddress as checksum } from "viem";
 import { createBundler, executeUserOperation, localDigestSigner } from "../shared/chain/userop";

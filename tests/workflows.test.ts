@@ -11,7 +11,7 @@ import { generatePrivateKey } from "viem/accounts";
 import { useTestRuntime } from "./support/runtime";
 import { startTestServer, type TestServer } from "./support/server";
 import { jsonClient, type Json, type Owner } from "./support/client";
-import { createServiceApp } from "../shared/http/service";
+import { createServiceApp } from "../shared/service/app";
 import { Keys } from "../shared/store/keys";
 import { ApiError } from "../shared/errors";
 import * as Workflow from "../shared/workflow/workflow";

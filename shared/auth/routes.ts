@@ -4,7 +4,7 @@
  */
 import { route, type Route } from "../http/app";
 import { verifyExchange } from "./message";
-import { issueToken, jwks } from "./token";
+import { issueToken, jwks } from "../http/token";
 import * as Contract from "./contract";
 
 export const authRoutes: Route[] = [

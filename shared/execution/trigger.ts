@@ -16,7 +16,7 @@ import * as v from "valibot";
 import { useOwner } from "../context";
 import { validationFailed, type FieldError } from "../errors";
 import { fieldErrors } from "../http/validate";
-import * as Idempotency from "../idempotency";
+import * as Idempotency from "../store/idempotency";
 import { useConfig, useRuntime } from "../runtime";
 import { TriggerBody } from "../workflow/run-contract";
 import { RESERVED_INPUT_KEYS, workflowSchemas, type TriggerType } from "../workflow/schemas";

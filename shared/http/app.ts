@@ -14,7 +14,7 @@ import { useRuntime } from "../runtime";
 import { withCaller, type Caller } from "../context";
 import { problemResponse } from "./problem";
 import { RateLimiter, RateSubject, type RateDecision } from "./rate-limit";
-import { authenticate } from "../auth/token";
+import { authenticate } from "./token";
 import { fieldErrors, readJsonBody, type Location } from "./validate";
 import { PARTS, baseOf, entriesOf, type AnyInput, type Endpoint, type Group, type Input, type Method, type Part, type RequestSchema } from "./contract";
 

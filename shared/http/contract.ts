@@ -1,7 +1,7 @@
 /**
  * Route declarations: what a route accepts and answers, written once as valibot schemas beside its method and
  * path. The app factory (app.ts) validates requests with them and hands handlers typed values; the OpenAPI
- * document (openapi.ts) is generated from them. This module and the `contract.ts` of each group hold no
+ * document (shared/service/openapi.ts) is generated from them. This module and the `contract.ts` of each group hold no
  * handlers and import no chain, DynamoDB or KMS code, so any function can know every route cheaply (the
  * catch-all's 404/405) and the document can be built without loading the domain.
  */
@@ -53,7 +53,7 @@ export interface Endpoint {
   checkedByDomain?: readonly Part[];
   /** Success answers by status. */
   responses: { [status: number]: SuccessResponse };
-  /** The problem codes this route can answer, by status, besides those every route shares (openapi.ts). */
+  /** The problem codes this route can answer, by status, besides those every route shares (shared/service/openapi.ts). */
   errors?: { [status: number]: readonly string[] };
   /** A note per error status, shown after its list of codes. */
   notes?: { [status: number]: Text };

@@ -1,6 +1,6 @@
 /**
- * The service's own public routes (API.md §6.1, §6.3) as declarations: health (bound in shared/health.ts) and
- * the API document and its HTML reference (bound in shared/http/openapi.ts).
+ * The service's own public routes (API.md §6.1, §6.3) as declarations: health (bound in ./health.ts) and
+ * the API document and its HTML reference (bound in ./openapi.ts).
  */
 import * as v from "valibot";
 import { component, configured, described, endpoint, group } from "../http/contract";

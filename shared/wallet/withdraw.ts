@@ -29,7 +29,7 @@ import { erc20Transfer } from "../chain/account";
 import { getUserOperationHashV07, type AccountCall } from "../chain/userop";
 import { forgetNonce, isStaleNonce, markNonceUsed, withWalletLock } from "../chain/nonce";
 import { upstreamError } from "../chain/upstream";
-import * as Idempotency from "../idempotency";
+import * as Idempotency from "../store/idempotency";
 import { requireOwned, type WalletRecord } from "./wallet";
 import { verifySignable } from "./signing";
 import { bundlerRejection, insufficientBalance, prepareOperation, walletLockKey, type PreparedOperation } from "./operation";

@@ -10,7 +10,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { stackEnv, useTestRuntime } from "../support/runtime";
 import { signIn, type SignedIn } from "../support/auth";
 import { deployTestToken, setBalance } from "../support/chain";
-import { createServiceApp } from "../../shared/http/service";
+import { createServiceApp } from "../../shared/service/app";
 import { useRuntime } from "../../shared/runtime";
 import { ApiError } from "../../shared/errors";
 import { validateDefinition } from "../../shared/workflow/definition";

@@ -9,7 +9,7 @@ import { getAddress, type Address } from "viem";
 import { ulid } from "ulid";
 import { useRuntime } from "../../shared/runtime";
 import { Keys } from "../../shared/store/keys";
-import { issueToken } from "../../shared/auth/token";
+import { issueToken } from "../../shared/http/token";
 import * as Execution from "../../shared/execution/execution";
 import type { Step } from "../../shared/execution/schemas";
 

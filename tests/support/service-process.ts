@@ -8,7 +8,7 @@
  */
 import { buildConfig } from "../../shared/config";
 import { createRuntime, setRuntime } from "../../shared/runtime";
-import { createServiceApp } from "../../shared/http/service";
+import { createServiceApp } from "../../shared/service/app";
 import { configureStreamLeases } from "../../shared/execution/stream-slots";
 import { serveApp } from "../../local/http-server";
 

@@ -6,7 +6,7 @@
  */
 import { useTestRuntime } from "./runtime";
 import { startTestServer, type TestServer } from "./server";
-import { createServiceApp } from "../../shared/http/service";
+import { createServiceApp } from "../../shared/service/app";
 import { createInProcessBus, setBus, type InProcessBus } from "../../shared/execution/bus";
 import { withRunner } from "../../shared/execution/runner";
 import type { Runtime } from "../../shared/runtime";

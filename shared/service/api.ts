@@ -3,8 +3,8 @@
  * OpenAPI document is generated from this table, and the catch-all function uses it to answer 404/405
  * exactly for routes other functions serve. Adding a group here documents it.
  */
-import type { Group } from "./contract";
-import { serviceContract } from "../service/contract";
+import type { Group } from "../http/contract";
+import { serviceContract } from "./contract";
 import { authContract } from "../auth/contract";
 import { secretContract } from "../secret/contract";
 import { walletContract } from "../wallet/contract";

@@ -6,10 +6,10 @@
  */
 import { createHash } from "node:crypto";
 import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
-import { ApiError } from "./errors";
-import { useConfig, useRuntime } from "./runtime";
-import { Keys } from "./store/keys";
-import { isConditionFailure } from "./store/table";
+import { ApiError } from "../errors";
+import { useConfig, useRuntime } from "../runtime";
+import { Keys } from "./keys";
+import { isConditionFailure } from "./table";
 
 /** Canonical JSON (sorted keys) hash of a request body. */
 export function bodyFingerprint(body: unknown): string {

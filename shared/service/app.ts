@@ -3,8 +3,8 @@
  * In AWS each group is its own function (functions/*), which imports only its group; this module imports
  * them all, so no function imports it.
  */
-import { createApp, type Route } from "./app";
-import { healthRoutes } from "../health";
+import { createApp, type Route } from "../http/app";
+import { healthRoutes } from "./health";
 import { authRoutes } from "../auth/routes";
 import { secretRoutes } from "../secret/routes";
 import { walletRoutes } from "../wallet/routes";

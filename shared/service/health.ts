@@ -7,11 +7,11 @@
  */
 import { DescribeTableCommand } from "@aws-sdk/client-dynamodb";
 import { DescribeKeyCommand } from "@aws-sdk/client-kms";
-import { useKms } from "./keys/kms";
-import { route, type Route } from "./http/app";
-import * as Service from "./service/contract";
-import { log } from "./log";
-import { useRuntime, type Runtime } from "./runtime";
+import { useKms } from "../keys/kms";
+import { route, type Route } from "../http/app";
+import * as Service from "./contract";
+import { log } from "../log";
+import { useRuntime, type Runtime } from "../runtime";
 
 const CHECK_TIMEOUT_MS = 2_000;
 const CACHE_MS = 10_000;

@@ -13,15 +13,15 @@
  */
 import type * as v from "valibot";
 import { toJsonSchema, toJsonSchemaDefs, type ConversionConfig, type JsonSchema } from "@valibot/to-json-schema";
-import { route, type Route } from "./app";
-import { AS_INTEGER, CONFIGURED, entriesOf, parameterNames, schemaNames, type Endpoint, type Group, type ProblemCode, type RequestSchema, type Text } from "./contract";
+import { route, type Route } from "../http/app";
+import { AS_INTEGER, CONFIGURED, entriesOf, parameterNames, schemaNames, type Endpoint, type Group, type ProblemCode, type RequestSchema, type Text } from "../http/contract";
 import { api } from "./api";
-import * as Service from "../service/contract";
+import * as Service from "./contract";
 import type { Config } from "../config";
 import { useRuntime } from "../current-runtime";
 // Components every route refers to (they register themselves when loaded).
-import "./problem";
-import "./paging";
+import "../http/problem";
+import "../http/paging";
 
 type Json = Record<string, unknown>;
 
