@@ -149,9 +149,9 @@ export class SandboxPool {
     return this.running.get(owner) ?? 0;
   }
 
-  /** Tests only: the workers running an evaluation (a test terminates one to show the pool recovers). */
-  busyWorkersForTests(): Worker[] {
-    return this.slots.filter((s) => s.job).map((s) => s.worker);
+  /** Tests only: the workers running an evaluation of `owner` (a test terminates one to show the pool recovers). */
+  busyWorkersForTests(owner: string): Worker[] {
+    return this.slots.filter((s) => s.job?.owner === owner).map((s) => s.worker);
   }
 
   async close(): Promise<void> {
