@@ -83,6 +83,8 @@ interface Slot {
   ready: boolean;
   /** An instance is waiting in it, so an evaluation starts without instantiating. */
   warm: boolean;
+  /** Its worker died (it is being replaced). */
+  dead?: boolean;
   job?: Pending;
   startedAt: number;
   timer?: NodeJS.Timeout;
@@ -288,12 +290,18 @@ export class SandboxPool {
 
   /** A worker that died: its evaluation fails; a worker that never became ready makes the pool wait a little. */
   private died(slot: Slot, answer: Answer): void {
-    if (!slot.ready && ++this.failedStarts >= this.options.workers) {
-      // Workers cannot even start (a broken install): fail what waits instead of spinning on restarts.
+    if (slot.dead) return; // "error" and then "exit" for one death
+    slot.dead = true;
+    if (slot.ready) return this.replace(slot, answer, now() - slot.startedAt);
+    // A worker that could not even start: after as many failures as workers (a broken install), fail what
+    // waits; and start the next one a second later instead of spinning on restarts.
+    if (++this.failedStarts >= this.options.workers) {
       for (const queue of this.queues.values()) for (const job of queue) this.settle(job, failure("SANDBOX_ERROR", "the sandbox could not start"), 0);
       this.queues.clear();
     }
-    this.replace(slot, answer, now() - slot.startedAt);
+    setTimeout(() => {
+      if (this.slots.includes(slot) && !this.closed) this.replace(slot, answer, 0);
+    }, 1_000).unref();
   }
 }
 
