@@ -5,6 +5,8 @@ export default defineConfig({
     include: ["tests/**/*.test.ts"],
     // Every test file shares one DynamoDB Local, KMS endpoint and devnet started in globalSetup.
     globalSetup: ["tests/support/global-setup.ts"],
+    // The default scheduler wired as every host wires it (tests/support/setup.ts).
+    setupFiles: ["tests/support/setup.ts"],
     testTimeout: 60_000,
     hookTimeout: 180_000,
     pool: "forks",

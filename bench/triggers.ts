@@ -24,7 +24,7 @@ import { chainSettings, publicClient } from "../shared/chain/chains";
 import { currentBus, setBus, type BusEvent, type EventBus } from "../shared/execution/bus";
 import * as Executions from "../shared/execution/execution";
 import { createLocalScheduler } from "../shared/schedule/local";
-import { setScheduler } from "../shared/schedule/port";
+import { setScheduler } from "../shared/workflow/scheduler";
 import { mergedFilter, release, startWatching, watchChain } from "../shared/watch/watcher";
 import { unwatch, watch, type ChainTrigger } from "../shared/watch/registry";
 import type { BenchContext, Stat } from "./workflows";

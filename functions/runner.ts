@@ -4,6 +4,7 @@
  * the delivery is retried and, at last, dead-lettered.
  */
 import "./bootstrap";
+import "../shared/service/scheduler";
 import type { EventBridgeEvent } from "aws-lambda";
 import { fromEventBridge } from "../shared/execution/bus";
 import { runExecution } from "../shared/execution/runner";

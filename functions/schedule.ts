@@ -5,9 +5,10 @@
  * so the scheduler retries and, past the outage grace, dead-letters.
  */
 import "./bootstrap";
+import "../shared/service/scheduler";
 import { Resource } from "sst";
 import { createEventBridgeBus, setBus } from "../shared/execution/bus";
-import { setScheduler } from "../shared/schedule/port";
+import { setScheduler } from "../shared/workflow/scheduler";
 import { eventBridgeSchedulerFromEnvironment, type EventBridgeScheduler } from "../shared/schedule/aws";
 import { useRuntime } from "../shared/runtime";
 import { log } from "../shared/log";

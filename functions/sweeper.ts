@@ -6,6 +6,7 @@
  * runs handed to the runner through the bus (shared/execution/claim.ts), so no execution index is lost.
  */
 import "./bootstrap";
+import "../shared/service/scheduler";
 import { Resource } from "sst";
 import { createEventBridgeBus, setBus } from "../shared/execution/bus";
 import { recoverInterruptedClaims } from "../shared/execution/claim";

@@ -4,6 +4,7 @@
  * within about one block time. Each chain's checkpoint lease keeps an overlapping invocation off the same range.
  */
 import "./bootstrap";
+import "../shared/service/scheduler";
 import type { Context } from "aws-lambda";
 import { Resource } from "sst";
 import { createEventBridgeBus, setBus } from "../shared/execution/bus";

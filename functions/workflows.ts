@@ -1,5 +1,6 @@
 /** The workflow routes (create, list, count, retrieve, cancel, pause, resume) and running them (trigger, simulate, estimateFees). */
 import "./bootstrap";
+import "../shared/service/scheduler";
 import { handle } from "hono/aws-lambda";
 import { Resource } from "sst";
 import { createApp } from "../shared/http/app";

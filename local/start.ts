@@ -18,7 +18,7 @@ import { createInProcessBus, setBus } from "../shared/execution/bus";
 import { withRunner } from "../shared/execution/runner";
 import { recoverInterruptedClaims } from "../shared/execution/claim";
 import { createLocalScheduler } from "../shared/schedule/local";
-import { setScheduler } from "../shared/schedule/port";
+import { setScheduler } from "../shared/workflow/scheduler";
 import { startWatching } from "../shared/watch/watcher";
 import { sandboxPool } from "../shared/engine/sandbox/pool";
 

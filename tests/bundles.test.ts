@@ -83,7 +83,7 @@ describe("each Lambda bundle carries only what its group uses", () => {
         .map(([pkgName, bytes]) => `${pkgName} (${(bytes / 1024).toFixed(1)} KB) via ${importChain(bundle.metafile, entry, pkgName)?.join(" → ")}`);
       expect(found).toEqual([]);
       // import() of our own modules makes esbuild wrap all it reaches for lazy start-up, and wrapped AWS SDK
-      // clients keep every command they have (shared/schedule/port.ts once cost 80 KB that way).
+      // clients keep every command they have (the scheduler port, when it still chose its adapter, once cost 80 KB that way).
       const dynamic = Object.entries(bundle.metafile.inputs).flatMap(([path, input]) =>
         input.imports.filter((i) => i.kind === "dynamic-import" && !path.includes("node_modules/") && !i.path.startsWith("node:")).map((i) => `${path} → ${i.path}`),
       );

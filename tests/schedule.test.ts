@@ -23,7 +23,7 @@ import { createServiceApp } from "../shared/service/app";
 import { createInProcessBus, setBus, type InProcessBus } from "../shared/execution/bus";
 import { withRunner } from "../shared/execution/runner";
 import type { Runtime } from "../shared/runtime";
-import { setScheduler, type Scheduler } from "../shared/schedule/port";
+import { setScheduler, type Scheduler } from "../shared/workflow/scheduler";
 import { createLocalScheduler, scheduleKey, type LocalScheduler } from "../shared/schedule/local";
 import { createEventBridgeScheduler, toEventBridgeCron, ONE_TIME_WINDOW, type EventBridgeScheduler } from "../shared/schedule/aws";
 import { fireTimeTrigger, type FireResult } from "../shared/schedule/fire";

@@ -20,7 +20,7 @@ import { useRuntime } from "../runtime";
 import { log } from "../log";
 import { Index, isConditionFailure } from "../store/table";
 import type { WorkflowRecord } from "../workflow/workflow";
-import type { Scheduler } from "./port";
+import type { Scheduler } from "../workflow/scheduler";
 import { fireTimeTrigger, upcomingFires, type FireResult } from "./fire";
 import * as Workflow from "../workflow/workflow";
 

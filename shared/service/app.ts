@@ -3,6 +3,7 @@
  * In AWS each group is its own function (functions/*), which imports only its group; this module imports
  * them all, so no function imports it.
  */
+import "./scheduler";
 import { createApp, type Route } from "../http/app";
 import { healthRoutes } from "./health";
 import { authRoutes } from "../auth/routes";

@@ -57,9 +57,12 @@ import { checksumAddress, type Address } from "../address";
 import { log } from "../log";
 import { Secret } from "../secret";
 import { validateDefinition } from "./definition";
-import { startFiring, stopFiring } from "../schedule/port";
+import { startFiring, stopFiring } from "./scheduler";
 import * as Watch from "../watch/registry";
-import type { COMPLETION_REASONS, Edge, Node, Trigger, Workflow } from "./schemas";
+import type { Workflow } from "./schemas";
+import type { CompletionReason, StoredStatus, WorkflowRecord } from "./record";
+
+export type { StoredStatus, CompletionReason, WorkflowRecord } from "./record";
 
 export const ENTITY = "workflow";
 const VERSION = 1;
@@ -69,40 +72,9 @@ const COUNTER = "activeWorkflows";
 const MAX_ATTEMPTS = 60;
 const ULID_PATTERN = /^[0-9A-HJKMNP-TV-Z]{26}$/;
 
-export type StoredStatus = "enabled" | "disabled" | "completed" | "failed";
-export type CompletionReason = (typeof COMPLETION_REASONS)[number];
 /** The Workflow object of API.md §8.1, as answered. */
 export type WorkflowInfo = Workflow;
 export type ListStatus = StoredStatus | "running";
-
-/** The stored record (item attributes besides the keys, `type` and `v`). */
-export interface WorkflowRecord {
-  id: string;
-  /** EIP-55. */
-  owner: Address;
-  name?: string;
-  smartWalletAddress: Address;
-  chainId: number;
-  trigger: Trigger & { id: string };
-  nodes: Node[];
-  edges: Edge[];
-  inputVariables: Record<string, unknown>;
-  /** Stored status; read it through `effectiveStatus`. */
-  status: StoredStatus;
-  startAt?: number;
-  expiredAt?: number;
-  maxExecution: number;
-  executionCount: number;
-  lastRanAt?: number;
-  createdAt: number;
-  updatedAt: number;
-  completionReason?: CompletionReason;
-  completedAt?: number;
-  /** Executions ended `error` in a row (reset by `success` or `failed`). */
-  consecutiveErrors: number;
-  /** Counted in the owner's active-workflow counter (see the module header). */
-  holdsSlot: boolean;
-}
 
 /** A claim found a fire record already written: that fire has already produced its execution. */
 export class DuplicateFire extends Error {

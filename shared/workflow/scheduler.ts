@@ -1,17 +1,16 @@
 /**
  * The scheduler port: how time triggers (cron, fixedTime) fire by themselves (API.md §8.3.2, §8.3.3, §8.3.7).
  * The workflow module calls `ensure` when a workflow starts firing (create, resume) and `remove` when it stops
- * (pause, cancel, completion); the adapter turns that into due fires that reach `fireTimeTrigger` (./fire.ts),
- * which decides at fire time whether an execution is claimed. Two adapters:
- * - local (./local.ts): due fires in the table (store pattern 16), a timer loop in `npm start`;
- * - AWS (./aws.ts): EventBridge Scheduler schedules in the stage's group, targeting functions/schedule.ts.
+ * (pause, cancel, completion); the adapter turns that into due fires that reach `fireTimeTrigger`
+ * (shared/schedule/fire.ts), which decides at fire time whether an execution is claimed. Two adapters, in
+ * shared/schedule/ (they build on this module, never the other way round):
+ * - local (local.ts): due fires in the table (store pattern 16), a timer loop in `npm start`;
+ * - AWS (aws.ts): EventBridge Scheduler schedules in the stage's group, targeting functions/schedule.ts.
+ * Which one a process uses is wired above: a host installs one (`setScheduler`), or the composition root
+ * (shared/service/scheduler.ts) names the default (`setDefaultScheduler`).
  * Workflows with other triggers cost nothing here: both calls return at once for them.
  */
-import type { WorkflowRecord } from "../workflow/workflow";
-import { createLocalScheduler } from "./local";
-// Static, not import(): a dynamic import makes esbuild wrap everything it reaches for lazy start-up, and the
-// wrapped AWS SDK clients then keep every command they have (+45 KB DynamoDB, +25 KB KMS per function).
-import { eventBridgeSchedulerFromEnvironment } from "./aws";
+import type { WorkflowRecord } from "./record";
 
 export interface Scheduler {
   /** Makes the workflow's future fires (after `now`) due; idempotent. Fires before `now` are never replayed. */
@@ -26,6 +25,7 @@ export const isTimeTriggered = (workflow: Pick<WorkflowRecord, "trigger">) =>
   workflow.trigger.type === "cron" || workflow.trigger.type === "fixedTime";
 
 let current: Scheduler | undefined;
+let makeDefault: (() => Scheduler) | undefined;
 
 /** Installs the process's scheduler (the host: a Lambda entry point, `npm start`, a test). */
 export function setScheduler<S extends Scheduler>(scheduler: S): S {
@@ -33,14 +33,16 @@ export function setScheduler<S extends Scheduler>(scheduler: S): S {
   return scheduler;
 }
 
-/**
- * The installed scheduler. Without one: the EventBridge adapter where infra/scheduler.ts configured the function
- * (SCHEDULE_GROUP set), else the local adapter (its due items are inert until a loop reads them).
- */
+/** Names the scheduler made on first use when no host installed one (the composition root does). */
+export function setDefaultScheduler(make: () => Scheduler): void {
+  makeDefault = make;
+}
+
+/** The installed scheduler, else the default made now (shared/service/scheduler.ts: EventBridge or local). */
 export async function currentScheduler(): Promise<Scheduler> {
   if (current) return current;
-  if (process.env.SCHEDULE_GROUP) return (current ??= eventBridgeSchedulerFromEnvironment());
-  return (current = createLocalScheduler());
+  if (!makeDefault) throw new Error("No scheduler: the host imports shared/service/scheduler.ts or calls setScheduler");
+  return (current = makeDefault());
 }
 
 /** Create and resume: schedule a time-triggered workflow. */
