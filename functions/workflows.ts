@@ -6,7 +6,7 @@ import { Resource } from "sst";
 import { createApp } from "../shared/http/app";
 import { workflowRoutes } from "../shared/workflow/routes";
 import { workflowExecutionRoutes } from "../shared/execution/routes";
-import { runRoutes } from "../shared/workflow/run-routes";
+import { runRoutes } from "../shared/execution/run-routes";
 import { createEventBridgeBus, setBus } from "../shared/execution/bus";
 
 // Asynchronous triggers go to the runner function through the app's bus (infra/bus.ts).

@@ -9,7 +9,7 @@ import { authContract } from "../auth/contract";
 import { secretContract } from "../secret/contract";
 import { walletContract } from "../wallet/contract";
 import { workflowContract } from "../workflow/contract";
-import { runContract } from "../workflow/run-contract";
+import { runContract } from "../execution/run-contract";
 import { executionContract, workflowExecutionsContract } from "../execution/contract";
 
 export const api: readonly Group[] = [serviceContract, authContract, secretContract, walletContract, workflowContract, runContract, workflowExecutionsContract, executionContract];

@@ -10,7 +10,7 @@ import { authRoutes } from "../auth/routes";
 import { secretRoutes } from "../secret/routes";
 import { walletRoutes } from "../wallet/routes";
 import { workflowRoutes } from "../workflow/routes";
-import { runRoutes } from "../workflow/run-routes";
+import { runRoutes } from "../execution/run-routes";
 import { executionRoutes, workflowExecutionRoutes } from "../execution/routes";
 import { openapiRoutes } from "./openapi";
 

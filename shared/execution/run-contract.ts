@@ -6,8 +6,8 @@
 import * as v from "valibot";
 import { described, endpoint, group } from "../http/contract";
 import { IdempotencyHeaders } from "../http/schemas";
-import { Execution, FeeEstimate, TriggerResult } from "../execution/schemas";
-import { TRIGGER_TYPES, record, workflowSchemas } from "./schemas";
+import { Execution, FeeEstimate, TriggerResult } from "./schemas";
+import { TRIGGER_TYPES, record, workflowSchemas } from "../workflow/schemas";
 
 const schemas = workflowSchemas();
 

@@ -1,8 +1,8 @@
 /** HTTP routes of running workflows (API.md §8.8.7-§8.8.9): run-contract.ts declares them; the domain does the work. */
 import { route, type Route } from "../http/app";
 import * as Contract from "./run-contract";
-import * as Trigger from "../execution/trigger";
-import * as Simulation from "../execution/simulate";
+import * as Trigger from "./trigger";
+import * as Simulation from "./simulate";
 
 export const runRoutes: Route[] = [
   route(Contract.trigger, async (c, { params, headers, body }) => {
