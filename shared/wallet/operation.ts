@@ -24,7 +24,7 @@ import { forgetNonce, isStaleNonce, markNonceUsed, nextNonce, withWalletLock } f
 import { signWalletOperation, verifySignable, type SignableWallet } from "./signing";
 import { get as getWallet, type WalletRecord } from "./wallet";
 import { maySponsor, reserveSponsoredGas, sponsoredGasOf, type Sponsorship } from "./sponsorship";
-import type { SendCalls, SendOutcome, WalletCall } from "../engine/types";
+import type { SendCalls, SendOutcome, WalletCall } from "./send";
 import type { ChainSettings } from "../config";
 
 export const insufficientBalance = (message = "The wallet's balance is below the amount to withdraw.") =>
