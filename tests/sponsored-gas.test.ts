@@ -29,6 +29,12 @@ const app = createServiceApp();
 let proxy: Upstream;
 const seen: string[] = [];
 let refuseSends = false;
+/**
+ * While set, the bundler simulates estimates of this sender on a chain where it holds nothing: the proxy empties its
+ * balance for the time of each eth_estimateUserOperationGas and restores it before answering. That is the bundler's
+ * view trailing ours, as seen under load (its simulation read a state without the wallet's funds).
+ */
+let staleSender: Address | undefined;
 
 beforeAll(async () => {
   const target = devnet().bundlerUrl;
@@ -37,18 +43,30 @@ beforeAll(async () => {
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
       const body = Buffer.concat(chunks).toString();
-      const calls = ([] as { id: unknown; method: string }[]).concat(JSON.parse(body));
+      const calls = ([] as { id: unknown; method: string; params?: unknown[] }[]).concat(JSON.parse(body));
       seen.push(...calls.map((c) => c.method));
       if (refuseSends && calls.length === 1 && calls[0]!.method === "eth_sendUserOperation") {
         res.setHeader("Content-Type", "application/json");
         res.end(JSON.stringify({ jsonrpc: "2.0", id: calls[0]!.id, error: { code: -32602, message: "refused by the test's proxy" } }));
         return;
       }
-      fetch(target, { method: "POST", headers: { "Content-Type": "application/json" }, body })
-        .then(async (answer) => {
-          res.statusCode = answer.status;
+      const stale = staleSender;
+      const hidden = stale && calls.some((c) => c.method === "eth_estimateUserOperationGas" && (c.params?.[0] as { sender?: string })?.sender?.toLowerCase() === stale.toLowerCase());
+      const forward = async () => {
+        const held = hidden ? await balance(stale) : undefined;
+        if (hidden) await setBalance(stale, 0n);
+        try {
+          const answer = await fetch(target, { method: "POST", headers: { "Content-Type": "application/json" }, body });
+          return { status: answer.status, text: await answer.text() };
+        } finally {
+          if (hidden) await setBalance(stale, held!);
+        }
+      };
+      forward()
+        .then(({ status, text }) => {
+          res.statusCode = status;
           res.setHeader("Content-Type", "application/json");
-          res.end(await answer.text());
+          res.end(text);
         })
         .catch(() => res.destroy());
     });
@@ -206,6 +224,42 @@ describe("an owner's budget", () => {
     expect(all).toMatchObject({ ok: false, errorCode: "INSUFFICIENT_BALANCE" });
     expect(sends()).toBe(sendsBefore);
     expect(await nonceOf(poor)).toBe(0n);
+  });
+});
+
+describe("a bundler whose view of the wallet trails ours", () => {
+  let alice: SignedIn;
+  beforeAll(async () => {
+    await budgets("1", "unlimited"); // asked, never taken: every operation is past the budget
+    alice = await signIn(app);
+  });
+
+  it("past the budget, a wallet that cannot pay is refused INSUFFICIENT_BALANCE, nothing sent", async () => {
+    const to = someone();
+    const sendsBefore = sends();
+    try {
+      // a workflow step: 1000 wei of 1000 (the gas cannot be paid), then 0.1 ETH of 0.1 ETH
+      for (const amount of [1000n, parseEther("0.1")]) {
+        const poor = await newWallet(alice);
+        await setBalance(poor, amount);
+        staleSender = poor;
+        const refused = await walletSender({ owner: alice.owner, wallet: poor })({ chainId: 31337, calls: [{ to, value: amount }] });
+        expect(refused).toMatchObject({ ok: false, errorCode: "INSUFFICIENT_BALANCE" });
+        expect(await nonceOf(poor)).toBe(0n);
+        expect(await balance(poor)).toBe(amount);
+      }
+      // a withdrawal: the same
+      const poor = await newWallet(alice);
+      await setBalance(poor, 1000n);
+      staleSender = poor;
+      const res = await call(alice, "POST", `/wallets/${poor}:withdraw`, { recipientAddress: to, amount: "1000", token: "ETH" });
+      expect(res.status, JSON.stringify(res.body)).toBe(400);
+      expect(res.body.code).toBe("INSUFFICIENT_BALANCE");
+      expect((await call(alice, "GET", `/wallets/${poor}/withdrawals`)).body.data).toEqual([]);
+    } finally {
+      staleSender = undefined;
+    }
+    expect(sends()).toBe(sendsBefore); // the bundler saw no operation
   });
 });
 

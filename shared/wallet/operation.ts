@@ -102,7 +102,7 @@ export async function prepareOperation(
   /** Gas limits, the wallet's own gas funds and the amount, for the operation sponsored by `by` or paid by the wallet. */
   const estimate = async (by: Address | undefined) => {
     const [balance, deposit] = await Promise.all([
-      maxBalance ?? (by ? Promise.resolve(0n) : client.getBalance({ address: wallet.address })),
+      maxBalance ?? client.getBalance({ address: wallet.address }),
       by ? Promise.resolve(0n) : client.readContract({ address: entryPoint, abi: entryPoint07Abi, functionName: "balanceOf", args: [wallet.address] }),
     ]);
     // Estimate with a value of the final one's size, so calldata costs are not under-estimated; a wallet that
@@ -110,9 +110,12 @@ export async function prepareOperation(
     const estimateValue = plan.amount !== "max" ? plan.amount : by ? balance : balance / 2n;
     let op = await unsigned(estimateValue);
     if (by) op = withVerifyingPaymasterStub(op, { paymaster: by });
-    // Past a budget, the gas is estimated as if the wallet could pay it: whether it can is decided below against
-    // its real balance, so a wallet short of funds is refused with INSUFFICIENT_BALANCE, not by the simulation.
-    const stateOverride = !by && paymaster ? [{ address: wallet.address, balance: balance + ESTIMATION_FUNDS }] : undefined;
+    // The bundler simulates on its own read of the chain, which can trail ours (seen under load: a simulation
+    // without funds the wallet held for us), so the simulation is given the balance read here: the decisions
+    // (the callers' preflight, the one below) and the simulation see the same funds. Past a budget, the gas is
+    // estimated as if the wallet could pay it: whether it can is decided below against its real balance, so a
+    // wallet short of funds is refused with INSUFFICIENT_BALANCE, not by the simulation.
+    const stateOverride = [{ address: wallet.address, balance: !by && paymaster ? balance + ESTIMATION_FUNDS : balance }];
     const estimated = await estimateGas(bundler, op, entryPoint, wallet.deployed, stateOverride);
     const gas = {
       callGasLimit: plan.gasLimit !== undefined && plan.gasLimit < estimated.callGasLimit ? plan.gasLimit : estimated.callGasLimit,
