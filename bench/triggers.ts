@@ -26,7 +26,7 @@ import * as Executions from "../shared/execution/execution";
 import { createLocalScheduler } from "../shared/schedule/local";
 import { setScheduler } from "../shared/workflow/scheduler";
 import { mergedFilter, release, startWatching, watchChain } from "../shared/watch/watcher";
-import { unwatch, watch, type ChainTrigger } from "../shared/watch/registry";
+import { unwatch, watch, type ChainTrigger } from "../shared/workflow/watch-registry";
 import type { BenchContext, Stat } from "./workflows";
 
 type Round = (i: number) => Promise<number>;

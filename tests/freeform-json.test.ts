@@ -15,7 +15,7 @@ import { startService, type TestService } from "./support/service";
 import { startUpstream, type Upstream } from "./support/upstream";
 import { jsonClient, type Json, type Owner } from "./support/client";
 import { Keys } from "../shared/store/keys";
-import { watchersOf } from "../shared/watch/registry";
+import { watchersOf } from "../shared/workflow/watch-registry";
 
 let service: TestService;
 let target: Upstream;

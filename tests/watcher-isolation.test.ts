@@ -19,7 +19,7 @@ import { createServiceApp } from "../shared/service/app";
 import { createInProcessBus, setBus, type InProcessBus } from "../shared/execution/bus";
 import { withRunner } from "../shared/execution/runner";
 import { watchChain, type PassResult } from "../shared/watch/watcher";
-import { watch, watchersOf, type ChainTrigger, type WatchEntry } from "../shared/watch/registry";
+import { watch, watchersOf, type ChainTrigger, type WatchEntry } from "../shared/workflow/watch-registry";
 import { planOwner } from "../shared/watch/plan";
 
 const CHAIN = 31337;

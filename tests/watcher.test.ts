@@ -17,7 +17,7 @@ import { createInProcessBus, setBus, type InProcessBus } from "../shared/executi
 import { withRunner } from "../shared/execution/runner";
 import { Keys } from "../shared/store/keys";
 import { fireExecution, holds, matchLog, mergedFilter, release, watchChain, type PassResult } from "../shared/watch/watcher";
-import { watchersOf } from "../shared/watch/registry";
+import { watchersOf } from "../shared/workflow/watch-registry";
 import type { Runtime } from "../shared/runtime";
 
 const CHAIN = 31337;

@@ -18,7 +18,7 @@
 import { createHash } from "node:crypto";
 import type { Hex } from "viem";
 import { GroupIndex, prepare, yieldToLoop, type Prepared } from "./match";
-import type { WatchEntry } from "./registry";
+import type { WatchEntry } from "../workflow/watch-registry";
 
 export interface Member {
   /** `<workflowId>:<query index>` (`:<part>` when the query was cut into parts). */

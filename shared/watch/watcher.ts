@@ -1,6 +1,6 @@
 /**
  * The chain watcher (API.md §8.3.4-§8.3.7, §18.4): passes over a chain turn the blocks mined since the last pass into
- * fires of the block- and event-triggered workflows watching that chain (shared/watch/registry.ts), so that one
+ * fires of the block- and event-triggered workflows watching that chain (shared/workflow/watch-registry.ts), so that one
  * owner's queries can neither stop nor delay another owner's fires.
  *
  * Requests. The event queries are asked in bounded request groups (plan.ts): each carries one owner's queries, at
@@ -68,7 +68,7 @@ import * as Workflow from "../workflow/workflow";
 import { blockStepOutput } from "../execution/trigger-output";
 import { callAll, prepareCalls } from "../engine/nodes/contract-read";
 import type { EventQuery } from "../workflow/schemas";
-import { noteFired, unwatch, upgrade, watchersOf, type WatchEntry } from "./registry";
+import { noteFired, unwatch, upgrade, watchersOf, type WatchEntry } from "../workflow/watch-registry";
 import { claimExecution, handOver } from "../execution/claim";
 import { matchPrepared, readLogs, SLICE_MS, yieldToLoop, type Decoded, type Log, type RpcLog } from "./match";
 import { indexOf, ownerOf, ownerSignature, planOwner, type Filter, type Member, type OwnerPlan, type PreparedCache, type RequestGroup } from "./plan";

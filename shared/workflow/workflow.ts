@@ -58,7 +58,7 @@ import { log } from "../log";
 import { Secret } from "../secret";
 import { validateDefinition } from "./definition";
 import { startFiring, stopFiring } from "./scheduler";
-import * as Watch from "../watch/registry";
+import * as Watch from "./watch-registry";
 import type { Workflow } from "./schemas";
 import type { CompletionReason, StoredStatus, WorkflowRecord } from "./record";
 

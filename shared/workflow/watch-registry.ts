@@ -25,7 +25,7 @@ import { BatchGetCommand, DeleteCommand, GetCommand, PutCommand, QueryCommand, U
 import { useRuntime } from "../runtime";
 import { Keys } from "../store/keys";
 import { Index, isConditionFailure } from "../store/table";
-import type { Trigger } from "../workflow/schemas";
+import type { Trigger } from "./schemas";
 
 const ENTITY = "watch";
 const TRIGGER_ENTITY = "watchTrigger";
