@@ -3,7 +3,6 @@
  * In AWS each group is its own function (functions/*), which imports only its group; this module imports
  * them all, so no function imports it.
  */
-import "./scheduler";
 import { createApp, type Route } from "../http/app";
 import { healthRoutes } from "./health";
 import { authRoutes } from "../auth/routes";
@@ -13,6 +12,8 @@ import { workflowRoutes } from "../workflow/routes";
 import { runRoutes } from "../execution/run-routes";
 import { executionRoutes, workflowExecutionRoutes } from "../execution/routes";
 import { openapiRoutes } from "./openapi";
+// Last, so modules load (and name their OpenAPI components) in the order the document lists them.
+import "./scheduler";
 
 export const routeGroups = {
   core: [...healthRoutes, ...authRoutes, ...openapiRoutes],
