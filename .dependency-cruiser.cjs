@@ -1,7 +1,7 @@
 /**
  * Import rules (README.md "Architecture"): imports run one way, bottom to top
  *
- *   base      shared/*.ts (config, runtime, log, errors, context, address)
+ *   base      shared/*.ts (config, runtime, log, errors, context, address; pure: templates, json-text)
  *   adapters  shared/store, shared/keys, shared/chain
  *   http      shared/http (the HTTP kit: app factory, declarations, validation, paging, problems; no domain)
  *   domain    shared/{auth,secret,wallet} → workflow → engine → execution → {schedule,watch}

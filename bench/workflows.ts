@@ -31,7 +31,7 @@ import { runWorkflow } from "../shared/engine/run";
 import { SandboxSession } from "../shared/engine/sandbox";
 import type { RunInput } from "../shared/engine/types";
 import { executionFee, valueFeeFor } from "../shared/engine/fees";
-import { renderConfig, renderString, resolvePath, wholeTemplatePath, TemplateUnresolvedError } from "../shared/engine/templates";
+import { renderConfig, renderString, resolvePath, wholeTemplatePath, TemplateUnresolvedError } from "../shared/templates";
 import { runVariables, stepVariables } from "../shared/engine/variables";
 import { chosenCondition, nodeKinds, type NodeEnv, type NodeResult } from "../shared/engine/nodes";
 

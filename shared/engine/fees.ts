@@ -21,7 +21,7 @@ import { chainSettings, isKnownFactory, publicClient } from "../chain/chains";
 import { encodeAccountCalls, encodeCreateAccount, type AccountCall } from "../chain/userop";
 import { upstreamError } from "../chain/upstream";
 import { partChainId, sendsUserOperation } from "../workflow/definition";
-import { hasTemplate } from "./templates";
+import { hasTemplate } from "../templates";
 import { get as getWallet } from "../wallet/wallet";
 import type { Cost, Fee, FeeEstimate, ValueFee } from "../execution/schemas";
 import type { LoopRunner, MethodCall, Node, NodeOf } from "../workflow/schemas";

@@ -25,7 +25,7 @@ import { pipeline } from "node:stream/promises";
 import { TextDecoder } from "node:util";
 import zlib from "node:zlib";
 import { addressRefusal, hostnameRefusal } from "./ip";
-import { checkJsonInSlices } from "./json-text";
+import { checkJsonInSlices } from "../json-text";
 
 export const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"] as const;
 export type Method = (typeof METHODS)[number];

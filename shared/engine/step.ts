@@ -4,7 +4,7 @@
  * still saw the full value), the log at most `max_step_log_bytes` UTF-8 bytes ending `…[truncated]` when cut.
  */
 import { LOG_TRUNCATED_MARKER } from "./sandbox";
-import { materialize, stringify } from "./json-text";
+import { materialize, stringify } from "../json-text";
 
 /**
  * The output as recorded: the truncation marker object when its JSON is over `maxBytes`, else the output as

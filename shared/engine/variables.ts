@@ -9,7 +9,7 @@
  *   context          workflowId, executionId, executionIndex, owner, smartWalletAddress, chainId
  *   date             {now, nowIso, now_iso} at the start of the step
  */
-import { referencedPaths, referencedSecretNames, parsePath, type TemplatePath, type Variables } from "./templates";
+import { referencedPaths, referencedSecretNames, parsePath, type TemplatePath, type Variables } from "../templates";
 import type { RunDefinition, RunInput } from "./types";
 
 /**

@@ -5,7 +5,7 @@
  *
  * Pure. Problems carry paths relative to the body (`edges[3].source`, `nodes[2]`); the caller prefixes them.
  */
-import { findTemplates, forEachString, wholeTemplatePath, type TemplatePath, type ValuePath } from "../engine/templates";
+import { findTemplates, forEachString, wholeTemplatePath, type TemplatePath, type ValuePath } from "../templates";
 
 export interface GraphNode {
   id: string;

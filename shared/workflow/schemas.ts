@@ -27,7 +27,7 @@ import {
   forEachString,
   hasTemplate,
   templateProblem,
-} from "../engine/templates";
+} from "../templates";
 
 /** The settings of API.md §4.1 that shape a definition; pass `useConfig().limits` (or a subset). */
 export interface DefinitionLimits {

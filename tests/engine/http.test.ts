@@ -14,11 +14,11 @@ import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { fetchGuarded, OutboundError, type GuardOptions, type OutboundRequest } from "../../shared/engine/http";
 import { addressRefusal } from "../../shared/engine/ip";
-import { JsonText, materialize } from "../../shared/engine/json-text";
+import { JsonText, materialize } from "../../shared/json-text";
 import type { NodeEnv } from "../../shared/engine/nodes/kind";
 import { graphqlQuery } from "../../shared/engine/nodes/graphql-query";
 import { restApi, sensitiveHeaders } from "../../shared/engine/nodes/rest-api";
-import { renderConfig } from "../../shared/engine/templates";
+import { renderConfig } from "../../shared/templates";
 
 interface Seen {
   method: string;

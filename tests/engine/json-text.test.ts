@@ -1,11 +1,11 @@
 /**
- * JSON held as text (shared/engine/json-text.ts, API.md §18.2): the scanner agrees with JSON.parse on what is
+ * JSON held as text (shared/json-text.ts, API.md §18.2): the scanner agrees with JSON.parse on what is
  * JSON, compacts without changing the value, measures nesting without a stack; paths and elements are read
  * out of the text exactly as they would be out of the parsed value; stringify splices texts in.
  */
 import { describe, expect, it } from "vitest";
-import { arrayLength, checkJson, checkJsonInSlices, elements, JsonText, materialize, member, stringify } from "../../shared/engine/json-text";
-import { resolvePath } from "../../shared/engine/templates";
+import { arrayLength, checkJson, checkJsonInSlices, elements, JsonText, materialize, member, stringify } from "../../shared/json-text";
+import { resolvePath } from "../../shared/templates";
 
 const parses = (text: string) => {
   try {

@@ -20,7 +20,7 @@ import {
   resolveWhole,
   templateProblem,
   wholeTemplatePath,
-} from "../../shared/engine/templates";
+} from "../../shared/templates";
 
 const unresolved = (fn: () => unknown): TemplateUnresolvedError => {
   try {

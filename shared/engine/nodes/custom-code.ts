@@ -3,7 +3,7 @@
  * sandbox with the §8.6 variables as globals; console output is the step log.
  */
 import type { NodeOf } from "../../workflow/schemas";
-import { JsonText } from "../json-text";
+import { JsonText } from "../../json-text";
 import { StepFailure, type NodeEnv, type NodeKind } from "./kind";
 
 type Config = NodeOf<"customCode">["config"];

@@ -5,7 +5,7 @@
  */
 import type { NodeOf } from "../../workflow/schemas";
 import { StepFailure, type NodeKind } from "./kind";
-import { arrayLength, elements, JsonText } from "../json-text";
+import { arrayLength, elements, JsonText } from "../../json-text";
 import { SandboxFailure, sandboxLimits } from "./custom-code";
 
 type Config = NodeOf<"filter">["config"];

@@ -6,7 +6,7 @@
 import { fetchGuarded } from "../http";
 import type { NodeOf } from "../../workflow/schemas";
 import { httpUrl } from "./inputs";
-import { JsonText, member, parse } from "../json-text";
+import { JsonText, member, parse } from "../../json-text";
 import { StepFailure, type NodeKind } from "./kind";
 import { guardOptions, httpError, sensitiveHeaders } from "./rest-api";
 

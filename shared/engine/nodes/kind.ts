@@ -11,7 +11,7 @@
 import type { Address } from "viem";
 import type { StepErrorCode } from "../../execution/schemas";
 import type { Config } from "../../config";
-import type { Variables } from "../templates";
+import type { Variables } from "../../templates";
 import type { SandboxSession } from "../sandbox";
 import type { RunInput, SendCalls } from "../types";
 

@@ -10,7 +10,7 @@ import type { NodeOf } from "../../workflow/schemas";
 import { WRITE_NODE_TYPES } from "../../workflow/schemas";
 import { partChainId } from "../../workflow/definition";
 import { StepFailure, type Gas, type NodeKind, type NodeResult } from "./kind";
-import { arrayLength, elements, JsonText, parse } from "../json-text";
+import { arrayLength, elements, JsonText, parse } from "../../json-text";
 
 type Config = NodeOf<"loop">["config"];
 

@@ -1,7 +1,7 @@
 /** restApi (API.md §8.4.5): one guarded outbound request; status 400 or above fails the step, output kept. */
 import { fetchGuarded, type GuardOptions } from "../http";
 import { createRedactor } from "../redact";
-import { referencedPaths } from "../templates";
+import { referencedPaths } from "../../templates";
 import type { NodeOf } from "../../workflow/schemas";
 import { httpUrl } from "./inputs";
 import { StepFailure, type NodeEnv, type NodeKind } from "./kind";

@@ -16,7 +16,7 @@
  */
 import { type Answer, type Evaluation, type EvaluationLimits, type Json, type SandboxErrorCode } from "./quickjs";
 import { sandboxPool, type SandboxPool } from "./pool";
-import { JsonText, stringify } from "../json-text";
+import { JsonText, stringify } from "../../json-text";
 
 export { LOG_TRUNCATED_MARKER, isFunctionBody, type Json, type SandboxErrorCode } from "./quickjs";
 
@@ -170,7 +170,7 @@ export class SandboxSession {
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
-/** Variables as one JSON text; outputs held as text are spliced in, never parsed (../json-text.ts). */
+/** Variables as one JSON text; outputs held as text are spliced in, never parsed (shared/json-text.ts). */
 const toJson = (value: unknown): string => stringify(value);
 
 /** One evaluation outside any execution (tests, tools): owner `anonymous`, no budget. */
