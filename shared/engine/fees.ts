@@ -23,7 +23,7 @@ import { upstreamError } from "../chain/upstream";
 import { partChainId, sendsUserOperation } from "../workflow/definition";
 import { hasTemplate } from "../templates";
 import { get as getWallet } from "../wallet/wallet";
-import type { Cost, Fee, FeeEstimate, ValueFee } from "../execution/schemas";
+import type { Cost, Fee, FeeEstimate, ValueFee } from "./schemas";
 import type { LoopRunner, MethodCall, Node, NodeOf } from "../workflow/schemas";
 
 /** Gas units when estimation is impossible (API.md §9.6). */

@@ -18,7 +18,7 @@
 import type { Address } from "viem";
 import { useRuntime } from "../runtime";
 import { log } from "../log";
-import type { Cost, Step, StepErrorCode } from "../execution/schemas";
+import type { Cost, Step, StepErrorCode } from "./schemas";
 import type { Node } from "../workflow/schemas";
 import { partChainId } from "../workflow/definition";
 import { OutboundError } from "./http";

@@ -4,7 +4,7 @@
  * secrets. Shared by triggered runs (shared/execution/runner.ts), `:simulate` and `:estimateFees`.
  */
 import type { Address } from "viem";
-import type { Cost, ExecutionStatus, Step } from "../execution/schemas";
+import type { Cost, ExecutionStatus, Step } from "./schemas";
 import type { Trigger, Node, Edge } from "../workflow/schemas";
 import type { CompiledGraph } from "../workflow/graph";
 

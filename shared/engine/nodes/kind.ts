@@ -9,7 +9,7 @@
  * which the engine maps to their codes); anything else is an internal failure of the engine.
  */
 import type { Address } from "viem";
-import type { StepErrorCode } from "../../execution/schemas";
+import type { StepErrorCode } from "../schemas";
 import type { Config } from "../../config";
 import type { Variables } from "../../templates";
 import type { SandboxSession } from "../sandbox";
