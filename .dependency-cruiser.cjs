@@ -2,16 +2,15 @@
  * Import rules (README.md "Architecture"): imports run one way, bottom to top
  *
  *   base      shared/*.ts (config, runtime, log, errors, context, address; pure: templates, json-text)
- *   adapters  shared/store, shared/keys, shared/chain
+ *   adapters  shared/store, shared/keys → shared/chain
  *   http      shared/http (the HTTP kit: app factory, declarations, validation, paging, problems; no domain)
  *   domain    shared/{auth,secret,wallet} → workflow → engine → execution → {schedule,watch}
  *   service   shared/service (the composition root: every group, health, the OpenAPI document, wiring)
  *   entry     functions/, local/
  *
- * A module imports only its own layer's modules (without cycles) and the layers below it. Type-only imports
- * count (tsPreCompilationDeps). Known layer violations still to cut are listed in
- * .dependency-cruiser-known-violations.json (`npm run deps` ignores those, fails on any new one); cycles
- * between files have no baseline.
+ * A module imports only its own layer's modules (without cycles) and the layers below it; inside the adapters and
+ * the domain only along the arrows above, so folders form no cycle either. Type-only imports count
+ * (tsPreCompilationDeps). No known violations are kept: every rule holds for the whole tree.
  */
 const DOMAIN = "^shared/(auth|secret|wallet|workflow|engine|execution|schedule|watch)/";
 const layer = (name, comment, from, to) => ({ name, comment, severity: "error", from: { path: from }, to: { path: to } });
@@ -21,6 +20,20 @@ module.exports = {
     { name: "no-circular", comment: "No import cycle between files, type-only imports included.", severity: "error", from: {}, to: { circular: true } },
     { name: "no-tests-in-source", comment: "Source never imports tests or benchmarks.", severity: "error", from: { path: "^(shared|functions|local)/" }, to: { path: "^(tests|bench)/" } },
     layer("base-imports-base", "Loose files in shared/ are the base: they import no folder of shared/.", "^shared/[^/]+$", "^shared/[^/]+/"),
+    {
+      name: "adapters-store-keys",
+      comment: "store and keys import no other adapter (chain may use keys and store).",
+      severity: "error",
+      from: { path: "^shared/(store|keys)/" },
+      to: { path: "^shared/(store|keys|chain)/", pathNot: "^shared/$1/" },
+    },
+    {
+      name: "entry-points-apart",
+      comment: "functions/ and local/ are separate hosts: neither imports the other.",
+      severity: "error",
+      from: { path: "^(functions|local)/" },
+      to: { path: "^(functions|local)/", pathNot: "^$1/" },
+    },
     layer("adapters-below-http", "Adapters import only the base and each other.", "^shared/(store|keys|chain)/", `^shared/(http|service)/|${DOMAIN}|^(functions|local)/`),
     layer("http-below-domain", "The HTTP kit knows no domain module, no composition, no entry point.", "^shared/http/", `^shared/service/|${DOMAIN}|^(functions|local)/`),
     layer("domain-below-service", "Domain modules never import the composition root or an entry point.", DOMAIN, "^shared/service/|^(functions|local)/"),
