@@ -14,7 +14,7 @@ import type { Runtime } from "../shared/runtime";
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-/** The service's routes plus these two (whether or not service.ts mounts them yet). */
+/** The service's routes plus these two (whether or not shared/service/app.ts mounts them yet). */
 const routes: Route[] = [...allRoutes, ...openapiRoutes.filter((r) => !allRoutes.includes(r))];
 const app = createApp(routes);
 const HTTP_METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];

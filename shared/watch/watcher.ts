@@ -1,7 +1,7 @@
 /**
  * The chain watcher (API.md §8.3.4-§8.3.7, §18.4): passes over a chain turn the blocks mined since the last pass into
- * fires of the block- and event-triggered workflows watching that chain (shared/workflow/watch-registry.ts), so that one
- * owner's queries can neither stop nor delay another owner's fires.
+ * fires of the block- and event-triggered workflows watching that chain (shared/workflow/watch-registry.ts), so
+ * that one owner's queries can neither stop nor delay another owner's fires.
  *
  * Requests. The event queries are asked in bounded request groups (plan.ts): each carries one owner's queries, at
  * most 1,000 addresses and per topic position at most 10 values, and a query without addresses never shares a
