@@ -10,7 +10,8 @@
  *
  * A module imports only its own layer's modules (without cycles) and the layers below it; inside the adapters and
  * the domain only along the arrows above, so folders form no cycle either. Type-only imports count
- * (tsPreCompilationDeps). No known violations are kept: every rule holds for the whole tree.
+ * (tsPreCompilationDeps). No known violations are kept: every rule holds for the whole tree. `npm run deps` also
+ * cruises tests/ and bench/, where only the cycle rule applies.
  */
 const DOMAIN = "^shared/(auth|secret|wallet|workflow|engine|execution|schedule|watch)/";
 const layer = (name, comment, from, to) => ({ name, comment, severity: "error", from: { path: from }, to: { path: to } });
