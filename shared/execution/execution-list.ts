@@ -1,0 +1,235 @@
+/**
+ * Lists of the caller's executions (GET /executions, its count and stats), each page bounded to
+ * `max_list_page_bytes` (API.md §18.2); execution.ts describes the storage.
+ */
+import { QueryCommand, type QueryCommandInput } from "@aws-sdk/lib-dynamodb";
+import { encodeTime } from "ulid";
+import { useRuntime } from "../runtime";
+import { useOwner } from "../context";
+import { Keys } from "../store/keys";
+import { Index } from "../store/table";
+import { queryPage } from "../store/query";
+import { PageBudget } from "../http/paging";
+import { assemble, readSteps, type Assembled } from "./execution-read";
+import { ULID_PREFIX, lower, table, type Item, type StoredExecution } from "./execution-stored";
+import type { Execution, ExecutionStatus, Stats } from "./schemas";
+
+/** ULIDs are generated at claim time; the stats window reads ids this much wider than the `startAt` it filters. */
+const ID_CLOCK_MARGIN_MS = 5 * 60_000;
+
+export interface Filter {
+  workflowIds: string[];
+  statuses: ExecutionStatus[];
+}
+
+/**
+ * GET /executions and GET /workflows/{id}/executions: one page of the caller's executions, newest first. Each
+ * is bounded as a single answer is; the page ends after the last whole execution that fits the list page limit
+ * (API.md §18.2), so the records of executions it does not answer are never read (`assembleWithin`).
+ */
+export async function list(filter: Filter, page: { limit: number; after?: string; before?: string }) {
+  const source = await sourceFor(useOwner(), filter.workflowIds);
+  if (!source) return { items: [] as Item[], hasNextPage: false, hasPreviousPage: false };
+  const result = await queryPage({
+    ...source.key,
+    skPrefix: ULID_PREFIX,
+    order: "desc",
+    filter: combine(source.filter, statusFilter(filter.statuses)),
+    limit: page.limit,
+    after: page.after,
+    before: page.before,
+  });
+  const stored = result.items as unknown as StoredExecution[];
+  // A `before` page keeps the executions nearest its cursor: it is assembled from its end.
+  const walk = result.backward ? [...stored].reverse() : stored;
+  const kept = await assembleWithin(walk, new PageBudget());
+  const items = result.backward ? kept.reverse() : kept;
+  const cut = items.length < stored.length;
+  return {
+    items: items as unknown as Item[],
+    hasNextPage: result.hasNextPage || (cut && !result.backward),
+    hasPreviousPage: result.hasPreviousPage || (cut && result.backward === true),
+    backward: result.backward,
+  };
+}
+
+/** Executions assembled in parallel at most this many at a time (each 1 Query, +1 BatchGetItem when large). */
+const LIST_PARALLEL = 16;
+/** What an execution adds to its recorded steps in an answer, at most (fees, costs, the inline trigger step). */
+const RECORD_OVERHEAD_BYTES = 16_384;
+
+/**
+ * Assembles `walk` in order while the page has room: the longest run that fits `budget`. Reads run ahead in
+ * parallel only as far as the executions' recorded sizes (`stepBytes`, an upper bound of what each can add)
+ * say the page may still take them, so a page of large records reads one record past its end at most, and a
+ * page of small ones reads them all at once. Records written before `stepBytes` count as full-size when they
+ * recorded steps.
+ */
+async function assembleWithin(walk: StoredExecution[], budget: PageBudget): Promise<Execution[]> {
+  const maxRecord = useRuntime().config.limits.maxExecutionRecordBytes;
+  const estimate = (item: StoredExecution) =>
+    Math.min(maxRecord, RECORD_OVERHEAD_BYTES + (item.stepBytes ?? (item.stepIds?.size ? maxRecord : 0)));
+  const running: { promise: Promise<Assembled>; estimate: number }[] = [];
+  const kept: Execution[] = [];
+  let next = 0;
+  let ahead = 0;
+  while (kept.length < walk.length) {
+    while (
+      next < walk.length &&
+      running.length < LIST_PARALLEL &&
+      (running.length === 0 || ahead + estimate(walk[next]!) <= budget.remaining)
+    ) {
+      const item = walk[next++]!;
+      const promise = (async () => assemble(item, item.stepIds?.size ? await readSteps(item.id) : []))();
+      // A read started ahead of a cut is never awaited: its failure must not surface as an unhandled rejection.
+      promise.catch(() => undefined);
+      running.push({ promise, estimate: estimate(item) });
+      ahead += estimate(item);
+    }
+    const head = running.shift()!;
+    ahead -= head.estimate;
+    const done = await head.promise;
+    if (!budget.take(done.bytes)) break;
+    kept.push(done.execution);
+  }
+  return kept;
+}
+
+/** GET /executions:count. */
+export async function count(filter: Filter): Promise<number> {
+  const source = await sourceFor(useOwner(), filter.workflowIds);
+  if (!source) return 0;
+  let total = 0;
+  await readAll(source, { filter: combine(source.filter, statusFilter(filter.statuses)), count: true }, (n) => (total += n));
+  return total;
+}
+
+/** GET /executions:stats: executions whose startAt is in [since, until). */
+export async function stats(workflowIds: string[], since: number, until: number): Promise<Stats> {
+  const result: Stats = { total: 0, succeeded: 0, failed: 0, pending: 0 };
+  const source = await sourceFor(useOwner(), workflowIds);
+  if (!source) return result;
+  const idBound = (ms: number) => encodeTime(Math.min(Math.max(ms, 0), 2 ** 48 - 1), 10);
+  const window = {
+    expression: "startAt >= :since AND startAt < :until",
+    values: { ":since": since, ":until": until },
+  };
+  let terminal = 0;
+  let duration = 0;
+  await readAll(
+    source,
+    {
+      range: [idBound(since - ID_CLOCK_MARGIN_MS), `${idBound(until + ID_CLOCK_MARGIN_MS)}\uffff`],
+      filter: combine(source.filter, window),
+      projection: "#status, startAt, endAt",
+    },
+    (_n, items) => {
+      for (const item of items as unknown as StoredExecution[]) {
+        result.total += 1;
+        if (item.status === "pending") result.pending += 1;
+        else {
+          if (item.status === "success") result.succeeded += 1;
+          else result.failed += 1;
+          terminal += 1;
+          duration += (item.endAt ?? item.startAt) - item.startAt;
+        }
+      }
+    },
+  );
+  if (terminal > 0) result.avgExecutionTime = Math.round(duration / terminal);
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Where a list reads from
+
+interface QueryFilter {
+  expression: string;
+  names?: Record<string, string>;
+  values?: Record<string, unknown>;
+}
+
+interface Source {
+  key: { index?: string; pkName: string; pk: string; skName: string };
+  filter?: QueryFilter;
+}
+
+/**
+ * One workflow: its own partition (pattern 13), after one probe of its first item's owner: every execution of
+ * a workflow has the workflow's owner, and a foreign partition must not be read through a filter. Several or
+ * none: the owner's executions (pattern 14), filtered by workflow. Undefined: nothing can match.
+ */
+async function sourceFor(owner: string, workflowIds: string[]): Promise<Source | undefined> {
+  const ids = [...new Set(workflowIds)];
+  if (ids.length === 1) {
+    const pk = Keys.execution(ids[0]!, "").pk;
+    const probe = await useRuntime().db.send(
+      new QueryCommand({
+        TableName: table(),
+        KeyConditionExpression: "pk = :pk",
+        ExpressionAttributeValues: { ":pk": pk },
+        ExpressionAttributeNames: { "#owner": "owner" },
+        ProjectionExpression: "#owner",
+        Limit: 1,
+      }),
+    );
+    const first = probe.Items?.[0] as { owner?: string } | undefined;
+    if (!first?.owner || lower(first.owner) !== lower(owner)) return undefined;
+    return { key: { pkName: "pk", pk, skName: "sk" } };
+  }
+  const key = { index: Index.gsi1, pkName: "gsi1pk", pk: Keys.executionByOwner(owner, "").gsi1pk, skName: "gsi1sk" };
+  if (ids.length === 0) return { key };
+  return {
+    key,
+    filter: {
+      expression: `workflowId IN (${ids.map((_, i) => `:w${i}`).join(", ")})`,
+      values: Object.fromEntries(ids.map((w, i) => [`:w${i}`, w])),
+    },
+  };
+}
+
+function statusFilter(statuses: ExecutionStatus[]): QueryFilter | undefined {
+  const wanted = [...new Set(statuses)];
+  if (wanted.length === 0) return undefined;
+  return {
+    expression: `#status IN (${wanted.map((_, i) => `:s${i}`).join(", ")})`,
+    names: { "#status": "status" },
+    values: Object.fromEntries(wanted.map((s, i) => [`:s${i}`, s])),
+  };
+}
+
+function combine(...filters: (QueryFilter | undefined)[]): QueryFilter | undefined {
+  const present = filters.filter((f): f is QueryFilter => f !== undefined);
+  if (present.length === 0) return undefined;
+  return {
+    expression: present.map((f) => `(${f.expression})`).join(" AND "),
+    names: Object.assign({}, ...present.map((f) => f.names ?? {})) as Record<string, string>,
+    values: Object.assign({}, ...present.map((f) => f.values ?? {})) as Record<string, unknown>,
+  };
+}
+
+/** Reads a whole selection page by page (count, stats): `onPage` gets the count and the items of each page. */
+async function readAll(
+  source: Source,
+  options: { filter?: QueryFilter; range?: [string, string]; count?: boolean; projection?: string },
+  onPage: (count: number, items: Item[]) => void,
+) {
+  const [lo, hi] = options.range ?? [ULID_PREFIX, `${ULID_PREFIX}\uffff`];
+  const names: Record<string, string> = { "#pk": source.key.pkName, "#sk": source.key.skName, ...options.filter?.names };
+  if (options.projection?.includes("#status")) names["#status"] = "status";
+  const input: QueryCommandInput = {
+    TableName: table(),
+    IndexName: source.key.index,
+    KeyConditionExpression: "#pk = :pk AND #sk BETWEEN :lo AND :hi",
+    FilterExpression: options.filter?.expression,
+    ExpressionAttributeNames: names,
+    ExpressionAttributeValues: { ":pk": source.key.pk, ":lo": lo, ":hi": hi, ...options.filter?.values },
+    ...(options.count ? { Select: "COUNT" as const } : { ProjectionExpression: options.projection }),
+  };
+  let startKey: Item | undefined;
+  do {
+    const out = await useRuntime().db.send(new QueryCommand({ ...input, ExclusiveStartKey: startKey }));
+    onPage(out.Count ?? 0, out.Items ?? []);
+    startKey = out.LastEvaluatedKey;
+  } while (startKey);
+}

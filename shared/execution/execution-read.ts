@@ -1,0 +1,213 @@
+/**
+ * Reading an execution's record: the owner's reads, bounded to `max_execution_record_bytes` (API.md §18.2);
+ * execution.ts describes the storage.
+ */
+import { BatchGetCommand, GetCommand, type BatchGetCommandOutput } from "@aws-sdk/lib-dynamodb";
+import { useRuntime } from "../runtime";
+import { useOwner } from "../context";
+import { notFound } from "../errors";
+import { Keys } from "../store/keys";
+import { queryPages } from "../store/query";
+import { log } from "../log";
+import { fitRecord } from "./execution-bounds";
+import { lower, table, type ReadStep, type StepPart, type StoredExecution, type StoredStep } from "./execution-stored";
+import type { Execution, StatusSummary, Step } from "./schemas";
+
+// ---------------------------------------------------------------------------------------------------------
+// Reading the record
+
+export interface ExecutionRecord {
+  owner: string;
+  execution: Execution;
+}
+
+/**
+ * The execution with its steps, whoever owns it (the caller checks), at most `max_execution_record_bytes`
+ * serialized (API.md §18.2): 1 GetItem + 1 Query of the steps in parallel, then 1 BatchGetItem of the large
+ * outputs the answer keeps, if any.
+ */
+export async function getRecord(workflowId: string, id: string): Promise<ExecutionRecord | undefined> {
+  const [out, steps] = await Promise.all([
+    useRuntime().db.send(new GetCommand({ TableName: table(), Key: Keys.execution(workflowId, id), ConsistentRead: true })),
+    readSteps(id),
+  ]);
+  const item = out.Item as StoredExecution | undefined;
+  return item ? { owner: item.owner, execution: (await assemble(item, steps)).execution } : undefined;
+}
+
+/** The status summary and owner by one strongly consistent GetItem of the status fields. */
+export async function readSummary(workflowId: string, id: string): Promise<{ owner: string; summary: StatusSummary } | undefined> {
+  const out = await useRuntime().db.send(
+    new GetCommand({
+      TableName: table(),
+      Key: Keys.execution(workflowId, id),
+      ConsistentRead: true,
+      ProjectionExpression: "id, workflowId, #status, startAt, endAt, #error, #owner",
+      ExpressionAttributeNames: { "#status": "status", "#error": "error", "#owner": "owner" },
+    }),
+  );
+  const item = out.Item as StoredExecution | undefined;
+  return item ? { owner: item.owner, summary: toSummary(item) } : undefined;
+}
+
+/** Path ids are ULIDs in any letter case; anything else names no execution. */
+const normalizeId = (id: string) => {
+  const upper = id.toUpperCase();
+  return /^[0-9A-HJKMNP-TV-Z]{26}$/.test(upper) ? upper : undefined;
+};
+
+/** GET /executions/{id}: the caller's execution in that workflow, or 404 EXECUTION_NOT_FOUND. */
+export async function retrieve(workflowId: string, rawId: string): Promise<Execution> {
+  const id = normalizeId(rawId);
+  const found = id ? await getRecord(workflowId, id) : undefined;
+  if (!found || lower(found.owner) !== lower(useOwner())) throw executionNotFound();
+  return found.execution;
+}
+
+/** GET /executions/{id}:getStatus and the stream's first read. */
+export async function statusOf(workflowId: string, rawId: string): Promise<StatusSummary> {
+  const id = normalizeId(rawId);
+  const found = id ? await readSummary(workflowId, id) : undefined;
+  if (!found || lower(found.owner) !== lower(useOwner())) throw executionNotFound();
+  return found.summary;
+}
+
+const executionNotFound = () => notFound("EXECUTION_NOT_FOUND", "The execution");
+
+/**
+ * Every recorded step of an execution, its parts joined: one Query page per MB of steps. Outputs above
+ * INLINE_OUTPUT_BYTES are not read here (`readOutputs` reads those an answer keeps).
+ */
+export async function readSteps(id: string): Promise<ReadStep[]> {
+  const parts = new Map<string, { first?: StepPart; chunks: Uint8Array[] }>();
+  for await (const out of queryPages({
+    TableName: table(),
+    KeyConditionExpression: "pk = :pk AND begins_with(sk, :step)",
+    ExpressionAttributeValues: { ":pk": Keys.executionStep(id, "", 0).pk, ":step": "STEP#" },
+    ConsistentRead: true,
+  })) {
+    for (const item of (out.Items ?? []) as StepPart[]) {
+      const entry = parts.get(item.stepId) ?? { chunks: [] };
+      if (item.part === 0) entry.first = item;
+      entry.chunks[item.part] = item.body;
+      parts.set(item.stepId, entry);
+    }
+  }
+  const steps: ReadStep[] = [];
+  for (const { first, chunks: all } of parts.values()) {
+    // Parts beyond the count of part 0 are leftovers of an earlier, longer recording of the same step.
+    const chunks = all.slice(0, first?.parts ?? 0);
+    if (!first || chunks.length !== first.parts || chunks.some((c) => c === undefined)) continue;
+    const stored = JSON.parse(Buffer.concat(chunks).toString("utf8")) as StoredStep;
+    steps.push({
+      ...stored,
+      // Step items v 1 hold the output in the step.
+      outputBytes: first.outputBytes ?? Buffer.byteLength(JSON.stringify(stored.step.output)),
+      outputParts: first.outputParts ?? 0,
+    });
+  }
+  return steps;
+}
+
+/** The recorded outputs of `wanted` (steps whose output lies in its own items), into their steps. */
+export async function readOutputs(id: string, wanted: ReadStep[]): Promise<void> {
+  const keys = wanted.flatMap((s) => Array.from({ length: s.outputParts }, (_, part) => Keys.executionStepOutput(id, s.step.id, part)));
+  const chunks = new Map<string, Uint8Array[]>();
+  for (let i = 0; i < keys.length; i += 100) {
+    let request: Record<string, unknown>[] | undefined = keys.slice(i, i + 100);
+    for (let attempt = 0; request?.length; attempt++) {
+      if (attempt > 0) await new Promise((r) => setTimeout(r, Math.min(1_000, 25 * 2 ** attempt)));
+      if (attempt > 8) throw new Error("reading step outputs: keys left unprocessed");
+      const out: BatchGetCommandOutput = await useRuntime().db.send(
+        new BatchGetCommand({ RequestItems: { [table()]: { Keys: request, ConsistentRead: true } } }),
+      );
+      for (const item of (out.Responses?.[table()] ?? []) as StepPart[]) {
+        const entry = chunks.get(item.stepId) ?? [];
+        entry[item.part] = item.body;
+        chunks.set(item.stepId, entry);
+      }
+      request = out.UnprocessedKeys?.[table()]?.Keys;
+    }
+  }
+  for (const s of wanted) {
+    const parts = chunks.get(s.step.id)?.slice(0, s.outputParts) ?? [];
+    const whole = parts.length === s.outputParts && !parts.some((c) => c === undefined);
+    // Written in the step's own transaction, so always there; a record never answers with a hole.
+    s.step.output = whole ? (JSON.parse(Buffer.concat(parts).toString("utf8")) as Step["output"]) : { data: null };
+  }
+}
+
+export function toSummary(item: StoredExecution): StatusSummary {
+  return {
+    id: item.id,
+    workflowId: item.workflowId,
+    status: item.status,
+    startAt: item.startAt,
+    ...(item.endAt !== undefined ? { endAt: item.endAt } : {}),
+    ...(item.error !== undefined ? { error: item.error } : {}),
+  };
+}
+
+/** The steps in API order: trigger step first, then by startAt, node position, then recording order (API.md §10.1). */
+export function orderSteps(item: StoredExecution, recorded: ReadStep[]): ReadStep[] {
+  const byId = new Map<string, ReadStep>();
+  if (item.triggerStep) {
+    const step = JSON.parse(item.triggerStep) as Step;
+    byId.set(item.triggerId, { position: -1, recordedAt: item.startAt, step, outputBytes: Buffer.byteLength(JSON.stringify(step.output)), outputParts: 0 });
+  }
+  for (const s of recorded) byId.set(s.step.id, s);
+  const rank = (s: StoredStep) => (s.step.id === item.triggerId ? 0 : 1);
+  return [...byId.values()].sort(
+    (a, b) =>
+      rank(a) - rank(b) ||
+      a.step.startAt - b.step.startAt ||
+      (a.position ?? Number.MAX_SAFE_INTEGER) - (b.position ?? Number.MAX_SAFE_INTEGER) ||
+      a.recordedAt - b.recordedAt,
+  );
+}
+
+/** The API shape of the execution item around `steps` (in API order). */
+export function toExecution(item: StoredExecution, steps: Step[]): Execution {
+  const order = new Map(steps.map((s, i) => [s.id, i]));
+  const cogs = Object.values(item.cogs ?? {}).sort(
+    (a, b) => (order.get(a.nodeId) ?? steps.length) - (order.get(b.nodeId) ?? steps.length) || (a.nodeId < b.nodeId ? -1 : 1),
+  );
+  return {
+    id: item.id,
+    workflowId: item.workflowId,
+    chainId: item.chainId,
+    index: item.index,
+    startAt: item.startAt,
+    ...(item.endAt !== undefined ? { endAt: item.endAt } : {}),
+    status: item.status,
+    ...(item.error !== undefined ? { error: item.error } : {}),
+    steps,
+    executionFee: item.executionFee,
+    cogs,
+    valueFee: item.valueFee,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Bounds of an answer (API.md §18.2)
+
+export interface Assembled {
+  execution: Execution;
+  /** Its serialized size: the bytes it takes on the wire. */
+  bytes: number;
+}
+
+/**
+ * The execution item and its recorded steps as one Execution of at most `max_execution_record_bytes`
+ * serialized: the outputs it replaces are never read, the others that lie in their own items are read then.
+ */
+export async function assemble(item: StoredExecution, recorded: ReadStep[]): Promise<Assembled> {
+  const max = useRuntime().config.limits.maxExecutionRecordBytes;
+  const ordered = orderSteps(item, recorded);
+  const execution = toExecution(item, ordered.map((s) => s.step));
+  const pending = fitRecord(execution, ordered.map((s) => ({ bytes: s.outputBytes, held: s.outputParts === 0 })), max);
+  if (pending.length > 0) await readOutputs(item.id, pending.map((i) => ordered[i]!));
+  const bytes = Buffer.byteLength(JSON.stringify(execution));
+  if (bytes > max) log.warn("execution answer above max_execution_record_bytes", { executionId: item.id, bytes, max });
+  return { execution, bytes };
+}

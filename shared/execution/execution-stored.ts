@@ -1,0 +1,87 @@
+/**
+ * What the execution modules share (execution.ts describes the storage): the stored shapes, the sizes that
+ * place a step in items, and the in-process notification of a change.
+ */
+import { EventEmitter } from "node:events";
+import { useRuntime } from "../runtime";
+import type { Cost, ExecutionStatus, Fee, Step, ValueFee } from "./schemas";
+
+export type Item = Record<string, unknown>;
+
+/** Bytes of step JSON per step item: with keys and attribute names an item stays far below 400 KB. */
+export const PART_BYTES = 350_000;
+/** Step outputs up to this size (JSON bytes) stay inside the step's items; larger ones get items of their own. */
+export const INLINE_OUTPUT_BYTES = 4_096;
+/**
+ * Every execution id sorts after this: a ULID's first character is `0` until the year 3084. The paged query
+ * needs a non-empty key prefix (DynamoDB refuses an empty string as a key value).
+ */
+export const ULID_PREFIX = "0";
+
+export const table = () => useRuntime().config.tableName;
+export const lower = (address: string) => address.toLowerCase();
+
+// ---------------------------------------------------------------------------------------------------------
+// In-process notification: a status change reaches a stream in this process at once (others poll).
+
+const changes = new EventEmitter();
+changes.setMaxListeners(0);
+const channel = (workflowId: string, id: string) => `${workflowId}/${id}`;
+
+/** Calls `listener` whenever this process records a step or a status for the execution; returns the unsubscribe. */
+export function onChange(workflowId: string, id: string, listener: () => void): () => void {
+  changes.on(channel(workflowId, id), listener);
+  return () => changes.off(channel(workflowId, id), listener);
+}
+
+/** How many listeners (open streams in this process) follow the execution. */
+export const listenerCount = (workflowId: string, id: string) => changes.listenerCount(channel(workflowId, id));
+
+/** Tells this process's listeners that the execution changed (a step or a status was recorded). */
+export const emitChange = (workflowId: string, id: string) => changes.emit(channel(workflowId, id));
+
+// ---------------------------------------------------------------------------------------------------------
+// Stored shapes
+
+export interface StoredExecution {
+  id: string;
+  workflowId: string;
+  owner: string;
+  chainId: number;
+  index: number;
+  startAt: number;
+  endAt?: number;
+  status: ExecutionStatus;
+  error?: string;
+  executionFee: Fee;
+  valueFee: ValueFee;
+  cogs?: Record<string, Cost>;
+  triggerId: string;
+  triggerStep?: string;
+  stepIds?: Set<string>;
+  /** Bytes of step JSON recorded so far (steps recorded before it existed are not counted: then absent). */
+  stepBytes?: number;
+}
+
+export interface StoredStep {
+  position?: number;
+  recordedAt: number;
+  step: Step;
+}
+
+/** A step as read back: its output in `step.output`, or (`outputParts` > 0) `null` there and in items of its own. */
+export interface ReadStep extends StoredStep {
+  /** Serialized bytes of the recorded output. */
+  outputBytes: number;
+  outputParts: number;
+}
+
+export interface StepPart {
+  stepId: string;
+  part: number;
+  parts: number;
+  body: Uint8Array;
+  /** Step items v 2, on every part. */
+  outputBytes?: number;
+  outputParts?: number;
+}
