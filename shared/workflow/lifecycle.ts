@@ -1,0 +1,188 @@
+/**
+ * A workflow's life after create: pause and resume (§8.8.6), cancel (§8.8.5), and the sweeper's expiry pass (§8.2;
+ * ./workflow.ts, module header).
+ */
+import { QueryCommand } from "@aws-sdk/lib-dynamodb";
+import { useOwner } from "../context";
+import { useRuntime } from "../runtime";
+import { Keys } from "../store/keys";
+import { queryPages } from "../store/query";
+import { Index } from "../store/table";
+import { log } from "../log";
+import { Secret } from "../secret";
+import { startFiring, stopFiring } from "./scheduler";
+import * as Watch from "./watch-registry";
+import type { WorkflowRecord } from "./record";
+import { MAX_ATTEMPTS, table, terminal, backoff, normaliseId, sameOwner, slotIs, isExpired, read, type WorkflowInfo, effectiveStatus, toInfo, requireOwned } from "./stored";
+import { takeSlot, writeReleasingSlot, forgetExpiry, completionUpdate } from "./slots";
+
+// ---------------------------------------------------------------------------------------------------------
+// Pause, resume (§8.8.6)
+
+/** POST /workflows/{id}:pause: enabled → disabled (its slot freed); disabled stays; terminal → 409. */
+export async function pause(rawId: string): Promise<WorkflowInfo> {
+  for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+    const record = await requireOwned(rawId);
+    const now = useRuntime().now();
+    const e = effectiveStatus(record, now);
+    if (e.status === "completed" || e.status === "failed") throw terminal();
+    if (e.status === "disabled") return toInfo(record, now);
+    const slot = slotIs(record.holdsSlot === true);
+    const update = {
+      Update: {
+        TableName: table(),
+        Key: Keys.workflow(record.id),
+        UpdateExpression: "SET #st = :disabled, holdsSlot = :false, updatedAt = :now",
+        ConditionExpression: `#st = :enabled AND (attribute_not_exists(expiredAt) OR expiredAt > :now) AND ${slot.expression}`,
+        ExpressionAttributeNames: { "#st": "status" },
+        ExpressionAttributeValues: { ":disabled": "disabled", ":enabled": "enabled", ":false": false, ":now": now, ...slot.values },
+      },
+    };
+    const written = await writeReleasingSlot(record.owner, update, record.holdsSlot === true);
+    if (written) {
+      await stopFiring(record);
+      await Watch.unwatch(record.id);
+      return toInfo({ ...record, status: "disabled", holdsSlot: false, updatedAt: now }, now);
+    }
+    await backoff(attempt);
+  }
+  throw new Error("Workflow pause kept conflicting with concurrent writes");
+}
+
+/** POST /workflows/{id}:resume: disabled → enabled under the cap (429); enabled stays (no quota check); terminal → 409. */
+export async function resume(rawId: string): Promise<WorkflowInfo> {
+  for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+    const record = await requireOwned(rawId);
+    const now = useRuntime().now();
+    const e = effectiveStatus(record, now);
+    if (e.status === "completed" || e.status === "failed") throw terminal();
+    if (e.status === "enabled") return toInfo(record, now);
+    const written = await takeSlot(record.owner, () => ({
+      Update: {
+        TableName: table(),
+        Key: Keys.workflow(record.id),
+        UpdateExpression: "SET #st = :enabled, holdsSlot = :true, updatedAt = :now",
+        ConditionExpression: "#st = :disabled AND (attribute_not_exists(expiredAt) OR expiredAt > :now) AND holdsSlot <> :true",
+        ExpressionAttributeNames: { "#st": "status" },
+        ExpressionAttributeValues: { ":disabled": "disabled", ":enabled": "enabled", ":true": true, ":now": now },
+      },
+    }));
+    if (written) {
+      await startFiring(record, now);
+      await Watch.watch(record, now);
+      return toInfo({ ...record, status: "enabled", holdsSlot: true, updatedAt: now }, now);
+    }
+    await backoff(attempt);
+  }
+  throw new Error("Workflow resume kept conflicting with concurrent writes");
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Cancel (§8.8.5)
+
+/**
+ * DELETE /workflows/{id}: always succeeds. For the caller's workflow: the record goes at once (its slot freed),
+ * automatic firing stops, and its workflow-scoped secrets are deleted. Executions are untouched (pattern 13 lives
+ * in its own partition). Another owner's workflow is left alone; unknown and malformed ids do nothing.
+ */
+export async function remove(rawId: string): Promise<void> {
+  const owner = useOwner();
+  const id = normaliseId(rawId);
+  if (!id) return;
+  for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+    const record = await read(id);
+    if (record && !sameOwner(record.owner, owner)) return;
+    if (record) {
+      const held = record.holdsSlot === true;
+      const slot = slotIs(held);
+      const del = {
+        Delete: {
+          TableName: table(),
+          Key: Keys.workflow(id),
+          ConditionExpression: `attribute_exists(pk) AND ${slot.expression}`,
+          ExpressionAttributeValues: slot.values,
+        },
+      };
+      if (!(await writeReleasingSlot(record.owner, del, held))) {
+        await backoff(attempt);
+        continue;
+      }
+      await stopAutomaticFiring(record);
+    }
+    // Also when the record was already gone: a retried delete finishes what an interrupted one began.
+    await removeWorkflowSecrets(id);
+    return;
+  }
+  throw new Error("Workflow delete kept conflicting with concurrent writes");
+}
+
+/** The caller's secrets scoped to workflow `id` (store pattern 3), each deleted by the secrets module. */
+async function removeWorkflowSecrets(id: string): Promise<void> {
+  const owner = useOwner();
+  for await (const out of queryPages({
+    TableName: table(),
+    IndexName: Index.gsi1,
+    KeyConditionExpression: "gsi1pk = :pk",
+    ExpressionAttributeValues: { ":pk": Keys.secretByWorkflow(owner, id, "").gsi1pk },
+    ProjectionExpression: "#name",
+    ExpressionAttributeNames: { "#name": "name" },
+  })) {
+    for (const item of out.Items ?? []) await Secret.remove(String(item.name), { workflowId: id });
+  }
+}
+
+/**
+ * Seam for automatic firing: the scheduler (cron, fixedTime: store pattern 16) and the chain watchers (block,
+ * event: pattern 19) remove the workflow's schedule and watch entries here when they exist. Until then there is
+ * nothing to remove; a fire that still arrives finds no record (`getForRun` → undefined) and runs nothing.
+ */
+async function stopAutomaticFiring(record: WorkflowRecord): Promise<void> {
+  await stopFiring(record);
+  await Watch.unwatch(record.id);
+  await forgetExpiry(record.id);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Expiry in the background (§8.2)
+
+/**
+ * The sweeper's pass: up to `max` workflows whose `expiredAt` is at or before `now` (pattern 21, oldest first) are
+ * stored `completed` / EXPIRED with `completedAt = expiredAt`, their slot freed with the counter in the same
+ * transaction, their schedules and watch entry removed, then their expiry entry deleted. An entry whose workflow
+ * is gone or already terminal is only cleaned up. Returns the ids stored expired by this pass.
+ */
+export async function expireDue(now: number, max: number): Promise<string[]> {
+  const { db } = useRuntime();
+  const out = await db.send(
+    new QueryCommand({
+      TableName: table(),
+      IndexName: Index.gsi2,
+      KeyConditionExpression: "gsi2pk = :pk AND gsi2sk < :bound",
+      ExpressionAttributeValues: { ":pk": Keys.expiryDue(0, "").gsi2pk, ":bound": Keys.expiryDue(now + 1, "").gsi2sk.slice(0, -1) },
+      ProjectionExpression: "workflowId",
+      Limit: max,
+    }),
+  );
+  const expired: string[] = [];
+  for (const entry of out.Items ?? []) {
+    const id = String(entry.workflowId);
+    let record = await read(id);
+    for (let attempt = 1; record && isExpired(record, now) && attempt <= MAX_ATTEMPTS; attempt++) {
+      const held = record.holdsSlot === true;
+      const write = completionUpdate(id, held, { reason: "EXPIRED", completedAt: "expiredAt", condition: "expiredAt <= :now", now });
+      if (await writeReleasingSlot(record.owner, write, held)) {
+        expired.push(id);
+        break;
+      }
+      record = await read(id);
+    }
+    if (record && (record.status === "enabled" || record.status === "disabled") && !expired.includes(id)) {
+      if (!isExpired(record, now)) continue; // not due after all (kept for a later pass)
+      throw new Error(`Workflow ${id} expiry kept conflicting with concurrent writes`);
+    }
+    if (record) await Promise.all([stopFiring(record), Watch.unwatch(id)]);
+    await forgetExpiry(id);
+  }
+  if (expired.length > 0) log.info("stored expired workflows", { expired: expired.length });
+  return expired;
+}

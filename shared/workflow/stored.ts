@@ -1,0 +1,157 @@
+/**
+ * The workflow record as stored and read (./workflow.ts, module header): constants and helpers the other workflow
+ * modules share, the effective status (§8.2) and the §8.1 Workflow object, the stored form (item version 2), reads.
+ */
+import { GetCommand } from "@aws-sdk/lib-dynamodb";
+import { useOwner } from "../context";
+import { ApiError, notFound } from "../errors";
+import { useRuntime } from "../runtime";
+import { Keys } from "../store/keys";
+import { checksumAddress } from "../address";
+import type { Workflow } from "./schemas";
+import type { CompletionReason, StoredStatus, WorkflowRecord } from "./record";
+
+export const ENTITY = "workflow";
+export const VERSION = 1;
+/** Version of the workflow item: 2 keeps the client's document as JSON text (./workflow.ts, module header). */
+export const RECORD_VERSION = 2;
+const COUNTER = "activeWorkflows";
+export const MAX_ATTEMPTS = 60;
+export const ULID_PATTERN = /^[0-9A-HJKMNP-TV-Z]{26}$/;
+
+/** The Workflow object of API.md §8.1, as answered. */
+export type WorkflowInfo = Workflow;
+export type ListStatus = StoredStatus | "running";
+
+export type Item = Record<string, unknown>;
+export const table = () => useRuntime().config.tableName;
+export const workflowNotFound = () => notFound("WORKFLOW_NOT_FOUND", "The workflow");
+export const terminal = () => new ApiError(409, "WORKFLOW_TERMINAL", "The workflow is completed or failed; its status can no longer change.");
+export const counterKey = (owner: string) => Keys.counter(owner, COUNTER);
+export const errorName = (err: unknown) => (err as { name?: string }).name;
+export const backoff = (attempt: number) => new Promise((r) => setTimeout(r, Math.random() * 5 * Math.min(attempt, 10)));
+
+/** An id in any letter case upper-cased, or undefined when it cannot be a workflow id (then: as unknown). */
+export const normaliseId = (id: string): string | undefined => (ULID_PATTERN.test(id.toUpperCase()) ? id.toUpperCase() : undefined);
+export const sameOwner = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
+/** Condition that the record still holds (or still does not hold) a slot, as it did when read. */
+export const slotIs = (held: boolean) =>
+  held
+    ? { expression: "holdsSlot = :slotHeld", values: { ":slotHeld": true } }
+    : { expression: "(attribute_not_exists(holdsSlot) OR holdsSlot = :slotHeld)", values: { ":slotHeld": false } };
+
+// ---------------------------------------------------------------------------------------------------------
+// Effective status and the Workflow object
+
+export const isExpired = (r: Pick<WorkflowRecord, "status" | "expiredAt">, now: number) =>
+  (r.status === "enabled" || r.status === "disabled") && r.expiredAt !== undefined && r.expiredAt <= now;
+
+/** §8.2: the status every read and operation sees. */
+export function effectiveStatus(r: WorkflowRecord, now: number): { status: StoredStatus; completionReason?: CompletionReason; completedAt?: number } {
+  if (isExpired(r, now)) return { status: "completed", completionReason: "EXPIRED", completedAt: r.expiredAt };
+  if (r.status === "completed" || r.status === "failed") return { status: r.status, completionReason: r.completionReason, completedAt: r.completedAt };
+  return { status: r.status };
+}
+
+/** The §8.1 Workflow object of a record at `now`. */
+export function toInfo(r: WorkflowRecord, now: number): WorkflowInfo {
+  const e = effectiveStatus(r, now);
+  return {
+    id: r.id,
+    ...(r.name !== undefined ? { name: r.name } : {}),
+    owner: checksumAddress(r.owner),
+    smartWalletAddress: checksumAddress(r.smartWalletAddress),
+    chainId: r.chainId,
+    trigger: r.trigger,
+    nodes: r.nodes,
+    edges: r.edges,
+    inputVariables: r.inputVariables,
+    status: e.status,
+    ...(r.startAt !== undefined ? { startAt: r.startAt } : {}),
+    ...(r.expiredAt !== undefined ? { expiredAt: r.expiredAt } : {}),
+    maxExecution: r.maxExecution,
+    executionCount: r.executionCount,
+    remainingExecutions: Math.max(0, r.maxExecution - r.executionCount),
+    ...(e.completionReason !== undefined ? { completionReason: e.completionReason } : {}),
+    ...(r.lastRanAt !== undefined ? { lastRanAt: r.lastRanAt } : {}),
+    createdAt: r.createdAt,
+    ...(e.completedAt !== undefined ? { completedAt: e.completedAt } : {}),
+  };
+}
+
+/**
+ * Why a workflow is not runnable at `now` (§8.8.7 order: the completion reason of a completed workflow, FAILED,
+ * DISABLED, NOT_STARTED), or undefined when it is runnable.
+ */
+export function notRunnableReason(r: WorkflowRecord, now: number): string | undefined {
+  const e = effectiveStatus(r, now);
+  if (e.status === "completed") return e.completionReason ?? "MAX_EXECUTIONS_REACHED";
+  if (r.executionCount >= r.maxExecution) return "MAX_EXECUTIONS_REACHED";
+  if (e.status === "failed") return "FAILED";
+  if (e.status === "disabled") return "DISABLED";
+  if (r.startAt !== undefined && now < r.startAt) return "NOT_STARTED";
+  return undefined;
+}
+
+export const notRunnable = (reason: string) =>
+  new ApiError(412, "WORKFLOW_NOT_RUNNABLE", "The workflow cannot run now.", { reason });
+
+// ---------------------------------------------------------------------------------------------------------
+// The stored form
+
+/** Members of the record stored together as the JSON text attribute `document` (./workflow.ts, module header). */
+const DOCUMENT_MEMBERS = ["name", "trigger", "nodes", "edges", "inputVariables"] as const;
+type DocumentMember = (typeof DOCUMENT_MEMBERS)[number];
+
+/** The item attributes of a record (besides keys, `type` and `v`): the client's document as one JSON text. */
+export function toItem(record: WorkflowRecord): Item {
+  const attributes: Item = {};
+  const document: Item = {};
+  for (const [member, value] of Object.entries(record)) {
+    if (value === undefined) continue;
+    if ((DOCUMENT_MEMBERS as readonly string[]).includes(member)) document[member] = value;
+    else attributes[member] = value;
+  }
+  return { ...attributes, document: JSON.stringify(document) };
+}
+
+/**
+ * The record of a stored workflow item of either version: version 2 keeps `document` (JSON text), version 1
+ * (written before it) the same members as DynamoDB maps and lists, which are taken as they are.
+ */
+export function fromItem(item: Item): WorkflowRecord {
+  if (typeof item.document !== "string") return item as unknown as WorkflowRecord;
+  const { document, ...attributes } = item;
+  const parsed = JSON.parse(document) as Partial<Pick<WorkflowRecord, DocumentMember>>;
+  // Spread and JSON.parse define members as data, so keys such as `__proto__` inside the document stay data.
+  return { ...attributes, ...parsed } as unknown as WorkflowRecord;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Reading
+
+export async function read(id: string): Promise<WorkflowRecord | undefined> {
+  const { Item } = await useRuntime().db.send(new GetCommand({ TableName: table(), Key: Keys.workflow(id), ConsistentRead: true }));
+  return Item && Item.type === ENTITY ? fromItem(Item) : undefined;
+}
+
+/** The caller's workflow record, or 404 WORKFLOW_NOT_FOUND (unknown, malformed, deleted or another owner's alike). */
+export async function requireOwned(rawId: string): Promise<WorkflowRecord> {
+  const owner = useOwner();
+  const id = normaliseId(rawId);
+  const record = id ? await read(id) : undefined;
+  if (!record || !sameOwner(record.owner, owner)) throw workflowNotFound();
+  return record;
+}
+
+/** GET /workflows/{id}: the caller's workflow (§8.8.4). */
+export async function getOwned(id: string): Promise<WorkflowInfo> {
+  const record = await requireOwned(id);
+  return toInfo(record, useRuntime().now());
+}
+
+/** The record for a run, whoever asks (runner, scheduler, watcher); undefined once deleted. */
+export async function getForRun(id: string): Promise<WorkflowRecord | undefined> {
+  const normalised = normaliseId(id);
+  return normalised ? read(normalised) : undefined;
+}
