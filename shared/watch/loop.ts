@@ -1,0 +1,67 @@
+/** The polling loop (AWS: one invocation a minute; locally: for as long as `npm start` runs). */
+import type { PublicClient } from "viem";
+import { ulid } from "ulid";
+import { useRuntime } from "../runtime";
+import { log } from "../log";
+import { release } from "./checkpoint";
+import { forget } from "./chain-watch";
+import { watchChain } from "./pass";
+import { brief } from "./provider";
+import type { WatchLimits } from "./types";
+
+export interface LoopOptions {
+  holder?: string;
+  /** Pause between passes (default: half the fastest configured block time, 500 ms to 5 s). */
+  pollMs?: number;
+  /** Stop at this instant (ms); without it, until `stop()`. */
+  until?: number;
+  limits?: Partial<WatchLimits>;
+  /** Clients by chain id (default: the configured RPCs'). */
+  clients?: Record<number, PublicClient>;
+}
+
+/** Passes over every configured chain until `until` or `stop()`; leases are released at the end. */
+export function startWatching(options: LoopOptions = {}): { stop: () => Promise<void>; done: Promise<void> } {
+  const holder = options.holder ?? `watcher-${ulid()}`;
+  const { config, now } = useRuntime();
+  const fastest = Math.min(...config.chains.map((c) => (c.blockTimeSeconds ?? 12) * 1000), 10_000);
+  const pollMs = options.pollMs ?? Math.min(5_000, Math.max(500, fastest / 2));
+  let stopping = false;
+  let wake: (() => void) | undefined;
+  const failures = new Map<number, number>();
+  const done = (async () => {
+    while (!stopping && (options.until === undefined || now() < options.until)) {
+      await Promise.all(
+        config.chains.map((c) =>
+          watchChain(c.chainId, {
+            holder,
+            waitMs: pollMs,
+            ...(options.clients?.[c.chainId] ? { client: options.clients[c.chainId] } : {}),
+            ...(options.until !== undefined ? { deadline: options.until } : {}),
+            ...(options.limits ? { limits: options.limits } : {}),
+          }).then(
+            () => failures.delete(c.chainId),
+            (err) => {
+              // Once per doubling of consecutive failed passes, never once per pass.
+              const n = (failures.get(c.chainId) ?? 0) + 1;
+              failures.set(c.chainId, n);
+              if ((n & (n - 1)) === 0) log.warn("watcher pass failed", { chainId: c.chainId, passes: n, error: brief(err) });
+            },
+          ),
+        ),
+      );
+      const left = options.until === undefined ? pollMs : Math.min(pollMs, options.until - now());
+      if (left > 0 && !stopping) await new Promise<void>((resolve) => ((wake = resolve), setTimeout(resolve, left).unref?.()));
+    }
+    await Promise.all(config.chains.map((c) => forget(c.chainId, holder)));
+    await Promise.all(config.chains.map((c) => release(c.chainId, holder).catch(() => undefined)));
+  })();
+  return {
+    done,
+    stop: async () => {
+      stopping = true;
+      wake?.();
+      await done;
+    },
+  };
+}
