@@ -9,7 +9,20 @@ import { log } from "../log";
 import { stopFiring } from "./scheduler";
 import * as Watch from "./watch-registry";
 import type { WorkflowRecord } from "./record";
-import { VERSION, MAX_ATTEMPTS, type Item, table, workflowNotFound, errorName, backoff, sameOwner, notRunnable, read, notRunnableReason, getForRun } from "./stored";
+import {
+  VERSION,
+  MAX_ATTEMPTS,
+  type Item,
+  table,
+  workflowNotFound,
+  errorName,
+  backoff,
+  sameOwner,
+  notRunnable,
+  read,
+  notRunnableReason,
+  getForRun,
+} from "./stored";
 import { writeReleasingSlot, forgetExpiry, completionUpdate } from "./slots";
 
 /** A claim found a fire record already written: that fire has already produced its execution. */

@@ -13,7 +13,21 @@ import { Secret } from "../secret";
 import { startFiring, stopFiring } from "./scheduler";
 import * as Watch from "./watch-registry";
 import type { WorkflowRecord } from "./record";
-import { MAX_ATTEMPTS, table, terminal, backoff, normaliseId, sameOwner, slotIs, isExpired, read, type WorkflowInfo, effectiveStatus, toInfo, requireOwned } from "./stored";
+import {
+  MAX_ATTEMPTS,
+  table,
+  terminal,
+  backoff,
+  normaliseId,
+  sameOwner,
+  slotIs,
+  isExpired,
+  read,
+  type WorkflowInfo,
+  effectiveStatus,
+  toInfo,
+  requireOwned,
+} from "./stored";
 import { takeSlot, writeReleasingSlot, forgetExpiry, completionUpdate } from "./slots";
 
 // ---------------------------------------------------------------------------------------------------------
