@@ -47,21 +47,14 @@
  * This module is the facade: callers import `* as Workflow` from here; the code sits beside it by concern.
  * ./stored.ts the record (stored form, effective status, the Workflow object, reads); ./create.ts create;
  * ./list.ts list and count; ./slots.ts the active cap and the writes that complete a workflow; ./lifecycle.ts pause,
- * resume, cancel and the expiry pass; ./claim.ts the claim and its recovery; ./outcome.ts consecutive errors.
+ * resume, cancel and the expiry pass; ./claim.ts the claim; ./claim-recovery.ts its recovery by the sweeper;
+ * ./outcome.ts consecutive errors.
  */
 export type { StoredStatus, CompletionReason, WorkflowRecord } from "./record";
 export { ENTITY, type WorkflowInfo, type ListStatus, effectiveStatus, toInfo, notRunnableReason, toItem, fromItem, requireOwned, getOwned, getForRun } from "./stored";
 export { create } from "./create";
 export { type ListFilter, type Page, list, count } from "./list";
 export { pause, resume, remove, expireDue } from "./lifecycle";
-export {
-  DuplicateFire,
-  CLAIM_RECOVERY_AFTER_MS,
-  claimStats,
-  type ClaimOptions,
-  SimulatedCrash,
-  claim,
-  type RecoveredClaim,
-  recoverClaims,
-} from "./claim";
+export { DuplicateFire, CLAIM_RECOVERY_AFTER_MS, claimStats, type ClaimOptions, SimulatedCrash, claim } from "./claim";
+export { type RecoveredClaim, recoverClaims } from "./claim-recovery";
 export { recordOutcome } from "./outcome";
