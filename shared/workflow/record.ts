@@ -1,4 +1,4 @@
-/** The stored workflow record's type (./workflow.ts reads and writes it; the scheduler port takes it). */
+/** The stored workflow record's type (the modules of ./workflow.ts read and write it; the scheduler port takes it). */
 import type { Address } from "../address";
 import type { COMPLETION_REASONS, Edge, Node, Trigger } from "./schemas";
 
@@ -30,6 +30,6 @@ export interface WorkflowRecord {
   completedAt?: number;
   /** Executions ended `error` in a row (reset by `success` or `failed`). */
   consecutiveErrors: number;
-  /** Counted in the owner's active-workflow counter (see the module header). */
+  /** Counted in the owner's active-workflow counter (./workflow.ts, module header). */
   holdsSlot: boolean;
 }
