@@ -18,9 +18,26 @@ const layer = (name, comment, from, to) => ({ name, comment, severity: "error", 
 
 module.exports = {
   forbidden: [
-    { name: "no-circular", comment: "No import cycle between files, type-only imports included.", severity: "error", from: {}, to: { circular: true } },
-    { name: "no-tests-in-source", comment: "Source never imports tests or benchmarks.", severity: "error", from: { path: "^(shared|functions|local)/" }, to: { path: "^(tests|bench)/" } },
-    layer("base-imports-base", "Loose files in shared/ are the base: they import no folder of shared/.", "^shared/[^/]+$", "^shared/[^/]+/"),
+    {
+      name: "no-circular",
+      comment: "No import cycle between files, type-only imports included.",
+      severity: "error",
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: "no-tests-in-source",
+      comment: "Source never imports tests or benchmarks.",
+      severity: "error",
+      from: { path: "^(shared|functions|local)/" },
+      to: { path: "^(tests|bench)/" },
+    },
+    layer(
+      "base-imports-base",
+      "Loose files in shared/ are the base: they import no folder of shared/.",
+      "^shared/[^/]+$",
+      "^shared/[^/]+/",
+    ),
     {
       name: "adapters-store-keys",
       comment: "store and keys import no other adapter (chain may use keys and store).",
@@ -35,9 +52,24 @@ module.exports = {
       from: { path: "^(functions|local)/" },
       to: { path: "^(functions|local)/", pathNot: "^$1/" },
     },
-    layer("adapters-below-http", "Adapters import only the base and each other.", "^shared/(store|keys|chain)/", `^shared/(http|service)/|${DOMAIN}|^(functions|local)/`),
-    layer("http-below-domain", "The HTTP kit knows no domain module, no composition, no entry point.", "^shared/http/", `^shared/service/|${DOMAIN}|^(functions|local)/`),
-    layer("domain-below-service", "Domain modules never import the composition root or an entry point.", DOMAIN, "^shared/service/|^(functions|local)/"),
+    layer(
+      "adapters-below-http",
+      "Adapters import only the base and each other.",
+      "^shared/(store|keys|chain)/",
+      `^shared/(http|service)/|${DOMAIN}|^(functions|local)/`,
+    ),
+    layer(
+      "http-below-domain",
+      "The HTTP kit knows no domain module, no composition, no entry point.",
+      "^shared/http/",
+      `^shared/service/|${DOMAIN}|^(functions|local)/`,
+    ),
+    layer(
+      "domain-below-service",
+      "Domain modules never import the composition root or an entry point.",
+      DOMAIN,
+      "^shared/service/|^(functions|local)/",
+    ),
     layer("service-below-entry", "The composition root never imports an entry point.", "^shared/service/", "^(functions|local)/"),
     {
       name: "domain-auth-secret-wallet",
@@ -46,7 +78,12 @@ module.exports = {
       from: { path: "^shared/(auth|secret|wallet)/" },
       to: { path: DOMAIN, pathNot: "^shared/$1/" },
     },
-    layer("domain-workflow", "workflow imports auth, secret, wallet only.", "^shared/workflow/", "^shared/(engine|execution|schedule|watch)/"),
+    layer(
+      "domain-workflow",
+      "workflow imports auth, secret, wallet only.",
+      "^shared/workflow/",
+      "^shared/(engine|execution|schedule|watch)/",
+    ),
     layer("domain-engine", "engine imports workflow and below only.", "^shared/engine/", "^shared/(execution|schedule|watch)/"),
     layer("domain-execution", "execution imports engine and below only.", "^shared/execution/", "^shared/(schedule|watch)/"),
     {

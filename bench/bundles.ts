@@ -56,11 +56,19 @@ function importTime(file: string): number {
   const script = `${awslambda} const t = performance.now(); await import(${JSON.stringify(pathToFileURL(file).href)}); process.stdout.write(String(performance.now() - t));`;
   let out: string;
   try {
-    out = execFileSync(process.execPath, ["--input-type=module", "-e", script], { env: IMPORT_ENV, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+    out = execFileSync(process.execPath, ["--input-type=module", "-e", script], {
+      env: IMPORT_ENV,
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe"],
+    });
   } catch (err) {
     // Node prints the minified source line of a throw: keep only the error lines.
     const stderr = String((err as { stderr?: unknown }).stderr ?? "");
-    const message = stderr.split("\n").filter((l) => /^\w*Error\b|^\s+at /.test(l)).slice(0, 6).join("\n");
+    const message = stderr
+      .split("\n")
+      .filter((l) => /^\w*Error\b|^\s+at /.test(l))
+      .slice(0, 6)
+      .join("\n");
     throw new Error(`importing ${file} failed:\n${message || stderr.slice(-500)}`);
   }
   const ms = Number(out);
@@ -83,12 +91,21 @@ export async function benchBundles(options: { runs?: number } = {}): Promise<Bun
   const dir = mkdtempSync(join(tmpdir(), "wa-bundles-"));
   try {
     const functions = await Promise.all(lambdaEntries().map((entry) => bundleLambda(entry, join(dir, `${nameOf(entry)}.mjs`))));
-    const baselineFiles = [...new Set(Object.values(BASELINES).flat().map((b) => b.file))];
+    const baselineFiles = [
+      ...new Set(
+        Object.values(BASELINES)
+          .flat()
+          .map((b) => b.file),
+      ),
+    ];
     const baselines = new Map<string, LambdaBundle>();
     for (const file of baselineFiles) baselines.set(file, await bundleLambda(file, join(dir, `baseline-${nameOf(file)}.mjs`)));
 
     // Interleaved rounds (every bundle once per round) so drift in machine load hits all alike; round 0 warms the file cache.
-    const files = [...functions.map((f) => join(dir, `${f.name}.mjs`)), ...baselineFiles.map((f) => join(dir, `baseline-${nameOf(f)}.mjs`))];
+    const files = [
+      ...functions.map((f) => join(dir, `${f.name}.mjs`)),
+      ...baselineFiles.map((f) => join(dir, `baseline-${nameOf(f)}.mjs`)),
+    ];
     const times = new Map<string, number[]>(files.map((f) => [f, []]));
     for (let round = 0; round <= runs; round++) {
       for (const file of files) {
@@ -105,7 +122,10 @@ export async function benchBundles(options: { runs?: number } = {}): Promise<Bun
       if (compared.length === 0) rows.push(own);
       for (const b of compared) {
         const bundle = baselines.get(b.file)!;
-        rows.push({ ...own, baseline: { holds: b.holds, bytes: bundle.bytes, importMs: importMs(join(dir, `baseline-${nameOf(b.file)}.mjs`)) } });
+        rows.push({
+          ...own,
+          baseline: { holds: b.holds, bytes: bundle.bytes, importMs: importMs(join(dir, `baseline-${nameOf(b.file)}.mjs`)) },
+        });
       }
     }
     print(rows, functions, runs);
@@ -116,7 +136,10 @@ export async function benchBundles(options: { runs?: number } = {}): Promise<Bun
 }
 
 function nameOf(file: string) {
-  return file.split("/").pop()!.replace(/\.[cm]?[tj]s$/, "");
+  return file
+    .split("/")
+    .pop()!
+    .replace(/\.[cm]?[tj]s$/, "");
 }
 
 function print(rows: BundleRow[], functions: LambdaBundle[], runs: number) {
@@ -146,7 +169,9 @@ function print(rows: BundleRow[], functions: LambdaBundle[], runs: number) {
       const size = r.bytes / r.baseline!.bytes;
       const time = r.importMs / r.baseline!.importMs;
       const ok = size <= budget.size && time <= budget.importTime;
-      console.log(`\nbudget ${fn}: size ${size.toFixed(2)}x (at most ${budget.size}x), import ${time.toFixed(2)}x (at most ${budget.importTime}x): ${ok ? "within" : "OVER"}`);
+      console.log(
+        `\nbudget ${fn}: size ${size.toFixed(2)}x (at most ${budget.size}x), import ${time.toFixed(2)}x (at most ${budget.importTime}x): ${ok ? "within" : "OVER"}`,
+      );
     }
   }
   console.log("\nlargest parts (KB in the minified output):");

@@ -26,7 +26,11 @@ export async function benchClaims(ctx: BenchContext): Promise<void> {
     const statuses = new Map<number, number>();
     const triggerOnce = async (id: string) => {
       const started = performance.now();
-      const res = await fetch(`${ctx.base}/workflows/${id}:trigger`, { method: "POST", headers: who.headers, body: JSON.stringify({ triggerType: "manual" }) });
+      const res = await fetch(`${ctx.base}/workflows/${id}:trigger`, {
+        method: "POST",
+        headers: who.headers,
+        body: JSON.stringify({ triggerType: "manual" }),
+      });
       await res.arrayBuffer();
       statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
       return performance.now() - started;
@@ -38,7 +42,8 @@ export async function benchClaims(ctx: BenchContext): Promise<void> {
 
     const before = { ...claimStats };
     const burstTimes: number[] = [];
-    for (let round = 0; round < rounds; round++) burstTimes.push(...(await Promise.all(Array.from({ length: BURST }, () => triggerOnce(contended)))));
+    for (let round = 0; round < rounds; round++)
+      burstTimes.push(...(await Promise.all(Array.from({ length: BURST }, () => triggerOnce(contended)))));
     const attempts = claimStats.attempts - before.attempts;
     const claimed = claimStats.claimed - before.claimed;
     const aloneTimes: number[] = [];

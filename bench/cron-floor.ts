@@ -67,9 +67,12 @@ function interleaved(rounds: number, a: (i: number) => void, b: (i: number) => v
 
 /** Zones with daylight saving (January's offset differs from July's), in a stable order. */
 function zonesWithDst(): string[] {
-  const offset = (zone: string, t: number) => new Intl.DateTimeFormat("en-US", { timeZone: zone, timeZoneName: "longOffset" }).format(t).split("GMT")[1];
+  const offset = (zone: string, t: number) =>
+    new Intl.DateTimeFormat("en-US", { timeZone: zone, timeZoneName: "longOffset" }).format(t).split("GMT")[1];
   const y = new Date().getUTCFullYear();
-  return Intl.supportedValuesOf("timeZone").filter((zone) => zone !== ZONE && offset(zone, Date.UTC(y, 0, 15)) !== offset(zone, Date.UTC(y, 6, 15)));
+  return Intl.supportedValuesOf("timeZone").filter(
+    (zone) => zone !== ZONE && offset(zone, Date.UTC(y, 0, 15)) !== offset(zone, Date.UTC(y, 6, 15)),
+  );
 }
 
 export async function benchCronFloor(report: Report): Promise<void> {
@@ -84,13 +87,22 @@ export async function benchCronFloor(report: Report): Promise<void> {
     if (!sampledCheck(TEN_SCHEDULES, zone, now, floorMs)) throw new Error("bench schedules refused by the sample");
   };
 
-  const [whole, sample] = interleaved(rounds, () => check(ZONE), () => sampled(ZONE));
+  const [whole, sample] = interleaved(
+    rounds,
+    () => check(ZONE),
+    () => sampled(ZONE),
+  );
   report(`cron floor, 10 schedules, ${ZONE}`, whole, "64-fire sample", sample);
 
   // Cold: the two sides take alternate zones, so neither finds the other's caches warm.
   const zones = zonesWithDst();
   const coldRounds = Math.min(rounds, Math.floor(zones.length / 2));
-  const [wholeCold, sampleCold] = interleaved(coldRounds, (i) => check(zones[2 * i]!), (i) => sampled(zones[2 * i + 1]!), false);
+  const [wholeCold, sampleCold] = interleaved(
+    coldRounds,
+    (i) => check(zones[2 * i]!),
+    (i) => sampled(zones[2 * i + 1]!),
+    false,
+  );
   report(`cron floor, first in a zone (${coldRounds} zones)`, wholeCold, "64-fire sample", sampleCold);
 
   const trigger = { name: "start", type: "cron", config: { schedules: TEN_SCHEDULES, timezone: ZONE } };
@@ -98,7 +110,11 @@ export async function benchCronFloor(report: Report): Promise<void> {
   const common = { limits: DEFAULT_LIMITS, chains: [{ chainId: 31337 }], defaultChainId: 31337, now };
   const [create, simulate] = interleaved(
     rounds,
-    () => validateDefinition({ smartWalletAddress: "0x5b38da6a701c568545dcfcb03fcb875f56beddc4", trigger, nodes }, { ...common, mode: "create" }),
+    () =>
+      validateDefinition(
+        { smartWalletAddress: "0x5b38da6a701c568545dcfcb03fcb875f56beddc4", trigger, nodes },
+        { ...common, mode: "create" },
+      ),
     () => validateDefinition({ trigger, nodes, inputVariables: {} }, { ...common, mode: "simulate" }),
   );
   report("validateDefinition create (10 cron)", create, "simulate (no floor)", simulate);
@@ -109,7 +125,15 @@ export async function benchCronFloor(report: Report): Promise<void> {
 if (process.argv[1]?.endsWith("cron-floor.ts")) {
   const rows: string[][] = [];
   await benchCronFloor((name, s, baselineName, b) =>
-    rows.push([name, s.p50.toFixed(2), s.p99.toFixed(2), baselineName, b.p50.toFixed(2), b.p99.toFixed(2), `${(s.p50 / b.p50).toFixed(2)}x`]),
+    rows.push([
+      name,
+      s.p50.toFixed(2),
+      s.p99.toFixed(2),
+      baselineName,
+      b.p50.toFixed(2),
+      b.p99.toFixed(2),
+      `${(s.p50 / b.p50).toFixed(2)}x`,
+    ]),
   );
   const header = ["operation", "p50 ms", "p99 ms", "baseline", "p50 ms", "p99 ms", "p50 ratio"];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));

@@ -60,17 +60,33 @@ export async function benchIsolation(ctx: BenchContext): Promise<void> {
 async function benchEvaluation(ctx: BenchContext) {
   await sandboxPool().ready();
   const session = new SandboxSession("0xbench");
-  const globals = { settings: { chainId: 31337, runner: "0x0000000000000000000000000000000000000001" }, start: { data: { n: 1 } }, context: { executionIndex: 0 } };
+  const globals = {
+    settings: { chainId: 31337, runner: "0x0000000000000000000000000000000000000001" },
+    start: { data: { n: 1 } },
+    context: { executionIndex: 0 },
+  };
   // A script every ~2 ms (steady state: the next instance is made between evaluations) and back to back.
-  const paced = await timed(ROUNDS, async () => {
-    const r = await session.run({ kind: "expression", source: "start.data.n + 1 === 2", globals });
-    if (!r.ok || r.value !== true) throw new Error(`sandbox: ${JSON.stringify(r)}`);
-  }, 2);
-  const echo = new Worker(`require("node:worker_threads").parentPort.on("message", (m) => require("node:worker_threads").parentPort.postMessage(m));`, { eval: true });
-  const roundTrip = await timed(ROUNDS, () => new Promise<void>((resolve) => {
-    echo.once("message", () => resolve());
-    echo.postMessage({ globalsJson: JSON.stringify(globals), source: "x" });
-  }), 2);
+  const paced = await timed(
+    ROUNDS,
+    async () => {
+      const r = await session.run({ kind: "expression", source: "start.data.n + 1 === 2", globals });
+      if (!r.ok || r.value !== true) throw new Error(`sandbox: ${JSON.stringify(r)}`);
+    },
+    2,
+  );
+  const echo = new Worker(
+    `require("node:worker_threads").parentPort.on("message", (m) => require("node:worker_threads").parentPort.postMessage(m));`,
+    { eval: true },
+  );
+  const roundTrip = await timed(
+    ROUNDS,
+    () =>
+      new Promise<void>((resolve) => {
+        echo.once("message", () => resolve());
+        echo.postMessage({ globalsJson: JSON.stringify(globals), source: "x" });
+      }),
+    2,
+  );
   await echo.terminate();
   ctx.report("sandbox: one-line script, paced", paced, "worker round trip", roundTrip);
   note(ctx, `goal p50 ≤ 1 ms: ${paced.p50 <= 1 ? "met" : "NOT met"}`);
@@ -81,7 +97,12 @@ async function benchEvaluation(ctx: BenchContext) {
   ctx.report("sandbox: one-line script, back to back", burst, "worker round trip", roundTrip);
 }
 
-async function startRun(base: string, who: Who, nodes: unknown[], data: unknown = {}): Promise<{ workflowId: string; executionId: string }> {
+async function startRun(
+  base: string,
+  who: Who,
+  nodes: unknown[],
+  data: unknown = {},
+): Promise<{ workflowId: string; executionId: string }> {
   const created = await fetch(`${base}/workflows`, {
     method: "POST",
     headers: who.headers,
@@ -89,7 +110,11 @@ async function startRun(base: string, who: Who, nodes: unknown[], data: unknown 
   });
   const workflow = (await created.json()) as { id: string };
   if (created.status !== 201) throw new Error(`create: ${created.status} ${JSON.stringify(workflow)}`);
-  const res = await fetch(`${base}/workflows/${workflow.id}:trigger`, { method: "POST", headers: who.headers, body: JSON.stringify({ triggerType: "manual", isBlocking: false }) });
+  const res = await fetch(`${base}/workflows/${workflow.id}:trigger`, {
+    method: "POST",
+    headers: who.headers,
+    body: JSON.stringify({ triggerType: "manual", isBlocking: false }),
+  });
   const started = (await res.json()) as { executionId: string };
   return { workflowId: workflow.id, executionId: started.executionId };
 }
@@ -113,13 +138,21 @@ async function benchNeighbour(ctx: BenchContext, a: Who, b: Who) {
   const rounds = Math.min(ROUNDS, 100);
   const quiet = await timed(rounds, get, 10);
   const spin = { type: "customCode", config: { source: "while (true) {}" } };
-  const loop = { id: "spin", name: "spin", type: "loop", config: { inputVariable: "{{start.data.items}}", iterVar: "item", executionMode: "parallel", runner: spin } };
+  const loop = {
+    id: "spin",
+    name: "spin",
+    type: "loop",
+    config: { inputVariable: "{{start.data.items}}", iterVar: "item", executionMode: "parallel", runner: spin },
+  };
   const run = await startRun(ctx.base, a, [loop], { items: Array.from({ length: 10 }, (_, i) => i) });
   await new Promise((r) => setTimeout(r, 300));
   const busy = sandboxPool().runningFor(ownerOf(a));
   const loaded = await timed(rounds, get, 10);
   ctx.report("B's GET while A's scripts spin", loaded, "B's GET, quiet", quiet);
-  note(ctx, `A running ${busy} of ${sandboxPool().options.workers} workers; goal p99 ≤ 2x: ${loaded.p99 <= 2 * quiet.p99 ? "met" : "NOT met"}`);
+  note(
+    ctx,
+    `A running ${busy} of ${sandboxPool().options.workers} workers; goal p99 ≤ 2x: ${loaded.p99 <= 2 * quiet.p99 ? "met" : "NOT met"}`,
+  );
   await finished(ctx.base, a, run); // A's budget (30 s of JavaScript) ends it
 }
 
@@ -149,11 +182,30 @@ async function benchMemory(ctx: BenchContext, a: Who, upstreamUrl: string) {
     const statuses = await Promise.all(runs.map((run) => finished(ctx.base, a, run)));
     if (statuses.some((s) => s !== "success")) throw new Error(`tiny-object runs ended ${statuses.join(",")}`);
   });
-  ctx.rows.push(["host peak RSS: 4 runs × 3 × 9.5 MiB tiny objects", `${tiny.peak.toFixed(0)} MiB`, "", "RSS before", `${tiny.before.toFixed(0)} MiB`, "", `${(tiny.peak / tiny.before).toFixed(1)}x`, "", `goal ≤ 1024 MiB: ${tiny.peak <= 1024 ? "met" : "NOT met"}`]);
+  ctx.rows.push([
+    "host peak RSS: 4 runs × 3 × 9.5 MiB tiny objects",
+    `${tiny.peak.toFixed(0)} MiB`,
+    "",
+    "RSS before",
+    `${tiny.before.toFixed(0)} MiB`,
+    "",
+    `${(tiny.peak / tiny.before).toFixed(1)}x`,
+    "",
+    `goal ≤ 1024 MiB: ${tiny.peak <= 1024 ? "met" : "NOT met"}`,
+  ]);
   const state = await peakDuring(async () => {
     const status = await finished(ctx.base, a, await startRun(ctx.base, a, three));
     if (status !== "success") throw new Error(`state run ended ${status}`);
   });
-  ctx.rows.push(["host peak RSS: one run keeping ~29 MiB of state", `${state.peak.toFixed(0)} MiB`, "", "RSS before", `${state.before.toFixed(0)} MiB`, "", `${(state.peak / state.before).toFixed(1)}x`, "", `+${(state.peak - state.before).toFixed(0)} MiB`]);
+  ctx.rows.push([
+    "host peak RSS: one run keeping ~29 MiB of state",
+    `${state.peak.toFixed(0)} MiB`,
+    "",
+    "RSS before",
+    `${state.before.toFixed(0)} MiB`,
+    "",
+    `${(state.peak / state.before).toFixed(1)}x`,
+    "",
+    `+${(state.peak - state.before).toFixed(0)} MiB`,
+  ]);
 }
-

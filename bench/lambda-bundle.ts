@@ -99,7 +99,11 @@ export function packageOf(input: string): string | undefined {
  */
 export function importChain(metafile: Metafile, entry: string, pkg: string): string[] | undefined {
   const inOutput = new Set(
-    Object.values(metafile.outputs).flatMap((o) => Object.entries(o.inputs).filter(([, i]) => i.bytesInOutput > 0).map(([path]) => path)),
+    Object.values(metafile.outputs).flatMap((o) =>
+      Object.entries(o.inputs)
+        .filter(([, i]) => i.bytesInOutput > 0)
+        .map(([path]) => path),
+    ),
   );
   const previous = new Map<string, string | null>([[entry, null]]);
   const queue = [entry];

@@ -66,7 +66,15 @@ async function main() {
   const dataDir = mkdtempSync(join(tmpdir(), "wa-bench-"));
   const stack = await startLocalStack({ dataDir, persist: true });
   try {
-    const config = buildConfig({ ...process.env, ...stack.env, LOG_LEVEL: "error", TABLE_NAME: `bench-${randomUUID()}`, MAX_WALLETS_PER_OWNER: "100000", RATE_LIMIT_BURST: "1000000", RATE_LIMIT_RPS: "1000000" });
+    const config = buildConfig({
+      ...process.env,
+      ...stack.env,
+      LOG_LEVEL: "error",
+      TABLE_NAME: `bench-${randomUUID()}`,
+      MAX_WALLETS_PER_OWNER: "100000",
+      RATE_LIMIT_BURST: "1000000",
+      RATE_LIMIT_RPS: "1000000",
+    });
     const runtime = setRuntime(createRuntime({ config }));
     await ensureTable(runtime.db, config.tableName);
     const port = await freePort();
@@ -113,57 +121,65 @@ async function benchCore(
   headers: Record<string, string>,
   request: (method: string, path: string, body?: unknown, expected?: number[]) => Promise<Response>,
 ) {
-    // --- secrets vs raw DynamoDB ---
-    const rawPut = await measure(ROUNDS, async (i) => {
-      await runtime.db.send(new PutCommand({ TableName: config.tableName, Item: { pk: `BENCH#${owner.address}`, sk: `RAW#${i}`, value: "x".repeat(64) } }));
+  // --- secrets vs raw DynamoDB ---
+  const rawPut = await measure(ROUNDS, async (i) => {
+    await runtime.db.send(
+      new PutCommand({ TableName: config.tableName, Item: { pk: `BENCH#${owner.address}`, sk: `RAW#${i}`, value: "x".repeat(64) } }),
+    );
+  });
+  const putSecret = await measure(ROUNDS, (i) =>
+    request("PUT", `/secrets/BENCH_${i < 0 ? `W${-i}` : i}`, { value: "x".repeat(64) }).then(() => undefined),
+  );
+  report("PUT /secrets/{name}", putSecret, "PutItem", rawPut);
+
+  // --- reads vs exactly the DynamoDB requests they make (rate-limit write included), issued directly ---
+  await againstItsOwnRequests(runtime, "GET /secrets (20)", () => request("GET", "/secrets?limit=20"));
+
+  // --- wallet create vs raw PutItem ---
+  const createWallet = await measure(ROUNDS, (i) => request("POST", "/wallets", { salt: String(i + 1000) }).then(() => undefined));
+  report("POST /wallets", createWallet, "PutItem", rawPut);
+  const walletsOwner = privateKeyToAccount(generatePrivateKey());
+  const walletsHeaders = { Authorization: `Bearer ${await signInWithAccount(base, walletsOwner)}`, "Content-Type": "application/json" };
+  for (const salt of ["1", "2", "3"])
+    await fetch(`${base}/wallets`, { method: "POST", headers: walletsHeaders, body: JSON.stringify({ salt }) });
+  await againstItsOwnRequests(runtime, "GET /wallets (3)", () => fetch(`${base}/wallets`, { headers: walletsHeaders }));
+
+  // --- withdraw vs the same operation sent straight to the bundler ---
+  const chain = config.chains.find((c) => c.chainId === stack.devnet!.chainId)!;
+  const testClient = createTestClient({ mode: "anvil", transport: http(chain.rpcUrl) });
+  const walletRes = await fetch(`${base}/wallets`, { method: "POST", headers, body: JSON.stringify({ salt: "1" }) });
+  const wallet = getAddress(((await walletRes.json()) as { address: Address }).address);
+  await testClient.setBalance({ address: wallet, value: parseEther("100") });
+  const recipient = privateKeyToAccount(generatePrivateKey()).address;
+  const viaService = await measure(CHAIN_ROUNDS, async () => {
+    const res = await fetch(`${base}/wallets/${wallet}:withdraw`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ recipientAddress: recipient, amount: "1000", token: "ETH" }),
     });
-    const putSecret = await measure(ROUNDS, (i) => request("PUT", `/secrets/BENCH_${i < 0 ? `W${-i}` : i}`, { value: "x".repeat(64) }).then(() => undefined));
-    report("PUT /secrets/{name}", putSecret, "PutItem", rawPut);
-
-    // --- reads vs exactly the DynamoDB requests they make (rate-limit write included), issued directly ---
-    await againstItsOwnRequests(runtime, "GET /secrets (20)", () => request("GET", "/secrets?limit=20"));
-
-    // --- wallet create vs raw PutItem ---
-    const createWallet = await measure(ROUNDS, (i) => request("POST", "/wallets", { salt: String(i + 1000) }).then(() => undefined));
-    report("POST /wallets", createWallet, "PutItem", rawPut);
-    const walletsOwner = privateKeyToAccount(generatePrivateKey());
-    const walletsHeaders = { Authorization: `Bearer ${await signInWithAccount(base, walletsOwner)}`, "Content-Type": "application/json" };
-    for (const salt of ["1", "2", "3"]) await fetch(`${base}/wallets`, { method: "POST", headers: walletsHeaders, body: JSON.stringify({ salt }) });
-    await againstItsOwnRequests(runtime, "GET /wallets (3)", () => fetch(`${base}/wallets`, { headers: walletsHeaders }));
-
-    // --- withdraw vs the same operation sent straight to the bundler ---
-    const chain = config.chains.find((c) => c.chainId === stack.devnet!.chainId)!;
-    const testClient = createTestClient({ mode: "anvil", transport: http(chain.rpcUrl) });
-    const walletRes = await fetch(`${base}/wallets`, { method: "POST", headers, body: JSON.stringify({ salt: "1" }) });
-    const wallet = getAddress(((await walletRes.json()) as { address: Address }).address);
-    await testClient.setBalance({ address: wallet, value: parseEther("100") });
-    const recipient = privateKeyToAccount(generatePrivateKey()).address;
-    const viaService = await measure(CHAIN_ROUNDS, async () => {
-      const res = await fetch(`${base}/wallets/${wallet}:withdraw`, { method: "POST", headers, body: JSON.stringify({ recipientAddress: recipient, amount: "1000", token: "ETH" }) });
-      const body = (await res.json()) as { status: string };
-      if (body.status !== "confirmed") throw new Error(`withdraw ended ${body.status}`);
+    const body = (await res.json()) as { status: string };
+    if (body.status !== "confirmed") throw new Error(`withdraw ended ${body.status}`);
+  });
+  const signer = await controllerSigner();
+  const direct = await measure(CHAIN_ROUNDS, async () => {
+    const { receipt } = await executeUserOperation({
+      client: publicClient(chain),
+      bundler: bundlerClient(chain),
+      chainId: chain.chainId,
+      entryPoint: getAddress(chain.entryPoint),
+      factory: getAddress(chain.factory!),
+      owner: owner.address,
+      salt: 1n,
+      sender: wallet,
+      calls: [{ to: recipient, value: 1000n }],
+      signer,
+      paymaster: { address: getAddress(chain.paymaster!), signer },
     });
-    const signer = await controllerSigner();
-    const direct = await measure(CHAIN_ROUNDS, async () => {
-      const { receipt } = await executeUserOperation({
-        client: publicClient(chain),
-        bundler: bundlerClient(chain),
-        chainId: chain.chainId,
-        entryPoint: getAddress(chain.entryPoint),
-        factory: getAddress(chain.factory!),
-        owner: owner.address,
-        salt: 1n,
-        sender: wallet,
-        calls: [{ to: recipient, value: 1000n }],
-        signer,
-        paymaster: { address: getAddress(chain.paymaster!), signer },
-      });
-      if (!receipt.success) throw new Error("direct user operation reverted");
-    });
-    report("withdraw → confirmed", viaService, "raw bundler op", direct);
+    if (!receipt.success) throw new Error("direct user operation reverted");
+  });
+  report("withdraw → confirmed", viaService, "raw bundler op", direct);
 
-    await benchRateLimiter(runtime);
-
+  await benchRateLimiter(runtime);
 }
 
 /**
@@ -217,7 +233,9 @@ function sameWriteEveryTime(command: object): object {
   if (typeof input.ConditionExpression !== "string") return command;
   delete input.ConditionExpression;
   delete input.ReturnValuesOnConditionCheckFailure;
-  const expressions = ["UpdateExpression", "KeyConditionExpression", "FilterExpression", "ProjectionExpression"].map((k) => input[k] ?? "").join(" ");
+  const expressions = ["UpdateExpression", "KeyConditionExpression", "FilterExpression", "ProjectionExpression"]
+    .map((k) => input[k] ?? "")
+    .join(" ");
   const used = (placeholder: string) => new RegExp(`${placeholder}(?![A-Za-z0-9_])`).test(expressions);
   for (const key of ["ExpressionAttributeValues", "ExpressionAttributeNames"]) {
     const entries = Object.entries((input[key] ?? {}) as Record<string, unknown>).filter(([placeholder]) => used(placeholder));
@@ -244,11 +262,19 @@ async function benchRateLimiter(runtime: Runtime) {
   const limiter = new RateLimiter();
   const take = async (subject: string, expectAllowed: boolean) => {
     const decision = await limiter.take(subject);
-    if (decision?.allowed !== expectAllowed) throw new Error(`rate limiter: expected allowed=${expectAllowed}, got ${JSON.stringify(decision)}`);
+    if (decision?.allowed !== expectAllowed)
+      throw new Error(`rate limiter: expected allowed=${expectAllowed}, got ${JSON.stringify(decision)}`);
   };
 
   const plainUpdate = await measure(ROUNDS, async (i) => {
-    await db.send(new UpdateCommand({ TableName: config.tableName, Key: { pk: "BENCH#RATE", sk: "PLAIN" }, UpdateExpression: "SET n = :n", ExpressionAttributeValues: { ":n": i } }));
+    await db.send(
+      new UpdateCommand({
+        TableName: config.tableName,
+        Key: { pk: "BENCH#RATE", sk: "PLAIN" },
+        UpdateExpression: "SET n = :n",
+        ExpressionAttributeValues: { ":n": i },
+      }),
+    );
   });
   const perTake = async (name: string, run: () => Promise<Stat>) => {
     const before = requests;

@@ -37,7 +37,10 @@ export async function benchTriggers(ctx: BenchContext): Promise<void> {
   const { runtime } = ctx;
   const chainId = runtime.config.defaultChainId;
   // Block triggers with interval 1 are below the production floor (MIN_BLOCK_INTERVAL_S): lifted for the bench.
-  const benchRuntime = setRuntime({ ...runtime, config: { ...runtime.config, limits: { ...runtime.config.limits, minBlockIntervalS: 0 } } });
+  const benchRuntime = setRuntime({
+    ...runtime,
+    config: { ...runtime.config, limits: { ...runtime.config.limits, minBlockIntervalS: 0 } },
+  });
   const previousBus = currentBus();
   const bus = recordingBus();
   setBus(bus);
@@ -128,7 +131,8 @@ async function deleteWorkflow(base: string, who: Owner, id: string) {
 const triggerData = async (workflowId: string, executionId: string) => {
   const record = await Executions.getRecord(workflowId, executionId);
   const execution = record?.execution as unknown as { status: string; steps: { output: { data: Record<string, unknown> } }[] } | undefined;
-  if (!execution || !["pending", "started"].includes(execution.status)) throw new Error(`execution ${executionId}: ${execution?.status ?? "missing"}`);
+  if (!execution || !["pending", "started"].includes(execution.status))
+    throw new Error(`execution ${executionId}: ${execution?.status ?? "missing"}`);
   return execution.steps[0]!.output.data;
 };
 
@@ -147,7 +151,9 @@ async function benchBlockFire(ctx: BenchContext, rounds: number, who: Owner, cha
     await sleep(3 * POLL_MS); // the first pass sets the checkpoint at the head
     const viaWatcher: Round = async (i) => {
       const target = Number(await client.getBlockNumber({ cacheTime: 0 })) + 1;
-      const fired = bus.next(async (e) => e.workflowId === workflowId && (await triggerData(workflowId, e.executionId)).blockNumber === target);
+      const fired = bus.next(
+        async (e) => e.workflowId === workflowId && (await triggerData(workflowId, e.executionId)).blockNumber === target,
+      );
       await sleep(Math.abs(i * 37) % POLL_MS); // blocks land at a spread of phases of the poll period
       await testClient.mine({ blocks: 1 });
       const start = performance.now();
@@ -192,7 +198,9 @@ async function benchFixedTime(ctx: BenchContext, runtime: Runtime, rounds: numbe
   const viaTick: Round = async () => {
     const instant = epochs[next++]!;
     let executionId = "";
-    const fired = bus.next(async (e) => e.workflowId === workflowId && Boolean((executionId = e.executionId)) && Boolean((toClaim ||= recorded.length)));
+    const fired = bus.next(
+      async (e) => e.workflowId === workflowId && Boolean((executionId = e.executionId)) && Boolean((toClaim ||= recorded.length)),
+    );
     if (next === 1) setRuntime({ ...runtime, db: recorder });
     const start = performance.now();
     const done = await scheduler.tick(instant);
@@ -211,7 +219,10 @@ async function benchFixedTime(ctx: BenchContext, runtime: Runtime, rounds: numbe
     }
   });
   const [tick, requests] = await interleaved(rounds, [viaTick, replay]);
-  const kinds = recorded.slice(0, toClaim).map((c) => c.constructor.name.replace(/Command$/, "")).join("+");
+  const kinds = recorded
+    .slice(0, toClaim)
+    .map((c) => c.constructor.name.replace(/Command$/, ""))
+    .join("+");
   ctx.report("fixedTime instant → execution (tick)", tick, `its ${toClaim} req replayed`, requests);
   note(ctx, `+${(tick.p50 - requests.p50).toFixed(2)} ms; ${kinds} (then ${recorded.length - toClaim} more advance the schedule)`);
   await deleteWorkflow(ctx.base, who, workflowId);
@@ -221,7 +232,17 @@ async function benchFixedTime(ctx: BenchContext, runtime: Runtime, rounds: numbe
 // 2. Watcher RPC calls per block with 1, 100, 1,000 event-triggered workflows
 
 const TRANSFER = encodeEventTopics({
-  abi: [{ type: "event", name: "Transfer", inputs: [{ name: "from", type: "address", indexed: true }, { name: "to", type: "address", indexed: true }, { name: "value", type: "uint256", indexed: false }] }],
+  abi: [
+    {
+      type: "event",
+      name: "Transfer",
+      inputs: [
+        { name: "from", type: "address", indexed: true },
+        { name: "to", type: "address", indexed: true },
+        { name: "value", type: "uint256", indexed: false },
+      ],
+    },
+  ],
   eventName: "Transfer",
 })[0];
 
@@ -256,8 +277,16 @@ async function benchWatcherCalls(ctx: BenchContext, runtime: Runtime, chainId: n
     await watchChain(chainId, { holder, client: counting }); // the checkpoint at the head
     for (const count of [1, 100, 1000]) {
       const writeStart = performance.now();
-      const added = Array.from({ length: count - ids.length }, () => ({ id: ulid(), query: { addresses: [privateKeyToAccount(generatePrivateKey()).address], topics: [TRANSFER, null, null] } }));
-      await forEachLimited(added, 16, ({ id, query }) => watch({ id, chainId, trigger: { id: "e", name: "transfer", type: "event", config: { queries: [query] } } as unknown as ChainTrigger }, now));
+      const added = Array.from({ length: count - ids.length }, () => ({
+        id: ulid(),
+        query: { addresses: [privateKeyToAccount(generatePrivateKey()).address], topics: [TRANSFER, null, null] },
+      }));
+      await forEachLimited(added, 16, ({ id, query }) =>
+        watch(
+          { id, chainId, trigger: { id: "e", name: "transfer", type: "event", config: { queries: [query] } } as unknown as ChainTrigger },
+          now,
+        ),
+      );
       const writeMs = performance.now() - writeStart;
       ids.push(...added.map((a) => a.id));
       queries.push(...added.map((a) => a.query));
@@ -278,7 +307,10 @@ async function benchWatcherCalls(ctx: BenchContext, runtime: Runtime, chainId: n
           if (r.status !== "processed" || r.to! - r.from! !== 0 || r.fired.length !== 0) throw new Error(`pass: ${JSON.stringify(r)}`);
           start = performance.now();
           const head = await plain.getBlockNumber({ cacheTime: 0 });
-          await plain.request({ method: "eth_getLogs", params: [{ fromBlock: `0x${head.toString(16)}`, toBlock: `0x${head.toString(16)}`, ...filter }] } as never);
+          await plain.request({
+            method: "eth_getLogs",
+            params: [{ fromBlock: `0x${head.toString(16)}`, toBlock: `0x${head.toString(16)}`, ...filter }],
+          } as never);
           baseline.push(performance.now() - start);
         }
       } finally {
@@ -299,7 +331,9 @@ async function benchWatcherCalls(ctx: BenchContext, runtime: Runtime, chainId: n
         ctx,
         `${perPass} RPC/pass of 1 block (eth_getLogs ${logsPerPass}), ${perBlockWide.toFixed(2)} RPC/block over ${blocks}; ${dbPerPass} DB req/pass; ${count - (ids.length - added.length)} entries written in ${writeMs.toFixed(0)} ms`,
       );
-      console.log(`watcher, ${count} event workflows: per 1-block pass ${perPass} RPC (${methods}), ${dbPerPass} DB req; over ${blocks} blocks ${perBlockWide.toFixed(2)} RPC/block`);
+      console.log(
+        `watcher, ${count} event workflows: per 1-block pass ${perPass} RPC (${methods}), ${dbPerPass} DB req; over ${blocks} blocks ${perBlockWide.toFixed(2)} RPC/block`,
+      );
     }
   } finally {
     await release(chainId, holder);

@@ -111,16 +111,39 @@ function tenNodeBody(origin: string) {
     nodes: [
       rest("quotes", { url: `${origin}/quotes`, method: "GET" }),
       code("doubled", "return quotes.data.data.prices.map((p) => p * 2)"),
-      { id: "high", name: "high", type: "filter", config: { inputVariable: "{{doubled.data}}", expression: "value > {{start.data.minimum}}" } },
-      { id: "low", name: "low", type: "filter", config: { inputVariable: "{{doubled.data}}", expression: "value <= {{start.data.minimum}}" } },
-      code("summary", "const all = high.data.concat(low.data); return { high: high.data.length, low: low.data.length, total: all.reduce((a, b) => a + b, 0) }"),
+      {
+        id: "high",
+        name: "high",
+        type: "filter",
+        config: { inputVariable: "{{doubled.data}}", expression: "value > {{start.data.minimum}}" },
+      },
+      {
+        id: "low",
+        name: "low",
+        type: "filter",
+        config: { inputVariable: "{{doubled.data}}", expression: "value <= {{start.data.minimum}}" },
+      },
+      code(
+        "summary",
+        "const all = high.data.concat(low.data); return { high: high.data.length, low: low.data.length, total: all.reduce((a, b) => a + b, 0) }",
+      ),
       {
         id: "decide",
         name: "decide",
         type: "branch",
-        config: { conditions: [{ id: "many", expression: "summary.data.total > 100 && summary.data.high > 0" }, { id: "few", expression: "" }] },
+        config: {
+          conditions: [
+            { id: "many", expression: "summary.data.total > 100 && summary.data.high > 0" },
+            { id: "few", expression: "" },
+          ],
+        },
       },
-      rest("report", { url: `${origin}/report`, method: "POST", headers: { "content-type": "application/json" }, body: '{"high": {{summary.data.high}}, "total": {{summary.data.total}}}' }),
+      rest("report", {
+        url: `${origin}/report`,
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: '{"high": {{summary.data.high}}, "total": {{summary.data.total}}}',
+      }),
       rest("audit", { url: `${origin}/audit?total={{summary.data.total}}`, method: "GET" }),
       code("confirmed", "return report.data.status === 200 && report.data.data.accepted === true"),
       code("done", "return { confirmed: confirmed.data, audited: audit.data.data.ok, total: summary.data.total }"),
@@ -139,7 +162,13 @@ async function startTarget() {
     req.on("end", () => {
       const path = new URL(req.url ?? "/", "http://x").pathname;
       const body =
-        path === "/quotes" ? { prices: [3, 8, 12, 5, 21, 9, 14, 2, 30, 7] } : path === "/report" ? { accepted: true } : path === "/audit" ? { ok: true } : undefined;
+        path === "/quotes"
+          ? { prices: [3, 8, 12, 5, 21, 9, 14, 2, 30, 7] }
+          : path === "/report"
+            ? { accepted: true }
+            : path === "/audit"
+              ? { ok: true }
+              : undefined;
       res.writeHead(body ? 200 : 404, { "content-type": "application/json" }).end(JSON.stringify(body ?? { error: "no route" }));
     });
   });
@@ -289,7 +318,16 @@ async function claimPending(workflowId: string): Promise<{ id: string; workflow:
         startAt: now,
         executionFee: executionFee(),
         valueFee: valueFeeFor(claimed.nodes),
-        triggerStep: { id: claimed.trigger.id, type: claimed.trigger.type, name: claimed.trigger.name, success: true, config: {}, output: { data: {} }, startAt: now, endAt: now },
+        triggerStep: {
+          id: claimed.trigger.id,
+          type: claimed.trigger.type,
+          name: claimed.trigger.name,
+          success: true,
+          config: {},
+          output: { data: {} },
+          startAt: now,
+          endAt: now,
+        },
       });
     },
   });
@@ -320,7 +358,9 @@ async function benchBlockingTrigger(ctx: BenchContext, rounds: number, who: Owne
   const { runtime } = ctx;
   const workflow = (await Workflow.getForRun(workflowId))!;
   let kinds: string[] = [];
-  const recorder = { send: (command: object) => (kinds.push(command.constructor.name.replace(/Command$/, "")), runtime.db.send(command as never)) };
+  const recorder = {
+    send: (command: object) => (kinds.push(command.constructor.name.replace(/Command$/, "")), runtime.db.send(command as never)),
+  };
   const viaHttp = timed(async () => {
     kinds = [];
     setRuntime({ ...runtime, db: recorder as unknown as Runtime["db"] });
@@ -340,7 +380,8 @@ async function benchBlockingTrigger(ctx: BenchContext, rounds: number, who: Owne
   const claimRunFinish = timed(async () => {
     const { id, workflow: claimed } = await claimPending(workflowId);
     const result = await runWorkflow(runOf(claimed, id));
-    if (!(await Executions.finish(workflowId, id, { status: result.status, endAt: result.endAt, cogs: result.cogs }))) throw new Error("finish: not pending");
+    if (!(await Executions.finish(workflowId, id, { status: result.status, endAt: result.endAt, cogs: result.cogs })))
+      throw new Error("finish: not pending");
   });
 
   const [trigger, engine, essential] = await interleaved(rounds, [viaHttp, engineAlone, claimRunFinish]);

@@ -20,6 +20,7 @@ let scheduler: EventBridgeScheduler | undefined;
 export const handler = async (event: { workflowId?: unknown; triggerId?: unknown; instant?: unknown }) => {
   scheduler ??= setScheduler(eventBridgeSchedulerFromEnvironment());
   const result = await scheduler.deliver(event, useRuntime().now());
-  if (result.outcome !== "fired") log.info("time fire not run", { workflowId: String(event.workflowId), instant: String(event.instant), ...result });
+  if (result.outcome !== "fired")
+    log.info("time fire not run", { workflowId: String(event.workflowId), instant: String(event.instant), ...result });
   return result;
 };

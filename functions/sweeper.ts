@@ -35,5 +35,10 @@ export const handler = async () => {
   ]);
   for (const part of [withdrawals, executions, expired, claims]) if (part.status === "rejected") throw part.reason;
   const value = <T>(part: PromiseSettledResult<T>) => (part as PromiseFulfilledResult<T>).value;
-  return { withdrawals: value(withdrawals), executions: value(executions), expiredWorkflows: value(expired).length, recoveredClaims: value(claims) };
+  return {
+    withdrawals: value(withdrawals),
+    executions: value(executions),
+    expiredWorkflows: value(expired).length,
+    recoveredClaims: value(claims),
+  };
 };

@@ -73,7 +73,12 @@ export const scheduleTarget = new sst.aws.Function("ScheduleTarget", {
   memory: "512 MB",
   timeout: "1 minute",
   link: [table, jwtSigningKey, bus, scheduleDeadLetters],
-  environment: { SECRETS_KMS_KEY_ID: secretsKey.arn, CONTROLLER_KMS_KEY_ID: controllerKey.arn, CHAINS: chains.value, ...schedulerEnvironment },
+  environment: {
+    SECRETS_KMS_KEY_ID: secretsKey.arn,
+    CONTROLLER_KMS_KEY_ID: controllerKey.arn,
+    CHAINS: chains.value,
+    ...schedulerEnvironment,
+  },
   // Claims and publishes; it never decrypts or signs, but shares the runtime's configuration (key ids).
   permissions: schedulerPermissions,
   transform: {

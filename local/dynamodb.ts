@@ -37,9 +37,11 @@ export function dynamoLocalCommand(port: number, dbDir?: string): { args: string
     `-Djava.library.path=${join(home, "DynamoDBLocal_lib")}`,
     // One IPv4 socket on 127.0.0.1 (not a dual-stack socket on ::ffff:127.0.0.1).
     "-Djava.net.preferIPv4Stack=true",
-    "-cp", [launcherDir, join(home, "DynamoDBLocal.jar")].join(delimiter),
+    "-cp",
+    [launcherDir, join(home, "DynamoDBLocal.jar")].join(delimiter),
     "LoopbackDynamoDBLocal",
-    "-port", String(port),
+    "-port",
+    String(port),
     "-sharedDb",
     ...(dbDir ? ["-dbPath", resolve(dbDir)] : ["-inMemory"]),
   ];

@@ -45,10 +45,7 @@ export async function serveApp(app: ServedApp, options: { port: number; hostname
   const server = createServer({ ServerResponse: ExactResponse }, listener);
   server.on("clientError", answerParserError);
   server.listen(options.port, options.hostname);
-  await Promise.race([
-    once(server, "listening"),
-    once(server, "error").then(([err]) => Promise.reject(err as Error)),
-  ]);
+  await Promise.race([once(server, "listening"), once(server, "error").then(([err]) => Promise.reject(err as Error))]);
   const port = (server.address() as AddressInfo).port;
   return {
     port,

@@ -138,7 +138,8 @@ export async function startKmsEndpoint(options: { dataDir: string; port?: number
   };
 
   const decryptBlob = (blob: Buffer, context: Record<string, string>) => {
-    const invalid = () => new KmsError("InvalidCiphertextException", "The ciphertext is invalid or was encrypted under another key or context");
+    const invalid = () =>
+      new KmsError("InvalidCiphertextException", "The ciphertext is invalid or was encrypted under another key or context");
     if (blob.length < 2 || blob[0] !== BLOB_VERSION) throw invalid();
     const idLength = blob[1]!;
     const ivStart = 2 + idLength;
@@ -285,7 +286,8 @@ function loadOrCreateMasterKey(path: string): Buffer {
     }
   }
   const key = readFileSync(path);
-  if (key.length !== 32) throw new Error(`${path} must hold exactly 32 bytes (found ${key.length}); remove it to generate a new master key`);
+  if (key.length !== 32)
+    throw new Error(`${path} must hold exactly 32 bytes (found ${key.length}); remove it to generate a new master key`);
   return key;
 }
 

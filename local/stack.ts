@@ -66,7 +66,15 @@ export async function startLocalStack(options: {
       const configured = process.env.CHAINS ? (JSON.parse(process.env.CHAINS) as { chainId: number }[]) : [];
       const chains = [
         ...configured.filter((c) => c.chainId !== devnet!.chainId),
-        { chainId: devnet.chainId, rpcUrl: devnet.rpcUrl, bundlerUrl: devnet.bundlerUrl, entryPoint: devnet.entryPoint, factory: devnet.factory, paymaster: devnet.paymaster, blockTimeSeconds: 2 },
+        {
+          chainId: devnet.chainId,
+          rpcUrl: devnet.rpcUrl,
+          bundlerUrl: devnet.bundlerUrl,
+          entryPoint: devnet.entryPoint,
+          factory: devnet.factory,
+          paymaster: devnet.paymaster,
+          blockTimeSeconds: 2,
+        },
       ];
       env.CHAINS = JSON.stringify(chains);
       if (!process.env.DEFAULT_CHAIN_ID) env.DEFAULT_CHAIN_ID = String(devnet.chainId);

@@ -8,12 +8,7 @@ import * as v from "valibot";
 
 const int = (fallback: number, min = 0) =>
   v.optional(
-    v.pipe(
-      v.string(),
-      v.regex(/^\d+$/, "must be a non-negative integer"),
-      v.transform(Number),
-      v.minValue(min),
-    ),
+    v.pipe(v.string(), v.regex(/^\d+$/, "must be a non-negative integer"), v.transform(Number), v.minValue(min)),
     String(fallback),
   );
 /** A budget that may be switched off: a non-negative integer (0 = never), or `unlimited` (kept as Infinity). */
@@ -40,7 +35,12 @@ const text = (fallback: string) => v.optional(v.pipe(v.string(), v.minLength(1))
 const list = (fallback: string) =>
   v.pipe(
     v.optional(v.string(), fallback),
-    v.transform((s) => s.split(",").map((x) => x.trim()).filter(Boolean)),
+    v.transform((s) =>
+      s
+        .split(",")
+        .map((x) => x.trim())
+        .filter(Boolean),
+    ),
   );
 
 const Address = v.pipe(v.string(), v.regex(/^0x[0-9a-fA-F]{40}$/, "must be an address"));
@@ -85,10 +85,7 @@ export const ChainSettings = v.object({
   knownFactories: v.optional(v.array(Address), []),
   /** VerifyingPaymaster whose signer is the service controller; omitted = wallets pay their own gas. */
   paymaster: v.optional(Address),
-  nativeToken: v.optional(
-    v.object({ symbol: v.string(), decimals: v.pipe(v.number(), v.integer()) }),
-    { symbol: "ETH", decimals: 18 },
-  ),
+  nativeToken: v.optional(v.object({ symbol: v.string(), decimals: v.pipe(v.number(), v.integer()) }), { symbol: "ETH", decimals: 18 }),
   blockTimeSeconds: v.optional(v.pipe(v.number(), v.minValue(0.01))),
 });
 export type ChainSettings = v.InferOutput<typeof ChainSettings>;

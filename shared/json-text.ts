@@ -249,7 +249,7 @@ export function arrayLength(json: JsonText): number {
   const { text } = json;
   if (text.charCodeAt(1) === CLOSE_BRACKET) return 0;
   let count = 1;
-  for (let i = 1; ; ) {
+  for (let i = 1; ;) {
     const end = skipValue(text, i);
     if (text.charCodeAt(end) !== COMMA) return count;
     count++;
@@ -258,7 +258,10 @@ export function arrayLength(json: JsonText): number {
 }
 
 /** The member `key` of an object text, the element `index` of an array text, or undefined when absent. */
-export function member(json: JsonText, segment: { kind: "key"; key: string } | { kind: "index"; key: string; index: number }): JsonText | undefined {
+export function member(
+  json: JsonText,
+  segment: { kind: "key"; key: string } | { kind: "index"; key: string; index: number },
+): JsonText | undefined {
   const { text } = json;
   const open = text.charCodeAt(0);
   if (open === OPEN_BRACKET) {
@@ -295,7 +298,8 @@ export const parse = (json: JsonText): unknown => JSON.parse(json.text);
 export function stringify(value: unknown): string {
   if (value instanceof JsonText) return value.text;
   if (!containsText(value)) return JSON.stringify(value, bigints) ?? "null";
-  if (Array.isArray(value)) return `[${value.map((v) => (v === undefined || typeof v === "function" || typeof v === "symbol" ? "null" : stringify(v))).join(",")}]`;
+  if (Array.isArray(value))
+    return `[${value.map((v) => (v === undefined || typeof v === "function" || typeof v === "symbol" ? "null" : stringify(v))).join(",")}]`;
   const parts: string[] = [];
   for (const [key, member] of Object.entries(value as object)) {
     if (member === undefined || typeof member === "function" || typeof member === "symbol") continue;
@@ -310,7 +314,8 @@ export function materialize(value: unknown): unknown {
   if (!containsText(value)) return value;
   if (Array.isArray(value)) return value.map(materialize);
   const out: Record<string, unknown> = {};
-  for (const [key, member] of Object.entries(value as object)) Object.defineProperty(out, key, { value: materialize(member), enumerable: true, writable: true, configurable: true });
+  for (const [key, member] of Object.entries(value as object))
+    Object.defineProperty(out, key, { value: materialize(member), enumerable: true, writable: true, configurable: true });
   return out;
 }
 

@@ -11,7 +11,11 @@ export function setLogLevel(level: Level) {
 function write(level: Exclude<Level, "silent">, message: string, fields: Record<string, unknown> = {}) {
   if (LEVELS[level] < threshold) return;
   const line = JSON.stringify({ level, time: new Date().toISOString(), message, ...fields }, (_k, value) =>
-    value instanceof Error ? { name: value.name, message: value.message, stack: value.stack } : typeof value === "bigint" ? value.toString() : value,
+    value instanceof Error
+      ? { name: value.name, message: value.message, stack: value.stack }
+      : typeof value === "bigint"
+        ? value.toString()
+        : value,
   );
   (level === "error" || level === "warn" ? process.stderr : process.stdout).write(line + "\n");
 }

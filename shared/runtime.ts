@@ -11,10 +11,12 @@ import { LOCAL_CREDENTIALS, type Runtime } from "./current-runtime";
 
 export { setRuntime, useRuntime, useConfig, type Runtime } from "./current-runtime";
 
-export function createRuntime(options: {
-  config?: Config;
-  now?: () => number;
-} = {}): Runtime {
+export function createRuntime(
+  options: {
+    config?: Config;
+    now?: () => number;
+  } = {},
+): Runtime {
   const config = options.config ?? buildConfig();
   const dynamo = new DynamoDBClient({
     region: config.region,

@@ -16,11 +16,59 @@ export const PATHS_ONLY_MESSAGE = "templates accept paths only; use a customCode
 
 /** JavaScript reserved words and literals, and the service's own roots: not allowed as trigger or node names. */
 export const JS_RESERVED_WORDS = [
-  "break", "case", "catch", "class", "const", "continue", "debugger", "default", "delete", "do", "else", "enum",
-  "export", "extends", "false", "finally", "for", "function", "if", "implements", "import", "in", "instanceof",
-  "interface", "let", "new", "null", "package", "private", "protected", "public", "return", "static", "super",
-  "switch", "this", "throw", "true", "try", "typeof", "var", "void", "while", "with", "yield", "await",
-  "undefined", "NaN", "Infinity", "eval", "arguments", "globalThis", "console",
+  "break",
+  "case",
+  "catch",
+  "class",
+  "const",
+  "continue",
+  "debugger",
+  "default",
+  "delete",
+  "do",
+  "else",
+  "enum",
+  "export",
+  "extends",
+  "false",
+  "finally",
+  "for",
+  "function",
+  "if",
+  "implements",
+  "import",
+  "in",
+  "instanceof",
+  "interface",
+  "let",
+  "new",
+  "null",
+  "package",
+  "private",
+  "protected",
+  "public",
+  "return",
+  "static",
+  "super",
+  "switch",
+  "this",
+  "throw",
+  "true",
+  "try",
+  "typeof",
+  "var",
+  "void",
+  "while",
+  "with",
+  "yield",
+  "await",
+  "undefined",
+  "NaN",
+  "Infinity",
+  "eval",
+  "arguments",
+  "globalThis",
+  "console",
 ] as const;
 /** Roots the service provides to every step (§8.6 table); `value` and `index` only inside filter and loop. */
 export const SERVICE_ROOTS = ["secrets", "apContext", "context", "date", "settings", "value", "index"] as const;
@@ -61,7 +109,7 @@ export function parsePath(text: string): TemplatePath | null {
   SEGMENT_AT.lastIndex = root.length;
   for (let m = SEGMENT_AT.exec(text); m; m = SEGMENT_AT.exec(text)) {
     const s = m[0];
-    if (s.startsWith("[\"") || s.startsWith("['")) segments.push({ kind: "key", key: s.slice(2, -2) });
+    if (s.startsWith('["') || s.startsWith("['")) segments.push({ kind: "key", key: s.slice(2, -2) });
     else if (s.startsWith("[")) segments.push(indexSegment(s.slice(1, -1)));
     else if (/^\.[0-9]/.test(s)) segments.push(indexSegment(s.slice(1)));
     else segments.push({ kind: "key", key: s.slice(1) });

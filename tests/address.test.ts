@@ -65,7 +65,10 @@ describe("addresses without viem", () => {
       for (const s of casings(i)) expect(checksumAddress(s), s).toBe(getAddress(s));
     }
     for (const s of NOT_ADDRESSES) {
-      expect(viemOutcome(() => getAddress(s)), JSON.stringify(s)).toBe("throws");
+      expect(
+        viemOutcome(() => getAddress(s)),
+        JSON.stringify(s),
+      ).toBe("throws");
       expect(() => checksumAddress(s), JSON.stringify(s)).toThrow();
     }
   });
@@ -147,7 +150,10 @@ describe("recoverPersonalSigner", () => {
       `${sig}00`,
     ];
     for (const signature of invalid) {
-      expect(await viemOutcome(() => recoverMessageAddress({ message, signature: signature as Hex }).catch(() => "throws")), signature).toBe("throws");
+      expect(
+        await viemOutcome(() => recoverMessageAddress({ message, signature: signature as Hex }).catch(() => "throws")),
+        signature,
+      ).toBe("throws");
       expect(() => recoverPersonalSigner(message, signature), signature).toThrow();
     }
   });

@@ -324,7 +324,11 @@ describe("POST /auth:exchange: message fields", () => {
     ["Expire At as unix milliseconds", { expireAt: "1795428000000" }],
   ])("answers AUTH_BAD_MESSAGE for %s", async (_name, parts) => {
     useClock(() => Date.parse("2026-11-22T10:00:00.000Z"));
-    await expectProblem(await signedBody({ issuedAt: "2026-11-22T09:00:00.000Z", expireAt: "2026-11-23T10:00:00.000Z", ...parts }), 400, "AUTH_BAD_MESSAGE");
+    await expectProblem(
+      await signedBody({ issuedAt: "2026-11-22T09:00:00.000Z", expireAt: "2026-11-23T10:00:00.000Z", ...parts }),
+      400,
+      "AUTH_BAD_MESSAGE",
+    );
   });
 
   it("answers AUTH_BAD_MESSAGE when Issued At is not before Expire At", async () => {
@@ -477,7 +481,9 @@ describe("presenting the token (§7.3)", () => {
   });
 
   it("answers AUTH_INVALID_TOKEN for an HS256 token", async () => {
-    const hs = await new SignJWT(claims()).setProtectedHeader({ alg: "HS256", typ: "JWT", kid }).sign(new TextEncoder().encode("x".repeat(32)));
+    const hs = await new SignJWT(claims())
+      .setProtectedHeader({ alg: "HS256", typ: "JWT", kid })
+      .sign(new TextEncoder().encode("x".repeat(32)));
     await expect401(`Bearer ${hs}`, "AUTH_INVALID_TOKEN");
   });
 
@@ -590,7 +596,15 @@ describe("GET /.well-known/jwks.json", () => {
     const { keys } = (await res.json()) as { keys: JWK[] };
     expect(keys).toHaveLength(1);
     const key = keys[0]!;
-    expect(key).toEqual({ kty: "EC", crv: "P-256", x: expect.any(String), y: expect.any(String), kid: expect.any(String), use: "sig", alg: "ES256" });
+    expect(key).toEqual({
+      kty: "EC",
+      crv: "P-256",
+      x: expect.any(String),
+      y: expect.any(String),
+      kid: expect.any(String),
+      use: "sig",
+      alg: "ES256",
+    });
     expect(key.kid).toBe(await calculateJwkThumbprint({ kty: "EC", crv: "P-256", x: key.x!, y: key.y! }, "sha256"));
   });
 

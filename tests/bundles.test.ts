@@ -39,7 +39,16 @@ const ADDRESSES = ["@noble/hashes", "@noble/curves"];
 const DENY: Record<string, string[]> = {
   // Sign-in recovers signers with @noble/curves and the catch-all may serve the OpenAPI document.
   core: [...NEVER, ...CHAIN],
-  secrets: [...NEVER, ...CHAIN, ...SIGNING, ...ADDRESSES, "@valibot/to-json-schema", "@aws-sdk/client-eventbridge", "@aws-sdk/client-scheduler", "croner"],
+  secrets: [
+    ...NEVER,
+    ...CHAIN,
+    ...SIGNING,
+    ...ADDRESSES,
+    "@valibot/to-json-schema",
+    "@aws-sdk/client-eventbridge",
+    "@aws-sdk/client-scheduler",
+    "croner",
+  ],
   wallets: [...NEVER, ...SIGNING, "@valibot/to-json-schema"],
   workflows: [...NEVER, ...SIGNING, "@valibot/to-json-schema"],
   executions: [...NEVER, ...CHAIN, ...SIGNING, ...ADDRESSES, ...KEYS, "@valibot/to-json-schema", "croner"],
@@ -61,7 +70,9 @@ describe("each Lambda bundle carries only what its group uses", () => {
   const entries = lambdaEntries();
 
   it("finds the entry points, and every one declares what it may not carry", () => {
-    expect(entries).toEqual(expect.arrayContaining(["functions/core.ts", "functions/secrets.ts", "functions/wallets.ts", "functions/sweeper.ts"]));
+    expect(entries).toEqual(
+      expect.arrayContaining(["functions/core.ts", "functions/secrets.ts", "functions/wallets.ts", "functions/sweeper.ts"]),
+    );
     const undeclared = entries.map((e) => e.slice("functions/".length, -".ts".length)).filter((name) => !DENY[name]);
     expect(undeclared, "add these functions to DENY in tests/bundles.test.ts").toEqual([]);
     const unmeasured = entries.map((e) => e.slice("functions/".length, -".ts".length)).filter((name) => !BASELINES[name]?.length);
@@ -80,12 +91,17 @@ describe("each Lambda bundle carries only what its group uses", () => {
       const bundle = await bundleLambda(entry);
       const found = [...bundle.packages]
         .filter(([pkgName]) => denied(pkgName, DENY[name] ?? NEVER))
-        .map(([pkgName, bytes]) => `${pkgName} (${(bytes / 1024).toFixed(1)} KB) via ${importChain(bundle.metafile, entry, pkgName)?.join(" → ")}`);
+        .map(
+          ([pkgName, bytes]) =>
+            `${pkgName} (${(bytes / 1024).toFixed(1)} KB) via ${importChain(bundle.metafile, entry, pkgName)?.join(" → ")}`,
+        );
       expect(found).toEqual([]);
       // import() of our own modules makes esbuild wrap all it reaches for lazy start-up, and wrapped AWS SDK
       // clients keep every command they have (the scheduler port, when it still chose its adapter, once cost 80 KB that way).
       const dynamic = Object.entries(bundle.metafile.inputs).flatMap(([path, input]) =>
-        input.imports.filter((i) => i.kind === "dynamic-import" && !path.includes("node_modules/") && !i.path.startsWith("node:")).map((i) => `${path} → ${i.path}`),
+        input.imports
+          .filter((i) => i.kind === "dynamic-import" && !path.includes("node_modules/") && !i.path.startsWith("node:"))
+          .map((i) => `${path} → ${i.path}`),
       );
       expect(dynamic).toEqual([]);
     });

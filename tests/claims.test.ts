@@ -76,7 +76,9 @@ async function concurrentTriggers(count: number, max: number, servers: ReturnTyp
   const wf = await createWorkflow(alice, max);
   const before = { ...Workflow.claimStats };
   const answers = await Promise.all(
-    Array.from({ length: count }, (_, i) => servers[i % servers.length]!.call(alice, "POST", `/workflows/${wf.id}:trigger`, { triggerType: "manual" })),
+    Array.from({ length: count }, (_, i) =>
+      servers[i % servers.length]!.call(alice, "POST", `/workflows/${wf.id}:trigger`, { triggerType: "manual" }),
+    ),
   );
   const statuses = answers.map((a) => a.status);
   expect(statuses.filter((s) => s >= 500)).toEqual([]);
@@ -118,7 +120,8 @@ describe("concurrent claims of one workflow", () => {
   it("index attributes of finished claims do not pile up on the workflow item", async () => {
     const bob = await viaFirst.ownerWithWallet();
     const wf = await createWorkflow(bob, 1000);
-    const trigger = async () => expect((await call(bob, "POST", `/workflows/${wf.id}:trigger`, { triggerType: "manual" })).status).toBe(202);
+    const trigger = async () =>
+      expect((await call(bob, "POST", `/workflows/${wf.id}:trigger`, { triggerType: "manual" })).status).toBe(202);
     for (let i = 0; i < 30; i++) await trigger();
     // Cleaned up from 8 on (claims whose intent is still being closed are kept a little longer).
     expect(indexAttributes(await rawWorkflow(wf.id)).length).toBeLessThanOrEqual(10);
@@ -167,7 +170,9 @@ describe("a crash in the middle of a claim", () => {
     await expect(claimStoppedAt(wf, "afterCount")).rejects.toBeInstanceOf(Workflow.SimulatedCrash);
     // The third call takes index 2 and completes the workflow; index 1 has no execution yet.
     expect((await call(carol, "POST", `/workflows/${wf.id}:trigger`, { triggerType: "manual" })).status).toBe(202);
-    expect((await call(carol, "POST", `/workflows/${wf.id}:trigger`, { triggerType: "manual" })).body).toMatchObject({ reason: "MAX_EXECUTIONS_REACHED" });
+    expect((await call(carol, "POST", `/workflows/${wf.id}:trigger`, { triggerType: "manual" })).body).toMatchObject({
+      reason: "MAX_EXECUTIONS_REACHED",
+    });
     await bus.idle();
     expect((await executionsOf(carol, wf.id)).map((e) => e.index).sort()).toEqual([0, 2]);
 
@@ -186,11 +191,16 @@ describe("a crash in the middle of a claim", () => {
     const wf = await createWorkflow(dan, 1);
     await expect(claimStoppedAt(wf, "afterCount")).rejects.toBeInstanceOf(Workflow.SimulatedCrash);
     // Not runnable any more (the count is at the cap) even before the completion is stored.
-    expect((await call(dan, "POST", `/workflows/${wf.id}:trigger`, { triggerType: "manual" })).body).toMatchObject({ reason: "MAX_EXECUTIONS_REACHED" });
+    expect((await call(dan, "POST", `/workflows/${wf.id}:trigger`, { triggerType: "manual" })).body).toMatchObject({
+      reason: "MAX_EXECUTIONS_REACHED",
+    });
     expect(await sweepClaimsLater()).toBe(1);
     await bus.idle();
     expect((await executionsOf(dan, wf.id)).map((e) => [e.index, e.status])).toEqual([[0, "success"]]);
-    expect((await call(dan, "GET", `/workflows/${wf.id}`)).body).toMatchObject({ status: "completed", completionReason: "MAX_EXECUTIONS_REACHED" });
+    expect((await call(dan, "GET", `/workflows/${wf.id}`)).body).toMatchObject({
+      status: "completed",
+      completionReason: "MAX_EXECUTIONS_REACHED",
+    });
   });
 
   it("before the count update: a fire is claimed by the sweeper (a redelivery stays a duplicate); a manual trigger is dropped", async () => {

@@ -41,7 +41,13 @@ const tokenAbi = [
     ],
     outputs: [{ name: "", type: "bool" }],
   },
-  { type: "function", name: "balanceOf", stateMutability: "view", inputs: [{ name: "who", type: "address" }], outputs: [{ name: "", type: "uint256" }] },
+  {
+    type: "function",
+    name: "balanceOf",
+    stateMutability: "view",
+    inputs: [{ name: "who", type: "address" }],
+    outputs: [{ name: "", type: "uint256" }],
+  },
 ];
 
 let server: TestServer;
@@ -150,7 +156,16 @@ describe("contractWrite with two method calls, then an ethTransfer, in one trigg
     // Both elements carry the same operation: one userOpHash, one transaction, one block.
     const elements = write.output.data as Json[];
     expect(elements).toEqual([
-      { methodName: "mint", contractAddress: tokenAddress, success: true, value: null, isSimulated: false, userOpHash: expect.stringMatching(HASH), transactionHash: expect.stringMatching(HASH), blockNumber: expect.any(Number) },
+      {
+        methodName: "mint",
+        contractAddress: tokenAddress,
+        success: true,
+        value: null,
+        isSimulated: false,
+        userOpHash: expect.stringMatching(HASH),
+        transactionHash: expect.stringMatching(HASH),
+        blockNumber: expect.any(Number),
+      },
       {
         methodName: "transfer(address,uint256)",
         contractAddress: tokenAddress,
@@ -195,7 +210,9 @@ describe("contractWrite with two method calls, then an ethTransfer, in one trigg
     expect(transfer.output.data.userOpHash).not.toBe(elements[0]!.userOpHash);
     const bundle = await userOperationsIn(transfer.output.data.transactionHash);
     const second = bundle.events.filter((e) => getAddress(e.args.sender) === getAddress(alice.wallet)); // the bundle may hold others' operations
-    expect(second.map((e) => [e.args.userOpHash, e.args.sender, e.args.success])).toEqual([[transfer.output.data.userOpHash, alice.wallet, true]]);
+    expect(second.map((e) => [e.args.userOpHash, e.args.sender, e.args.success])).toEqual([
+      [transfer.output.data.userOpHash, alice.wallet, true],
+    ]);
     expect(transfer.totalGasCost).toBe(second[0]!.args.actualGasCost.toString());
 
     // The first operation deployed the runner (its gas is inside that step's). Two nodes, two operations: nonce 0 → 2.
@@ -207,8 +224,20 @@ describe("contractWrite with two method calls, then an ethTransfer, in one trigg
 
     // cogs: one gas element per step that sent an operation, matching that step's gas.
     expect(execution.cogs).toEqual([
-      { nodeId: "mintAndSend", costType: "gas", fee: { amount: write.totalGasCost, unit: "WEI" }, gasUnits: write.gasUsed, chainId: devnet().chainId },
-      { nodeId: "pay", costType: "gas", fee: { amount: transfer.totalGasCost, unit: "WEI" }, gasUnits: transfer.gasUsed, chainId: devnet().chainId },
+      {
+        nodeId: "mintAndSend",
+        costType: "gas",
+        fee: { amount: write.totalGasCost, unit: "WEI" },
+        gasUnits: write.gasUsed,
+        chainId: devnet().chainId,
+      },
+      {
+        nodeId: "pay",
+        costType: "gas",
+        fee: { amount: transfer.totalGasCost, unit: "WEI" },
+        gasUnits: transfer.gasUsed,
+        chainId: devnet().chainId,
+      },
     ]);
     expect(execution.valueFee).toMatchObject({ tier: "tier1", fee: { amount: "0.03", unit: "PERCENTAGE" } });
   });

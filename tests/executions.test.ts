@@ -85,7 +85,13 @@ describe("the record", () => {
       valueFee: VALUE_FEE,
     });
 
-    const cost: Cost = { nodeId: "send", costType: "gas", fee: { amount: "2100000000000", unit: "WEI" }, gasUnits: "21000", chainId: CHAIN_ID };
+    const cost: Cost = {
+      nodeId: "send",
+      costType: "gas",
+      fee: { amount: "2100000000000", unit: "WEI" },
+      gasUnits: "21000",
+      chainId: CHAIN_ID,
+    };
     // Recorded out of order; the two at t0+20 tie on startAt and are ordered by their position in `nodes`.
     expect(await Execution.recordStep(wf, id, nodeStep("later", t0 + 50), undefined, 0)).toBe(true);
     expect(await Execution.recordStep(wf, id, nodeStep("send", t0 + 20, { type: "ethTransfer", gasUsed: "21000" }), cost, 3)).toBe(true);
@@ -122,7 +128,13 @@ describe("the record", () => {
     const output = { data: "é".repeat(125_000) }; // 250,000 bytes of UTF-8
     const big = nodeStep("big", t0 + 1, { config, output, log: "l".repeat(65_536) });
     expect(await Execution.recordStep(wf, id, big)).toBe(true);
-    const huge = nodeStep("huge", t0 + 2, { output: { data: "y".repeat(300_000) }, log: "z".repeat(70_000), success: false, error: "e".repeat(70_000), errorCode: "SANDBOX_ERROR" });
+    const huge = nodeStep("huge", t0 + 2, {
+      output: { data: "y".repeat(300_000) },
+      log: "z".repeat(70_000),
+      success: false,
+      error: "e".repeat(70_000),
+      errorCode: "SANDBOX_ERROR",
+    });
     expect(await Execution.recordStep(wf, id, huge)).toBe(true);
 
     const res = await get(owner, `/executions/${id}?workflowId=${wf}`);
@@ -136,7 +148,11 @@ describe("the record", () => {
 
     // The parts really are separate items, each below the 400 KB item limit; the execution item stays small.
     const parts = await runtime.db.send(
-      new QueryCommand({ TableName: runtime.config.tableName, KeyConditionExpression: "pk = :pk", ExpressionAttributeValues: { ":pk": `EXEC#${id}` } }),
+      new QueryCommand({
+        TableName: runtime.config.tableName,
+        KeyConditionExpression: "pk = :pk",
+        ExpressionAttributeValues: { ":pk": `EXEC#${id}` },
+      }),
     );
     expect(parts.Items!.filter((i) => i.stepId === "big").length).toBeGreaterThan(1);
     for (const item of parts.Items!) expect((item.body as Uint8Array).length).toBeLessThan(400_000);
@@ -148,7 +164,17 @@ describe("the record", () => {
     const t0 = Date.now() - 5_000;
     const id = ulid(t0);
     const large = triggerStep(t0, { blob: "b".repeat(20_000) });
-    const item = Execution.pendingItem({ workflowId: wf, owner, chainId: CHAIN_ID, id, index: 0, startAt: t0, executionFee: FEE, valueFee: VALUE_FEE, triggerStep: large });
+    const item = Execution.pendingItem({
+      workflowId: wf,
+      owner,
+      chainId: CHAIN_ID,
+      id,
+      index: 0,
+      startAt: t0,
+      executionFee: FEE,
+      valueFee: VALUE_FEE,
+      triggerStep: large,
+    });
     expect(JSON.stringify(item).length).toBeLessThan(4_000);
     await runtime.db.send(new PutCommand({ TableName: runtime.config.tableName, Item: item }));
     expect(await Execution.recordStep(wf, id, large)).toBe(true);
@@ -227,7 +253,13 @@ describe("lists, count and stats", () => {
       const status = statuses[i % 4]!;
       const startAt = base + i * 1000;
       const duration = status === "pending" ? undefined : 100 + i;
-      const id = await insert(owner, wf, startAt, status === "pending" ? undefined : { status, after: duration!, error: status === "success" ? undefined : "x" }, i);
+      const id = await insert(
+        owner,
+        wf,
+        startAt,
+        status === "pending" ? undefined : { status, after: duration!, error: status === "success" ? undefined : "x" },
+        i,
+      );
       rows.push({ id, wf, status, startAt, duration });
     }
     // Another owner's executions, some in the same workflows' id space.
@@ -302,7 +334,15 @@ describe("lists, count and stats", () => {
   });
 
   it("refuses bad filters and paging with 400", async () => {
-    for (const query of ["status=running", "workflowId=xyz", "limit=0", "limit=201", `workflowId=${Array.from({ length: 51 }, () => ulid()).join(",")}`, "after=abc&before=abc", "after=%%%"]) {
+    for (const query of [
+      "status=running",
+      "workflowId=xyz",
+      "limit=0",
+      "limit=201",
+      `workflowId=${Array.from({ length: 51 }, () => ulid()).join(",")}`,
+      "after=abc&before=abc",
+      "after=%%%",
+    ]) {
       const res = await get(owner, `/executions?${query}`);
       expect(res.status, query).toBe(400);
     }
@@ -347,7 +387,12 @@ describe("lists, count and stats", () => {
       failed: 0,
       pending: 1,
     });
-    expect((await get(stranger, `/executions:stats?since=${base}&until=${base + 100_000}&workflowId=${wfA}`)).body).toEqual({ total: 0, succeeded: 0, failed: 0, pending: 0 });
+    expect((await get(stranger, `/executions:stats?since=${base}&until=${base + 100_000}&workflowId=${wfA}`)).body).toEqual({
+      total: 0,
+      succeeded: 0,
+      failed: 0,
+      pending: 0,
+    });
 
     for (const query of [`since=${until}&until=${since}`, "since=-1", "until=1.5", "since=abc", `since=${Date.now() + 86_400_000}`]) {
       const bad = await get(owner, `/executions:stats?${query}`);

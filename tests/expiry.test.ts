@@ -40,7 +40,8 @@ async function createWorkflow(trigger: Json, extra: Json = {}): Promise<Json> {
   expect(res.status, JSON.stringify(res.body)).toBe(201);
   return res.body;
 }
-const item = async (key: { pk: string; sk: string }) => (await runtime.db.send(new GetCommand({ TableName: runtime.config.tableName, Key: key, ConsistentRead: true }))).Item;
+const item = async (key: { pk: string; sk: string }) =>
+  (await runtime.db.send(new GetCommand({ TableName: runtime.config.tableName, Key: key, ConsistentRead: true }))).Item;
 const activeSlots = async () => Number((await item(Keys.counter(owner.owner, "activeWorkflows")))?.count ?? 0);
 
 describe("workflow expiry in the background", () => {

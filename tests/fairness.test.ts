@@ -44,7 +44,11 @@ afterAll(async () => {
 });
 
 /** A workflow whose run is one restApi GET of `<target>/<path>` (~200 ms). */
-async function slowWorkflow(who: Owner, path: string, trigger: Json = { id: "t", name: "start", type: "manual", config: { data: {} } }): Promise<string> {
+async function slowWorkflow(
+  who: Owner,
+  path: string,
+  trigger: Json = { id: "t", name: "start", type: "manual", config: { data: {} } },
+): Promise<string> {
   const workflow = await createWorkflow(who, {
     trigger,
     nodes: [{ id: "call", name: "call", type: "restApi", config: { url: `${target.url}/${path}`, method: "GET" } }],
@@ -74,7 +78,9 @@ describe("one owner's flood of :trigger calls", () => {
     const bBlocking = await slowWorkflow(b, "b/blocking");
 
     // A: 80 asynchronous runs of ~200 ms with at most 2 running: ~8 s to drain.
-    const flood = await Promise.all(Array.from({ length: 80 }, (_, i) => call(a, "POST", `/workflows/${aFlows[i % 4]}:trigger`, { triggerType: "manual" })));
+    const flood = await Promise.all(
+      Array.from({ length: 80 }, (_, i) => call(a, "POST", `/workflows/${aFlows[i % 4]}:trigger`, { triggerType: "manual" })),
+    );
     expect(flood.every((r) => r.status === 202)).toBe(true);
     await arrivalOf("/a/", 5_000);
 
@@ -97,26 +103,32 @@ describe("one owner's flood of :trigger calls", () => {
     expect(target.requests.filter((x) => x.path.startsWith("/a/"))).toHaveLength(80);
   });
 
-  it("a blocking trigger waits in its owner's turn; when blocking_trigger_wait_ms runs out it answers pending and the run goes on", { timeout: 120_000 }, async () => {
-    const a = await ownerWithWallet();
-    const flows = await Promise.all([0, 1].map((i) => slowWorkflow(a, `a2/${i}`)));
-    const limits = service.runtime.config.limits as { blockingTriggerWaitMs: number };
-    const before = limits.blockingTriggerWaitMs;
-    limits.blockingTriggerWaitMs = 500;
-    try {
-      const flood = await Promise.all(Array.from({ length: 20 }, (_, i) => call(a, "POST", `/workflows/${flows[i % 2]}:trigger`, { triggerType: "manual" })));
-      expect(flood.every((r) => r.status === 202)).toBe(true);
-      // A's own blocking call queues behind A's backlog (~2 s): the wait, queue time included, runs out first.
-      const own = await call(a, "POST", `/workflows/${flows[0]}:trigger`, { triggerType: "manual", isBlocking: true });
-      expect(own.status).toBe(200);
-      expect(own.body).toEqual({ executionId: expect.any(String), status: "pending", startAt: expect.any(Number) });
-      await service.bus.idle();
-      const execution = await waitTerminal(a, executionPath(flows[0]!, own.body.executionId), { timeoutMs: 10_000, intervalMs: 100 });
-      expect(execution.status).toBe("success");
-    } finally {
-      limits.blockingTriggerWaitMs = before;
-    }
-  });
+  it(
+    "a blocking trigger waits in its owner's turn; when blocking_trigger_wait_ms runs out it answers pending and the run goes on",
+    { timeout: 120_000 },
+    async () => {
+      const a = await ownerWithWallet();
+      const flows = await Promise.all([0, 1].map((i) => slowWorkflow(a, `a2/${i}`)));
+      const limits = service.runtime.config.limits as { blockingTriggerWaitMs: number };
+      const before = limits.blockingTriggerWaitMs;
+      limits.blockingTriggerWaitMs = 500;
+      try {
+        const flood = await Promise.all(
+          Array.from({ length: 20 }, (_, i) => call(a, "POST", `/workflows/${flows[i % 2]}:trigger`, { triggerType: "manual" })),
+        );
+        expect(flood.every((r) => r.status === 202)).toBe(true);
+        // A's own blocking call queues behind A's backlog (~2 s): the wait, queue time included, runs out first.
+        const own = await call(a, "POST", `/workflows/${flows[0]}:trigger`, { triggerType: "manual", isBlocking: true });
+        expect(own.status).toBe(200);
+        expect(own.body).toEqual({ executionId: expect.any(String), status: "pending", startAt: expect.any(Number) });
+        await service.bus.idle();
+        const execution = await waitTerminal(a, executionPath(flows[0]!, own.body.executionId), { timeoutMs: 10_000, intervalMs: 100 });
+        expect(execution.status).toBe("success");
+      } finally {
+        limits.blockingTriggerWaitMs = before;
+      }
+    },
+  );
 });
 
 describe("one owner's burst of fires on one fixedTime epoch", () => {

@@ -66,7 +66,15 @@ async function send(who: Owner, method: string, path: string, body?: string | Js
 /** The same JSON value: members sorted at every level, then compared as text (own keys only, as JSON sees them). */
 function canonical(value: unknown): string {
   const sort = (x: unknown): unknown =>
-    Array.isArray(x) ? x.map(sort) : x !== null && typeof x === "object" ? Object.fromEntries(Object.keys(x).sort().map((k) => [k, sort((x as Json)[k])])) : x;
+    Array.isArray(x)
+      ? x.map(sort)
+      : x !== null && typeof x === "object"
+        ? Object.fromEntries(
+            Object.keys(x)
+              .sort()
+              .map((k) => [k, sort((x as Json)[k])]),
+          )
+        : x;
   return JSON.stringify(sort(value));
 }
 const expectSame = (actual: unknown, expected: unknown) => expect(canonical(actual)).toBe(canonical(expected));
@@ -91,7 +99,8 @@ function deep(levels: number): string {
   return open + "1" + close;
 }
 
-const code = (id: string, source: string) => `{"id":"${id}","name":"${id}","type":"customCode","config":{"source":${JSON.stringify(source)}}}`;
+const code = (id: string, source: string) =>
+  `{"id":"${id}","name":"${id}","type":"customCode","config":{"source":${JSON.stringify(source)}}}`;
 
 /** A create body as text: `trigger` and `nodes` are JSON text; `inputVariables` too when given. */
 function workflowText(wallet: string, parts: { trigger?: string; nodes?: string[]; inputVariables?: string; edges?: string }): string {
@@ -233,7 +242,9 @@ describe("keys inside free-form JSON are data", () => {
     const request = received.find((r) => r.path === "/echo")!;
     expect(request.headers["x-ctor"]).toBe("ctor");
     // node's parser leaves `__proto__` out of `headers` (it assigns), so the raw list is read.
-    const raw = Object.fromEntries(request.rawHeaders.flatMap((name, i) => (i % 2 === 0 ? [[name.toLowerCase(), request.rawHeaders[i + 1]]] : [])));
+    const raw = Object.fromEntries(
+      request.rawHeaders.flatMap((name, i) => (i % 2 === 0 ? [[name.toLowerCase(), request.rawHeaders[i + 1]]] : [])),
+    );
     expect(raw).toHaveProperty(["__proto__"], "proto header");
     expect(raw).toHaveProperty(["constructor"], "ctor header");
     expectSame(JSON.parse(request.body), weird["__proto__"]);
@@ -278,7 +289,10 @@ describe("nesting", () => {
     const alice = await ownerWithWallet();
     const inputVariables = `{"settings":{"deep":${deep(33)}},"deep":${deep(33)}}`;
     const trigger = `{"id":"t","name":"start","type":"manual","config":{"data":${deep(33)}}}`;
-    const depth = code("depth", `let d = start.data, n = 0; while (d !== null && typeof d === "object") { d = Array.isArray(d) ? d[0] : d[""]; n++; } return n;`);
+    const depth = code(
+      "depth",
+      `let d = start.data, n = 0; while (d !== null && typeof d === "object") { d = Array.isArray(d) ? d[0] : d[""]; n++; } return n;`,
+    );
     const wf = await created(alice, workflowText(alice.wallet, { trigger, nodes: [depth], inputVariables }));
     expect(JSON.stringify(wf.inputVariables.deep)).toBe(deep(33));
     expect(JSON.stringify(wf.inputVariables.settings.deep)).toBe(deep(33));
@@ -307,14 +321,22 @@ describe("nesting", () => {
         expect(res.body).toMatchObject(refusal);
       }
     }
-    const trigger = await send(alice, "POST", `/workflows/${wf.id}:trigger`, `{"triggerType":"manual","triggerOutput":{"data":${deep(9_997)}}}`);
+    const trigger = await send(
+      alice,
+      "POST",
+      `/workflows/${wf.id}:trigger`,
+      `{"triggerType":"manual","triggerOutput":{"data":${deep(9_997)}}}`,
+    );
     expect(trigger.status).toBe(400);
     expect(trigger.body).toMatchObject(refusal);
   });
 
   it("runs a manual payload near the limit: the trigger step and the node see it whole", async () => {
     const alice = await ownerWithWallet();
-    const depth = code("depth", `let d = start.data, n = 0; while (d !== null && typeof d === "object") { d = Array.isArray(d) ? d[0] : d[""]; n++; } return n;`);
+    const depth = code(
+      "depth",
+      `let d = start.data, n = 0; while (d !== null && typeof d === "object") { d = Array.isArray(d) ? d[0] : d[""]; n++; } return n;`,
+    );
     const wf = await created(alice, workflowText(alice.wallet, { nodes: [depth] }));
     // body (1) → triggerOutput (2) → data (3 …)
     const execution = await runBlocking(alice, wf.id, `{"triggerType":"manual","isBlocking":true,"triggerOutput":{"data":${deep(510)}}}`);
@@ -353,10 +375,13 @@ describe("items stored before the JSON-text form", () => {
     );
     // Rewrite the item the way version 1 stored it: the members as maps and lists, no `document`.
     const { tableName } = service.runtime.config;
-    const item = (await service.runtime.db.send(new GetCommand({ TableName: tableName, Key: Keys.workflow(wf.id), ConsistentRead: true }))).Item!;
+    const item = (await service.runtime.db.send(new GetCommand({ TableName: tableName, Key: Keys.workflow(wf.id), ConsistentRead: true })))
+      .Item!;
     expect(item).toMatchObject({ v: 2, document: expect.any(String) });
     const { document, ...attributes } = item;
-    await service.runtime.db.send(new PutCommand({ TableName: tableName, Item: { ...attributes, ...JSON.parse(document as string), v: 1 } }));
+    await service.runtime.db.send(
+      new PutCommand({ TableName: tableName, Item: { ...attributes, ...JSON.parse(document as string), v: 1 } }),
+    );
 
     await expectReadsBack(alice, wf);
     const execution = await runBlocking(alice, wf.id);

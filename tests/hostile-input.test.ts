@@ -110,7 +110,13 @@ describe("bodies", () => {
       let sent = 0;
       let answeredAt = -1;
       const req = httpRequest(
-        { host: "127.0.0.1", port: server.port, method: "POST", path: "/auth:exchange", headers: { "Content-Type": "application/json", "Transfer-Encoding": "chunked" } },
+        {
+          host: "127.0.0.1",
+          port: server.port,
+          method: "POST",
+          path: "/auth:exchange",
+          headers: { "Content-Type": "application/json", "Transfer-Encoding": "chunked" },
+        },
         (res) => {
           answeredAt = sent;
           let body = "";
@@ -176,12 +182,20 @@ describe("bodies", () => {
   });
 
   it("answers 415 for a body that is not JSON, 400 INVALID_JSON for broken JSON, a top-level array, invalid UTF-8", async () => {
-    expectProblem(await send(alice, "PUT", "/secrets/X", { raw: "value=1", headers: { "Content-Type": "text/plain" } }), 415, "UNSUPPORTED_MEDIA_TYPE");
-    for (const raw of ["{", "[]", "null", '"text"', "{\"value\":\"\\ud800\"", "1e999999"]) {
+    expectProblem(
+      await send(alice, "PUT", "/secrets/X", { raw: "value=1", headers: { "Content-Type": "text/plain" } }),
+      415,
+      "UNSUPPORTED_MEDIA_TYPE",
+    );
+    for (const raw of ["{", "[]", "null", '"text"', '{"value":"\\ud800"', "1e999999"]) {
       expectProblem(await send(alice, "PUT", "/secrets/X", { raw }), 400, "INVALID_JSON");
     }
     const invalidUtf8 = Buffer.concat([Buffer.from('{"value":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]);
-    const res = await fetch(`${server.url}/secrets/X`, { method: "PUT", headers: { ...alice.headers, "Content-Type": "application/json" }, body: invalidUtf8 });
+    const res = await fetch(`${server.url}/secrets/X`, {
+      method: "PUT",
+      headers: { ...alice.headers, "Content-Type": "application/json" },
+      body: invalidUtf8,
+    });
     expect(res.status).toBe(400);
     expect(((await res.json()) as { code: string }).code).toBe("INVALID_JSON");
   });
@@ -223,8 +237,15 @@ describe("headers and empty responses", () => {
     const created = await send(alice, "PUT", "/secrets/EMPTY_BODY", { body: { value: "v" } });
     const replaced = await send(alice, "PUT", "/secrets/EMPTY_BODY", { body: { value: "w" } });
     const deleted = await send(alice, "DELETE", "/secrets/EMPTY_BODY");
-    const preflight = await send(undefined, "OPTIONS", "/secrets", { headers: { Origin: "https://app.example.com", "Access-Control-Request-Method": "GET" } });
-    for (const [answer, status] of [[created, 201], [replaced, 204], [deleted, 204], [preflight, 204]] as const) {
+    const preflight = await send(undefined, "OPTIONS", "/secrets", {
+      headers: { Origin: "https://app.example.com", "Access-Control-Request-Method": "GET" },
+    });
+    for (const [answer, status] of [
+      [created, 201],
+      [replaced, 204],
+      [deleted, 204],
+      [preflight, 204],
+    ] as const) {
       expect(answer.status).toBe(status);
       expect(answer.headers.get("content-type")).toBeNull();
       expect(answer.text).toBe("");
@@ -244,12 +265,28 @@ describe("headers and empty responses", () => {
     // The node host's lightweight Response keeps headers set after creation only until the body is turned
     // into a stream, which is what HEAD does: each header must survive that.
     const origin = { Origin: "https://app.example.com" };
-    for (const [who, path] of [[alice, "/wallets"], [alice, "/secrets?limit=2"], [undefined, "/health"], [alice, "/no-such-route"], [undefined, "/secrets"]] as const) {
+    for (const [who, path] of [
+      [alice, "/wallets"],
+      [alice, "/secrets?limit=2"],
+      [undefined, "/health"],
+      [alice, "/no-such-route"],
+      [undefined, "/secrets"],
+    ] as const) {
       const get = await send(who, "GET", path, { headers: origin });
       const head = await send(who, "HEAD", path, { headers: origin });
-      const names = (a: Answer) => [...a.headers.keys()].filter((n) => !["date", "content-length", "transfer-encoding", "keep-alive", "connection"].includes(n)).sort();
+      const names = (a: Answer) =>
+        [...a.headers.keys()]
+          .filter((n) => !["date", "content-length", "transfer-encoding", "keep-alive", "connection"].includes(n))
+          .sort();
       expect({ path, head: names(head) }).toEqual({ path, head: names(get) });
-      for (const name of ["x-request-id", "x-api-version", "access-control-allow-origin", "access-control-expose-headers", "vary", "content-type"]) {
+      for (const name of [
+        "x-request-id",
+        "x-api-version",
+        "access-control-allow-origin",
+        "access-control-expose-headers",
+        "vary",
+        "content-type",
+      ]) {
         expect({ path, name, present: head.headers.has(name) }).toEqual({ path, name, present: true });
       }
       expect(head.headers.get("content-type")).toBe(get.headers.get("content-type"));
@@ -290,7 +327,9 @@ describe("requests the HTTP parser refuses", () => {
   });
 
   it("answers headers over the limit with 431 problem+json", async () => {
-    const { head, body } = problemOf(await rawExchange(server.port, `GET /wallets HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`));
+    const { head, body } = problemOf(
+      await rawExchange(server.port, `GET /wallets HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`),
+    );
     expect(head).toMatch(/^HTTP\/1\.1 431 /);
     expect(body).toMatchObject({ status: 431, code: "HEADERS_TOO_LARGE" });
   });
@@ -366,5 +405,11 @@ describe("ownership", () => {
 
 /** The settings of `rt` that a replacement runtime must keep (same table, same generous limits). */
 function pick(rt: Runtime): Record<string, string> {
-  return { TABLE_NAME: rt.config.tableName, RATE_LIMIT_BURST: "100000", RATE_LIMIT_RPS: "100000", MAX_SECRETS_PER_OWNER: "2", LOG_LEVEL: "silent" };
+  return {
+    TABLE_NAME: rt.config.tableName,
+    RATE_LIMIT_BURST: "100000",
+    RATE_LIMIT_RPS: "100000",
+    MAX_SECRETS_PER_OWNER: "2",
+    LOG_LEVEL: "silent",
+  };
 }

@@ -88,7 +88,14 @@ describe("routing", () => {
     const res = await app.request("/nowhere");
     expect(res.status).toBe(404);
     const body = await problemOf(res);
-    expect(body).toEqual({ type: "about:blank", title: "Not Found", status: 404, detail: expect.any(String), instance: expect.stringMatching(ULID), code: "NOT_FOUND" });
+    expect(body).toEqual({
+      type: "about:blank",
+      title: "Not Found",
+      status: 404,
+      detail: expect.any(String),
+      instance: expect.stringMatching(ULID),
+      code: "NOT_FOUND",
+    });
     expect(res.headers.get("www-authenticate")).toBeNull();
   });
 
@@ -155,13 +162,19 @@ describe("OPTIONS (CORS preflight)", () => {
   it("answers 204 with the CORS headers and no authentication, even on a bearer route", async () => {
     const res = await app.request("/things/abc", {
       method: "OPTIONS",
-      headers: { Origin: "https://app.example.com", "Access-Control-Request-Method": "DELETE", "Access-Control-Request-Headers": "authorization" },
+      headers: {
+        Origin: "https://app.example.com",
+        "Access-Control-Request-Method": "DELETE",
+        "Access-Control-Request-Headers": "authorization",
+      },
     });
     expect(res.status).toBe(204);
     expect(await res.text()).toBe("");
     expect(res.headers.get("access-control-allow-origin")).toBe("*");
     expect(res.headers.get("access-control-allow-credentials")).toBeNull();
-    expect(res.headers.get("access-control-allow-methods")!.split(",")).toEqual(expect.arrayContaining(["GET", "POST", "PUT", "PATCH", "DELETE"]));
+    expect(res.headers.get("access-control-allow-methods")!.split(",")).toEqual(
+      expect.arrayContaining(["GET", "POST", "PUT", "PATCH", "DELETE"]),
+    );
     expect(res.headers.get("access-control-allow-headers")!.split(",")).toEqual(
       expect.arrayContaining(["Authorization", "Content-Type", "Idempotency-Key", "X-Request-Id", "X-Api-Version", "Last-Event-ID"]),
     );
@@ -173,7 +186,16 @@ describe("OPTIONS (CORS preflight)", () => {
     const res = await app.request("/ping", { headers: { Origin: "https://app.example.com" } });
     expect(res.headers.get("access-control-allow-origin")).toBe("*");
     expect(res.headers.get("access-control-expose-headers")!.split(",")).toEqual(
-      expect.arrayContaining(["X-Request-Id", "X-Api-Version", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "Retry-After", "Location", "Idempotency-Replayed"]),
+      expect.arrayContaining([
+        "X-Request-Id",
+        "X-Api-Version",
+        "X-RateLimit-Limit",
+        "X-RateLimit-Remaining",
+        "X-RateLimit-Reset",
+        "Retry-After",
+        "Location",
+        "Idempotency-Replayed",
+      ]),
     );
   });
 });
@@ -311,7 +333,11 @@ describe("validation errors", () => {
     const res = await app.request("/things", json({ x: "one" }));
     const body = await problemOf(res);
     expect(res.status).toBe(400);
-    expect(body).toMatchObject({ title: "Bad Request", code: "VALIDATION_FAILED", errors: [{ path: "body.x", message: expect.any(String) }] });
+    expect(body).toMatchObject({
+      title: "Bad Request",
+      code: "VALIDATION_FAILED",
+      errors: [{ path: "body.x", message: expect.any(String) }],
+    });
   });
 
   it("names nested paths and unknown members, reporting every problem together", async () => {
@@ -382,7 +408,11 @@ describe("unexpected errors", () => {
 describe("rate limiting", () => {
   /** An app with fresh buckets (they live in the table: a fresh table) under a runtime with a burst of 3. */
   async function limitedApp() {
-    const runtime = useSettings((c) => ({ ...c, tableName: `rate-${randomUUID()}`, limits: { ...c.limits, rateLimitBurst: 3, rateLimitRps: 1 } }));
+    const runtime = useSettings((c) => ({
+      ...c,
+      tableName: `rate-${randomUUID()}`,
+      limits: { ...c.limits, rateLimitBurst: 3, rateLimitRps: 1 },
+    }));
     await ensureTable(runtime.db, runtime.config.tableName);
     return makeApp();
   }
@@ -474,13 +504,19 @@ describe("GET /health", () => {
     await new Promise<void>((resolve) => rpc.close(() => resolve()));
   });
 
-  const withChain = (rpcUrlFor: string) => (c: Config): Config => ({ ...c, chains: [{ ...c.chains[0]!, chainId: 777, rpcUrl: rpcUrlFor }], defaultChainId: 777 });
+  const withChain =
+    (rpcUrlFor: string) =>
+    (c: Config): Config => ({ ...c, chains: [{ ...c.chains[0]!, chainId: 777, rpcUrl: rpcUrlFor }], defaultChainId: 777 });
 
   it("is public and answers {status, version, chainId}", async () => {
     const res = await app.request("/health");
     expect(res.status).toBe(200);
     const body = (await res.json()) as Record<string, unknown>;
-    expect(body).toEqual({ status: expect.stringMatching(/^(ok|degraded)$/), version: rt.config.serviceVersion, chainId: rt.config.defaultChainId });
+    expect(body).toEqual({
+      status: expect.stringMatching(/^(ok|degraded)$/),
+      version: rt.config.serviceVersion,
+      chainId: rt.config.defaultChainId,
+    });
     expect(res.headers.get("x-ratelimit-limit")).not.toBeNull();
   });
 

@@ -43,7 +43,11 @@ const chain = (nodes: Json[]) => nodes.map((n, i) => ({ id: `e${i}`, source: i =
 const fan = (nodes: Json[]) => nodes.map((n, i) => ({ id: `f${i}`, source: "t", target: n.id }));
 
 async function run(who: Owner, nodes: Json[], edges?: Json[]): Promise<Json> {
-  const created = await createWorkflow(who, { trigger: { id: "t", name: "start", type: "manual", config: { data: {} } }, nodes, ...(edges ? { edges } : {}) });
+  const created = await createWorkflow(who, {
+    trigger: { id: "t", name: "start", type: "manual", config: { data: {} } },
+    nodes,
+    ...(edges ? { edges } : {}),
+  });
   const started = await call(who, "POST", `/workflows/${created.id}:trigger`, { triggerType: "manual", isBlocking: false });
   expect(started.status).toBe(202);
   return waitTerminal(who, executionPath(created.id, started.body.executionId), { timeoutMs: 120_000, intervalMs: 100 });
@@ -95,7 +99,12 @@ describe("execution state (§18.2)", () => {
     const execution = await run(a, nodes, edges);
     const byId = Object.fromEntries(execution.steps.map((s: Json) => [s.id, s]));
     expect(byId.three.success).toBe(true);
-    expect(byId.four).toMatchObject({ success: false, errorCode: "OUTPUT_TOO_LARGE", error: "execution state would exceed 32 MiB", output: { data: null } });
+    expect(byId.four).toMatchObject({
+      success: false,
+      errorCode: "OUTPUT_TOO_LARGE",
+      error: "execution state would exceed 32 MiB",
+      output: { data: null },
+    });
     expect(byId.use).toMatchObject({ success: true, inputs: ["three.data.status", "one.data.url"] });
   }, 120_000);
 
@@ -107,7 +116,11 @@ describe("execution state (§18.2)", () => {
     expect(byId.ok.success).toBe(true);
     expect(JSON.stringify(byId.ok.output.data.data)).toBe(nested(512));
     for (const id of ["deep", "deeper"]) {
-      expect(byId[id]).toMatchObject({ success: false, errorCode: "INVALID_RESPONSE", error: "response JSON nested deeper than 512 levels" });
+      expect(byId[id]).toMatchObject({
+        success: false,
+        errorCode: "INVALID_RESPONSE",
+        error: "response JSON nested deeper than 512 levels",
+      });
     }
   }, 60_000);
 });
@@ -120,7 +133,12 @@ describe("outbound requests (§18.3)", () => {
       id,
       name: id,
       type: "loop",
-      config: { inputVariable: "{{start.data.items}}", iterVar: "item", executionMode: "parallel", runner: { type: "restApi", config: { url: `${target.url}/count`, method: "GET" } } },
+      config: {
+        inputVariable: "{{start.data.items}}",
+        iterVar: "item",
+        executionMode: "parallel",
+        runner: { type: "restApi", config: { url: `${target.url}/count`, method: "GET" } },
+      },
     });
     const nodes = ["l1", "l2", "l3", "l4", "l5", "l6"].map(loop);
     const created = await call(a, "POST", "/workflows", {
@@ -136,7 +154,11 @@ describe("outbound requests (§18.3)", () => {
     const execution = (await call(a, "GET", `/executions/${started.body.executionId}?workflowId=${created.body.id}`)).body;
     expect(counted - before).toBe(500);
     const last = execution.steps.find((s: Json) => s.id === "l6");
-    expect(last).toMatchObject({ success: false, errorCode: "ITERATION_FAILED", error: expect.stringMatching(/^iteration \d+: execution reached its limit of 500 HTTP requests$/) });
+    expect(last).toMatchObject({
+      success: false,
+      errorCode: "ITERATION_FAILED",
+      error: expect.stringMatching(/^iteration \d+: execution reached its limit of 500 HTTP requests$/),
+    });
     expect(execution.steps.filter((s: Json) => s.success && s.id !== "t")).toHaveLength(5);
   }, 60_000);
 });

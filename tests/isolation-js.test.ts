@@ -39,9 +39,14 @@ const code = (id: string, source: string) => ({ id, name: id, type: "customCode"
 const spinFor = (ms: number) => `const end = Date.now() + ${ms}; while (Date.now() < end) {} return ${ms}`;
 
 const createWorkflow = (who: Owner, nodes: Json[], extra: Json = {}) =>
-  create(who, { trigger: { id: "t", name: "start", type: "manual", config: { data: { items: Array.from({ length: 10 }, (_, i) => i) } } }, nodes, ...extra });
+  create(who, {
+    trigger: { id: "t", name: "start", type: "manual", config: { data: { items: Array.from({ length: 10 }, (_, i) => i) } } },
+    nodes,
+    ...extra,
+  });
 
-const trigger = (who: SignedIn, id: string, isBlocking: boolean) => call(who, "POST", `/workflows/${id}:trigger`, { triggerType: "manual", isBlocking });
+const trigger = (who: SignedIn, id: string, isBlocking: boolean) =>
+  call(who, "POST", `/workflows/${id}:trigger`, { triggerType: "manual", isBlocking });
 
 const terminal = (who: SignedIn, workflowId: string, executionId: string, timeoutMs = 60_000) =>
   waitTerminal(who, executionPath(workflowId, executionId), { timeoutMs, intervalMs: 100 });
@@ -94,7 +99,11 @@ describe("a neighbour's spinning scripts", () => {
     // A's own step is stopped by its time limit, wherever the script is.
     const execution = await terminal(a, spinning.id, started.body.executionId);
     expect(execution.status).toBe("failed");
-    expect(execution.steps[1]).toMatchObject({ success: false, errorCode: "SANDBOX_TIMEOUT", error: "script exceeded time limit of 5000 ms" });
+    expect(execution.steps[1]).toMatchObject({
+      success: false,
+      errorCode: "SANDBOX_TIMEOUT",
+      error: "script exceeded time limit of 5000 ms",
+    });
   }, 60_000);
 
   it("while A's parallel loop of spinning iterations saturates A's share of the pool, B still gets a sandbox at once", async () => {
@@ -104,7 +113,12 @@ describe("a neighbour's spinning scripts", () => {
       id: "spinAll",
       name: "spinAll",
       type: "loop",
-      config: { inputVariable: "{{start.data.items}}", iterVar: "item", executionMode: "parallel", runner: { type: "customCode", config: { source: "while (true) {}" } } },
+      config: {
+        inputVariable: "{{start.data.items}}",
+        iterVar: "item",
+        executionMode: "parallel",
+        runner: { type: "customCode", config: { source: "while (true) {}" } },
+      },
     };
     const spinning = await createWorkflow(a, [loop]);
     expect((await trigger(a, spinning.id, false)).status).toBe(202);
@@ -127,7 +141,12 @@ describe("the per-execution JavaScript budget", () => {
       id: "slowLoop",
       name: "slowLoop",
       type: "loop",
-      config: { inputVariable: "{{start.data.items}}", iterVar: "item", executionMode: "sequential", runner: { type: "customCode", config: { source: spinFor(4_000) } } },
+      config: {
+        inputVariable: "{{start.data.items}}",
+        iterVar: "item",
+        executionMode: "sequential",
+        runner: { type: "customCode", config: { source: spinFor(4_000) } },
+      },
     };
     const wf = await createWorkflow(a, [loop]);
     const started = Date.now();
@@ -136,7 +155,11 @@ describe("the per-execution JavaScript budget", () => {
     const took = Date.now() - started;
     expect(execution.status).toBe("failed");
     // Items 0-6 take 28 s; item 7 gets the 2 s left and is interrupted by the budget.
-    expect(execution.steps[1]).toMatchObject({ success: false, errorCode: "ITERATION_FAILED", error: "iteration 7: execution exceeded its JavaScript budget of 30000 ms" });
+    expect(execution.steps[1]).toMatchObject({
+      success: false,
+      errorCode: "ITERATION_FAILED",
+      error: "iteration 7: execution exceeded its JavaScript budget of 30000 ms",
+    });
     expect(execution.steps[1].output.data.slice(0, 7)).toEqual([4000, 4000, 4000, 4000, 4000, 4000, 4000]);
     expect(took).toBeGreaterThan(29_000);
     expect(took).toBeLessThan(40_000);
@@ -150,7 +173,12 @@ describe(":simulate at its cap", () => {
       id: "counting",
       name: "counting",
       type: "loop",
-      config: { inputVariable: "{{start.data.items}}", iterVar: "item", executionMode: "sequential", runner: { type: "restApi", config: { url: `${target.url}/count`, method: "GET" } } },
+      config: {
+        inputVariable: "{{start.data.items}}",
+        iterVar: "item",
+        executionMode: "sequential",
+        runner: { type: "restApi", config: { url: `${target.url}/count`, method: "GET" } },
+      },
     };
     const items = Array.from({ length: 100 }, (_, i) => i);
     const started = Date.now();
@@ -170,7 +198,11 @@ describe(":simulate at its cap", () => {
     const byId = Object.fromEntries(res.body.steps.map((s: Json) => [s.id, s]));
     const reached = `simulation time limit of ${SIMULATE_CAP_MS} ms reached`;
     expect(byId.spin).toMatchObject({ success: false, errorCode: "SANDBOX_TIMEOUT", error: reached });
-    expect(byId.counting).toMatchObject({ success: false, errorCode: "ITERATION_FAILED", error: expect.stringMatching(new RegExp(`^iteration \\d+: ${reached}$`)) });
+    expect(byId.counting).toMatchObject({
+      success: false,
+      errorCode: "ITERATION_FAILED",
+      error: expect.stringMatching(new RegExp(`^iteration \\d+: ${reached}$`)),
+    });
 
     // Nothing keeps running: the counter stops moving and no sandbox is busy.
     const atAnswer = counted;
@@ -182,7 +214,7 @@ describe(":simulate at its cap", () => {
 });
 
 describe("deleting a workflow while its script runs", () => {
-  it("is served at once; the running step finishes, no further node starts, the run ends error \"workflow was deleted\"", async () => {
+  it('is served at once; the running step finishes, no further node starts, the run ends error "workflow was deleted"', async () => {
     const a = await ownerWithWallet();
     const wf = await createWorkflow(a, [code("slow", spinFor(2_500)), code("after", "return 'ran'")]);
     const res = await trigger(a, wf.id, false);

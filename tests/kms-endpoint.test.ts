@@ -53,7 +53,9 @@ describe("local KMS endpoint", () => {
 
   it("GenerateDataKey returns a 32-byte data key whose blob Decrypt recovers without a KeyId", async () => {
     const context = { owner: "0xabc", name: "API_KEY" };
-    const out = await kms.send(new GenerateDataKeyCommand({ KeyId: "alias/workflow-secrets", KeySpec: "AES_256", EncryptionContext: context }));
+    const out = await kms.send(
+      new GenerateDataKeyCommand({ KeyId: "alias/workflow-secrets", KeySpec: "AES_256", EncryptionContext: context }),
+    );
     expect(out.Plaintext).toHaveLength(32);
     expect(out.KeyId).toMatch(/^arn:aws:kms:eu-west-1:\d{12}:key\/[0-9a-f-]{36}$/);
     const back = await kms.send(new DecryptCommand({ CiphertextBlob: out.CiphertextBlob, EncryptionContext: context }));
@@ -70,15 +72,26 @@ describe("local KMS endpoint", () => {
 
   it("Encrypt/Decrypt round-trips and the context's member order does not matter", async () => {
     const plaintext = Buffer.from("hello kms");
-    const enc = await kms.send(new EncryptCommand({ KeyId: "alias/roundtrip", Plaintext: plaintext, EncryptionContext: { a: "1", b: "2" } }));
-    const dec = await kms.send(new DecryptCommand({ CiphertextBlob: enc.CiphertextBlob, EncryptionContext: { b: "2", a: "1" }, KeyId: "alias/roundtrip" }));
+    const enc = await kms.send(
+      new EncryptCommand({ KeyId: "alias/roundtrip", Plaintext: plaintext, EncryptionContext: { a: "1", b: "2" } }),
+    );
+    const dec = await kms.send(
+      new DecryptCommand({ CiphertextBlob: enc.CiphertextBlob, EncryptionContext: { b: "2", a: "1" }, KeyId: "alias/roundtrip" }),
+    );
     expect(Buffer.from(dec.Plaintext!).toString()).toBe("hello kms");
     expect(dec.KeyId).toBe(enc.KeyId);
   });
 
   it("Decrypt with a different, partial or missing encryption context fails with InvalidCiphertextException", async () => {
-    const enc = await kms.send(new EncryptCommand({ KeyId: "alias/ctx", Plaintext: Buffer.from("x"), EncryptionContext: { owner: "a", scope: "user" } }));
-    const contexts: (Record<string, string> | undefined)[] = [{ owner: "b", scope: "user" }, { owner: "a" }, { owner: "a", scope: "user", extra: "" }, undefined];
+    const enc = await kms.send(
+      new EncryptCommand({ KeyId: "alias/ctx", Plaintext: Buffer.from("x"), EncryptionContext: { owner: "a", scope: "user" } }),
+    );
+    const contexts: (Record<string, string> | undefined)[] = [
+      { owner: "b", scope: "user" },
+      { owner: "a" },
+      { owner: "a", scope: "user", extra: "" },
+      undefined,
+    ];
     for (const EncryptionContext of contexts) {
       const err = await errorOf(kms.send(new DecryptCommand({ CiphertextBlob: enc.CiphertextBlob, EncryptionContext })));
       expect(err).toEqual({ name: "InvalidCiphertextException", status: 400 });
@@ -144,7 +157,9 @@ describe("local KMS endpoint", () => {
     expect(statSync(path).mode & 0o777).toBe(0o600);
 
     const context = { purpose: "restart" };
-    const data = await kms.send(new GenerateDataKeyCommand({ KeyId: "alias/workflow-secrets", KeySpec: "AES_256", EncryptionContext: context }));
+    const data = await kms.send(
+      new GenerateDataKeyCommand({ KeyId: "alias/workflow-secrets", KeySpec: "AES_256", EncryptionContext: context }),
+    );
     const created = await kms.send(new CreateKeyCommand({}));
     const underKey = await kms.send(new EncryptCommand({ KeyId: created.KeyMetadata!.KeyId, Plaintext: Buffer.from("kept") }));
 
@@ -154,7 +169,9 @@ describe("local KMS endpoint", () => {
     kms = client(endpoint.url);
 
     expect(readFileSync(path).equals(master)).toBe(true);
-    const back = await kms.send(new DecryptCommand({ CiphertextBlob: data.CiphertextBlob, EncryptionContext: context, KeyId: "alias/workflow-secrets" }));
+    const back = await kms.send(
+      new DecryptCommand({ CiphertextBlob: data.CiphertextBlob, EncryptionContext: context, KeyId: "alias/workflow-secrets" }),
+    );
     expect(Buffer.from(back.Plaintext!).equals(Buffer.from(data.Plaintext!))).toBe(true);
     const kept = await kms.send(new DecryptCommand({ CiphertextBlob: underKey.CiphertextBlob }));
     expect(Buffer.from(kept.Plaintext!).toString()).toBe("kept");

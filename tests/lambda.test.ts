@@ -33,14 +33,23 @@ beforeAll(async () => {
   expect(useRuntime().config.tableName).toBe(tableName);
 });
 
-function event(method: string, rawPath: string, init: { body?: string; headers?: Record<string, string>; rawQueryString?: string } = {}): APIGatewayProxyEventV2 {
+function event(
+  method: string,
+  rawPath: string,
+  init: { body?: string; headers?: Record<string, string>; rawQueryString?: string } = {},
+): APIGatewayProxyEventV2 {
   const now = Date.now();
   return {
     version: "2.0",
     routeKey: "$default",
     rawPath,
     rawQueryString: init.rawQueryString ?? "",
-    headers: { host: "abc123.execute-api.us-east-1.amazonaws.com", "user-agent": "vitest", "x-forwarded-for": "203.0.113.7", ...init.headers },
+    headers: {
+      host: "abc123.execute-api.us-east-1.amazonaws.com",
+      "user-agent": "vitest",
+      "x-forwarded-for": "203.0.113.7",
+      ...init.headers,
+    },
     requestContext: {
       accountId: "123456789012",
       apiId: "abc123",
@@ -76,19 +85,28 @@ describe("Lambda entry points", () => {
     const message = buildAuthMessage(messageDefaults(account.address));
     const signature = await account.signMessage({ message });
     const exchange = await core(
-      event("POST", "/auth:exchange", { headers: { "content-type": "application/json" }, body: JSON.stringify({ ownerAddress: account.address, signature, message }) }),
+      event("POST", "/auth:exchange", {
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ ownerAddress: account.address, signature, message }),
+      }),
       context,
     );
     expect(exchange.statusCode).toBe(200);
     const { token } = JSON.parse(exchange.body!);
     const auth = { authorization: `Bearer ${token}`, "content-type": "application/json" };
 
-    const put = await secrets(event("PUT", "/secrets/API_KEY", { headers: auth, body: JSON.stringify({ value: "s3cret-value" }) }), context);
+    const put = await secrets(
+      event("PUT", "/secrets/API_KEY", { headers: auth, body: JSON.stringify({ value: "s3cret-value" }) }),
+      context,
+    );
     expect(put.statusCode).toBe(201);
     expect(Object.keys(put.headers ?? {}).map((h) => h.toLowerCase())).not.toContain("content-type"); // 201 without a body
     const encoded = await secrets(event("PUT", "/secrets/%41PI_KEY", { headers: auth, body: JSON.stringify({ value: "again" }) }), context);
     expect(encoded.statusCode).toBe(204); // the same secret: the path is decoded before routing
-    const tooLarge = await secrets(event("PUT", "/secrets/BIG", { headers: auth, body: JSON.stringify({ value: "x".repeat(1_100_000) }) }), context);
+    const tooLarge = await secrets(
+      event("PUT", "/secrets/BIG", { headers: auth, body: JSON.stringify({ value: "x".repeat(1_100_000) }) }),
+      context,
+    );
     expect(tooLarge.statusCode).toBe(413);
     expect(JSON.parse(tooLarge.body!).code).toBe("PAYLOAD_TOO_LARGE");
     const list = await secrets(event("GET", "/secrets", { headers: auth, rawQueryString: "limit=5" }), context);

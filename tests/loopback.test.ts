@@ -110,7 +110,9 @@ function tryConnect(host: string, port: number): Promise<string> {
 }
 
 const env = inject("stackEnv");
-const devnet = (JSON.parse(env.CHAINS ?? "[]") as { chainId: number; rpcUrl: string; bundlerUrl?: string }[]).find((c) => c.chainId === 31337);
+const devnet = (JSON.parse(env.CHAINS ?? "[]") as { chainId: number; rpcUrl: string; bundlerUrl?: string }[]).find(
+  (c) => c.chainId === 31337,
+);
 
 /** Each component: its endpoint, and how to recognise its own process (undefined: it runs inside the test host). */
 const components: { name: string; url: string | undefined; process?: RegExp }[] = [
@@ -176,7 +178,10 @@ describe.runIf(process.platform === "linux")("local components listen on loopbac
         const held = socketInodes(owner!.pid);
         const all = listeningSockets().filter((s) => held.has(s.inode));
         expect(all.map((s) => s.port)).toContain(port);
-        expect(describeSockets(all.filter((s) => !isLoopback(s.address))), `${component.name} (pid ${owner!.pid}) listens beyond loopback`).toEqual([]);
+        expect(
+          describeSockets(all.filter((s) => !isLoopback(s.address))),
+          `${component.name} (pid ${owner!.pid}) listens beyond loopback`,
+        ).toEqual([]);
       }
 
       // From outside loopback, nothing answers on that port.

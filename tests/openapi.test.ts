@@ -56,12 +56,14 @@ function jsonType(value: unknown): string {
 function validate(schema: Json, value: unknown, at = "$"): string[] {
   const errors: string[] = [];
   if (typeof schema.$ref === "string") errors.push(...validate(resolvePointer(schema.$ref) as Json, value, at));
-  if (schema.anyOf && !(schema.anyOf as Json[]).some((s) => validate(s, value, at).length === 0)) errors.push(`${at}: matches no anyOf branch`);
+  if (schema.anyOf && !(schema.anyOf as Json[]).some((s) => validate(s, value, at).length === 0))
+    errors.push(`${at}: matches no anyOf branch`);
   for (const s of (schema.allOf as Json[] | undefined) ?? []) errors.push(...validate(s, value, at));
   if (schema.type !== undefined) {
     const types = ([] as string[]).concat(schema.type);
     const actual = jsonType(value);
-    if (!types.includes(actual) && !(actual === "integer" && types.includes("number"))) return [...errors, `${at}: is ${actual}, expected ${types.join("|")}`];
+    if (!types.includes(actual) && !(actual === "integer" && types.includes("number")))
+      return [...errors, `${at}: is ${actual}, expected ${types.join("|")}`];
   }
   if ("const" in schema && value !== schema.const) errors.push(`${at}: must be ${JSON.stringify(schema.const)}`);
   if (schema.enum && !(schema.enum as unknown[]).includes(value)) errors.push(`${at}: not in enum`);
@@ -226,7 +228,10 @@ describe("document structure", () => {
       ids.add(op.operationId);
       expect(op.summary, where).toBeTruthy();
       expect(op.tags?.length, where).toBeGreaterThan(0);
-      const headers = (op.parameters as Json[]).map(deref).filter((p) => p.in === "header").map((p) => p.name);
+      const headers = (op.parameters as Json[])
+        .map(deref)
+        .filter((p) => p.in === "header")
+        .map((p) => p.name);
       expect(headers, where).toEqual(expect.arrayContaining(["X-Api-Version", "X-Request-Id"]));
     }
     expect(operation("POST", "/wallets/{address}:withdraw")!.parameters.map((p: Json) => deref(p).name)).toContain("Idempotency-Key");
@@ -236,7 +241,10 @@ describe("document structure", () => {
     for (const [method, path, op] of documentedOperations()) {
       const inTemplate = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]).sort();
       const params = ((op.parameters ?? []) as Json[]).map(deref);
-      const declared = params.filter((p) => p.in === "path").map((p) => p.name).sort();
+      const declared = params
+        .filter((p) => p.in === "path")
+        .map((p) => p.name)
+        .sort();
       expect(declared, `${method} ${path}`).toEqual(inTemplate);
       for (const p of params) {
         expect(p.schema, `${method} ${path} ${p.name}`).toBeDefined();
@@ -248,7 +256,10 @@ describe("document structure", () => {
   it("answers errors as problem+json with the Problem schema and success with a documented media type", () => {
     for (const [method, path, op] of documentedOperations()) {
       const statuses = Object.keys(op.responses);
-      expect(statuses.some((s) => s.startsWith("2")), `${method} ${path} has a success status`).toBe(true);
+      expect(
+        statuses.some((s) => s.startsWith("2")),
+        `${method} ${path} has a success status`,
+      ).toBe(true);
       expect(statuses, `${method} ${path}`).toEqual(expect.arrayContaining(["400", "429", "500"]));
       for (const [status, raw] of Object.entries(op.responses as Json)) {
         const response = deref(raw as Json);
@@ -294,7 +305,9 @@ describe("document structure", () => {
       "POST /workflows:estimateFees",
     ];
     const served = documentedOperations().map(([m, p]) => `${m.toUpperCase()} ${p}`);
-    const bodies = documentedOperations().filter(([, , op]) => op.requestBody).map(([m, p]) => `${m.toUpperCase()} ${p}`);
+    const bodies = documentedOperations()
+      .filter(([, , op]) => op.requestBody)
+      .map(([m, p]) => `${m.toUpperCase()} ${p}`);
     expect(bodies.sort()).toEqual(takesBody.filter((route) => served.includes(route)).sort());
     expect(bodies.length).toBeGreaterThanOrEqual(6);
   });
@@ -309,8 +322,12 @@ describe("document structure", () => {
     expect(validate(put, { value: "x", workflowId: "01jd7q0s7w3c2y8k5n6m4p1r9t" })).toEqual([]);
     expect(validate(put, { value: "" })).not.toEqual([]);
     expect(validate(doc.components.schemas.WalletUpdateRequest, {})).toEqual([]);
-    expect(validate(doc.components.schemas.WithdrawRequest, { recipientAddress: "0x" + "1".repeat(40), amount: "max", token: "ETH" })).toEqual([]);
-    expect(validate(doc.components.schemas.WithdrawRequest, { recipientAddress: "0x" + "1".repeat(40), amount: "0", token: "ETH" })).not.toEqual([]);
+    expect(
+      validate(doc.components.schemas.WithdrawRequest, { recipientAddress: "0x" + "1".repeat(40), amount: "max", token: "ETH" }),
+    ).toEqual([]);
+    expect(
+      validate(doc.components.schemas.WithdrawRequest, { recipientAddress: "0x" + "1".repeat(40), amount: "0", token: "ETH" }),
+    ).not.toEqual([]);
   });
 });
 
@@ -340,7 +357,10 @@ describe("the service conforms to the document", () => {
     const message = buildAuthMessage(messageDefaults(account.address));
     const exchange = { ownerAddress: account.address, signature: await account.signMessage({ message }), message };
     expect(validate(doc.components.schemas.AuthExchangeRequest, exchange)).toEqual([]);
-    expect((await conforming("POST", "/auth:exchange", "/auth:exchange", { body: exchange, headers: { "X-Forwarded-For": "198.51.100.7" } })).status).toBe(200);
+    expect(
+      (await conforming("POST", "/auth:exchange", "/auth:exchange", { body: exchange, headers: { "X-Forwarded-For": "198.51.100.7" } }))
+        .status,
+    ).toBe(200);
     const bad = await conforming("POST", "/auth:exchange", "/auth:exchange", { body: { ...exchange, ownerAddress: "nope" } });
     expect(bad.body?.code).toBe("AUTH_INVALID_ADDRESS");
     const version = await conforming("GET", "/health", "/health", { headers: { "X-Api-Version": "3" } });
@@ -351,11 +371,15 @@ describe("the service conforms to the document", () => {
     const h = alice.headers;
     expect((await conforming("GET", "/secrets", "/secrets")).status).toBe(401);
     expect((await conforming("PUT", "/secrets/{name}", "/secrets/API_KEY", { headers: h, body: { value: "s3cret" } })).status).toBe(201);
-    expect((await conforming("PUT", "/secrets/{name}", "/secrets/API_KEY", { headers: h, body: { value: "other", workflowId: null } })).status).toBe(204);
+    expect(
+      (await conforming("PUT", "/secrets/{name}", "/secrets/API_KEY", { headers: h, body: { value: "other", workflowId: null } })).status,
+    ).toBe(204);
     const page = await conforming("GET", "/secrets", "/secrets?limit=1", { headers: h });
     expect(page.body?.data).toHaveLength(1);
     expect((await conforming("GET", "/secrets", "/secrets?limit=0", { headers: h })).body?.code).toBe("VALIDATION_FAILED");
-    expect((await conforming("PUT", "/secrets/{name}", "/secrets/ap_x", { headers: h, body: { value: "v" } })).body?.code).toBe("SECRET_NAME_RESERVED");
+    expect((await conforming("PUT", "/secrets/{name}", "/secrets/ap_x", { headers: h, body: { value: "v" } })).body?.code).toBe(
+      "SECRET_NAME_RESERVED",
+    );
     expect((await conforming("DELETE", "/secrets/{name}", "/secrets/API_KEY", { headers: h })).status).toBe(204);
   });
 
@@ -366,15 +390,30 @@ describe("the service conforms to the document", () => {
     expect((await conforming("POST", "/wallets", "/wallets", { headers: h, body: { salt: "7" } })).status).toBe(200);
     const address = created.body!.address as string;
     expect((await conforming("GET", "/wallets", "/wallets?includeHidden=true", { headers: h })).body?.data).toHaveLength(1);
-    expect((await conforming("PATCH", "/wallets/{address}", `/wallets/${address}`, { headers: h, body: { isHidden: true } })).body?.isHidden).toBe(true);
+    expect(
+      (await conforming("PATCH", "/wallets/{address}", `/wallets/${address}`, { headers: h, body: { isHidden: true } })).body?.isHidden,
+    ).toBe(true);
     expect((await conforming("GET", "/wallets/{address}:getNonce", `/wallets/${address}:getNonce`, { headers: h })).body?.nonce).toBe("0");
-    const withdrawals = await conforming("GET", "/wallets/{address}/withdrawals", `/wallets/${address}/withdrawals?status=pending,failed`, { headers: h });
+    const withdrawals = await conforming("GET", "/wallets/{address}/withdrawals", `/wallets/${address}/withdrawals?status=pending,failed`, {
+      headers: h,
+    });
     expect(withdrawals.body).toEqual({ data: [], pageInfo: { hasNextPage: false, hasPreviousPage: false } });
-    const missing = await conforming("GET", "/wallets/{address}/withdrawals/{id}", `/wallets/${address}/withdrawals/01JD7Q0S7W3C2Y8K5N6M4P1R9T`, { headers: h });
+    const missing = await conforming(
+      "GET",
+      "/wallets/{address}/withdrawals/{id}",
+      `/wallets/${address}/withdrawals/01JD7Q0S7W3C2Y8K5N6M4P1R9T`,
+      { headers: h },
+    );
     expect(missing.body?.code).toBe("WITHDRAWAL_NOT_FOUND");
-    const badWithdraw = await conforming("POST", "/wallets/{address}:withdraw", `/wallets/${address}:withdraw`, { headers: h, body: { amount: "1", token: "ETH" } });
+    const badWithdraw = await conforming("POST", "/wallets/{address}:withdraw", `/wallets/${address}:withdraw`, {
+      headers: h,
+      body: { amount: "1", token: "ETH" },
+    });
     expect(badWithdraw.body?.code).toBe("WITHDRAW_MISSING_FIELDS");
-    const unsupported = await conforming("POST", "/wallets", "/wallets", { headers: { ...h, "Content-Type": "text/plain" }, body: { salt: "1" } });
+    const unsupported = await conforming("POST", "/wallets", "/wallets", {
+      headers: { ...h, "Content-Type": "text/plain" },
+      body: { salt: "1" },
+    });
     expect(unsupported.status).toBe(415);
   });
 });

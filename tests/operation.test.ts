@@ -60,7 +60,10 @@ const nonceOf = (address: Address) =>
   devnet().client.readContract({ address: devnet().entryPoint, abi: entryPoint07Abi, functionName: "getNonce", args: [address, 0n] });
 
 function ok(outcome: SendOutcome): Extract<SendOutcome, { ok: true }> {
-  expect(outcome, JSON.stringify(outcome, (_k, v) => (typeof v === "bigint" ? v.toString() : v))).toMatchObject({ ok: true });
+  expect(
+    outcome,
+    JSON.stringify(outcome, (_k, v) => (typeof v === "bigint" ? v.toString() : v)),
+  ).toMatchObject({ ok: true });
   return outcome as Extract<SendOutcome, { ok: true }>;
 }
 
@@ -99,7 +102,9 @@ describe("walletSender (sponsored by the paymaster)", () => {
     const wallet = await newWallet();
     const to = someone();
     await token.mint(wallet, 1000n);
-    ok(await walletSender({ owner: alice.owner, wallet })({ chainId: 31337, calls: [{ to: token.address, data: erc20Transfer(to, 250n) }] }));
+    ok(
+      await walletSender({ owner: alice.owner, wallet })({ chainId: 31337, calls: [{ to: token.address, data: erc20Transfer(to, 250n) }] }),
+    );
     expect(await token.balanceOf(to)).toBe(250n);
     expect(await token.balanceOf(wallet)).toBe(750n);
   });
@@ -189,7 +194,15 @@ describe("walletSender (sponsored by the paymaster)", () => {
     const to = someone();
     await setBalance(wallet, 1000n);
     const send = walletSender({ owner: alice.owner, wallet });
-    expect(await send({ chainId: 31337, calls: [{ to, value: 600n }, { to, value: 600n }] })).toMatchObject({
+    expect(
+      await send({
+        chainId: 31337,
+        calls: [
+          { to, value: 600n },
+          { to, value: 600n },
+        ],
+      }),
+    ).toMatchObject({
       ok: false,
       errorCode: "INSUFFICIENT_BALANCE",
       error: expect.stringContaining("1200 wei"),
@@ -233,8 +246,21 @@ describe("walletSender (sponsored by the paymaster)", () => {
     // a record as one registered before the ownership checks existed: the hostile factory's claim, then the default factory
     for (const factory of [hostile, d.factory]) {
       const { db, config, now } = useRuntime();
-      const record: WalletRecord = { owner: attacker.owner, chainId: 31337, address: victim, salt: "0", factoryAddress: getAddress(factory), isHidden: false, createdAt: now() };
-      await db.send(new PutCommand({ TableName: config.tableName, Item: { ...Keys.wallet(attacker.owner, 31337, victim), type: "wallet", v: 1, ...record } }));
+      const record: WalletRecord = {
+        owner: attacker.owner,
+        chainId: 31337,
+        address: victim,
+        salt: "0",
+        factoryAddress: getAddress(factory),
+        isHidden: false,
+        createdAt: now(),
+      };
+      await db.send(
+        new PutCommand({
+          TableName: config.tableName,
+          Item: { ...Keys.wallet(attacker.owner, 31337, victim), type: "wallet", v: 1, ...record },
+        }),
+      );
       const to = someone();
       const outcome = await walletSender({ owner: attacker.owner, wallet: victim })({ chainId: 31337, calls: [{ to }], sendMax: true });
       expect(outcome).toMatchObject({ ok: false, errorCode: "WALLET_NOT_OWNED" });
@@ -264,7 +290,12 @@ describe("walletSender (sponsored by the paymaster)", () => {
     await setBalance(wallet, parseEther("1"));
     const send = walletSender({ owner: dan.owner, wallet });
     ok(await send({ chainId: 31337, calls: [{ to: someone(), value: 1n }] }));
-    const tx = await owner.wallet.writeContract({ address: wallet, abi: controlledAccountAbi, functionName: "setController", args: ["0x0000000000000000000000000000000000000000"] });
+    const tx = await owner.wallet.writeContract({
+      address: wallet,
+      abi: controlledAccountAbi,
+      functionName: "setController",
+      args: ["0x0000000000000000000000000000000000000000"],
+    });
     await devnet().client.waitForTransactionReceipt({ hash: tx });
     const outcome = await send({ chainId: 31337, calls: [{ to: someone(), value: 1n }] });
     expect(outcome).toMatchObject({ ok: false, errorCode: "USEROP_REJECTED", error: expect.stringMatching(/AA24|signature/i) });
@@ -311,12 +342,26 @@ describe("walletSender (the wallet pays its own gas)", () => {
     const sent = ok(
       await walletSender({ owner: alice.owner, wallet })({
         chainId: 31337,
-        calls: [{ to, value: 7n, data: encodeFunctionData({ abi: [{ type: "function", name: "ping", inputs: [], outputs: [], stateMutability: "payable" }], functionName: "ping" }) }],
+        calls: [
+          {
+            to,
+            value: 7n,
+            data: encodeFunctionData({
+              abi: [{ type: "function", name: "ping", inputs: [], outputs: [], stateMutability: "payable" }],
+              functionName: "ping",
+            }),
+          },
+        ],
       }),
     );
     expect(await balance(to)).toBe(7n);
     // the prefund left the wallet; what was not used went to its EntryPoint deposit
-    const deposit = await devnet().client.readContract({ address: devnet().entryPoint, abi: entryPoint07Abi, functionName: "balanceOf", args: [wallet] });
+    const deposit = await devnet().client.readContract({
+      address: devnet().entryPoint,
+      abi: entryPoint07Abi,
+      functionName: "balanceOf",
+      args: [wallet],
+    });
     expect((await balance(wallet)) + deposit).toBe(parseEther("0.2") - 7n - sent.totalGasCost);
   });
 });

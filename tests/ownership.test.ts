@@ -29,7 +29,10 @@ let otherFactory: Address; // a genuine ControlledAccountFactory that is not lis
 
 beforeAll(async () => {
   const controller = privateKeyToAccount(stackEnv().CONTROLLER_PRIVATE_KEY as Hex).address;
-  [knownFactory, otherFactory] = await Promise.all([deployControlledAccountFactory(controller), deployControlledAccountFactory(controller)]);
+  [knownFactory, otherFactory] = await Promise.all([
+    deployControlledAccountFactory(controller),
+    deployControlledAccountFactory(controller),
+  ]);
   const chains = JSON.parse(stackEnv().CHAINS!) as { chainId: number }[];
   await useTestRuntime({
     MAX_WALLETS_PER_OWNER: "100",
@@ -75,7 +78,9 @@ async function victimAccount(deployed: boolean, salt = 0n) {
 async function insertWallet(owner: Address, address: Address, factoryAddress: Address, salt: string) {
   const { db, config, now } = useRuntime();
   const record: WalletRecord = { owner, chainId: 31337, address, salt, factoryAddress, isHidden: false, createdAt: now() };
-  await db.send(new PutCommand({ TableName: config.tableName, Item: { ...Keys.wallet(owner, 31337, address), type: "wallet", v: 1, ...record } }));
+  await db.send(
+    new PutCommand({ TableName: config.tableName, Item: { ...Keys.wallet(owner, 31337, address), type: "wallet", v: 1, ...record } }),
+  );
 }
 
 describe("a factory that answers another owner's account", () => {
@@ -95,7 +100,12 @@ describe("a factory that answers another owner's account", () => {
       await insertWallet(attacker.owner, victim.address, getAddress(factory), "0");
       for (const token of ["ETH", newAddress()]) {
         const res = await call(attacker, "POST", `/wallets/${victim.address}:withdraw`, { recipientAddress: to, amount: "max", token });
-        expect({ factory, token, status: res.status, code: res.body.code }).toEqual({ factory, token, status: 400, code: "WALLET_NOT_OWNED" });
+        expect({ factory, token, status: res.status, code: res.body.code }).toEqual({
+          factory,
+          token,
+          status: 400,
+          code: "WALLET_NOT_OWNED",
+        });
       }
     }
     expect(await balance(victim.address)).toBe(parseEther("1"));
@@ -110,7 +120,11 @@ describe("a factory that answers another owner's account", () => {
     const hostile = await deployHostileFactory({ claim: victim.address, victim });
     const attacker = await signIn(http);
     // the attack is real: the hostile init code passes the EntryPoint's sender check for the victim's address
-    const sender = await getSenderAddress(d.client, { factory: hostile, factoryData: encodeCreateAccount(attacker.owner, 0n), entryPoint: d.entryPoint });
+    const sender = await getSenderAddress(d.client, {
+      factory: hostile,
+      factoryData: encodeCreateAccount(attacker.owner, 0n),
+      entryPoint: d.entryPoint,
+    });
     expect(sender).toBe(victim.address);
 
     // an undeployed account cannot be refuted at registration (API.md §11.3)
@@ -129,7 +143,11 @@ describe("a factory that answers another owner's account", () => {
     // once the victim deploys it, registration is refuted and signing still refused
     await createAccountThrough(d.factory, victim.owner, victim.salt);
     expect((await call(attacker, "POST", "/wallets", { salt: "1", factoryAddress: hostile })).body.code).toBe("INVALID_FACTORY");
-    const after = await call(attacker, "POST", `/wallets/${victim.address}:withdraw`, { recipientAddress: to, amount: "1000", token: "ETH" });
+    const after = await call(attacker, "POST", `/wallets/${victim.address}:withdraw`, {
+      recipientAddress: to,
+      amount: "1000",
+      token: "ETH",
+    });
     expect(after.body.code).toBe("WALLET_NOT_OWNED");
     expect(await balance(victim.address)).toBe(parseEther("1"));
     expect(await balance(to)).toBe(0n);
@@ -236,14 +254,28 @@ describe("the signing gate", () => {
     expect(signed.signature).toMatch(/^0x[0-9a-f]{130}$/);
 
     await expect(signWalletOperation(signable, op(newAddress()), chain)).rejects.toThrow(/sender/);
-    await expect(signWalletOperation(signable, op(signable.address, { ...initCode, factory: otherFactory }), chain)).rejects.toThrow(/init code/);
-    await expect(signWalletOperation(signable, op(signable.address, { ...initCode, factoryData: encodeCreateAccount(newAddress(), 9n) }), chain)).rejects.toThrow(/init code/);
+    await expect(signWalletOperation(signable, op(signable.address, { ...initCode, factory: otherFactory }), chain)).rejects.toThrow(
+      /init code/,
+    );
+    await expect(
+      signWalletOperation(signable, op(signable.address, { ...initCode, factoryData: encodeCreateAccount(newAddress(), 9n) }), chain),
+    ).rejects.toThrow(/init code/);
     await expect(signWalletOperation({ ...signable }, op(signable.address), chain)).rejects.toThrow(/verifySignable/);
   });
 
   it("refuses a wallet of a factory that is not known while its account is not deployed", async () => {
-    const record: WalletRecord = { owner: newAddress(), chainId: 31337, address: newAddress(), salt: "0", factoryAddress: otherFactory, isHidden: false, createdAt: 0 };
+    const record: WalletRecord = {
+      owner: newAddress(),
+      chainId: 31337,
+      address: newAddress(),
+      salt: "0",
+      factoryAddress: otherFactory,
+      isHidden: false,
+      createdAt: 0,
+    };
     await expect(verifySignable(record, chainSettings(31337))).rejects.toMatchObject({ status: 400, code: "WALLET_NOT_OWNED" });
-    await expect(verifySignable({ ...record, factoryAddress: zeroAddress }, chainSettings(31337))).rejects.toMatchObject({ code: "WALLET_NOT_OWNED" });
+    await expect(verifySignable({ ...record, factoryAddress: zeroAddress }, chainSettings(31337))).rejects.toMatchObject({
+      code: "WALLET_NOT_OWNED",
+    });
   });
 });

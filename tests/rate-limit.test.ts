@@ -44,7 +44,10 @@ beforeAll(async () => {
 function useFixedClock(): Runtime {
   clock = Math.floor(Date.now() / 1000) * 1000 + 250;
   return setRuntime(
-    createRuntime({ config: { ...rt.config, limits: { ...rt.config.limits, rateLimitBurst: BURST, rateLimitRps: RPS } }, now: () => clock }),
+    createRuntime({
+      config: { ...rt.config, limits: { ...rt.config.limits, rateLimitBurst: BURST, rateLimitRps: RPS } },
+      now: () => clock,
+    }),
   );
 }
 
@@ -67,7 +70,13 @@ async function get(target: RequestTarget, path: string, headers: Record<string, 
   const res = await target.request(path, { headers });
   await res.arrayBuffer();
   const h = (name: string) => res.headers.get(name);
-  return { status: res.status, limit: h("x-ratelimit-limit"), remaining: h("x-ratelimit-remaining"), reset: h("x-ratelimit-reset"), retryAfter: h("retry-after") };
+  return {
+    status: res.status,
+    limit: h("x-ratelimit-limit"),
+    remaining: h("x-ratelimit-remaining"),
+    reset: h("x-ratelimit-reset"),
+    retryAfter: h("retry-after"),
+  };
 }
 
 const allowed = (remaining: number, resetMs: number): Seen => ({
@@ -110,12 +119,7 @@ describe("one bucket per subject shared by every instance", () => {
 
     const seen: Seen[] = [];
     for (let i = 0; i < BURST; i++) seen.push(await get(i % 2 === 0 ? a : b, "/things", alice.headers));
-    expect(seen).toEqual([
-      allowed(3, t0 + T),
-      allowed(2, t0 + 2 * T),
-      allowed(1, t0 + 3 * T),
-      allowed(0, t0 + 4 * T),
-    ]);
+    expect(seen).toEqual([allowed(3, t0 + T), allowed(2, t0 + 2 * T), allowed(1, t0 + 3 * T), allowed(0, t0 + 4 * T)]);
     // Both instances now deny: the bucket is full until t0 + 4T; a token comes back at t0 + T.
     expect(await get(a, "/things", alice.headers)).toEqual(denied(t0 + 4 * T, 1));
     expect(await get(b, "/things", alice.headers)).toEqual(denied(t0 + 4 * T, 1));
@@ -164,7 +168,12 @@ describe("one bucket per subject shared by every instance", () => {
     const results = await Promise.all(Array.from({ length: 3 * BURST }, (_, i) => get(i % 2 === 0 ? a : b, "/things", carol.headers)));
     expect(results.filter((r) => r.status === 200)).toHaveLength(BURST);
     expect(results.filter((r) => r.status === 429)).toHaveLength(2 * BURST);
-    expect(results.map((r) => r.remaining).filter((r) => r !== "0").sort()).toEqual(["1", "2", "3"]);
+    expect(
+      results
+        .map((r) => r.remaining)
+        .filter((r) => r !== "0")
+        .sort(),
+    ).toEqual(["1", "2", "3"]);
   });
 });
 
@@ -328,7 +337,9 @@ describe("failing open", () => {
   it("serves the request when DynamoDB throttles, and on a missing table", async () => {
     const runtime = useFixedClock();
     const warn = vi.spyOn(log, "warn").mockImplementation(() => undefined);
-    const throttled = Object.assign(new Error("Rate of requests exceeds the allowed throughput."), { name: "ProvisionedThroughputExceededException" });
+    const throttled = Object.assign(new Error("Rate of requests exceeds the allowed throughput."), {
+      name: "ProvisionedThroughputExceededException",
+    });
     const send = vi.spyOn(runtime.db, "send").mockRejectedValue(throttled);
     const seenThrottled = await get(instance(), "/ping", { "X-Forwarded-For": "203.0.113.81" });
     expect(seenThrottled).toEqual({ status: 200, limit: null, remaining: null, reset: null, retryAfter: null });

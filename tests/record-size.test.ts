@@ -237,7 +237,9 @@ describe("at lowered limits: 64 KiB per execution, 200 KiB per page", () => {
     const { replaced } = expectBounded(one, steps, MAX_RECORD);
     expect(replaced.sort((a, b) => b - a)).toEqual([25_000, 21_000]);
     // Outputs above 4 KiB lie in their own items: the answer read those it kept, none it replaced.
-    const outputKeys = reads.filter((r) => r.command.startsWith("BatchGet")).flatMap((r) => [...r.input.matchAll(/OUT#(s\d+)#/g)].map((m) => m[1]));
+    const outputKeys = reads
+      .filter((r) => r.command.startsWith("BatchGet"))
+      .flatMap((r) => [...r.input.matchAll(/OUT#(s\d+)#/g)].map((m) => m[1]));
     expect(outputKeys.sort()).toEqual(["s0", "s3", "s6", "s8"]);
   });
 
@@ -275,7 +277,12 @@ describe("at lowered limits: 64 KiB per execution, 200 KiB per page", () => {
     const wf = ulid();
     const t0 = Date.now() - 60_000;
     const steps = Array.from({ length: 12 }, (_, i) =>
-      nodeStep(`l${i}`, t0 + i + 1, 5_000, { log: "log ".repeat(2_000 + i * 100), success: false, error: "err ".repeat(1_000), errorCode: "SANDBOX_ERROR" }),
+      nodeStep(`l${i}`, t0 + i + 1, 5_000, {
+        log: "log ".repeat(2_000 + i * 100),
+        success: false,
+        error: "err ".repeat(1_000),
+        errorCode: "SANDBOX_ERROR",
+      }),
     );
     const id = await insert(owner, wf, t0, steps);
     const one = await get(owner, `/executions/${id}?workflowId=${wf}`);
@@ -303,7 +310,14 @@ describe("at lowered limits: 64 KiB per execution, 200 KiB per page", () => {
       const ids: string[] = [];
       for (let i = 0; i < 14; i++) {
         const outputs = Array.from({ length: 1 + (i % 5) }, (_, j) => 9_000 + ((i + j) % 3) * 1_000);
-        ids.push(await insert(owner, wf, t0 + i * 1000, outputs.map((n, j) => nodeStep(`n${j}`, t0 + i * 1000 + j + 1, n))));
+        ids.push(
+          await insert(
+            owner,
+            wf,
+            t0 + i * 1000,
+            outputs.map((n, j) => nodeStep(`n${j}`, t0 + i * 1000 + j + 1, n)),
+          ),
+        );
       }
       newestFirst = ids.reverse();
       expected = new Map();
@@ -346,7 +360,9 @@ describe("at lowered limits: 64 KiB per execution, 200 KiB per page", () => {
       const { result: page, reads } = await readsDuring(() => get(owner, "/executions?limit=200"));
       const answered = page.body.data.length;
       expect(answered).toBeLessThan(newestFirst.length);
-      const stepReads = new Set(reads.filter((r) => r.command === "QueryCommand").flatMap((r) => [...r.input.matchAll(/EXEC#([0-9A-Z]{26})/g)].map((m) => m[1])));
+      const stepReads = new Set(
+        reads.filter((r) => r.command === "QueryCommand").flatMap((r) => [...r.input.matchAll(/EXEC#([0-9A-Z]{26})/g)].map((m) => m[1])),
+      );
       expect(stepReads.size).toBeLessThanOrEqual(answered + 1);
       for (const e of page.body.data as Json[]) expect(stepReads.has(e.id)).toBe(true);
     });

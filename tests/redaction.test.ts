@@ -61,7 +61,9 @@ afterAll(async () => {
 
 /** Every form, and the pieces of the inner base64 texts that carry only the secret's bits. */
 function leaks(text: string): string[] {
-  const found = Object.entries(FORMS).filter(([, form]) => text.includes(form)).map(([name]) => name);
+  const found = Object.entries(FORMS)
+    .filter(([, form]) => text.includes(form))
+    .map(([name]) => name);
   if (text.includes(b64(SECRET).slice(0, 20))) found.push("base64 prefix");
   return found;
 }
@@ -74,12 +76,20 @@ describe("redaction over the real server", () => {
       smartWalletAddress: owner.wallet,
       trigger: { id: "t", name: "start", type: "manual", config: { data: {} } },
       nodes: [
-        { id: "echo", name: "echo", type: "restApi", config: { url: `${upstreamUrl}/echo`, method: "GET", headers: { "X-Key": "{{secrets.API_KEY}}" } } },
+        {
+          id: "echo",
+          name: "echo",
+          type: "restApi",
+          config: { url: `${upstreamUrl}/echo`, method: "GET", headers: { "X-Key": "{{secrets.API_KEY}}" } },
+        },
         {
           id: "shout",
           name: "shout",
           type: "customCode",
-          config: { source: "const f = echo.data.data.forms; for (const k in f) console.log(k, f[k]); throw new Error('leaked ' + f.percentLower + ' ' + f.basicAuth)" },
+          config: {
+            source:
+              "const f = echo.data.data.forms; for (const k in f) console.log(k, f[k]); throw new Error('leaked ' + f.percentLower + ' ' + f.basicAuth)",
+          },
         },
       ],
       edges: [
@@ -108,7 +118,11 @@ describe("redaction over the real server", () => {
     expect(shout!.error).toMatch(/^leaked \*\*\* Basic [A-Za-z0-9+/]*\*\*\*[A-Za-z0-9+/=]{0,4}$/); // an edge character mixing the secret with its neighbours may stay
     expect(leaks(Object.values(FORMS).join("\n"))).toEqual([...Object.keys(FORMS), "base64 prefix"]); // the check finds each form
 
-    for (const [where, text] of [["record", JSON.stringify(record.body)], ["list", JSON.stringify(list.body)], ["stream", frames]] as const) {
+    for (const [where, text] of [
+      ["record", JSON.stringify(record.body)],
+      ["list", JSON.stringify(list.body)],
+      ["stream", frames],
+    ] as const) {
       expect(leaks(text), where).toEqual([]);
     }
     expect(Object.keys(echo!.output.data.data)).toContain("***");

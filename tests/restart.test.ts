@@ -46,32 +46,36 @@ afterAll(async () => {
 });
 
 describe("restart", () => {
-  it("resolves the same plaintext after DynamoDB Local and the KMS endpoint restart on the same data directory", { timeout: 180_000 }, async () => {
-    const owner = getAddress(`0x${randomBytes(20).toString("hex")}`);
-    const caller = { owner, audienceChainId: 31337 };
-    const first = await start();
-    const firstKms = first.config.kmsEndpoint;
-    const wf = await insertWorkflow(owner);
-    await withCaller(caller, async () => {
-      expect(await Secret.put("USER_ONLY", { value: "user value ✓" })).toBe("created");
-      expect(await Secret.put("BOTH", { value: "user both" })).toBe("created");
-      expect(await Secret.put("BOTH", { value: "workflow both", workflowId: wf })).toBe("created");
-    });
-    const before = await Secret.resolveForExecution(owner, wf, ["USER_ONLY", "BOTH"]);
-    expect(before).toEqual({ USER_ONLY: "user value ✓", BOTH: "workflow both" });
+  it(
+    "resolves the same plaintext after DynamoDB Local and the KMS endpoint restart on the same data directory",
+    { timeout: 180_000 },
+    async () => {
+      const owner = getAddress(`0x${randomBytes(20).toString("hex")}`);
+      const caller = { owner, audienceChainId: 31337 };
+      const first = await start();
+      const firstKms = first.config.kmsEndpoint;
+      const wf = await insertWorkflow(owner);
+      await withCaller(caller, async () => {
+        expect(await Secret.put("USER_ONLY", { value: "user value ✓" })).toBe("created");
+        expect(await Secret.put("BOTH", { value: "user both" })).toBe("created");
+        expect(await Secret.put("BOTH", { value: "workflow both", workflowId: wf })).toBe("created");
+      });
+      const before = await Secret.resolveForExecution(owner, wf, ["USER_ONLY", "BOTH"]);
+      expect(before).toEqual({ USER_ONLY: "user value ✓", BOTH: "workflow both" });
 
-    await stop();
-    const second = await start();
-    expect(second.config.kmsEndpoint).not.toBe(firstKms); // a new process on a new port, same data directory
+      await stop();
+      const second = await start();
+      expect(second.config.kmsEndpoint).not.toBe(firstKms); // a new process on a new port, same data directory
 
-    expect(await Secret.resolveForExecution(owner, wf, ["USER_ONLY", "BOTH"])).toEqual(before);
-    expect(await Secret.resolveForExecution(owner, undefined, ["BOTH"])).toEqual({ BOTH: "user both" });
-    await withCaller(caller, async () => {
-      const page = await Secret.list({});
-      expect(page.data.map((d) => `${d.name}/${d.scope}`)).toEqual(["BOTH/user", "BOTH/workflow", "USER_ONLY/user"]);
-      // The counter survived as well: a replace stays a replace.
-      expect(await Secret.put("USER_ONLY", { value: "after restart" })).toBe("replaced");
-    });
-    expect(await Secret.resolveForExecution(owner, undefined, ["USER_ONLY"])).toEqual({ USER_ONLY: "after restart" });
-  });
+      expect(await Secret.resolveForExecution(owner, wf, ["USER_ONLY", "BOTH"])).toEqual(before);
+      expect(await Secret.resolveForExecution(owner, undefined, ["BOTH"])).toEqual({ BOTH: "user both" });
+      await withCaller(caller, async () => {
+        const page = await Secret.list({});
+        expect(page.data.map((d) => `${d.name}/${d.scope}`)).toEqual(["BOTH/user", "BOTH/workflow", "USER_ONLY/user"]);
+        // The counter survived as well: a replace stays a replace.
+        expect(await Secret.put("USER_ONLY", { value: "after restart" })).toBe("replaced");
+      });
+      expect(await Secret.resolveForExecution(owner, undefined, ["USER_ONLY"])).toEqual({ USER_ONLY: "after restart" });
+    },
+  );
 });

@@ -18,7 +18,6 @@ import { runExecution, withRunner } from "../shared/execution/runner";
 import * as Executions from "../shared/execution/execution";
 import { setRuntime, type Runtime } from "../shared/runtime";
 
-
 let service: TestService;
 let runtime: Runtime;
 const { call, ownerWithWallet, createWorkflow } = jsonClient(() => service.url);
@@ -58,7 +57,8 @@ async function claimed(who: Owner, workflowId: string): Promise<string> {
   return res.body.executionId;
 }
 
-const read = async (who: SignedIn, workflowId: string, id: string) => (await call(who, "GET", `/executions/${id}?workflowId=${workflowId}`)).body;
+const read = async (who: SignedIn, workflowId: string, id: string) =>
+  (await call(who, "GET", `/executions/${id}?workflowId=${workflowId}`)).body;
 
 describe("idempotent per execution id", () => {
   it("the same event delivered twice (and a direct call racing it) runs the workflow once", async () => {
@@ -86,7 +86,10 @@ describe("idempotent per execution id", () => {
 
   it("the EventBridge entry point runs the execution an event names, once", async () => {
     const alice = await newOwner();
-    const wf = await createWorkflow(alice, { trigger: { id: "t", name: "start", type: "manual", config: {} }, nodes: [rest("eb", "/count-eb")] });
+    const wf = await createWorkflow(alice, {
+      trigger: { id: "t", name: "start", type: "manual", config: {} },
+      nodes: [rest("eb", "/count-eb")],
+    });
     const id = await claimed(alice, wf.id);
     const env = stackEnv();
     Object.assign(process.env, {
@@ -118,7 +121,7 @@ describe("idempotent per execution id", () => {
 });
 
 describe("a workflow deleted mid-run", () => {
-  it("finishes the step in flight, starts nothing further and ends error \"workflow was deleted\"", async () => {
+  it('finishes the step in flight, starts nothing further and ends error "workflow was deleted"', async () => {
     const alice = await newOwner();
     const wf = await createWorkflow(alice, {
       trigger: { id: "t", name: "start", type: "manual", config: {} },
@@ -135,13 +138,19 @@ describe("a workflow deleted mid-run", () => {
 
     const execution = await read(alice, wf.id, id);
     expect(execution).toMatchObject({ status: "error", error: "workflow was deleted", endAt: expect.any(Number) });
-    expect(execution.steps.map((s: Json) => [s.id, s.success])).toEqual([["t", true], ["first", true]]);
+    expect(execution.steps.map((s: Json) => [s.id, s.success])).toEqual([
+      ["t", true],
+      ["first", true],
+    ]);
     expect(hits.get("/count-second")).toBeUndefined();
   });
 
   it("an execution whose workflow is already gone ends error without running", async () => {
     const alice = await newOwner();
-    const wf = await createWorkflow(alice, { trigger: { id: "t", name: "start", type: "manual", config: {} }, nodes: [rest("gone", "/count-gone")] });
+    const wf = await createWorkflow(alice, {
+      trigger: { id: "t", name: "start", type: "manual", config: {} },
+      nodes: [rest("gone", "/count-gone")],
+    });
     const id = await claimed(alice, wf.id);
     expect((await call(alice, "DELETE", `/workflows/${wf.id}`)).status).toBe(204);
     await runExecution(wf.id, id);
@@ -151,7 +160,10 @@ describe("a workflow deleted mid-run", () => {
 
   it("a run the sweeper ended is not overwritten", async () => {
     const alice = await newOwner();
-    const wf = await createWorkflow(alice, { trigger: { id: "t", name: "start", type: "manual", config: {} }, nodes: [rest("late", "/count-late")] });
+    const wf = await createWorkflow(alice, {
+      trigger: { id: "t", name: "start", type: "manual", config: {} },
+      nodes: [rest("late", "/count-late")],
+    });
     const id = await claimed(alice, wf.id);
     await Executions.sweep(Date.now() + runtime.config.limits.executionTimeoutMs + 1_000);
     await runExecution(wf.id, id);
@@ -185,7 +197,11 @@ describe("trigger outputs at run time", () => {
     expect(data.timestamp % 1000).toBe(0);
     expect(execution.steps[1].output.data).toBe(data.blockNumber);
 
-    const given = await call(alice, "POST", `/workflows/${wf.id}:trigger`, { triggerType: "block", isBlocking: true, triggerOutput: { blockNumber: 123 } });
+    const given = await call(alice, "POST", `/workflows/${wf.id}:trigger`, {
+      triggerType: "block",
+      isBlocking: true,
+      triggerOutput: { blockNumber: 123 },
+    });
     const second = await read(alice, wf.id, given.body.executionId);
     expect(second.steps[0].output).toEqual({ data: { blockNumber: 123 } });
     expect(second.steps[1].output).toEqual({ data: 123 });
@@ -219,7 +235,13 @@ describe("on chain", () => {
     expect(receipt.status).toBe("success");
     expect(BigInt(step.gasUsed)).toBeGreaterThan(0n);
     expect(execution.cogs).toEqual([
-      { nodeId: "pay", costType: "gas", fee: { amount: step.totalGasCost, unit: "WEI" }, gasUnits: step.gasUsed, chainId: devnet().chainId },
+      {
+        nodeId: "pay",
+        costType: "gas",
+        fee: { amount: step.totalGasCost, unit: "WEI" },
+        gasUnits: step.gasUsed,
+        chainId: devnet().chainId,
+      },
     ]);
     expect(execution.valueFee).toMatchObject({ tier: "tier1" });
   });

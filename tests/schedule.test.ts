@@ -14,7 +14,12 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { freePort } from "../local/processes";
 import { signInWithAccount } from "../local/client";
 import { Cron } from "croner";
-import { CreateScheduleCommand, DeleteScheduleCommand, ListSchedulesCommand, type CreateScheduleCommandInput } from "@aws-sdk/client-scheduler";
+import {
+  CreateScheduleCommand,
+  DeleteScheduleCommand,
+  ListSchedulesCommand,
+  type CreateScheduleCommandInput,
+} from "@aws-sdk/client-scheduler";
 import { GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
 import { useTestRuntime } from "./support/runtime";
 import { startTestServer, type TestServer } from "./support/server";
@@ -180,12 +185,22 @@ class FakeSchedulerClient {
 
 function awsHarness(): Harness & { fake: FakeSchedulerClient } {
   const fake = new FakeSchedulerClient();
-  const scheduler: EventBridgeScheduler = createEventBridgeScheduler({ client: fake as never, groupName: GROUP, targetArn: TARGET, roleArn: ROLE, deadLetterArn: DLQ });
+  const scheduler: EventBridgeScheduler = createEventBridgeScheduler({
+    client: fake as never,
+    groupName: GROUP,
+    targetArn: TARGET,
+    roleArn: ROLE,
+    deadLetterArn: DLQ,
+  });
   const last = new Map<string, Json>();
   const deliver = async (input: Json, now: number): Promise<Fired> => {
     last.set(String(input.workflowId), input);
     const result = await scheduler.deliver(input, now);
-    return { workflowId: String(input.workflowId), instant: typeof input.instant === "number" ? input.instant : Date.parse(input.instant), result };
+    return {
+      workflowId: String(input.workflowId),
+      instant: typeof input.instant === "number" ? input.instant : Date.parse(input.instant),
+      result,
+    };
   };
   /** Delivers what is due up to `to`; each at its time, or all at `to` after an outage (EventBridge retrying). */
   const deliverUpTo = async (to: number, late: boolean) => {
@@ -236,7 +251,12 @@ function awsHarness(): Harness & { fake: FakeSchedulerClient } {
 const code = (id: string) => ({ id, name: id, type: "customCode", config: { source: "return 1" } });
 
 async function createWorkflow(who: Owner, trigger: Json, extra: Json = {}): Promise<Json> {
-  const res = await call(who, "POST", "/workflows", { smartWalletAddress: who.wallet, trigger: { id: "t", name: "tick", ...trigger }, nodes: [code("n")], ...extra });
+  const res = await call(who, "POST", "/workflows", {
+    smartWalletAddress: who.wallet,
+    trigger: { id: "t", name: "tick", ...trigger },
+    nodes: [code("n")],
+    ...extra,
+  });
   expect(res.status, JSON.stringify(res.body)).toBe(201);
   return res.body;
 }
@@ -290,13 +310,23 @@ describe.each([
     ]);
     // Whatever a scheduler delivers in the gap (03:00 EDT for the skipped 02:30) or the second pass (01:30 EST)
     // is not a §8.3.3 instant and runs nothing.
-    for (const f of fired.filter((f) => f.result.outcome !== "fired")) expect(f.result).toEqual({ outcome: "skipped", reason: "NOT_A_FIRE_INSTANT", stop: false });
+    for (const f of fired.filter((f) => f.result.outcome !== "fired"))
+      expect(f.result).toEqual({ outcome: "skipped", reason: "NOT_A_FIRE_INSTANT", stop: false });
     // The fake EventBridge reads its cron like Vixie cron, so it did deliver the skipped 02:30 at 03:00 EDT.
-    if (_name === "EventBridge") expect(fired.some((f) => f.instant === Date.parse("2027-03-14T07:00:00Z") && f.result.outcome === "skipped")).toBe(true);
-    for (const [workflowId, iso] of [[spring.id, "2027-03-14T07:00:00Z"], [spring.id, "2027-03-14T07:30:00Z"], [autumn.id, "2027-11-07T06:30:00Z"]] as const) {
+    if (_name === "EventBridge")
+      expect(fired.some((f) => f.instant === Date.parse("2027-03-14T07:00:00Z") && f.result.outcome === "skipped")).toBe(true);
+    for (const [workflowId, iso] of [
+      [spring.id, "2027-03-14T07:00:00Z"],
+      [spring.id, "2027-03-14T07:30:00Z"],
+      [autumn.id, "2027-11-07T06:30:00Z"],
+    ] as const) {
       const instant = Date.parse(iso);
       clock = instant;
-      expect(await fireTimeTrigger({ workflowId, triggerId: "t", instant, now: instant })).toEqual({ outcome: "skipped", reason: "NOT_A_FIRE_INSTANT", stop: false });
+      expect(await fireTimeTrigger({ workflowId, triggerId: "t", instant, now: instant })).toEqual({
+        outcome: "skipped",
+        reason: "NOT_A_FIRE_INSTANT",
+        stop: false,
+      });
     }
     await bus.idle();
     clock = start;
@@ -304,9 +334,15 @@ describe.each([
     expect(await executionCount(who, autumn.id)).toBe(3);
     // The execution's trigger step carries the scheduled instant (§8.3.6).
     const first = fired.find((f) => f.workflowId === spring.id && f.result.outcome === "fired")!;
-    const execution = await call(who, "GET", `/executions/${(first.result as { executionId: string }).executionId}?workflowId=${spring.id}`);
+    const execution = await call(
+      who,
+      "GET",
+      `/executions/${(first.result as { executionId: string }).executionId}?workflowId=${spring.id}`,
+    );
     expect(execution.status).toBe(200);
-    expect(execution.body.steps[0].output).toEqual({ data: { timestamp: first.instant, timestampIso: new Date(first.instant).toISOString() } });
+    expect(execution.body.steps[0].output).toEqual({
+      data: { timestamp: first.instant, timestampIso: new Date(first.instant).toISOString() },
+    });
     expect(execution.body.status).toBe("success");
   });
 
@@ -367,7 +403,11 @@ describe.each([
     const older = await harness.outageUntil(e2 + 20 * MIN);
     expect(firedInstants(older, wf.id)).toEqual([]);
     // Delivered anyway (a dead-letter redrive, a slow retry), it is skipped as missed.
-    expect(await fireTimeTrigger({ workflowId: wf.id, triggerId: "t", instant: e2, now: e2 + 20 * MIN })).toEqual({ outcome: "skipped", reason: "MISSED", stop: false });
+    expect(await fireTimeTrigger({ workflowId: wf.id, triggerId: "t", instant: e2, now: e2 + 20 * MIN })).toEqual({
+      outcome: "skipped",
+      reason: "MISSED",
+      stop: false,
+    });
     // Later fires are unaffected.
     expect(firedInstants(await harness.runUntil(e3 + MIN), wf.id)).toEqual([e3]);
     await bus.idle();
@@ -438,7 +478,11 @@ describe("EventBridge requests", () => {
     const who = await ownerWithWallet("14");
     const startAt = clock + 2 * HOUR;
     const expiredAt = clock + 30 * 24 * HOUR;
-    const wf = await createWorkflow(who, { type: "cron", config: { schedules: ["0 9 * * MON-FRI", "@daily"], timezone: "Europe/Berlin" } }, { startAt, expiredAt });
+    const wf = await createWorkflow(
+      who,
+      { type: "cron", config: { schedules: ["0 9 * * MON-FRI", "@daily"], timezone: "Europe/Berlin" } },
+      { startAt, expiredAt },
+    );
     const common = {
       GroupName: GROUP,
       ScheduleExpressionTimezone: "Europe/Berlin",
@@ -456,7 +500,10 @@ describe("EventBridge requests", () => {
       DeadLetterConfig: { Arn: DLQ },
     };
     expect(harness.fake.requests).toEqual([
-      { command: "CreateSchedule", input: { Name: `${wf.id}-cron-0`, ScheduleExpression: "cron(0 9 ? * 2-6 *)", ...common, Target: target } },
+      {
+        command: "CreateSchedule",
+        input: { Name: `${wf.id}-cron-0`, ScheduleExpression: "cron(0 9 ? * 2-6 *)", ...common, Target: target },
+      },
       { command: "CreateSchedule", input: { Name: `${wf.id}-cron-1`, ScheduleExpression: "cron(0 0 * * ? *)", ...common, Target: target } },
     ]);
     harness.fake.requests.length = 0;
@@ -471,8 +518,14 @@ describe("EventBridge requests", () => {
     expect((await call(who, "POST", `/workflows/${wf.id}:resume`)).status).toBe(200);
     const { StartDate: _, ...started } = common;
     expect(harness.fake.requests).toEqual([
-      { command: "CreateSchedule", input: { Name: `${wf.id}-cron-0`, ScheduleExpression: "cron(0 9 ? * 2-6 *)", ...started, Target: target } },
-      { command: "CreateSchedule", input: { Name: `${wf.id}-cron-1`, ScheduleExpression: "cron(0 0 * * ? *)", ...started, Target: target } },
+      {
+        command: "CreateSchedule",
+        input: { Name: `${wf.id}-cron-0`, ScheduleExpression: "cron(0 9 ? * 2-6 *)", ...started, Target: target },
+      },
+      {
+        command: "CreateSchedule",
+        input: { Name: `${wf.id}-cron-1`, ScheduleExpression: "cron(0 0 * * ? *)", ...started, Target: target },
+      },
     ]);
   });
 
@@ -512,72 +565,89 @@ describe("npm start", () => {
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  it("stopped and started again keeps firing a fixedTime workflow and a block workflow: no duplicate, no loss", { timeout: 240_000 }, async () => {
-    const port = await freePort();
-    const base = `http://127.0.0.1:${port}`;
-    const start = async () => {
-      const proc = spawn(process.execPath, ["--import", "tsx", "local/start.ts"], {
-        env: { ...process.env, PORT: String(port), DATA_DIR: dataDir, LOG_LEVEL: "warn", MIN_BLOCK_INTERVAL_S: "0" },
-        stdio: ["ignore", "pipe", "pipe"],
+  it(
+    "stopped and started again keeps firing a fixedTime workflow and a block workflow: no duplicate, no loss",
+    { timeout: 240_000 },
+    async () => {
+      const port = await freePort();
+      const base = `http://127.0.0.1:${port}`;
+      const start = async () => {
+        const proc = spawn(process.execPath, ["--import", "tsx", "local/start.ts"], {
+          env: { ...process.env, PORT: String(port), DATA_DIR: dataDir, LOG_LEVEL: "warn", MIN_BLOCK_INTERVAL_S: "0" },
+          stdio: ["ignore", "pipe", "pipe"],
+        });
+        let output = "";
+        proc.stdout!.on("data", (d) => (output += d));
+        proc.stderr!.on("data", (d) => (output += d));
+        const exited = new Promise<number | null>((resolve) => proc.once("exit", (code) => resolve(code)));
+        for (let i = 0; i < 1200 && !output.includes("listening on"); i++) await new Promise((r) => setTimeout(r, 100));
+        if (!output.includes("listening on")) throw new Error(`npm start did not come up:\n${output}`);
+        child = proc;
+        return { stop: async () => (proc.kill("SIGINT"), exited) };
+      };
+      const first = await start();
+      const token = await signInWithAccount(base, privateKeyToAccount(generatePrivateKey()));
+      const json = async (method: string, path: string, body?: unknown) => {
+        const res = await fetch(base + path, {
+          method,
+          headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+          body: body === undefined ? undefined : JSON.stringify(body),
+        });
+        return { status: res.status, body: (await res.json()) as Json };
+      };
+      const wallet = (await json("POST", "/wallets", { salt: "1" })).body.address as string;
+      // A block workflow beside it: every 2nd block of the devnet (one block every 2 s, kept across restarts).
+      const blocks = await json("POST", "/workflows", {
+        smartWalletAddress: wallet,
+        trigger: { id: "b", name: "blocks", type: "block", config: { interval: 2 } },
+        nodes: [code("n")],
       });
-      let output = "";
-      proc.stdout!.on("data", (d) => (output += d));
-      proc.stderr!.on("data", (d) => (output += d));
-      const exited = new Promise<number | null>((resolve) => proc.once("exit", (code) => resolve(code)));
-      for (let i = 0; i < 1200 && !output.includes("listening on"); i++) await new Promise((r) => setTimeout(r, 100));
-      if (!output.includes("listening on")) throw new Error(`npm start did not come up:\n${output}`);
-      child = proc;
-      return { stop: async () => (proc.kill("SIGINT"), exited) };
-    };
-    const first = await start();
-    const token = await signInWithAccount(base, privateKeyToAccount(generatePrivateKey()));
-    const json = async (method: string, path: string, body?: unknown) => {
-      const res = await fetch(base + path, { method, headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
-      return { status: res.status, body: (await res.json()) as Json };
-    };
-    const wallet = (await json("POST", "/wallets", { salt: "1" })).body.address as string;
-    // A block workflow beside it: every 2nd block of the devnet (one block every 2 s, kept across restarts).
-    const blocks = await json("POST", "/workflows", { smartWalletAddress: wallet, trigger: { id: "b", name: "blocks", type: "block", config: { interval: 2 } }, nodes: [code("n")] });
-    expect(blocks.status, JSON.stringify(blocks.body)).toBe(201);
-    const blockRuns = async () => {
-      const res = await json("GET", `/workflows/${blocks.body.id as string}/executions?limit=200`);
-      expect(res.status).toBe(200);
-      return (res.body.data as Json[]).map((e) => e.steps[0].output.data.blockNumber as number).sort((a, b) => a - b);
-    };
-    const e1 = Date.now() + 3_000;
-    const e2 = e1 + 12_000;
-    const created = await json("POST", "/workflows", { smartWalletAddress: wallet, trigger: { id: "t", name: "tick", type: "fixedTime", config: { epochs: [e1, e2] } }, nodes: [code("n")] });
-    expect(created.status, JSON.stringify(created.body)).toBe(201);
-    const id = created.body.id as string;
-    const count = async () => (await json("GET", `/workflows/${id}`)).body.executionCount as number;
-    for (let i = 0; i < 200 && (await count()) < 1; i++) await new Promise((r) => setTimeout(r, 100));
-    expect(await count()).toBe(1);
-    for (let i = 0; i < 200 && (await blockRuns()).length < 2; i++) await new Promise((r) => setTimeout(r, 100));
-    const beforeStop = await blockRuns();
-    expect(beforeStop.length).toBeGreaterThanOrEqual(2);
-    expect(await first.stop()).toBe(0);
-    expect(Date.now()).toBeLessThan(e2); // the first process never saw e2 due
+      expect(blocks.status, JSON.stringify(blocks.body)).toBe(201);
+      const blockRuns = async () => {
+        const res = await json("GET", `/workflows/${blocks.body.id as string}/executions?limit=200`);
+        expect(res.status).toBe(200);
+        return (res.body.data as Json[]).map((e) => e.steps[0].output.data.blockNumber as number).sort((a, b) => a - b);
+      };
+      const e1 = Date.now() + 3_000;
+      const e2 = e1 + 12_000;
+      const created = await json("POST", "/workflows", {
+        smartWalletAddress: wallet,
+        trigger: { id: "t", name: "tick", type: "fixedTime", config: { epochs: [e1, e2] } },
+        nodes: [code("n")],
+      });
+      expect(created.status, JSON.stringify(created.body)).toBe(201);
+      const id = created.body.id as string;
+      const count = async () => (await json("GET", `/workflows/${id}`)).body.executionCount as number;
+      for (let i = 0; i < 200 && (await count()) < 1; i++) await new Promise((r) => setTimeout(r, 100));
+      expect(await count()).toBe(1);
+      for (let i = 0; i < 200 && (await blockRuns()).length < 2; i++) await new Promise((r) => setTimeout(r, 100));
+      const beforeStop = await blockRuns();
+      expect(beforeStop.length).toBeGreaterThanOrEqual(2);
+      expect(await first.stop()).toBe(0);
+      expect(Date.now()).toBeLessThan(e2); // the first process never saw e2 due
 
-    // e2 passes while the service is down; it is at most 15 minutes late when the service is back.
-    await new Promise((r) => setTimeout(r, Math.max(0, e2 + 1_000 - Date.now())));
-    const second = await start();
-    for (let i = 0; i < 100 && (await count()) < 2; i++) await new Promise((r) => setTimeout(r, 100));
-    await new Promise((r) => setTimeout(r, 2_000)); // time for a duplicate to show, if there were one
-    const executions = await json("GET", `/workflows/${id}/executions`);
-    expect(executions.status).toBe(200);
-    expect((executions.body.data as Json[]).map((e) => e.index as number).sort()).toEqual([0, 1]);
-    expect(await count()).toBe(2);
+      // e2 passes while the service is down; it is at most 15 minutes late when the service is back.
+      await new Promise((r) => setTimeout(r, Math.max(0, e2 + 1_000 - Date.now())));
+      const second = await start();
+      for (let i = 0; i < 100 && (await count()) < 2; i++) await new Promise((r) => setTimeout(r, 100));
+      await new Promise((r) => setTimeout(r, 2_000)); // time for a duplicate to show, if there were one
+      const executions = await json("GET", `/workflows/${id}/executions`);
+      expect(executions.status).toBe(200);
+      expect((executions.body.data as Json[]).map((e) => e.index as number).sort()).toEqual([0, 1]);
+      expect(await count()).toBe(2);
 
-    // The block workflow goes on from where the first process stopped: at least 3 more fires after the restart.
-    const lastBefore = (await blockRuns()).at(-1)!;
-    for (let i = 0; i < 300 && (await blockRuns()).filter((b) => b > lastBefore).length < 3; i++) await new Promise((r) => setTimeout(r, 100));
-    const fired = await blockRuns();
-    expect(await second.stop()).toBe(0);
-    expect(fired.filter((b) => b > lastBefore).length).toBeGreaterThanOrEqual(3);
-    // Every multiple of 2 from the first fire to the last, exactly once: no duplicate, nothing lost across the restart.
-    const expected = Array.from({ length: (fired.at(-1)! - fired[0]!) / 2 + 1 }, (_, i) => fired[0]! + 2 * i);
-    expect(fired[0]! % 2).toBe(0);
-    expect(fired).toEqual(expected);
-    expect(fired.slice(0, beforeStop.length)).toEqual(beforeStop);
-  });
+      // The block workflow goes on from where the first process stopped: at least 3 more fires after the restart.
+      const lastBefore = (await blockRuns()).at(-1)!;
+      for (let i = 0; i < 300 && (await blockRuns()).filter((b) => b > lastBefore).length < 3; i++)
+        await new Promise((r) => setTimeout(r, 100));
+      const fired = await blockRuns();
+      expect(await second.stop()).toBe(0);
+      expect(fired.filter((b) => b > lastBefore).length).toBeGreaterThanOrEqual(3);
+      // Every multiple of 2 from the first fire to the last, exactly once: no duplicate, nothing lost across the restart.
+      const expected = Array.from({ length: (fired.at(-1)! - fired[0]!) / 2 + 1 }, (_, i) => fired[0]! + 2 * i);
+      expect(fired[0]! % 2).toBe(0);
+      expect(fired).toEqual(expected);
+      expect(fired.slice(0, beforeStop.length)).toEqual(beforeStop);
+    },
+  );
 });

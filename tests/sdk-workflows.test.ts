@@ -87,7 +87,13 @@ async function waitFor<T>(what: string, probe: () => T | undefined | Promise<T |
 describe("@avaprotocol/sdk-js drives workflows and executions", () => {
   it("creates a workflow, triggers it blocking, reads the execution's steps and streams its status", async () => {
     const workflow = await client.workflows.create(definition("/plain"));
-    expect(workflow).toMatchObject({ name: "sdk round trip", smartWalletAddress: wallet, status: "enabled", executionCount: 0, maxExecution: 51_840 });
+    expect(workflow).toMatchObject({
+      name: "sdk round trip",
+      smartWalletAddress: wallet,
+      status: "enabled",
+      executionCount: 0,
+      maxExecution: 51_840,
+    });
     // Edges were omitted: the service generated the chain trigger → compute → fetch.
     expect(workflow.edges?.map((e) => [e.source, e.target])).toEqual([
       ["start", "compute"],
@@ -100,7 +106,13 @@ describe("@avaprotocol/sdk-js drives workflows and executions", () => {
     expect(target.requests.map((r) => r.path)).toContain("/plain?sum=42");
 
     const execution = await client.executions.retrieve(result.executionId, { workflowId: workflow.id });
-    expect(execution).toMatchObject({ id: result.executionId, workflowId: workflow.id, chainId: devnet().chainId, index: 0, status: "success" });
+    expect(execution).toMatchObject({
+      id: result.executionId,
+      workflowId: workflow.id,
+      chainId: devnet().chainId,
+      index: 0,
+      status: "success",
+    });
     expect(execution.startAt).toBe(result.startAt);
     expect(execution.endAt).toBe(result.endAt);
     const steps = (execution.steps ?? []) as unknown as Json[];
@@ -133,7 +145,9 @@ describe("@avaprotocol/sdk-js drives workflows and executions", () => {
     // A finished execution streams exactly one frame, its terminal status, then the server closes the stream.
     const frames: v4.ExecutionStatusSummary[] = [];
     for await (const frame of client.executions.stream(result.executionId, { workflowId: workflow.id })) frames.push(frame);
-    expect(frames).toEqual([{ id: result.executionId, workflowId: workflow.id, status: "success", startAt: result.startAt, endAt: result.endAt }]);
+    expect(frames).toEqual([
+      { id: result.executionId, workflowId: workflow.id, status: "success", startAt: result.startAt, endAt: result.endAt },
+    ]);
     expect(await client.executions.getStatus(result.executionId, { workflowId: workflow.id })).toEqual(frames[0]);
 
     const list = await client.executions.listForWorkflow(workflow.id);
@@ -166,7 +180,13 @@ describe("@avaprotocol/sdk-js drives workflows and executions", () => {
     const result = await blocking;
     expect(result).toMatchObject({ executionId: pending.id, status: "success" });
     expect(frames.map((f) => f.status)).toEqual(["pending", "success"]);
-    expect(frames[1]).toEqual({ id: pending.id, workflowId: workflow.id, status: "success", startAt: pending.startAt, endAt: result.endAt });
+    expect(frames[1]).toEqual({
+      id: pending.id,
+      workflowId: workflow.id,
+      status: "success",
+      startAt: pending.startAt,
+      endAt: result.endAt,
+    });
 
     const execution = await client.executions.retrieve(pending.id, { workflowId: workflow.id });
     expect(execution.steps?.map((s) => [s.id, s.success])).toEqual([
@@ -183,7 +203,12 @@ describe("@avaprotocol/sdk-js drives workflows and executions", () => {
     const done = await client.workflows.retrieve(workflow.id);
     // SDK/API.md mismatch: the SDK's `Workflow.completionReason` type lists "TASK_COMPLETION_REASON_MAX_EXECUTIONS_REACHED"
     // (and has no CONSECUTIVE_ERRORS); API.md §8.1 spells it "MAX_EXECUTIONS_REACHED", which is what the service sends.
-    expect(done).toMatchObject({ status: "completed", completionReason: "MAX_EXECUTIONS_REACHED", executionCount: 1, remainingExecutions: 0 });
+    expect(done).toMatchObject({
+      status: "completed",
+      completionReason: "MAX_EXECUTIONS_REACHED",
+      executionCount: 1,
+      remainingExecutions: 0,
+    });
     await expect(client.workflows.trigger(workflow.id, { triggerType: "manual" })).rejects.toMatchObject({
       status: 412,
       code: "WORKFLOW_NOT_RUNNABLE",
@@ -193,7 +218,10 @@ describe("@avaprotocol/sdk-js drives workflows and executions", () => {
 
   it("answers the SDK's errors as problem+json the SDK surfaces (APIError with status and code)", async () => {
     const workflow = await client.workflows.create(definition("/plain"));
-    await expect(client.workflows.trigger(workflow.id, { triggerType: "cron" })).rejects.toMatchObject({ status: 400, code: "TRIGGER_TYPE_MISMATCH" });
+    await expect(client.workflows.trigger(workflow.id, { triggerType: "cron" })).rejects.toMatchObject({
+      status: 400,
+      code: "TRIGGER_TYPE_MISMATCH",
+    });
     await expect(client.executions.retrieve("01JD7R5X2T6V0B9K3M8N4P7Q1S", { workflowId: workflow.id })).rejects.toMatchObject({
       status: 404,
       code: "EXECUTION_NOT_FOUND",

@@ -44,7 +44,11 @@ describe("@avaprotocol/sdk-js as a client", () => {
 
     await setBalance(wallet.address, parseEther("1"));
     const recipient = privateKeyToAccount(generatePrivateKey()).address;
-    const result = (await client.wallets.withdraw(wallet.address, { recipientAddress: recipient, amount: "4242", token: "ETH" } as never)) as unknown as {
+    const result = (await client.wallets.withdraw(wallet.address, {
+      recipientAddress: recipient,
+      amount: "4242",
+      token: "ETH",
+    } as never)) as unknown as {
       status: string;
     };
     expect(result.status).toBe("confirmed");

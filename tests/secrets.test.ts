@@ -78,7 +78,9 @@ async function expectNoBody(res: Response, status: number) {
 }
 
 async function rawItem(owner: Owner, name: string, workflowId?: string) {
-  const { Item } = await runtime.db.send(new GetCommand({ TableName: runtime.config.tableName, Key: Keys.secret(owner, name, workflowId) }));
+  const { Item } = await runtime.db.send(
+    new GetCommand({ TableName: runtime.config.tableName, Key: Keys.secret(owner, name, workflowId) }),
+  );
   return Item;
 }
 
@@ -262,7 +264,9 @@ describe("GET /secrets", () => {
       const body = JSON.parse(text) as { data: Json[] };
       for (const element of body.data) {
         expect(Object.keys(element).sort()).toEqual(
-          element.scope === "workflow" ? ["createdAt", "name", "scope", "updatedAt", "workflowId"] : ["createdAt", "name", "scope", "updatedAt"],
+          element.scope === "workflow"
+            ? ["createdAt", "name", "scope", "updatedAt", "workflowId"]
+            : ["createdAt", "name", "scope", "updatedAt"],
         );
       }
     }
@@ -580,7 +584,12 @@ describe("storage and use", () => {
     }
     // The KMS-wrapped data key alone is bound to the context too.
     await expect(
-      useKms(runtime).send(new DecryptCommand({ CiphertextBlob: Buffer.from(item.encryptedKey, "base64"), EncryptionContext: { ...context, scope: "workflow" } })),
+      useKms(runtime).send(
+        new DecryptCommand({
+          CiphertextBlob: Buffer.from(item.encryptedKey, "base64"),
+          EncryptionContext: { ...context, scope: "workflow" },
+        }),
+      ),
     ).rejects.toMatchObject({ name: "InvalidCiphertextException" });
     // Moving one secret's ciphertext onto another's item does not decrypt.
     await expect(open({ ...sealed, ciphertext: wfItem.ciphertext, iv: wfItem.iv, tag: wfItem.tag }, context)).rejects.toThrow();
@@ -645,7 +654,12 @@ describe("storage and use", () => {
 
       // An unreachable key service: 503 UPSTREAM_UNAVAILABLE, and the logged warning holds no plaintext.
       const broken = createRuntime({
-        config: buildConfig({ ...stackEnv(), TABLE_NAME: runtime.config.tableName, KMS_ENDPOINT: "http://127.0.0.1:9", RATE_LIMIT_BURST: "1000000" }),
+        config: buildConfig({
+          ...stackEnv(),
+          TABLE_NAME: runtime.config.tableName,
+          KMS_ENDPOINT: "http://127.0.0.1:9",
+          RATE_LIMIT_BURST: "1000000",
+        }),
       });
       setRuntime(broken);
       try {

@@ -14,7 +14,6 @@ import { jsonClient, type Json } from "./support/client";
 import { deployTestToken, devnet, setBalance } from "./support/chain";
 import { createServiceApp } from "../shared/service/app";
 
-
 const TIMEOUT_MS = 8_000;
 /** When the target saw the slow request's connection close (the cut-off aborts it). */
 let slowClosedAt: number | undefined;
@@ -41,9 +40,6 @@ afterAll(async () => {
   await target?.close();
 });
 
-
-
-
 const manual = { id: "t", name: "start", type: "manual", config: { data: { amount: "1000" } } };
 const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/;
 
@@ -65,7 +61,18 @@ describe(":simulate", () => {
           type: "contractWrite",
           config: {
             contractAddress: token.address,
-            contractAbi: [{ type: "function", name: "mint", stateMutability: "nonpayable", inputs: [{ name: "to", type: "address" }, { name: "amount", type: "uint256" }], outputs: [] }],
+            contractAbi: [
+              {
+                type: "function",
+                name: "mint",
+                stateMutability: "nonpayable",
+                inputs: [
+                  { name: "to", type: "address" },
+                  { name: "amount", type: "uint256" },
+                ],
+                outputs: [],
+              },
+            ],
             methodCalls: [{ methodName: "mint", methodParams: ["{{settings.runner}}", "{{start.data.amount}}"] }],
           },
         },
@@ -76,11 +83,23 @@ describe(":simulate", () => {
     });
     expect(res.status).toBe(200);
     const execution = res.body;
-    expect(execution).toMatchObject({ index: 0, status: "success", chainId: devnet().chainId, startAt: expect.any(Number), endAt: expect.any(Number) });
+    expect(execution).toMatchObject({
+      index: 0,
+      status: "success",
+      chainId: devnet().chainId,
+      startAt: expect.any(Number),
+      endAt: expect.any(Number),
+    });
     expect(execution.id).toMatch(ULID);
     expect(execution.workflowId).toMatch(ULID);
     expect(execution.error).toBeUndefined();
-    expect(execution.steps.map((s: Json) => [s.id, s.success])).toEqual([["t", true], ["price", true], ["mint", true], ["pay", true], ["sum", true]]);
+    expect(execution.steps.map((s: Json) => [s.id, s.success])).toEqual([
+      ["t", true],
+      ["price", true],
+      ["mint", true],
+      ["pay", true],
+      ["sum", true],
+    ]);
     const byId = Object.fromEntries(execution.steps.map((s: Json) => [s.id, s]));
     expect(byId.mint.output.data).toEqual([expect.objectContaining({ methodName: "mint", success: true, isSimulated: true })]);
     expect(byId.mint.output.data[0].transactionHash).toBeUndefined();
@@ -108,7 +127,14 @@ describe(":simulate", () => {
     await setBalance(alice.wallet, 1000n);
     const res = await call(alice, "POST", "/workflows:simulate", {
       trigger: manual,
-      nodes: [{ id: "pay", name: "pay", type: "ethTransfer", config: { destination: privateKeyToAccount(generatePrivateKey()).address, amount: "5000" } }],
+      nodes: [
+        {
+          id: "pay",
+          name: "pay",
+          type: "ethTransfer",
+          config: { destination: privateKeyToAccount(generatePrivateKey()).address, amount: "5000" },
+        },
+      ],
       inputVariables: { settings: { runner: alice.wallet } },
     });
     expect(res.status).toBe(200);
@@ -121,7 +147,14 @@ describe(":simulate", () => {
     expect((await call(alice, "PUT", "/secrets/TOKEN", { value: "hunter2-secret" })).status).toBe(201);
     const res = await call(alice, "POST", "/workflows:simulate", {
       trigger: manual,
-      nodes: [{ id: "c", name: "c", type: "customCode", config: { source: "return { s: secrets.TOKEN, len: secrets.TOKEN.length, d: start.data }" } }],
+      nodes: [
+        {
+          id: "c",
+          name: "c",
+          type: "customCode",
+          config: { source: "return { s: secrets.TOKEN, len: secrets.TOKEN.length, d: start.data }" },
+        },
+      ],
       inputVariables: {},
       triggerOutput: { data: { amount: "7" } },
     });
@@ -134,7 +167,11 @@ describe(":simulate", () => {
     const alice = await newOwner();
     const bob = await newOwner();
     const write = { id: "pay", name: "pay", type: "ethTransfer", config: { destination: bob.wallet, amount: "1" } };
-    const foreign = await call(alice, "POST", "/workflows:simulate", { trigger: manual, nodes: [write], inputVariables: { settings: { runner: bob.wallet } } });
+    const foreign = await call(alice, "POST", "/workflows:simulate", {
+      trigger: manual,
+      nodes: [write],
+      inputVariables: { settings: { runner: bob.wallet } },
+    });
     expect(foreign.status).toBe(400);
     expect(foreign.body).toMatchObject({ code: "WALLET_NOT_OWNED", errors: [{ path: "body.inputVariables.settings.runner" }] });
 
@@ -163,7 +200,7 @@ describe(":simulate", () => {
     expect(cycle.body.code).toBe("WORKFLOW_GRAPH_INVALID");
   });
 
-  it("is cut at simulate_timeout_ms: status error \"simulation timed out\"", async () => {
+  it('is cut at simulate_timeout_ms: status error "simulation timed out"', async () => {
     const alice = await newOwner();
     const started = Date.now();
     const res = await call(alice, "POST", "/workflows:simulate", {
@@ -179,7 +216,11 @@ describe(":simulate", () => {
     expect(res.body).toMatchObject({ status: "error", error: "simulation timed out", endAt: expect.any(Number) });
     // The request in flight at the cap is stopped and recorded (API.md §18.1); the next node never starts.
     expect(res.body.steps.map((s: Json) => s.id)).toEqual(["t", "slow"]);
-    expect(res.body.steps[1]).toMatchObject({ success: false, errorCode: "NETWORK_ERROR", error: `simulation time limit of ${TIMEOUT_MS} ms reached` });
+    expect(res.body.steps[1]).toMatchObject({
+      success: false,
+      errorCode: "NETWORK_ERROR",
+      error: `simulation time limit of ${TIMEOUT_MS} ms reached`,
+    });
     expect(took).toBeGreaterThanOrEqual(TIMEOUT_MS - 100);
     expect(took).toBeLessThan(TIMEOUT_MS + 2_000);
     // Stopped, not left running: the request's connection was closed at the cap.
@@ -204,7 +245,9 @@ describe(":estimateFees", () => {
       alice,
       "POST",
       "/workflows:estimateFees",
-      body([{ id: "pay", name: "pay", type: "ethTransfer", config: { destination: alice.wallet, amount: "1" } }], { runner: privateKeyToAccount(generatePrivateKey()).address }),
+      body([{ id: "pay", name: "pay", type: "ethTransfer", config: { destination: alice.wallet, amount: "1" } }], {
+        runner: privateKeyToAccount(generatePrivateKey()).address,
+      }),
     );
     expect(res.status).toBe(200);
     const d = devnet();
@@ -212,20 +255,42 @@ describe(":estimateFees", () => {
       chainId: d.chainId,
       nativeToken: { symbol: "ETH", decimals: 18 },
       executionFee: { amount: expect.stringMatching(/^\d+(\.\d+)?$/), unit: "USD" },
-      valueFee: { fee: { amount: "0.03", unit: "PERCENTAGE" }, tier: "tier1", valueBase: "input_token_value", classificationMethod: "ruleBased", confidence: 1 },
+      valueFee: {
+        fee: { amount: "0.03", unit: "PERCENTAGE" },
+        tier: "tier1",
+        valueBase: "input_token_value",
+        classificationMethod: "ruleBased",
+        confidence: 1,
+      },
       discounts: [],
       pricingModel: "tiered_value_v1",
     });
     const costs = res.body.cogs as Json[];
-    expect(costs.map((c) => [c.nodeId, c.costType])).toEqual(expect.arrayContaining([["pay", "gas"], ["_wallet_creation", "walletCreation"]]));
+    expect(costs.map((c) => [c.nodeId, c.costType])).toEqual(
+      expect.arrayContaining([
+        ["pay", "gas"],
+        ["_wallet_creation", "walletCreation"],
+      ]),
+    );
     for (const c of costs) {
-      expect(c).toEqual({ nodeId: expect.any(String), costType: expect.any(String), fee: { amount: expect.stringMatching(/^\d+$/), unit: "WEI" }, gasUnits: expect.stringMatching(/^\d+$/), chainId: d.chainId });
+      expect(c).toEqual({
+        nodeId: expect.any(String),
+        costType: expect.any(String),
+        fee: { amount: expect.stringMatching(/^\d+$/), unit: "WEI" },
+        gasUnits: expect.stringMatching(/^\d+$/),
+        chainId: d.chainId,
+      });
     }
   });
 
   it("an off-chain workflow costs nothing on chain; bad definitions are 400", async () => {
     const alice = await newOwner();
-    const res = await call(alice, "POST", "/workflows:estimateFees", body([{ id: "c", name: "c", type: "customCode", config: { source: "return 1" } }]));
+    const res = await call(
+      alice,
+      "POST",
+      "/workflows:estimateFees",
+      body([{ id: "c", name: "c", type: "customCode", config: { source: "return 1" } }]),
+    );
     expect(res.status).toBe(200);
     expect(res.body.cogs).toEqual([]);
     expect(res.body.valueFee).toMatchObject({ tier: "unspecified", fee: { amount: "0", unit: "PERCENTAGE" } });
@@ -233,7 +298,12 @@ describe(":estimateFees", () => {
     const bad = await call(alice, "POST", "/workflows:estimateFees", { trigger: manual, nodes: [] });
     expect(bad.status).toBe(400);
     expect(bad.body.code).toBe("VALIDATION_FAILED");
-    const chain = await call(alice, "POST", "/workflows:estimateFees", body([{ id: "c", name: "c", type: "customCode", config: { source: "return 1" } }], { chainId: 999_999 }));
+    const chain = await call(
+      alice,
+      "POST",
+      "/workflows:estimateFees",
+      body([{ id: "c", name: "c", type: "customCode", config: { source: "return 1" } }], { chainId: 999_999 }),
+    );
     expect(chain.status).toBe(400);
     expect(chain.body.code).toBe("UNSUPPORTED_CHAIN");
   });

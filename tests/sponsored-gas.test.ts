@@ -51,7 +51,13 @@ beforeAll(async () => {
         return;
       }
       const stale = staleSender;
-      const hidden = stale && calls.some((c) => c.method === "eth_estimateUserOperationGas" && (c.params?.[0] as { sender?: string })?.sender?.toLowerCase() === stale.toLowerCase());
+      const hidden =
+        stale &&
+        calls.some(
+          (c) =>
+            c.method === "eth_estimateUserOperationGas" &&
+            (c.params?.[0] as { sender?: string })?.sender?.toLowerCase() === stale.toLowerCase(),
+        );
       const forward = async () => {
         const held = hidden ? await balance(stale) : undefined;
         if (hidden) await setBalance(stale, 0n);
@@ -119,7 +125,10 @@ async function counted(prefix: string) {
   const { db, config } = useRuntime();
   const out = await db.send(new ScanCommand({ TableName: config.tableName, ConsistentRead: true }));
   const items = (out.Items ?? []).filter((i) => String(i.pk).startsWith(prefix));
-  return { items: items.length, gas: items.reduce((sum, i) => sum + Object.values(i.hours ?? {}).reduce((a: number, g) => a + Number(g), 0), 0) };
+  return {
+    items: items.length,
+    gas: items.reduce((sum, i) => sum + Object.values(i.hours ?? {}).reduce((a: number, g) => a + Number(g), 0), 0),
+  };
 }
 const ownerCounter = (who: SignedIn) => Keys.sponsoredGasOwner(31337, who.owner).pk;
 const chainCounters = "SPONSOR#31337#SHARD#";
@@ -188,7 +197,11 @@ describe("an owner's budget", () => {
     // a larger amount, exactly the balance: the simulation could pay its (1 wei per gas) prefund, the real operation not
     const rich = await newWallet(alice);
     await setBalance(rich, parseEther("0.1"));
-    const all = await call(alice, "POST", `/wallets/${rich}:withdraw`, { recipientAddress: someone(), amount: parseEther("0.1").toString(), token: "ETH" });
+    const all = await call(alice, "POST", `/wallets/${rich}:withdraw`, {
+      recipientAddress: someone(),
+      amount: parseEther("0.1").toString(),
+      token: "ETH",
+    });
     expect(all.status, JSON.stringify(all.body)).toBe(400);
     expect(all.body.code).toBe("INSUFFICIENT_BALANCE");
     expect(sends()).toBe(sendsBefore);
@@ -198,7 +211,11 @@ describe("an owner's budget", () => {
     const token = await deployTestToken();
     const holder = await newWallet(alice);
     await token.mint(holder, 500n);
-    const tokens = await call(alice, "POST", `/wallets/${holder}:withdraw`, { recipientAddress: someone(), amount: "500", token: token.address });
+    const tokens = await call(alice, "POST", `/wallets/${holder}:withdraw`, {
+      recipientAddress: someone(),
+      amount: "500",
+      token: token.address,
+    });
     expect(tokens.status).toBe(400);
     expect(tokens.body.code).toBe("INSUFFICIENT_BALANCE");
     expect(sends()).toBe(sendsBefore);
@@ -314,7 +331,10 @@ describe("giving back", () => {
 
 describe("0 and unlimited", () => {
   it("0: never sponsored, nothing counted", async () => {
-    for (const [perOwner, perChain] of [["0", "5000000000"], ["50000000", "0"]] as const) {
+    for (const [perOwner, perChain] of [
+      ["0", "5000000000"],
+      ["50000000", "0"],
+    ] as const) {
       await budgets(perOwner, perChain);
       const dan = await signIn(app);
       const wallet = await newWallet(dan);

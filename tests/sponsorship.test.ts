@@ -52,7 +52,11 @@ async function counted(prefix: string) {
 }
 
 const ownerOnly = (perOwner: number): Budgets => ({ perOwner, perChain: Infinity });
-const chainOnly = (perChain: number, chainShards?: number): Budgets => ({ perOwner: Infinity, perChain, ...(chainShards ? { chainShards } : {}) });
+const chainOnly = (perChain: number, chainShards?: number): Budgets => ({
+  perOwner: Infinity,
+  perChain,
+  ...(chainShards ? { chainShards } : {}),
+});
 
 describe("one owner's budget", () => {
   it("grants exactly 10 of 20 concurrent reservations when the budget fits 10", async () => {
@@ -64,7 +68,12 @@ describe("one owner's budget", () => {
     expect(results.filter(Boolean)).toHaveLength(10);
     expect(await counted(`SPONSOR#${chainId}#`)).toBe(10_000);
     const [item] = await items(Keys.sponsoredGasOwner(chainId, owner).pk);
-    expect(item).toMatchObject({ sk: "GAS", type: "sponsoredGas", latest: Math.floor(T0 / HOUR), hours: { [Math.floor(T0 / HOUR)]: 10_000 } });
+    expect(item).toMatchObject({
+      sk: "GAS",
+      type: "sponsoredGas",
+      latest: Math.floor(T0 / HOUR),
+      hours: { [Math.floor(T0 / HOUR)]: 10_000 },
+    });
   });
 
   it("grants exactly 10 of 20 when the reservations come from two clients", async () => {
@@ -126,7 +135,9 @@ describe("one owner's budget", () => {
 
   it("an operation larger than the budget is refused without a write", async () => {
     const chainId = newChain();
-    expect(await reserveSponsoredGas({ chainId, owner: newOwner(), gas: 10_001n }, { budgets: ownerOnly(10_000), store: store() })).toBeUndefined();
+    expect(
+      await reserveSponsoredGas({ chainId, owner: newOwner(), gas: 10_001n }, { budgets: ownerOnly(10_000), store: store() }),
+    ).toBeUndefined();
     expect(await items(`SPONSOR#${chainId}#`)).toEqual([]);
   });
 });
@@ -167,14 +178,25 @@ describe("giving back", () => {
     const chainId = newChain();
     const owner = newOwner();
     // the chain is full
-    expect(await reserveSponsoredGas({ chainId, owner: newOwner(), gas: 5000n }, { budgets: { perOwner: 5000, perChain: 5000 }, store: store() })).toBeDefined();
-    expect(await reserveSponsoredGas({ chainId, owner, gas: 1000n }, { budgets: { perOwner: 5000, perChain: 5000 }, store: store() })).toBeUndefined();
+    expect(
+      await reserveSponsoredGas(
+        { chainId, owner: newOwner(), gas: 5000n },
+        { budgets: { perOwner: 5000, perChain: 5000 }, store: store() },
+      ),
+    ).toBeDefined();
+    expect(
+      await reserveSponsoredGas({ chainId, owner, gas: 1000n }, { budgets: { perOwner: 5000, perChain: 5000 }, store: store() }),
+    ).toBeUndefined();
     expect(await counted(Keys.sponsoredGasOwner(chainId, owner).pk)).toBe(0);
     // an owner past its own budget: the chain's counter is not read or written
     const chain2 = newChain();
-    expect(await reserveSponsoredGas({ chainId: chain2, owner, gas: 1000n }, { budgets: { perOwner: 1000, perChain: 10_000 }, store: store() })).toBeDefined();
+    expect(
+      await reserveSponsoredGas({ chainId: chain2, owner, gas: 1000n }, { budgets: { perOwner: 1000, perChain: 10_000 }, store: store() }),
+    ).toBeDefined();
     const shardsBefore = await items(`SPONSOR#${chain2}#SHARD#`);
-    expect(await reserveSponsoredGas({ chainId: chain2, owner, gas: 1000n }, { budgets: { perOwner: 1000, perChain: 10_000 }, store: store() })).toBeUndefined();
+    expect(
+      await reserveSponsoredGas({ chainId: chain2, owner, gas: 1000n }, { budgets: { perOwner: 1000, perChain: 10_000 }, store: store() }),
+    ).toBeUndefined();
     expect(await items(`SPONSOR#${chain2}#SHARD#`)).toEqual(shardsBefore);
   });
 });
@@ -185,7 +207,11 @@ describe("the chain's budget, in shards", () => {
     expect(chainShards(CHAIN_SHARD_GAS * 3 + 1)).toBe(3);
     expect(chainShards(1_000_000)).toBe(1);
     expect(chainShards(Infinity)).toBe(1);
-    for (const [cap, shards] of [[5_000_000_000, 16], [10_007, 5], [3, 5]] as const) {
+    for (const [cap, shards] of [
+      [5_000_000_000, 16],
+      [10_007, 5],
+      [3, 5],
+    ] as const) {
       const shares = Array.from({ length: shards }, (_, s) => shardCap(cap, shards, s));
       expect(shares.reduce((a, b) => a + b)).toBe(cap);
       expect(Math.max(...shares) - Math.min(...shares)).toBeLessThanOrEqual(1);
@@ -196,7 +222,10 @@ describe("the chain's budget, in shards", () => {
     const chainId = newChain();
     const results = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
-        reserveSponsoredGas({ chainId, owner: newOwner(), gas: 1000n }, { budgets: chainOnly(10_000, 5), store: store(T0, i % 2 ? other : runtime) }),
+        reserveSponsoredGas(
+          { chainId, owner: newOwner(), gas: 1000n },
+          { budgets: chainOnly(10_000, 5), store: store(T0, i % 2 ? other : runtime) },
+        ),
       ),
     );
     expect(results.filter(Boolean)).toHaveLength(10);
@@ -210,7 +239,8 @@ describe("the chain's budget, in shards", () => {
     const chainId = newChain();
     const budgets = chainOnly(4000, 4);
     const granted: Sponsorship[] = [];
-    for (let i = 0; i < 4; i++) granted.push((await reserveSponsoredGas({ chainId, owner: newOwner(), gas: 1000n }, { budgets, store: store() }))!);
+    for (let i = 0; i < 4; i++)
+      granted.push((await reserveSponsoredGas({ chainId, owner: newOwner(), gas: 1000n }, { budgets, store: store() }))!);
     expect(granted.every(Boolean)).toBe(true);
     expect(await reserveSponsoredGas({ chainId, owner: newOwner(), gas: 1000n }, { budgets, store: store() })).toBeUndefined();
     await granted[2]!.giveBack();
@@ -222,7 +252,12 @@ describe("0 and unlimited", () => {
   it("0 per owner or per chain: never granted, nothing read or written", async () => {
     const chainId = newChain();
     const owner = newOwner();
-    for (const budgets of [{ perOwner: 0, perChain: Infinity }, { perOwner: Infinity, perChain: 0 }, { perOwner: 0, perChain: 10_000 }, { perOwner: 10_000, perChain: 0 }]) {
+    for (const budgets of [
+      { perOwner: 0, perChain: Infinity },
+      { perOwner: Infinity, perChain: 0 },
+      { perOwner: 0, perChain: 10_000 },
+      { perOwner: 10_000, perChain: 0 },
+    ]) {
       expect(await reserveSponsoredGas({ chainId, owner, gas: 1n }, { budgets, store: store() })).toBeUndefined();
     }
     expect(await items(`SPONSOR#${chainId}#`)).toEqual([]);
@@ -232,7 +267,9 @@ describe("0 and unlimited", () => {
     const chainId = newChain();
     const owner = newOwner();
     const unlimited = { perOwner: Infinity, perChain: Infinity };
-    const results = await Promise.all(Array.from({ length: 20 }, () => reserveSponsoredGas({ chainId, owner, gas: 50_000_000n }, { budgets: unlimited, store: store() })));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, () => reserveSponsoredGas({ chainId, owner, gas: 50_000_000n }, { budgets: unlimited, store: store() })),
+    );
     expect(results.every(Boolean)).toBe(true);
     await results[0]!.giveBack();
     expect(await items(`SPONSOR#${chainId}#`)).toEqual([]);
@@ -242,7 +279,13 @@ describe("0 and unlimited", () => {
 describe("the amount", () => {
   it("is every gas limit of the operation, the paymaster's included", () => {
     expect(
-      sponsoredGasOf({ callGasLimit: 1n, verificationGasLimit: 20n, preVerificationGas: 300n, paymasterVerificationGasLimit: 4000n, paymasterPostOpGasLimit: 50_000n }),
+      sponsoredGasOf({
+        callGasLimit: 1n,
+        verificationGasLimit: 20n,
+        preVerificationGas: 300n,
+        paymasterVerificationGasLimit: 4000n,
+        paymasterPostOpGasLimit: 50_000n,
+      }),
     ).toBe(54_321n);
   });
 });

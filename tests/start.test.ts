@@ -67,12 +67,23 @@ describe("npm start", () => {
     const devnet = JSON.parse(readFileSync(join(dataDir, "devnet.json"), "utf8")) as { rpcUrl: string; chainId: number };
     let token = await signInWithAccount(base, owner);
     const headers = () => ({ Authorization: `Bearer ${token}`, "Content-Type": "application/json" });
-    expect((await fetch(`${base}/secrets/KEEP_ME`, { method: "PUT", headers: headers(), body: JSON.stringify({ value: "kept" }) })).status).toBe(201);
-    const wallet = (await (await fetch(`${base}/wallets`, { method: "POST", headers: headers(), body: JSON.stringify({ salt: "3" }) })).json()) as { address: `0x${string}` };
-    await createTestClient({ mode: "anvil", transport: http(devnet.rpcUrl) }).setBalance({ address: wallet.address, value: parseEther("1") });
+    expect(
+      (await fetch(`${base}/secrets/KEEP_ME`, { method: "PUT", headers: headers(), body: JSON.stringify({ value: "kept" }) })).status,
+    ).toBe(201);
+    const wallet = (await (
+      await fetch(`${base}/wallets`, { method: "POST", headers: headers(), body: JSON.stringify({ salt: "3" }) })
+    ).json()) as { address: `0x${string}` };
+    await createTestClient({ mode: "anvil", transport: http(devnet.rpcUrl) }).setBalance({
+      address: wallet.address,
+      value: parseEther("1"),
+    });
     const recipient = privateKeyToAccount(generatePrivateKey()).address;
     const withdrawal = (await (
-      await fetch(`${base}/wallets/${wallet.address}:withdraw`, { method: "POST", headers: headers(), body: JSON.stringify({ recipientAddress: recipient, amount: "9999", token: "ETH" }) })
+      await fetch(`${base}/wallets/${wallet.address}:withdraw`, {
+        method: "POST",
+        headers: headers(),
+        body: JSON.stringify({ recipientAddress: recipient, amount: "9999", token: "ETH" }),
+      })
     ).json()) as { status: string; id: string };
     expect(withdrawal.status).toBe("confirmed");
 
@@ -90,7 +101,9 @@ describe("npm start", () => {
     expect(wallets.data.map((w) => w.address)).toEqual([wallet.address]);
     const nonce = (await (await fetch(`${base}/wallets/${wallet.address}:getNonce`, { headers: headers() })).json()) as { nonce: string };
     expect(nonce.nonce).toBe("1");
-    const listed = (await (await fetch(`${base}/wallets/${wallet.address}/withdrawals`, { headers: headers() })).json()) as { data: { id: string; status: string }[] };
+    const listed = (await (await fetch(`${base}/wallets/${wallet.address}/withdrawals`, { headers: headers() })).json()) as {
+      data: { id: string; status: string }[];
+    };
     expect(listed.data).toEqual([expect.objectContaining({ id: withdrawal.id, status: "confirmed" })]);
     const chain = createPublicClient({ transport: http(rpcAfter) });
     expect(await chain.getBalance({ address: recipient })).toBe(9999n);

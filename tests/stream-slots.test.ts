@@ -281,7 +281,11 @@ describe("open streams per owner", () => {
   it("frees the slots of a process that vanished (SIGKILL) once their leases run out, and not before", async () => {
     const LEASE_MS = 3_000;
     const HEARTBEAT_MS = 1_000;
-    const crashing = await startProcess({ STREAM_LEASE_MS: String(LEASE_MS), STREAM_HEARTBEAT_MS: String(HEARTBEAT_MS), STREAM_IDLE_MS: "2000" });
+    const crashing = await startProcess({
+      STREAM_LEASE_MS: String(LEASE_MS),
+      STREAM_HEARTBEAT_MS: String(HEARTBEAT_MS),
+      STREAM_IDLE_MS: "2000",
+    });
     const owner = newOwner();
     const e = await pending(owner);
     const theirs: Opened[] = [];

@@ -81,7 +81,10 @@ async function open(owner: Owner, path: string): Promise<Open> {
     abort: () => controller.abort(),
     until: (pattern, timeoutMs = 3_000) =>
       new Promise<number>((resolve, reject) => {
-        const deadline = setTimeout(() => reject(new Error(`no ${pattern} within ${timeoutMs} ms; got ${JSON.stringify(text())}`)), timeoutMs);
+        const deadline = setTimeout(
+          () => reject(new Error(`no ${pattern} within ${timeoutMs} ms; got ${JSON.stringify(text())}`)),
+          timeoutMs,
+        );
         const check = () => {
           if (pattern.test(text())) {
             clearTimeout(deadline);
@@ -167,7 +170,14 @@ describe("the stream", () => {
     const s = await open(owner, `/executions/${e.id}:stream?workflowId=${e.workflowId}`);
     await s.closed;
     expect(s.text()).toBe(
-      frame(1, { id: e.id, workflowId: e.workflowId, status: "failed", startAt: e.startAt, endAt: e.startAt + 3, error: "1 of 1 steps failed: a" }),
+      frame(1, {
+        id: e.id,
+        workflowId: e.workflowId,
+        status: "failed",
+        startAt: e.startAt,
+        endAt: e.startAt + 3,
+        error: "1 of 1 steps failed: a",
+      }),
     );
   });
 
@@ -177,7 +187,15 @@ describe("the stream", () => {
     const s = await open(owner, `/executions/${e.id}:stream?workflowId=${e.workflowId}&interval=1s`);
     await s.until(/id: 1\n/);
     const first = performance.now();
-    await Execution.recordStep(e.workflowId, e.id, { id: "n", type: "customCode", name: "n", success: true, output: { data: 1 }, startAt: e.startAt, endAt: e.startAt });
+    await Execution.recordStep(e.workflowId, e.id, {
+      id: "n",
+      type: "customCode",
+      name: "n",
+      success: true,
+      output: { data: 1 },
+      startAt: e.startAt,
+      endAt: e.startAt,
+    });
     const at = await s.until(/: keep-alive\n\n/, 2_000);
     expect(at - first).toBeGreaterThanOrEqual(KEEPALIVE_MS - 50);
     expect(at - first).toBeLessThan(KEEPALIVE_MS + 300);
@@ -221,7 +239,9 @@ describe("the stream", () => {
     await unknown.body?.cancel();
 
     for (const interval of ["50", "99", "5001", "6s", "abc", "1.5", "1.5ms", "-100", "0.05s"]) {
-      const res = await fetch(`${server.url}/executions/${e.id}:stream?workflowId=${e.workflowId}&interval=${interval}`, { headers: await bearer(owner) });
+      const res = await fetch(`${server.url}/executions/${e.id}:stream?workflowId=${e.workflowId}&interval=${interval}`, {
+        headers: await bearer(owner),
+      });
       expect(res.status, interval).toBe(400);
       const body = (await res.json()) as { code: string; errors: { path: string }[] };
       expect(body.code).toBe("VALIDATION_FAILED");
@@ -258,7 +278,10 @@ describe("the stream", () => {
 
     // A body nobody reads (HEAD) starts nothing: no listener, no polling.
     const other = await pending(owner);
-    const head = await fetch(`${server.url}/executions/${other.id}:stream?workflowId=${other.workflowId}`, { method: "HEAD", headers: await bearer(owner) });
+    const head = await fetch(`${server.url}/executions/${other.id}:stream?workflowId=${other.workflowId}`, {
+      method: "HEAD",
+      headers: await bearer(owner),
+    });
     expect(head.status).toBe(200);
     expect(await head.text()).toBe("");
     expect(Execution.listenerCount(other.workflowId, other.id)).toBe(0);

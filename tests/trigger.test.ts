@@ -12,7 +12,6 @@ import { jsonClient, type Json, type Owner } from "./support/client";
 import { setBus } from "../shared/execution/bus";
 import * as Idempotency from "../shared/store/idempotency";
 
-
 const SECRET = "sk-live-7f3c9a1e5b";
 let service: TestService;
 const { call, ownerWithWallet, createWorkflow: create, waitTerminal } = jsonClient(() => service.url);
@@ -41,7 +40,11 @@ afterAll(async () => {
 const code = (id: string, source = "return 1") => ({ id, name: id, type: "customCode", config: { source } });
 
 const createWorkflow = (who: Owner, extra: Json = {}) =>
-  create(who, { trigger: { id: "t", name: "start", type: "manual", config: { data: { hello: "world" } } }, nodes: [code("first", "return start.data.hello + '!'")], ...extra });
+  create(who, {
+    trigger: { id: "t", name: "start", type: "manual", config: { data: { hello: "world" } } },
+    nodes: [code("first", "return start.data.hello + '!'")],
+    ...extra,
+  });
 
 const trigger = (who: SignedIn, id: string, body: Json, headers: Record<string, string> = {}) =>
   call(who, "POST", `/workflows/${id}:trigger`, body, headers);
@@ -54,13 +57,26 @@ describe("asynchronous trigger", () => {
     const wf = await createWorkflow(alice);
     const res = await trigger(alice, wf.id, { triggerType: "manual" });
     expect(res.status).toBe(202);
-    expect(res.body).toEqual({ executionId: expect.stringMatching(/^[0-9A-HJKMNP-TV-Z]{26}$/), status: "pending", startAt: expect.any(Number) });
+    expect(res.body).toEqual({
+      executionId: expect.stringMatching(/^[0-9A-HJKMNP-TV-Z]{26}$/),
+      status: "pending",
+      startAt: expect.any(Number),
+    });
     expect(res.headers.get("location")).toBe(`/executions/${res.body.executionId}?workflowId=${wf.id}`);
     expect(res.headers.get("idempotency-replayed")).toBeNull();
 
     const execution = await terminal(alice, res.headers.get("location")!);
-    expect(execution).toMatchObject({ id: res.body.executionId, workflowId: wf.id, index: 0, status: "success", startAt: res.body.startAt });
-    expect(execution.steps.map((s: Json) => [s.id, s.success])).toEqual([["t", true], ["first", true]]);
+    expect(execution).toMatchObject({
+      id: res.body.executionId,
+      workflowId: wf.id,
+      index: 0,
+      status: "success",
+      startAt: res.body.startAt,
+    });
+    expect(execution.steps.map((s: Json) => [s.id, s.success])).toEqual([
+      ["t", true],
+      ["first", true],
+    ]);
     expect(execution.steps[0].output).toEqual({ data: { hello: "world" }, headers: {}, pathParams: {} });
     expect(execution.steps[1].output).toEqual({ data: "world!" });
 
@@ -116,12 +132,18 @@ describe("run inputs and hand-over", () => {
       const res = await trigger(alice, wf.id, { triggerType: "manual" });
       expect(res.status).toBe(202);
       expect(res.body).toMatchObject({ status: "error", error: "the run could not be handed to a runner", endAt: expect.any(Number) });
-      expect((await call(alice, "GET", res.headers.get("location")!)).body).toMatchObject({ status: "error", error: "the run could not be handed to a runner" });
+      expect((await call(alice, "GET", res.headers.get("location")!)).body).toMatchObject({
+        status: "error",
+        error: "the run could not be handed to a runner",
+      });
 
       // An `error` counts toward consecutive_error_limit: at the limit the workflow fails, and triggers answer FAILED.
       limits.consecutiveErrorLimit = 2;
       expect((await trigger(alice, wf.id, { triggerType: "manual" })).body.status).toBe("error");
-      expect((await call(alice, "GET", `/workflows/${wf.id}`)).body).toMatchObject({ status: "failed", completionReason: "CONSECUTIVE_ERRORS" });
+      expect((await call(alice, "GET", `/workflows/${wf.id}`)).body).toMatchObject({
+        status: "failed",
+        completionReason: "CONSECUTIVE_ERRORS",
+      });
       const refused = await trigger(alice, wf.id, { triggerType: "manual" });
       expect(refused.status).toBe(412);
       expect(refused.body).toMatchObject({ code: "WORKFLOW_NOT_RUNNABLE", reason: "FAILED" });
@@ -149,7 +171,12 @@ describe("blocking trigger", () => {
     });
     const res = await trigger(alice, wf.id, { triggerType: "manual", isBlocking: true });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ executionId: expect.any(String), status: "success", startAt: expect.any(Number), endAt: expect.any(Number) });
+    expect(res.body).toEqual({
+      executionId: expect.any(String),
+      status: "success",
+      startAt: expect.any(Number),
+      endAt: expect.any(Number),
+    });
     expect(res.headers.get("location")).toBeNull();
 
     // The target really received the secret; the record never holds it.
@@ -186,7 +213,9 @@ describe("blocking trigger", () => {
     const slow = await useSlowWait(300);
     try {
       const alice = await newOwner();
-      const wf = await createWorkflow(alice, { nodes: [{ id: "wait", name: "wait", type: "restApi", config: { url: `${target.url}/slow`, method: "GET" } }] });
+      const wf = await createWorkflow(alice, {
+        nodes: [{ id: "wait", name: "wait", type: "restApi", config: { url: `${target.url}/slow`, method: "GET" } }],
+      });
       const res = await trigger(alice, wf.id, { triggerType: "manual", isBlocking: true });
       expect(res.status).toBe(200);
       expect(res.body).toEqual({ executionId: expect.any(String), status: "pending", startAt: expect.any(Number) });
@@ -226,7 +255,14 @@ describe("checks and their order", () => {
     });
     expect(bad.status).toBe(400);
     expect(bad.body.errors.map((e: Json) => e.path).sort()).toEqual(
-      ["body.isBlocking", "body.other", "body.triggerInput.not-an-id", "body.triggerInput.secrets", "body.triggerInput.settings", "body.triggerOutput.extra"].sort(),
+      [
+        "body.isBlocking",
+        "body.other",
+        "body.triggerInput.not-an-id",
+        "body.triggerInput.secrets",
+        "body.triggerInput.settings",
+        "body.triggerOutput.extra",
+      ].sort(),
     );
 
     for (const id of [unknown, "not-a-ulid", wf.id.toLowerCase() + "x"]) {
@@ -236,7 +272,10 @@ describe("checks and their order", () => {
     }
     const foreign = await trigger(bob, wf.id, { triggerType: "manual" });
     expect(foreign.status).toBe(404);
-    expect(foreign.body).toMatchObject({ code: "WORKFLOW_NOT_FOUND", detail: (await trigger(bob, unknown, { triggerType: "manual" })).body.detail });
+    expect(foreign.body).toMatchObject({
+      code: "WORKFLOW_NOT_FOUND",
+      detail: (await trigger(bob, unknown, { triggerType: "manual" })).body.detail,
+    });
 
     const mismatch = await trigger(alice, wf.id, { triggerType: "cron" });
     expect(mismatch.status).toBe(400);
@@ -296,7 +335,12 @@ describe("Idempotency-Key", () => {
     expect(again.status).toBe(202);
     expect(again.headers.get("idempotency-replayed")).toBe("true");
     expect(again.headers.get("location")).toBe(first.headers.get("location"));
-    expect(again.body).toEqual({ executionId: first.body.executionId, status: "success", startAt: first.body.startAt, endAt: expect.any(Number) });
+    expect(again.body).toEqual({
+      executionId: first.body.executionId,
+      status: "success",
+      startAt: first.body.startAt,
+      endAt: expect.any(Number),
+    });
 
     // The workflow is completed now; the key still answers, and without it the trigger is refused.
     expect((await trigger(alice, wf.id, { triggerType: "manual" })).status).toBe(412);

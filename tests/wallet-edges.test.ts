@@ -48,17 +48,31 @@ describe("wallet routes at the edges", () => {
     const nonce = await call("GET", `/wallets/${address}:getNonce?chainId=${DEAD_CHAIN}`);
     expect(nonce.status).toBe(503);
     expect(nonce.body).toMatchObject({ code: "UPSTREAM_UNAVAILABLE", detail: "The chain RPC or bundler is unavailable." });
-    const withdraw = await call("POST", `/wallets/${address}:withdraw`, { recipientAddress: to(), amount: "1", token: "ETH", chainId: DEAD_CHAIN });
+    const withdraw = await call("POST", `/wallets/${address}:withdraw`, {
+      recipientAddress: to(),
+      amount: "1",
+      token: "ETH",
+      chainId: DEAD_CHAIN,
+    });
     expect(withdraw.status).toBe(503);
     const listed = await call("GET", `/wallets/${address}/withdrawals?chainId=${DEAD_CHAIN}`);
     expect(listed.body.data).toEqual([]); // nothing recorded
-    const otherFactory = await call("POST", "/wallets", { salt: "2", chainId: DEAD_CHAIN, factoryAddress: "0x000000000000000000000000000000000000dEaD" });
+    const otherFactory = await call("POST", "/wallets", {
+      salt: "2",
+      chainId: DEAD_CHAIN,
+      factoryAddress: "0x000000000000000000000000000000000000dEaD",
+    });
     expect(otherFactory.status).toBe(503); // a non-default factory needs the RPC
   });
 
   it("refuses withdrawals on a chain without a bundler with UNSUPPORTED_CHAIN", async () => {
     const { body } = await call("POST", "/wallets", { salt: "3", chainId: NO_BUNDLER_CHAIN });
-    const res = await call("POST", `/wallets/${body.address}:withdraw`, { recipientAddress: to(), amount: "1", token: "ETH", chainId: NO_BUNDLER_CHAIN });
+    const res = await call("POST", `/wallets/${body.address}:withdraw`, {
+      recipientAddress: to(),
+      amount: "1",
+      token: "ETH",
+      chainId: NO_BUNDLER_CHAIN,
+    });
     expect(res.status).toBe(400);
     expect(res.body.code).toBe("UNSUPPORTED_CHAIN");
     expect((await call("GET", `/wallets?chainId=${NO_BUNDLER_CHAIN}`)).body.data).toHaveLength(1);

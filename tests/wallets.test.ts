@@ -65,19 +65,15 @@ describe("POST /wallets", () => {
     expect(again.body).toEqual(first.body);
   });
 
-  it.each([
-    ["-1"],
-    [""],
-    ["0x10"],
-    ["007"],
-    ["1.5"],
-    [(2n ** 256n).toString()],
-  ])("rejects salt %j with VALIDATION_FAILED naming body.salt", async (salt) => {
-    const { status, body } = await call(alice, "POST", "/wallets", { salt });
-    expect(status).toBe(400);
-    expect(body.code).toBe("VALIDATION_FAILED");
-    expect(body.errors[0].path).toBe("body.salt");
-  });
+  it.each([["-1"], [""], ["0x10"], ["007"], ["1.5"], [(2n ** 256n).toString()]])(
+    "rejects salt %j with VALIDATION_FAILED naming body.salt",
+    async (salt) => {
+      const { status, body } = await call(alice, "POST", "/wallets", { salt });
+      expect(status).toBe(400);
+      expect(body.code).toBe("VALIDATION_FAILED");
+      expect(body.errors[0].path).toBe("body.salt");
+    },
+  );
 
   it("accepts the largest salt, 2^256 - 1", async () => {
     const { status } = await call(bob, "POST", "/wallets", { salt: (2n ** 256n - 1n).toString() });
@@ -189,7 +185,11 @@ describe("isolation between owners", () => {
     const routes: [string, string, unknown?][] = [
       ["PATCH", `/wallets/${foreign}`, { isHidden: true }],
       ["GET", `/wallets/${foreign}:getNonce`],
-      ["POST", `/wallets/${foreign}:withdraw`, { recipientAddress: "0x000000000000000000000000000000000000CAFE", amount: "1", token: "ETH" }],
+      [
+        "POST",
+        `/wallets/${foreign}:withdraw`,
+        { recipientAddress: "0x000000000000000000000000000000000000CAFE", amount: "1", token: "ETH" },
+      ],
       ["GET", `/wallets/${foreign}/withdrawals`],
       ["GET", `/wallets/${foreign}/withdrawals/01JD7Q0S7W3C2Y8K5N6M4P1R9T`],
     ];
@@ -200,7 +200,9 @@ describe("isolation between owners", () => {
       expect(theirs.body.code).toBe("WALLET_NOT_FOUND");
       expect({ ...theirs.body, instance: "" }).toEqual({ ...nobodys.body, instance: "" });
     }
-    expect((await call(bob, "GET", "/wallets?includeHidden=true")).body.data.map((w: { address: string }) => w.address)).not.toContain(foreign);
+    expect((await call(bob, "GET", "/wallets?includeHidden=true")).body.data.map((w: { address: string }) => w.address)).not.toContain(
+      foreign,
+    );
     // untouched
     expect((await call(alice, "GET", "/wallets")).body.data.find((w: { address: string }) => w.address === foreign).isHidden).toBe(false);
   });
@@ -211,4 +213,3 @@ describe("isolation between owners", () => {
     expect(a.body.address).not.toBe(b.body.address);
   });
 });
-

@@ -40,7 +40,15 @@ afterAll(async () => {
   await server?.close();
 });
 
-const transferEvent = { type: "event", name: "Transfer", inputs: [{ name: "from", type: "address", indexed: true }, { name: "to", type: "address", indexed: true }, { name: "value", type: "uint256", indexed: false }] } as const;
+const transferEvent = {
+  type: "event",
+  name: "Transfer",
+  inputs: [
+    { name: "from", type: "address", indexed: true },
+    { name: "to", type: "address", indexed: true },
+    { name: "value", type: "uint256", indexed: false },
+  ],
+} as const;
 const TRANSFER = encodeEventTopics({ abi: [transferEvent], eventName: "Transfer" })[0];
 const randomAddress = () => `0x${randomBytes(20).toString("hex")}` as Address;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -48,14 +56,20 @@ const code = { id: "after", name: "after", type: "customCode", config: { source:
 
 async function forEachLimited<T>(items: readonly T[], limit: number, run: (item: T) => Promise<void>) {
   let next = 0;
-  await Promise.all(Array.from({ length: limit }, async () => {
-    while (next < items.length) await run(items[next++]!);
-  }));
+  await Promise.all(
+    Array.from({ length: limit }, async () => {
+      while (next < items.length) await run(items[next++]!);
+    }),
+  );
 }
 
 /** The filter bounds of §18.4 hold for a request. */
 function withinBounds(filter: { address?: Hex[]; topics?: (Hex[] | null)[] }) {
-  return (filter.address?.length ?? 0) <= 1000 && (filter.topics?.length ?? 0) <= 4 && (filter.topics ?? []).every((t) => t === null || (t.length >= 1 && t.length <= 10));
+  return (
+    (filter.address?.length ?? 0) <= 1000 &&
+    (filter.topics?.length ?? 0) <= 4 &&
+    (filter.topics ?? []).every((t) => t === null || (t.length >= 1 && t.length <= 10))
+  );
 }
 
 describe("one owner's million addresses", () => {
@@ -65,7 +79,12 @@ describe("one owner's million addresses", () => {
     const watched = randomAddress();
     const created = await call(b, "POST", "/workflows", {
       smartWalletAddress: b.wallet,
-      trigger: { id: "watch", name: "watch", type: "event", config: { queries: [{ addresses: [token.address], topics: [TRANSFER, null, pad(watched)] }] } },
+      trigger: {
+        id: "watch",
+        name: "watch",
+        type: "event",
+        config: { queries: [{ addresses: [token.address], topics: [TRANSFER, null, pad(watched)] }] },
+      },
       nodes: [code],
     });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
@@ -77,12 +96,25 @@ describe("one owner's million addresses", () => {
     const ids = Array.from({ length: 1000 }, () => ulid());
     await forEachLimited(ids, 16, async (id) => {
       const queries = Array.from({ length: 10 }, () => ({ addresses: Array.from({ length: 100 }, randomAddress), topics: [TRANSFER] }));
-      await watch({ id, chainId: CHAIN, owner: ownerA, trigger: { id: "e", name: "e", type: "event", config: { queries } } as unknown as ChainTrigger }, Date.now());
+      await watch(
+        {
+          id,
+          chainId: CHAIN,
+          owner: ownerA,
+          trigger: { id: "e", name: "e", type: "event", config: { queries } } as unknown as ChainTrigger,
+        },
+        Date.now(),
+      );
     });
     const writeMs = performance.now() - writeStart;
     const entries = await watchersOf(CHAIN);
     expect(entries).toHaveLength(1001);
-    expect(entries.filter((e) => e.owner === ownerA).flatMap((e) => (e.trigger.type === "event" ? e.trigger.config.queries : [])).reduce((n, q) => n + (q.addresses?.length ?? 0), 0)).toBe(1_000_000);
+    expect(
+      entries
+        .filter((e) => e.owner === ownerA)
+        .flatMap((e) => (e.trigger.type === "event" ? e.trigger.config.queries : []))
+        .reduce((n, q) => n + (q.addresses?.length ?? 0), 0),
+    ).toBe(1_000_000);
 
     expect((await watchChain(CHAIN, { holder: HOLDER })).status).toBe("started");
 
@@ -117,7 +149,9 @@ describe("one owner's million addresses", () => {
       expect(fired, "B's fire").toBeDefined();
       const latencyMs = fired!.began + fired!.ms - mintedAt;
       const blocksLater = fired!.r.to! - mintBlock;
-      console.log(`B fired ${latencyMs.toFixed(0)} ms after its mint, ${blocksLater} block(s) later (poll ${POLL_MS} ms, anvil block time 2 s)`);
+      console.log(
+        `B fired ${latencyMs.toFixed(0)} ms after its mint, ${blocksLater} block(s) later (poll ${POLL_MS} ms, anvil block time 2 s)`,
+      );
       expect(blocksLater).toBeLessThanOrEqual(3);
       expect(latencyMs).toBeLessThan(2000 + POLL_MS + 2500);
 
@@ -142,7 +176,8 @@ describe("one owner's million addresses", () => {
     expect(passesWithA).toBeGreaterThanOrEqual(30);
     for (const p of processed) for (const q of p.r.requests) expect(withinBounds(q.filter)).toBe(true);
     // A's requests never carry B's query, and B's never A's.
-    for (const p of processed) for (const q of p.r.requests) if (q.owner === ownerA) expect(q.filter.address).not.toContain(token.address.toLowerCase());
+    for (const p of processed)
+      for (const q of p.r.requests) if (q.owner === ownerA) expect(q.filter.address).not.toContain(token.address.toLowerCase());
     const runs = await call(b, "GET", `/workflows/${bWorkflow}/executions`);
     await bus.idle();
     expect((runs.body.data as Json[]).length).toBe(1);
@@ -162,9 +197,16 @@ describe("request groups (plan.ts)", () => {
   const topic = () => `0x${randomBytes(32).toString("hex")}`;
 
   it("at most 1,000 addresses and 10 values per topic position per request; queries without addresses never share a request with queries that have some", async () => {
-    const many = Array.from({ length: 25 }, () => entry("0xa", Array.from({ length: 10 }, () => ({ addresses: Array.from({ length: 100 }, randomAddress), topics: [TRANSFER] }))));
+    const many = Array.from({ length: 25 }, () =>
+      entry(
+        "0xa",
+        Array.from({ length: 10 }, () => ({ addresses: Array.from({ length: 100 }, randomAddress), topics: [TRANSFER] })),
+      ),
+    );
     const topicOnly = Array.from({ length: 3 }, () => entry("0xa", [{ topics: [TRANSFER] }, { topics: [topic(), null, topic()] }]));
-    const distinctTopics = Array.from({ length: 25 }, () => entry("0xa", [{ addresses: [randomAddress()], topics: [TRANSFER, null, topic()] }]));
+    const distinctTopics = Array.from({ length: 25 }, () =>
+      entry("0xa", [{ addresses: [randomAddress()], topics: [TRANSFER, null, topic()] }]),
+    );
     const plan = await planOwner("0xa", [...many, ...topicOnly, ...distinctTopics], limits, new Set(), new Map());
 
     for (const g of plan.groups) expect(withinBounds(g.filter as never)).toBe(true);
@@ -172,7 +214,12 @@ describe("request groups (plan.ts)", () => {
     const open = plan.groups.filter((g) => !g.filter.address);
     // 25,000 addresses of one shape: 25 full requests; 25 distinct third topics: 3 requests of at most 10.
     expect(addressed.filter((g) => g.filter.topics?.length === 1).map((g) => g.addressCount)).toEqual(Array(25).fill(1000));
-    expect(addressed.filter((g) => g.filter.topics?.length === 3).map((g) => g.filter.topics![2]!.length).sort()).toEqual([10, 10, 5]);
+    expect(
+      addressed
+        .filter((g) => g.filter.topics?.length === 3)
+        .map((g) => g.filter.topics![2]!.length)
+        .sort(),
+    ).toEqual([10, 10, 5]);
     // Topic-only queries: never merged into an addressed request; two shapes, two requests.
     expect(open).toHaveLength(2);
     for (const g of open) expect(g.members.every((m) => m.addresses === undefined)).toBe(true);

@@ -42,10 +42,27 @@ contract Pings {
     event Ping(uint256 indexed id, uint256 value);
     function burst(uint256 n) external { for (uint256 i = 0; i < n; i++) emit Ping(i, i); }
 }`;
-const pingEvent = { type: "event", name: "Ping", inputs: [{ name: "id", type: "uint256", indexed: true }, { name: "value", type: "uint256", indexed: false }] } as const;
-const burstAbi = [{ type: "function", name: "burst", stateMutability: "nonpayable", inputs: [{ name: "n", type: "uint256" }], outputs: [] }] as const;
+const pingEvent = {
+  type: "event",
+  name: "Ping",
+  inputs: [
+    { name: "id", type: "uint256", indexed: true },
+    { name: "value", type: "uint256", indexed: false },
+  ],
+} as const;
+const burstAbi = [
+  { type: "function", name: "burst", stateMutability: "nonpayable", inputs: [{ name: "n", type: "uint256" }], outputs: [] },
+] as const;
 const PING = encodeEventTopics({ abi: [pingEvent], eventName: "Ping" })[0];
-const transferEvent = { type: "event", name: "Transfer", inputs: [{ name: "from", type: "address", indexed: true }, { name: "to", type: "address", indexed: true }, { name: "value", type: "uint256", indexed: false }] } as const;
+const transferEvent = {
+  type: "event",
+  name: "Transfer",
+  inputs: [
+    { name: "from", type: "address", indexed: true },
+    { name: "to", type: "address", indexed: true },
+    { name: "value", type: "uint256", indexed: false },
+  ],
+} as const;
 const TRANSFER = encodeEventTopics({ abi: [transferEvent], eventName: "Transfer" })[0];
 const code = { id: "after", name: "after", type: "customCode", config: { source: "return 1" } };
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -62,7 +79,9 @@ describe("matching 10,000 logs of one block", () => {
     const a = await ownerWithWallet();
     const b = await ownerWithWallet();
     const { wallet } = await fundedAccount();
-    const deployed = await devnet().client.waitForTransactionReceipt({ hash: await wallet.deployContract({ abi: burstAbi, bytecode: compileContract("Pings", PINGS) }) });
+    const deployed = await devnet().client.waitForTransactionReceipt({
+      hash: await wallet.deployContract({ abi: burstAbi, bytecode: compileContract("Pings", PINGS) }),
+    });
     const pings = deployed.contractAddress!;
     const token = await deployTestToken();
     const watched = privateKeyToAccount(generatePrivateKey()).address;
@@ -75,11 +94,18 @@ describe("matching 10,000 logs of one block", () => {
           id: "pings",
           name: "pings",
           type: "event",
-          config: { queries: [{ topics: [PING], contractAbi: [pingEvent], conditions: [{ fieldName: "value", operator: "gte", value: "0" }] }] },
+          config: {
+            queries: [{ topics: [PING], contractAbi: [pingEvent], conditions: [{ fieldName: "value", operator: "gte", value: "0" }] }],
+          },
         }),
       );
     }
-    const bId = await createWorkflow(b, { id: "watch", name: "watch", type: "event", config: { queries: [{ addresses: [token.address], topics: [TRANSFER, null, pad(watched)] }] } });
+    const bId = await createWorkflow(b, {
+      id: "watch",
+      name: "watch",
+      type: "event",
+      config: { queries: [{ addresses: [token.address], topics: [TRANSFER, null, pad(watched)] }] },
+    });
 
     const watcher = startWatching({ holder: "watcher-matching", pollMs: 500 });
     const samples: { at: number; ms: number; path: string }[] = [];
@@ -105,7 +131,9 @@ describe("matching 10,000 logs of one block", () => {
       // The receipt holds 10,000 logs: only its block number is read here (eth_getTransactionByHash).
       let burstBlock: number | undefined;
       for (let i = 0; i < 200 && burstBlock === undefined; i++) {
-        const tx = (await devnet().client.request({ method: "eth_getTransactionByHash", params: [hash] })) as { blockNumber: Hex | null } | null;
+        const tx = (await devnet().client.request({ method: "eth_getTransactionByHash", params: [hash] })) as {
+          blockNumber: Hex | null;
+        } | null;
         if (tx?.blockNumber) burstBlock = parseInt(tx.blockNumber, 16);
         else await sleep(50);
       }
@@ -123,8 +151,14 @@ describe("matching 10,000 logs of one block", () => {
       expect(firesOf([bId])).toHaveLength(1);
       // maxEventsPerBlock (default 100) of 10,000 matches, per workflow.
       expect(firesOf(aIds)).toHaveLength(300);
-      const before = samples.filter((s) => s.at < burstAt).map((s) => s.ms).sort((x, y) => x - y);
-      const during = samples.filter((s) => s.at >= burstAt && s.at <= doneAt).map((s) => s.ms).sort((x, y) => x - y);
+      const before = samples
+        .filter((s) => s.at < burstAt)
+        .map((s) => s.ms)
+        .sort((x, y) => x - y);
+      const during = samples
+        .filter((s) => s.at >= burstAt && s.at <= doneAt)
+        .map((s) => s.ms)
+        .sort((x, y) => x - y);
       console.log(
         `B's requests before the burst: ${before.length}, p50 ${quantile(before, 0.5).toFixed(1)} ms, max ${before[before.length - 1]!.toFixed(1)} ms; ` +
           `while A's 10,000 logs were matched and fired (${((doneAt - burstAt) / 1000).toFixed(1)} s): ${during.length}, p50 ${quantile(during, 0.5).toFixed(1)} ms, ` +
@@ -139,7 +173,10 @@ describe("matching 10,000 logs of one block", () => {
       await watcher.stop();
     }
     // The burst block holds the 10,000 logs A's queries matched.
-    const logs = (await devnet().client.request({ method: "eth_getLogs", params: [{ address: pings as Address, topics: [PING] as Hex[], fromBlock: "earliest", toBlock: "latest" }] })) as unknown[];
+    const logs = (await devnet().client.request({
+      method: "eth_getLogs",
+      params: [{ address: pings as Address, topics: [PING] as Hex[], fromBlock: "earliest", toBlock: "latest" }],
+    })) as unknown[];
     expect(logs.length).toBe(10_000);
   }, 180_000);
 });

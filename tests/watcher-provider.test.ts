@@ -36,12 +36,25 @@ afterAll(async () => {
   await server?.close();
 });
 
-const transferEvent = { type: "event", name: "Transfer", inputs: [{ name: "from", type: "address", indexed: true }, { name: "to", type: "address", indexed: true }, { name: "value", type: "uint256", indexed: false }] } as const;
+const transferEvent = {
+  type: "event",
+  name: "Transfer",
+  inputs: [
+    { name: "from", type: "address", indexed: true },
+    { name: "to", type: "address", indexed: true },
+    { name: "value", type: "uint256", indexed: false },
+  ],
+} as const;
 const TRANSFER = encodeEventTopics({ abi: [transferEvent], eventName: "Transfer" })[0];
 const randomAddress = () => privateKeyToAccount(generatePrivateKey()).address;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const code = { id: "after", name: "after", type: "customCode", config: { source: "return 1" } };
-const transfersTo = (contract: Address, to: Address) => ({ id: "watch", name: "watch", type: "event", config: { queries: [{ addresses: [contract], topics: [TRANSFER, null, pad(to)] }] } });
+const transfersTo = (contract: Address, to: Address) => ({
+  id: "watch",
+  name: "watch",
+  type: "event",
+  config: { queries: [{ addresses: [contract], topics: [TRANSFER, null, pad(to)] }] },
+});
 
 const BURSTS = `// SPDX-License-Identifier: MIT
 pragma solidity ^0.8.20;
@@ -53,8 +66,27 @@ contract Bursts {
     }
 }`;
 const burstsAbi = [
-  { type: "function", name: "burst", stateMutability: "nonpayable", inputs: [{ name: "to", type: "address" }, { name: "n", type: "uint256" }], outputs: [] },
-  { type: "function", name: "burst2", stateMutability: "nonpayable", inputs: [{ name: "a", type: "address" }, { name: "b", type: "address" }, { name: "n", type: "uint256" }], outputs: [] },
+  {
+    type: "function",
+    name: "burst",
+    stateMutability: "nonpayable",
+    inputs: [
+      { name: "to", type: "address" },
+      { name: "n", type: "uint256" },
+    ],
+    outputs: [],
+  },
+  {
+    type: "function",
+    name: "burst2",
+    stateMutability: "nonpayable",
+    inputs: [
+      { name: "a", type: "address" },
+      { name: "b", type: "address" },
+      { name: "n", type: "uint256" },
+    ],
+    outputs: [],
+  },
 ] as const;
 
 async function createWorkflow(owner: Owner, trigger: unknown): Promise<string> {
@@ -80,7 +112,11 @@ describe("a provider that refuses", () => {
     const c = await ownerWithWallet();
     const tokens = [await deployTestToken(), await deployTestToken(), await deployTestToken(), await deployTestToken()];
     const { wallet } = await fundedAccount();
-    const bursts = (await devnet().client.waitForTransactionReceipt({ hash: await wallet.deployContract({ abi: burstsAbi, bytecode: compileContract("Bursts", BURSTS) }) })).contractAddress!;
+    const bursts = (
+      await devnet().client.waitForTransactionReceipt({
+        hash: await wallet.deployContract({ abi: burstsAbi, bytecode: compileContract("Bursts", BURSTS) }),
+      })
+    ).contractAddress!;
     const w = randomAddress();
     const w1 = randomAddress();
     const w2 = randomAddress();
@@ -88,7 +124,12 @@ describe("a provider that refuses", () => {
     // the provider says 2. The Bursts workflows set topic 1 as well (another shape): one request of theirs, one address.
     const onTokens = [];
     for (const t of tokens) onTokens.push(await createWorkflow(c, transfersTo(t.address, w)));
-    const mintsTo = (to: Address) => ({ id: "watch", name: "watch", type: "event", config: { queries: [{ addresses: [bursts], topics: [TRANSFER, pad(zeroAddress), pad(to)] }] } });
+    const mintsTo = (to: Address) => ({
+      id: "watch",
+      name: "watch",
+      type: "event",
+      config: { queries: [{ addresses: [bursts], topics: [TRANSFER, pad(zeroAddress), pad(to)] }] },
+    });
     const toW1 = await createWorkflow(c, mintsTo(w1));
     const toW2 = await createWorkflow(c, mintsTo(w2));
     expect((await watchChain(CHAIN, options)).status).toBe("started");
@@ -97,7 +138,9 @@ describe("a provider that refuses", () => {
       // block of 14 logs for the two Bursts workflows (one request of theirs: more than 10 even for one block).
       for (const t of tokens) await t.mint(w, 3n);
       const send = async (fn: "burst" | "burst2", args: readonly unknown[]) =>
-        devnet().client.waitForTransactionReceipt({ hash: await wallet.writeContract({ address: bursts, abi: burstsAbi, functionName: fn, args: args as never }) });
+        devnet().client.waitForTransactionReceipt({
+          hash: await wallet.writeContract({ address: bursts, abi: burstsAbi, functionName: fn, args: args as never }),
+        });
       await send("burst", [w1, 6n]);
       await send("burst", [w2, 6n]);
       await devnet().testClient.mine({ blocks: 2 });
@@ -110,7 +153,9 @@ describe("a provider that refuses", () => {
         if (r.status === "idle" || (r.requests.length === 0 && r.carried === 0 && r.waiting === 0 && i > 0)) break;
       }
       const outcomes = proxy.getLogs.map((g) => g.outcome);
-      console.log(`${passes.length} passes; eth_getLogs answered: ${["ok", "addresses", "range", "results"].map((o) => `${o} ${outcomes.filter((x) => x === o).length}`).join(", ")}`);
+      console.log(
+        `${passes.length} passes; eth_getLogs answered: ${["ok", "addresses", "range", "results"].map((o) => `${o} ${outcomes.filter((x) => x === o).length}`).join(", ")}`,
+      );
       expect(outcomes).toContain("addresses");
       expect(outcomes).toContain("range");
       expect(outcomes).toContain("results");
@@ -170,42 +215,44 @@ describe("a provider that refuses", () => {
           passes.push(await watchChain(CHAIN, options));
           await sleep(100);
         }
-    } finally {
-      warnings = [...warn.mock.calls];
-      warn.mockRestore();
-    }
-    const failedRequests = proxy.getLogs.filter((g) => g.outcome === "failed").length;
-    const failureLogs = warnings.filter(([message]) => message.startsWith("watcher request failed"));
-    console.log(`${passes.length} passes in 4 s; ${failedRequests} failed requests; ${failureLogs.length} warnings: attempts ${failureLogs.map(([, f]) => `${f!.attempt}(+${f!.retryInMs} ms)`).join(" ")}`);
-    // B: fired in the first pass after its mint; dGood: once its query was split from dBad's; dBad: not yet.
-    expect(firedFor(passes.slice(0, 2), bId)).toHaveLength(1);
-    expect(firedFor(passes, dGood)).toHaveLength(1);
-    expect(firedFor(passes, dBad)).toHaveLength(0);
-    // One warning per failed attempt, a handful in 4 s while the passes were dozens; no other warning at all.
-    expect(failureLogs).toHaveLength(failedRequests);
-    expect(warnings).toHaveLength(failedRequests);
-    expect(passes.length).toBeGreaterThanOrEqual(20);
-    expect(failedRequests).toBeGreaterThanOrEqual(3);
-    expect(failedRequests).toBeLessThanOrEqual(10);
-    // The backoff grows: each failure of one group waits twice as long as the one before.
-    const waits = failureLogs.map(([, f]) => f!.retryInMs as number);
-    expect(Math.max(...waits)).toBeGreaterThanOrEqual(800);
-    // Short lines: the provider's words, never the request.
-    for (const [, fields] of failureLogs) expect(JSON.stringify(fields).length).toBeLessThan(1000);
+      } finally {
+        warnings = [...warn.mock.calls];
+        warn.mockRestore();
+      }
+      const failedRequests = proxy.getLogs.filter((g) => g.outcome === "failed").length;
+      const failureLogs = warnings.filter(([message]) => message.startsWith("watcher request failed"));
+      console.log(
+        `${passes.length} passes in 4 s; ${failedRequests} failed requests; ${failureLogs.length} warnings: attempts ${failureLogs.map(([, f]) => `${f!.attempt}(+${f!.retryInMs} ms)`).join(" ")}`,
+      );
+      // B: fired in the first pass after its mint; dGood: once its query was split from dBad's; dBad: not yet.
+      expect(firedFor(passes.slice(0, 2), bId)).toHaveLength(1);
+      expect(firedFor(passes, dGood)).toHaveLength(1);
+      expect(firedFor(passes, dBad)).toHaveLength(0);
+      // One warning per failed attempt, a handful in 4 s while the passes were dozens; no other warning at all.
+      expect(failureLogs).toHaveLength(failedRequests);
+      expect(warnings).toHaveLength(failedRequests);
+      expect(passes.length).toBeGreaterThanOrEqual(20);
+      expect(failedRequests).toBeGreaterThanOrEqual(3);
+      expect(failedRequests).toBeLessThanOrEqual(10);
+      // The backoff grows: each failure of one group waits twice as long as the one before.
+      const waits = failureLogs.map(([, f]) => f!.retryInMs as number);
+      expect(Math.max(...waits)).toBeGreaterThanOrEqual(800);
+      // Short lines: the provider's words, never the request.
+      for (const [, fields] of failureLogs) expect(JSON.stringify(fields).length).toBeLessThan(1000);
 
-    // The provider recovers: dBad's missed match fires, once.
-    proxy.rules.failAddresses = undefined;
-    const after: PassResult[] = [];
-    for (let i = 0; i < 60 && firedFor(after, dBad).length === 0; i++) {
+      // The provider recovers: dBad's missed match fires, once.
+      proxy.rules.failAddresses = undefined;
+      const after: PassResult[] = [];
+      for (let i = 0; i < 60 && firedFor(after, dBad).length === 0; i++) {
+        after.push(await watchChain(CHAIN, options));
+        await sleep(100);
+      }
+      expect(firedFor(after, dBad)).toHaveLength(1);
+      await devnet().testClient.mine({ blocks: 1 });
       after.push(await watchChain(CHAIN, options));
-      await sleep(100);
-    }
-    expect(firedFor(after, dBad)).toHaveLength(1);
-    await devnet().testClient.mine({ blocks: 1 });
-    after.push(await watchChain(CHAIN, options));
-    expect(firedFor(after, dBad)).toHaveLength(1);
-    for (const id of [dBad, dGood]) expect(await executionsOf(d, id)).toHaveLength(1);
-    expect(await executionsOf(b, bId)).toHaveLength(1);
+      expect(firedFor(after, dBad)).toHaveLength(1);
+      for (const id of [dBad, dGood]) expect(await executionsOf(d, id)).toHaveLength(1);
+      expect(await executionsOf(b, bId)).toHaveLength(1);
     } finally {
       await release(CHAIN, options.holder);
     }

@@ -6,7 +6,18 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
-import { createPublicClient, custom, encodeAbiParameters, encodeEventTopics, getAddress, pad, zeroAddress, type Address, type Hex, type PublicClient } from "viem";
+import {
+  createPublicClient,
+  custom,
+  encodeAbiParameters,
+  encodeEventTopics,
+  getAddress,
+  pad,
+  zeroAddress,
+  type Address,
+  type Hex,
+  type PublicClient,
+} from "viem";
 import { privateKeyToAccount, generatePrivateKey } from "viem/accounts";
 import { useTestRuntime } from "./support/runtime";
 import { startTestServer, type TestServer } from "./support/server";
@@ -40,8 +51,22 @@ afterAll(async () => {
   await server?.close();
 });
 
-const transferEvent = { type: "event", name: "Transfer", inputs: [{ name: "from", type: "address", indexed: true }, { name: "to", type: "address", indexed: true }, { name: "value", type: "uint256", indexed: false }] } as const;
-const balanceOf = { type: "function", name: "balanceOf", stateMutability: "view", inputs: [{ name: "who", type: "address" }], outputs: [{ name: "", type: "uint256" }] };
+const transferEvent = {
+  type: "event",
+  name: "Transfer",
+  inputs: [
+    { name: "from", type: "address", indexed: true },
+    { name: "to", type: "address", indexed: true },
+    { name: "value", type: "uint256", indexed: false },
+  ],
+} as const;
+const balanceOf = {
+  type: "function",
+  name: "balanceOf",
+  stateMutability: "view",
+  inputs: [{ name: "who", type: "address" }],
+  outputs: [{ name: "", type: "uint256" }],
+};
 const TRANSFER = encodeEventTopics({ abi: [transferEvent], eventName: "Transfer" })[0];
 const randomAddress = () => privateKeyToAccount(generatePrivateKey()).address;
 const code = { id: "after", name: "after", type: "customCode", config: { source: "return 1" } };
@@ -59,7 +84,18 @@ contract Burst {
     event Transfer(address indexed from, address indexed to, uint256 value);
     function burst(address to, uint256 n) external { for (uint256 i = 1; i <= n; i++) emit Transfer(address(0), to, i); }
 }`;
-const burstAbi = [{ type: "function", name: "burst", stateMutability: "nonpayable", inputs: [{ name: "to", type: "address" }, { name: "n", type: "uint256" }], outputs: [] }] as const;
+const burstAbi = [
+  {
+    type: "function",
+    name: "burst",
+    stateMutability: "nonpayable",
+    inputs: [
+      { name: "to", type: "address" },
+      { name: "n", type: "uint256" },
+    ],
+    outputs: [],
+  },
+] as const;
 
 /** A new Burst contract from a funded account: `burst(to, n)` emits Transfer logs of values 1…n to `to` in one transaction, mined; answers its hash. */
 async function deployBurst() {
@@ -74,8 +110,17 @@ async function deployBurst() {
   return { contract, burst };
 }
 
-const eventTrigger = (query: Json, extra: Json = {}) => ({ id: "watch", name: "watch", type: "event", config: { queries: [query], ...extra } });
-const transfersTo = (token: Address, to: Address, extra: Json = {}) => ({ addresses: [token], topics: [TRANSFER, null, pad(to)], ...extra });
+const eventTrigger = (query: Json, extra: Json = {}) => ({
+  id: "watch",
+  name: "watch",
+  type: "event",
+  config: { queries: [query], ...extra },
+});
+const transfersTo = (token: Address, to: Address, extra: Json = {}) => ({
+  addresses: [token],
+  topics: [TRANSFER, null, pad(to)],
+  ...extra,
+});
 
 /** Executions of a workflow after every run handed over so far has finished, oldest first. */
 async function executions(id: string): Promise<Json[]> {
@@ -91,9 +136,16 @@ const firedFor = (r: PassResult, id: string) => r.fired.filter((f) => f.workflow
 /** Moves the checkpoint back, as if a second invocation processed the range again. */
 const rewindTo = (block: number) =>
   runtime.db.send(
-    new UpdateCommand({ TableName: runtime.config.tableName, Key: Keys.chainCheckpoint(CHAIN), UpdateExpression: "SET #b = :b", ExpressionAttributeNames: { "#b": "block" }, ExpressionAttributeValues: { ":b": block } }),
+    new UpdateCommand({
+      TableName: runtime.config.tableName,
+      Key: Keys.chainCheckpoint(CHAIN),
+      UpdateExpression: "SET #b = :b",
+      ExpressionAttributeNames: { "#b": "block" },
+      ExpressionAttributeValues: { ":b": block },
+    }),
   );
-const multiplesIn = (from: number, to: number, k: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i).filter((n) => n % k === 0);
+const multiplesIn = (from: number, to: number, k: number) =>
+  Array.from({ length: to - from + 1 }, (_, i) => from + i).filter((n) => n % k === 0);
 
 describe("chain watcher", () => {
   it("a first pass only sets the checkpoint at the head; a block trigger with interval 3 fires on the multiples of 3 only, once each", async () => {
@@ -331,20 +383,32 @@ describe("chain watcher", () => {
     const addresses = [token.address, ...Array.from({ length: 60 }, randomAddress)];
     const id = await createWorkflow(eventTrigger(transfersTo(token.address, watched, { addresses })));
     const TableName = runtime.config.tableName;
-    const read = async (sk: string) => (await runtime.db.send(new GetCommand({ TableName, Key: { pk: `WF#${id}`, sk }, ConsistentRead: true }))).Item;
+    const read = async (sk: string) =>
+      (await runtime.db.send(new GetCommand({ TableName, Key: { pk: `WF#${id}`, sk }, ConsistentRead: true }))).Item;
     const entry = await read("WATCH");
     expect(entry).toMatchObject({ v: 3, owner: owner.owner.toLowerCase(), triggerStored: true, triggerType: "event" });
     expect(entry!.trigger).toBeUndefined();
     expect(JSON.stringify(entry).length).toBeLessThan(600);
     const trigger = (await watchersOf(CHAIN)).find((w) => w.workflowId === id)!.trigger;
-    expect(trigger.type === "event" && trigger.config.queries[0]!.addresses!.map((a) => a.toLowerCase())).toEqual(addresses.map((a) => a.toLowerCase()));
+    expect(trigger.type === "event" && trigger.config.queries[0]!.addresses!.map((a) => a.toLowerCase())).toEqual(
+      addresses.map((a) => a.toLowerCase()),
+    );
 
     // As version 2 wrote it: no owner, the trigger inline.
     await runtime.db.send(new DeleteCommand({ TableName, Key: { pk: `WF#${id}`, sk: "WATCH#TRIGGER" } }));
     await runtime.db.send(
       new PutCommand({
         TableName,
-        Item: { ...Keys.watch(id), ...Keys.watchByChain(CHAIN, id), type: "watch", v: 2, workflowId: id, chainId: CHAIN, trigger: JSON.stringify(trigger), since: entry!.since },
+        Item: {
+          ...Keys.watch(id),
+          ...Keys.watchByChain(CHAIN, id),
+          type: "watch",
+          v: 2,
+          workflowId: id,
+          chainId: CHAIN,
+          trigger: JSON.stringify(trigger),
+          since: entry!.since,
+        },
       }),
     );
     const legacy = (await watchersOf(CHAIN)).find((w) => w.workflowId === id)!;
@@ -379,7 +443,17 @@ describe("chain watcher", () => {
 
 describe("event matching (§8.3.5)", () => {
   const abi = [
-    { type: "event", name: "Swap", inputs: [{ name: "who", type: "address", indexed: true }, { name: "amount", type: "int256", indexed: false }, { name: "ok", type: "bool", indexed: false }, { name: "memo", type: "string", indexed: false }, { name: "", type: "uint8", indexed: false }] },
+    {
+      type: "event",
+      name: "Swap",
+      inputs: [
+        { name: "who", type: "address", indexed: true },
+        { name: "amount", type: "int256", indexed: false },
+        { name: "ok", type: "bool", indexed: false },
+        { name: "memo", type: "string", indexed: false },
+        { name: "", type: "uint8", indexed: false },
+      ],
+    },
   ];
   const who = randomAddress();
   const log = {
@@ -396,21 +470,49 @@ describe("event matching (§8.3.5)", () => {
   });
 
   it("compares integers as big integers, addresses case-insensitively (eq/ne only), booleans, strings, contains", () => {
-    expect([check("amount", "lt", "0"), check("amount", "gte", "-5"), check("amount", "gt", "-5"), check("Swap.arg4", "eq", "7"), check("Other.amount", "lt", "0")]).toEqual([true, true, false, true, false]);
-    expect([check("who", "eq", who.toLowerCase()), check("who", "ne", who.toUpperCase().replace("0X", "0x")), check("who", "gt", "0x0")]).toEqual([true, false, false]);
-    expect([check("ok", "eq", "true"), check("ok", "ne", "true"), check("memo", "contains", "lo wo"), check("memo", "eq", "hello"), check("memo", "gt", "hello")]).toEqual([true, false, true, false, true]);
+    expect([
+      check("amount", "lt", "0"),
+      check("amount", "gte", "-5"),
+      check("amount", "gt", "-5"),
+      check("Swap.arg4", "eq", "7"),
+      check("Other.amount", "lt", "0"),
+    ]).toEqual([true, true, false, true, false]);
+    expect([
+      check("who", "eq", who.toLowerCase()),
+      check("who", "ne", who.toUpperCase().replace("0X", "0x")),
+      check("who", "gt", "0x0"),
+    ]).toEqual([true, false, false]);
+    expect([
+      check("ok", "eq", "true"),
+      check("ok", "ne", "true"),
+      check("memo", "contains", "lo wo"),
+      check("memo", "eq", "hello"),
+      check("memo", "gt", "hello"),
+    ]).toEqual([true, false, true, false, true]);
     expect([check("arg4", "lt", "10"), check("arg4", "lt", "10", "string"), check("missing", "eq", "1")]).toEqual([true, false, false]);
   });
 
   it("a query matches by address and topics with wildcards; the merged filter is a superset of every query", () => {
-    expect(matchLog({ maxEventsPerBlock: 100, addresses: ["0x00000000000000000000000000000000000000AA"], topics: [log.topics[0]!, null] }, log)).toEqual({});
+    expect(
+      matchLog({ maxEventsPerBlock: 100, addresses: ["0x00000000000000000000000000000000000000AA"], topics: [log.topics[0]!, null] }, log),
+    ).toEqual({});
     expect(matchLog({ maxEventsPerBlock: 100, topics: [null, pad(randomAddress())] }, log)).toBeUndefined();
     expect(matchLog({ maxEventsPerBlock: 100, addresses: [randomAddress()] }, log)).toBeUndefined();
     const a = randomAddress();
-    expect(mergedFilter([{ maxEventsPerBlock: 1, addresses: [a], topics: [TRANSFER, null, pad(a)] }, { maxEventsPerBlock: 1, addresses: [a], topics: [TRANSFER] }])).toEqual({
+    expect(
+      mergedFilter([
+        { maxEventsPerBlock: 1, addresses: [a], topics: [TRANSFER, null, pad(a)] },
+        { maxEventsPerBlock: 1, addresses: [a], topics: [TRANSFER] },
+      ]),
+    ).toEqual({
       address: [a.toLowerCase()],
       topics: [[TRANSFER.toLowerCase()]],
     });
-    expect(mergedFilter([{ maxEventsPerBlock: 1, topics: [TRANSFER] }, { maxEventsPerBlock: 1, addresses: [a], topics: ["", pad(a)] }])).toEqual({});
+    expect(
+      mergedFilter([
+        { maxEventsPerBlock: 1, topics: [TRANSFER] },
+        { maxEventsPerBlock: 1, addresses: [a], topics: ["", pad(a)] },
+      ]),
+    ).toEqual({});
   });
 });

@@ -87,7 +87,11 @@ describe("POST /wallets/{address}:withdraw (sponsored by the paymaster)", () => 
     const wallet = await newWallet();
     const to = recipient();
     await token.mint(wallet, 1000n);
-    const part = await call(alice, "POST", `/wallets/${wallet}:withdraw`, { recipientAddress: to, amount: "250", token: token.address.toLowerCase() });
+    const part = await call(alice, "POST", `/wallets/${wallet}:withdraw`, {
+      recipientAddress: to,
+      amount: "250",
+      token: token.address.toLowerCase(),
+    });
     expect(part.body).toMatchObject({ status: "confirmed", amount: "250", token: getAddress(token.address) });
     expect(await token.balanceOf(to)).toBe(250n);
     const rest = await call(alice, "POST", `/wallets/${wallet}:withdraw`, { recipientAddress: to, amount: "max", token: token.address });
@@ -101,7 +105,9 @@ describe("POST /wallets/{address}:withdraw (sponsored by the paymaster)", () => 
     const to = recipient();
     await setBalance(wallet, parseEther("1"));
     const results = await Promise.all(
-      Array.from({ length: 10 }, (_, i) => call(alice, "POST", `/wallets/${wallet}:withdraw`, { recipientAddress: to, amount: String(1000 + i), token: "ETH" })),
+      Array.from({ length: 10 }, (_, i) =>
+        call(alice, "POST", `/wallets/${wallet}:withdraw`, { recipientAddress: to, amount: String(1000 + i), token: "ETH" }),
+      ),
     );
     // The whole answer on failure: a bundler's rejection names its reason in `message`.
     for (const r of results) expect(r.body, JSON.stringify(r.body)).toMatchObject({ status: "confirmed" });
@@ -123,7 +129,13 @@ describe("POST /wallets/{address}:withdraw (sponsored by the paymaster)", () => 
     expect(again.headers.get("Idempotency-Replayed")).toBe("true");
     expect(again.body).toEqual(first.body);
     expect(await balance(to)).toBe(5000n);
-    const other = await call(alice, "POST", `/wallets/${wallet}:withdraw`, { ...body, amount: "6000" }, { "Idempotency-Key": "withdraw-1" });
+    const other = await call(
+      alice,
+      "POST",
+      `/wallets/${wallet}:withdraw`,
+      { ...body, amount: "6000" },
+      { "Idempotency-Key": "withdraw-1" },
+    );
     expect(other.status).toBe(422);
     expect(other.body.code).toBe("IDEMPOTENCY_KEY_MISMATCH");
     const bad = await call(alice, "POST", `/wallets/${wallet}:withdraw`, body, { "Idempotency-Key": "has space" });
@@ -208,7 +220,12 @@ describe("withdraw refusals", () => {
     await setBalance(wallet, parseEther("1"));
     const first = await call(dan, "POST", `/wallets/${wallet}:withdraw`, { recipientAddress: recipient(), amount: "1", token: "ETH" });
     expect(first.body.status).toBe("confirmed"); // deploys the account
-    const tx = await owner.wallet.writeContract({ address: wallet, abi: controlledAccountAbi, functionName: "setController", args: [zeroAddress] });
+    const tx = await owner.wallet.writeContract({
+      address: wallet,
+      abi: controlledAccountAbi,
+      functionName: "setController",
+      args: [zeroAddress],
+    });
     await devnet().client.waitForTransactionReceipt({ hash: tx });
     const refused = await call(dan, "POST", `/wallets/${wallet}:withdraw`, { recipientAddress: recipient(), amount: "1", token: "ETH" });
     expect(refused.body.status).toBe("failed");
@@ -222,7 +239,9 @@ describe("what the controller may sign", () => {
     const erin = await signIn(app, { privateKey: owner.privateKey });
     const wallet = await newWallet(erin);
     await setBalance(wallet, parseEther("1"));
-    expect((await call(erin, "POST", `/wallets/${wallet}:withdraw`, { recipientAddress: recipient(), amount: "1", token: "ETH" })).body.status).toBe("confirmed");
+    expect(
+      (await call(erin, "POST", `/wallets/${wallet}:withdraw`, { recipientAddress: recipient(), amount: "1", token: "ETH" })).body.status,
+    ).toBe("confirmed");
     const d = devnet();
     const selfCall = {
       to: wallet,
@@ -240,8 +259,14 @@ describe("what the controller may sign", () => {
       calls: [selfCall],
     };
     const controller = localDigestSigner(stackEnv().CONTROLLER_PRIVATE_KEY as `0x${string}`);
-    await expect(executeUserOperation({ ...common, signer: controller, paymaster: { address: d.paymaster, signer: controller } })).rejects.toThrow(/AA24|signature/i);
-    const byOwner = await executeUserOperation({ ...common, signer: localDigestSigner(owner.privateKey), paymaster: { address: d.paymaster, signer: controller } });
+    await expect(
+      executeUserOperation({ ...common, signer: controller, paymaster: { address: d.paymaster, signer: controller } }),
+    ).rejects.toThrow(/AA24|signature/i);
+    const byOwner = await executeUserOperation({
+      ...common,
+      signer: localDigestSigner(owner.privateKey),
+      paymaster: { address: d.paymaster, signer: controller },
+    });
     expect(byOwner.receipt.success).toBe(true);
   });
 });
@@ -252,7 +277,9 @@ describe("GET /wallets/{address}/withdrawals", () => {
     await setBalance(wallet, parseEther("1"));
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
-      ids.push((await call(alice, "POST", `/wallets/${wallet}:withdraw`, { recipientAddress: recipient(), amount: "1", token: "ETH" })).body.id);
+      ids.push(
+        (await call(alice, "POST", `/wallets/${wallet}:withdraw`, { recipientAddress: recipient(), amount: "1", token: "ETH" })).body.id,
+      );
     }
     const page1 = await call(alice, "GET", `/wallets/${wallet}/withdrawals?limit=2`);
     expect(page1.body.data.map((w: { id: string }) => w.id)).toEqual([ids[2], ids[1]]);

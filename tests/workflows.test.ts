@@ -17,7 +17,6 @@ import { ApiError } from "../shared/errors";
 import * as Workflow from "../shared/workflow/workflow";
 import type { Runtime } from "../shared/runtime";
 
-
 const CAP = 3;
 const MAX_DOC = 12_000;
 let runtime: Runtime;
@@ -45,9 +44,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.close();
 });
-
-
-
 
 const code = (id: string, source = "return 1") => ({ id, name: id, type: "customCode", config: { source } });
 const definition = (wallet: string, extra: Json = {}) => ({
@@ -99,7 +95,12 @@ describe("POST /workflows", () => {
       remainingExecutions: runtime.config.limits.defaultMaxExecution,
       inputVariables: { settings: { runner: alice.wallet, chainId: runtime.config.defaultChainId } },
     });
-    expect(wf.trigger).toEqual({ id: expect.any(String), name: "start", type: "manual", config: { data: { hello: "world" }, lang: "json" } });
+    expect(wf.trigger).toEqual({
+      id: expect.any(String),
+      name: "start",
+      type: "manual",
+      config: { data: { hello: "world" }, lang: "json" },
+    });
     expect(wf.nodes[0]).toEqual({ id: "first", name: "first", type: "customCode", config: { lang: "javascript", source: "return 1" } });
     expect(wf.edges).toEqual([
       { id: "_e0", source: wf.trigger.id, target: "first" },
@@ -127,8 +128,17 @@ describe("POST /workflows", () => {
 
   it("answers each validation family with its code and field paths, and writes nothing", async () => {
     const bob = await newOwner();
-    const missing = problem(await call(bob, "POST", "/workflows", { smartWalletAddress: bob.wallet, nodes: [{ id: "x", name: "if", type: "customCode", config: {} }] }), 400, "VALIDATION_FAILED");
-    expect(missing.errors.map((e: Json) => e.path)).toEqual(expect.arrayContaining(["body.trigger", "body.nodes[0].name", "body.nodes[0].config.source"]));
+    const missing = problem(
+      await call(bob, "POST", "/workflows", {
+        smartWalletAddress: bob.wallet,
+        nodes: [{ id: "x", name: "if", type: "customCode", config: {} }],
+      }),
+      400,
+      "VALIDATION_FAILED",
+    );
+    expect(missing.errors.map((e: Json) => e.path)).toEqual(
+      expect.arrayContaining(["body.trigger", "body.nodes[0].name", "body.nodes[0].config.source"]),
+    );
     expect(problem(await call(bob, "POST", "/workflows", definition(bob.wallet, { extra: 1 })), 400, "VALIDATION_FAILED").errors).toEqual([
       { path: "body.extra", message: expect.any(String) },
     ]);
@@ -140,7 +150,12 @@ describe("POST /workflows", () => {
     );
     expect(graph.errors[0].path).toMatch(/^body\.edges\[0\]/);
     const cron = problem(
-      await call(bob, "POST", "/workflows", definition(bob.wallet, { trigger: { name: "start", type: "cron", config: { schedules: ["* * * * *"] } } })),
+      await call(
+        bob,
+        "POST",
+        "/workflows",
+        definition(bob.wallet, { trigger: { name: "start", type: "cron", config: { schedules: ["* * * * *"] } } }),
+      ),
       400,
       "TRIGGER_TOO_FREQUENT",
     );
@@ -153,10 +168,18 @@ describe("POST /workflows", () => {
     problem(await call(bob, "POST", "/workflows", definition("0x" + "12".repeat(20))), 400, "WALLET_NOT_OWNED");
 
     // Item 8: the stored document over max_workflow_bytes (the body itself is far below 1 MiB).
-    const big = problem(await call(bob, "POST", "/workflows", definition(bob.wallet, { inputVariables: { blob: "x".repeat(MAX_DOC) } })), 413, "PAYLOAD_TOO_LARGE");
+    const big = problem(
+      await call(bob, "POST", "/workflows", definition(bob.wallet, { inputVariables: { blob: "x".repeat(MAX_DOC) } })),
+      413,
+      "PAYLOAD_TOO_LARGE",
+    );
     expect(big.detail).toMatch(/stored workflow document/);
     // Item 8 comes before item 9: a too-large document for a foreign wallet is 413.
-    problem(await call(bob, "POST", "/workflows", definition(carol.wallet, { inputVariables: { blob: "x".repeat(MAX_DOC) } })), 413, "PAYLOAD_TOO_LARGE");
+    problem(
+      await call(bob, "POST", "/workflows", definition(carol.wallet, { inputVariables: { blob: "x".repeat(MAX_DOC) } })),
+      413,
+      "PAYLOAD_TOO_LARGE",
+    );
 
     expect((await call(bob, "GET", "/workflows:count")).body).toEqual({ total: 0 });
     expect(await activeCounter(bob.owner)).toBeUndefined();
@@ -286,7 +309,11 @@ describe("GET /workflows and /workflows:count", () => {
     problem(await call(gus, "GET", "/workflows?after=garbage"), 400, "INVALID_CURSOR");
     const stranger = await newOwner();
     problem(await call(stranger, "GET", `/workflows?after=${first.pageInfo.endCursor}`), 400, "INVALID_CURSOR");
-    problem(await call(gus, "GET", `/workflows?after=${first.pageInfo.endCursor}&before=${first.pageInfo.endCursor}`), 400, "VALIDATION_FAILED");
+    problem(
+      await call(gus, "GET", `/workflows?after=${first.pageInfo.endCursor}&before=${first.pageInfo.endCursor}`),
+      400,
+      "VALIDATION_FAILED",
+    );
     problem(await call(gus, "GET", "/workflows?limit=0"), 400, "VALIDATION_FAILED");
   });
 
@@ -300,8 +327,20 @@ describe("GET /workflows and /workflows:count", () => {
     const wallets = (await call(gus, "GET", "/wallets")).body.data as Json[];
     const first = wallets.find((w) => w.address === gus.wallet)!;
     const other = wallets.find((w) => w.address === second)!;
-    expect(first).toMatchObject({ totalWorkflowCount: 2, enabledWorkflowCount: 1, disabledWorkflowCount: 0, completedWorkflowCount: 1, failedWorkflowCount: 0 });
-    expect(other).toMatchObject({ totalWorkflowCount: 1, enabledWorkflowCount: 0, disabledWorkflowCount: 1, completedWorkflowCount: 0, failedWorkflowCount: 0 });
+    expect(first).toMatchObject({
+      totalWorkflowCount: 2,
+      enabledWorkflowCount: 1,
+      disabledWorkflowCount: 0,
+      completedWorkflowCount: 1,
+      failedWorkflowCount: 0,
+    });
+    expect(other).toMatchObject({
+      totalWorkflowCount: 1,
+      enabledWorkflowCount: 0,
+      disabledWorkflowCount: 1,
+      completedWorkflowCount: 0,
+      failedWorkflowCount: 0,
+    });
   });
 });
 
@@ -348,7 +387,9 @@ describe("DELETE /workflows/{id}", () => {
     expect((await call(kim, "PUT", "/secrets/OTHER", { value: "wf-scope", workflowId: wf.id })).status).toBe(201);
     expect((await call(kim, "PUT", "/secrets/OTHER", { value: "kept", workflowId: made[1]!.id })).status).toBe(201);
     const executionKey = Keys.execution(wf.id, ulid());
-    await runtime.db.send(new PutCommand({ TableName: runtime.config.tableName, Item: { ...executionKey, type: "execution", v: 1, status: "success" } }));
+    await runtime.db.send(
+      new PutCommand({ TableName: runtime.config.tableName, Item: { ...executionKey, type: "execution", v: 1, status: "success" } }),
+    );
     problem(await call(kim, "POST", "/workflows", definition(kim.wallet)), 429, "WORKFLOWS_LIMIT_REACHED");
 
     // Another owner's delete leaves it untouched.
@@ -399,8 +440,12 @@ describe("claim and recordOutcome (the engine's entry points)", () => {
     const max = await newOwner();
     const wf = await create(max, { maxExecution: 5 });
     const at = now();
-    const outcomes = await Promise.allSettled(Array.from({ length: 20 }, () => Workflow.claim(wf.id, { now: at, owner: max.owner, execution })));
-    const won = outcomes.filter((o): o is PromiseFulfilledResult<{ workflow: Workflow.WorkflowRecord; index: number }> => o.status === "fulfilled");
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 20 }, () => Workflow.claim(wf.id, { now: at, owner: max.owner, execution })),
+    );
+    const won = outcomes.filter(
+      (o): o is PromiseFulfilledResult<{ workflow: Workflow.WorkflowRecord; index: number }> => o.status === "fulfilled",
+    );
     expect(won).toHaveLength(5);
     expect(won.map((o) => o.value.index).sort()).toEqual([0, 1, 2, 3, 4]);
     for (const o of outcomes.filter((o) => o.status === "rejected")) {
@@ -408,7 +453,14 @@ describe("claim and recordOutcome (the engine's entry points)", () => {
       expect([err.status, err.code, err.extra.reason]).toEqual([412, "WORKFLOW_NOT_RUNNABLE", "MAX_EXECUTIONS_REACHED"]);
     }
     const after = (await call(max, "GET", `/workflows/${wf.id}`)).body;
-    expect(after).toMatchObject({ status: "completed", completionReason: "MAX_EXECUTIONS_REACHED", executionCount: 5, remainingExecutions: 0, lastRanAt: at, completedAt: at });
+    expect(after).toMatchObject({
+      status: "completed",
+      completionReason: "MAX_EXECUTIONS_REACHED",
+      executionCount: 5,
+      remainingExecutions: 0,
+      lastRanAt: at,
+      completedAt: at,
+    });
     expect(await activeCounter(max.owner)).toBe(0);
     problem(await call(max, "POST", `/workflows/${wf.id}:resume`), 409, "WORKFLOW_TERMINAL");
   });
@@ -417,7 +469,9 @@ describe("claim and recordOutcome (the engine's entry points)", () => {
     const ned = await newOwner();
     const wf = await create(ned, { startAt: now() + 60_000, expiredAt: now() + 600_000 });
     expect(await reasonOf(Workflow.claim(wf.id, { now: now(), execution }))).toBe("412 WORKFLOW_NOT_RUNNABLE NOT_STARTED");
-    expect(await reasonOf(Workflow.claim(wf.id, { now: now(), owner: (await newOwner()).owner, execution }))).toBe("404 WORKFLOW_NOT_FOUND");
+    expect(await reasonOf(Workflow.claim(wf.id, { now: now(), owner: (await newOwner()).owner, execution }))).toBe(
+      "404 WORKFLOW_NOT_FOUND",
+    );
     expect(await reasonOf(Workflow.claim(ulid(), { now: now(), execution }))).toBe("404 WORKFLOW_NOT_FOUND");
     await call(ned, "POST", `/workflows/${wf.id}:pause`);
     expect(await reasonOf(Workflow.claim(wf.id, { now: now(), execution }))).toBe("412 WORKFLOW_NOT_RUNNABLE DISABLED");
@@ -453,7 +507,11 @@ describe("claim and recordOutcome (the engine's entry points)", () => {
 describe("@avaprotocol/sdk-js", () => {
   it("creates, lists, pauses and cancels a workflow through the SDK's own calls", async () => {
     const client = new Client({ baseUrl: server.url });
-    await client.auth.exchangeWithKey(generatePrivateKey(), { uri: "https://app.example.com", chainId: runtime.config.defaultChainId, version: "0.1.0" });
+    await client.auth.exchangeWithKey(generatePrivateKey(), {
+      uri: "https://app.example.com",
+      chainId: runtime.config.defaultChainId,
+      version: "0.1.0",
+    });
     const wallet = (await client.wallets.create({ salt: "3" } as never)) as unknown as { address: string };
     const created = (await client.workflows.create(definition(wallet.address) as never)) as unknown as Json;
     expect(created).toMatchObject({ smartWalletAddress: wallet.address, status: "enabled" });

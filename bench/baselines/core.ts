@@ -19,7 +19,11 @@ import * as v from "valibot";
 const dynamo = new DynamoDBClient({});
 const db = DynamoDBDocumentClient.from(dynamo, { marshallOptions: { removeUndefinedValues: true } });
 const kms = new KMSClient({});
-const Exchange = v.strictObject({ ownerAddress: v.pipe(v.string(), v.regex(/^0x[0-9a-fA-F]{40}$/)), signature: v.string(), message: v.string() });
+const Exchange = v.strictObject({
+  ownerAddress: v.pipe(v.string(), v.regex(/^0x[0-9a-fA-F]{40}$/)),
+  signature: v.string(),
+  message: v.string(),
+});
 
 const app = new Hono();
 app.get("/health", async (c) => {
@@ -32,9 +36,19 @@ app.post("/auth:exchange", async (c) => {
   const text = utf8ToBytes(body.message);
   const digest = keccak_256(concatBytes(utf8ToBytes(`\x19Ethereum Signed Message:\n${text.length}`), text));
   const sig = hexToBytes(body.signature.slice(2));
-  const publicKey = secp256k1.Signature.fromCompact(sig.subarray(0, 64)).addRecoveryBit(sig[64]! - 27).recoverPublicKey(digest).toRawBytes(false);
+  const publicKey = secp256k1.Signature.fromCompact(sig.subarray(0, 64))
+    .addRecoveryBit(sig[64]! - 27)
+    .recoverPublicKey(digest)
+    .toRawBytes(false);
   const signer = `0x${bytesToHex(keccak_256(publicKey.subarray(1)).subarray(-20))}`;
-  await db.send(new UpdateCommand({ TableName: "t", Key: { pk: signer, sk: "rate" }, UpdateExpression: "ADD n :one", ExpressionAttributeValues: { ":one": 1 } }));
+  await db.send(
+    new UpdateCommand({
+      TableName: "t",
+      Key: { pk: signer, sk: "rate" },
+      UpdateExpression: "ADD n :one",
+      ExpressionAttributeValues: { ":one": 1 },
+    }),
+  );
   const key = await importPKCS8(process.env.JWT_SIGNING_KEY ?? "", "ES256");
   return c.json({ token: await new SignJWT({}).setProtectedHeader({ alg: "ES256" }).setSubject(signer).sign(key) });
 });

@@ -18,7 +18,14 @@ app.get("/executions/:id", async (c) => {
   await jwtVerify((c.req.header("authorization") ?? "").slice(7), await importSPKI(process.env.PUBLIC_KEY ?? "", "ES256"));
   const { limit } = v.parse(Query, c.req.query());
   const execution = await db.send(new GetCommand({ TableName: "t", Key: { pk: c.req.param("id"), sk: "EXECUTION" } }));
-  const steps = await db.send(new QueryCommand({ TableName: "t", KeyConditionExpression: "pk = :p", ExpressionAttributeValues: { ":p": c.req.param("id") }, Limit: limit }));
+  const steps = await db.send(
+    new QueryCommand({
+      TableName: "t",
+      KeyConditionExpression: "pk = :p",
+      ExpressionAttributeValues: { ":p": c.req.param("id") },
+      Limit: limit,
+    }),
+  );
   return c.json({ ...execution.Item, steps: steps.Items ?? [] });
 });
 

@@ -17,6 +17,13 @@ export const handler = async (event: { detail: { executionId: string } }) => {
   const execution = await db.send(new GetCommand({ TableName: "t", Key: { pk: event.detail.executionId, sk: "EXECUTION" } }));
   await kms.send(new DecryptCommand({ CiphertextBlob: new Uint8Array() }));
   const result = await runEngineParts(process.env.RPC_URL ?? "");
-  await db.send(new UpdateCommand({ TableName: "t", Key: { pk: event.detail.executionId, sk: "EXECUTION" }, UpdateExpression: "SET r = :r", ExpressionAttributeValues: { ":r": String(result.sum) } }));
+  await db.send(
+    new UpdateCommand({
+      TableName: "t",
+      Key: { pk: event.detail.executionId, sk: "EXECUTION" },
+      UpdateExpression: "SET r = :r",
+      ExpressionAttributeValues: { ":r": String(result.sum) },
+    }),
+  );
   if (execution.Item?.last) await scheduler.send(new DeleteScheduleCommand({ Name: event.detail.executionId }));
 };

@@ -14,8 +14,18 @@ const bus = new EventBridgeClient({});
 const scheduler = new SchedulerClient({});
 
 export const handler = async (event: { workflowId: string; instant: string; cron?: string }) => {
-  await db.send(new TransactWriteCommand({ TransactItems: [{ Put: { TableName: "t", Item: { pk: event.workflowId, sk: event.instant } } }] }));
+  await db.send(
+    new TransactWriteCommand({ TransactItems: [{ Put: { TableName: "t", Item: { pk: event.workflowId, sk: event.instant } } }] }),
+  );
   await bus.send(new PutEventsCommand({ Entries: [{ Source: "w", DetailType: "run", Detail: JSON.stringify(event) }] }));
   const next = event.cron ? new Cron(event.cron).nextRun() : null;
-  if (next) await scheduler.send(new CreateScheduleCommand({ Name: event.workflowId, ScheduleExpression: `at(${next.toISOString().slice(0, 19)})`, FlexibleTimeWindow: { Mode: "OFF" }, Target: { Arn: "a", RoleArn: "r" } }));
+  if (next)
+    await scheduler.send(
+      new CreateScheduleCommand({
+        Name: event.workflowId,
+        ScheduleExpression: `at(${next.toISOString().slice(0, 19)})`,
+        FlexibleTimeWindow: { Mode: "OFF" },
+        Target: { Arn: "a", RoleArn: "r" },
+      }),
+    );
 };

@@ -20,7 +20,9 @@ app.get("/secrets", async (c) => {
   const key = await importSPKI(process.env.PUBLIC_KEY ?? "", "ES256");
   await jwtVerify((c.req.header("authorization") ?? "").slice(7), key);
   const { limit } = v.parse(Query, c.req.query());
-  const page = await db.send(new QueryCommand({ TableName: "t", KeyConditionExpression: "pk = :p", ExpressionAttributeValues: { ":p": "x" }, Limit: limit }));
+  const page = await db.send(
+    new QueryCommand({ TableName: "t", KeyConditionExpression: "pk = :p", ExpressionAttributeValues: { ":p": "x" }, Limit: limit }),
+  );
   if (c.req.query("reveal")) await kms.send(new DecryptCommand({ CiphertextBlob: new Uint8Array() }));
   return c.json({ items: page.Items ?? [] });
 });

@@ -10,13 +10,28 @@ import { UserOperationReceiptNotFoundError, createBundlerClient } from "viem/acc
 const db = DynamoDBDocumentClient.from(new DynamoDBClient({}), { marshallOptions: { removeUndefinedValues: true } });
 
 export const handler = async () => {
-  const out = await db.send(new QueryCommand({ TableName: "t", IndexName: "gsi2", KeyConditionExpression: "gsi2pk = :p", ExpressionAttributeValues: { ":p": "x" } }));
+  const out = await db.send(
+    new QueryCommand({
+      TableName: "t",
+      IndexName: "gsi2",
+      KeyConditionExpression: "gsi2pk = :p",
+      ExpressionAttributeValues: { ":p": "x" },
+    }),
+  );
   const bundler = createBundlerClient({ transport: http(process.env.BUNDLER_URL) });
   let settled = 0;
   for (const item of out.Items ?? []) {
     try {
       const receipt = await bundler.getUserOperationReceipt({ hash: item.userOpHash });
-      await db.send(new UpdateCommand({ TableName: "t", Key: { pk: item.pk, sk: item.sk }, UpdateExpression: "SET #s = :s", ExpressionAttributeNames: { "#s": "status" }, ExpressionAttributeValues: { ":s": receipt.success ? "confirmed" : "failed" } }));
+      await db.send(
+        new UpdateCommand({
+          TableName: "t",
+          Key: { pk: item.pk, sk: item.sk },
+          UpdateExpression: "SET #s = :s",
+          ExpressionAttributeNames: { "#s": "status" },
+          ExpressionAttributeValues: { ":s": receipt.success ? "confirmed" : "failed" },
+        }),
+      );
       settled += 1;
     } catch (err) {
       if (!(err instanceof UserOperationReceiptNotFoundError)) throw err;

@@ -9,6 +9,13 @@ import { DynamoDBDocumentClient, QueryCommand } from "@aws-sdk/lib-dynamodb";
 const db = DynamoDBDocumentClient.from(new DynamoDBClient({}), { marshallOptions: { removeUndefinedValues: true } });
 
 export const handler = async () => {
-  const out = await db.send(new QueryCommand({ TableName: "t", IndexName: "gsi2", KeyConditionExpression: "gsi2pk = :p", ExpressionAttributeValues: { ":p": "x" } }));
+  const out = await db.send(
+    new QueryCommand({
+      TableName: "t",
+      IndexName: "gsi2",
+      KeyConditionExpression: "gsi2pk = :p",
+      ExpressionAttributeValues: { ":p": "x" },
+    }),
+  );
   return { checked: out.Items?.length ?? 0 };
 };

@@ -12,7 +12,13 @@ import { KMSClient, SignCommand } from "@aws-sdk/client-kms";
 import { importSPKI, jwtVerify } from "jose";
 import * as v from "valibot";
 import { createPublicClient, encodeFunctionData, getAddress, hashMessage, http, parseAbi, toHex, type Address, type Hex } from "viem";
-import { createBundlerClient, entryPoint07Abi, entryPoint07Address, getUserOperationHash, toPackedUserOperation } from "viem/account-abstraction";
+import {
+  createBundlerClient,
+  entryPoint07Abi,
+  entryPoint07Address,
+  getUserOperationHash,
+  toPackedUserOperation,
+} from "viem/account-abstraction";
 
 const db = DynamoDBDocumentClient.from(new DynamoDBClient({}), { marshallOptions: { removeUndefinedValues: true } });
 const kms = new KMSClient({});
@@ -25,9 +31,15 @@ function chain() {
   }
   return clients;
 }
-const factoryAbi = parseAbi(["function getAddress(address owner, uint256 salt) view returns (address)", "function execute(address to, uint256 value, bytes data)"]);
+const factoryAbi = parseAbi([
+  "function getAddress(address owner, uint256 salt) view returns (address)",
+  "function execute(address to, uint256 value, bytes data)",
+]);
 const Create = v.object({ salt: v.pipe(v.string(), v.regex(/^\d+$/)), chainId: v.optional(v.number()) });
-const Withdraw = v.object({ recipientAddress: v.pipe(v.string(), v.regex(/^0x[0-9a-fA-F]{40}$/)), amount: v.pipe(v.string(), v.regex(/^\d+$/)) });
+const Withdraw = v.object({
+  recipientAddress: v.pipe(v.string(), v.regex(/^0x[0-9a-fA-F]{40}$/)),
+  amount: v.pipe(v.string(), v.regex(/^\d+$/)),
+});
 
 const app = new Hono();
 app.use(async (c, next) => {
@@ -35,13 +47,20 @@ app.use(async (c, next) => {
   await next();
 });
 app.get("/wallets", async (c) => {
-  const page = await db.send(new QueryCommand({ TableName: "t", KeyConditionExpression: "pk = :p", ExpressionAttributeValues: { ":p": "x" } }));
+  const page = await db.send(
+    new QueryCommand({ TableName: "t", KeyConditionExpression: "pk = :p", ExpressionAttributeValues: { ":p": "x" } }),
+  );
   return c.json({ items: page.Items ?? [] });
 });
 app.post("/wallets", async (c) => {
   const body = v.parse(Create, await c.req.json());
   const { client } = chain();
-  const address = await client.readContract({ address: process.env.FACTORY as Address, abi: factoryAbi, functionName: "getAddress", args: [process.env.OWNER as Address, BigInt(body.salt)] });
+  const address = await client.readContract({
+    address: process.env.FACTORY as Address,
+    abi: factoryAbi,
+    functionName: "getAddress",
+    args: [process.env.OWNER as Address, BigInt(body.salt)],
+  });
   await db.send(new PutCommand({ TableName: "t", Item: { pk: "x", sk: address } }));
   return c.json({ address: getAddress(address) }, 201);
 });
@@ -49,15 +68,57 @@ app.post("/wallets/:address/withdraw", async (c) => {
   const body = v.parse(Withdraw, await c.req.json());
   const sender = getAddress(c.req.param("address"));
   const { client, bundler } = chain();
-  const nonce = await client.readContract({ address: entryPoint07Address, abi: entryPoint07Abi, functionName: "getNonce", args: [sender, 0n] });
-  const callData = encodeFunctionData({ abi: factoryAbi, functionName: "execute", args: [body.recipientAddress as Address, BigInt(body.amount), "0x"] });
-  const gas = { callGasLimit: 100_000n, verificationGasLimit: 100_000n, preVerificationGas: 50_000n, maxFeePerGas: 1n, maxPriorityFeePerGas: 1n };
+  const nonce = await client.readContract({
+    address: entryPoint07Address,
+    abi: entryPoint07Abi,
+    functionName: "getNonce",
+    args: [sender, 0n],
+  });
+  const callData = encodeFunctionData({
+    abi: factoryAbi,
+    functionName: "execute",
+    args: [body.recipientAddress as Address, BigInt(body.amount), "0x"],
+  });
+  const gas = {
+    callGasLimit: 100_000n,
+    verificationGasLimit: 100_000n,
+    preVerificationGas: 50_000n,
+    maxFeePerGas: 1n,
+    maxPriorityFeePerGas: 1n,
+  };
   const userOp = { sender, nonce, callData, ...gas, signature: "0x" as Hex };
-  const hash = getUserOperationHash({ userOperation: userOp, entryPointAddress: entryPoint07Address, entryPointVersion: "0.7", chainId: 1 });
-  const signed = await kms.send(new SignCommand({ KeyId: "k", Message: Buffer.from(hashMessage({ raw: hash }).slice(2), "hex"), MessageType: "DIGEST", SigningAlgorithm: "ECDSA_SHA_256" }));
+  const hash = getUserOperationHash({
+    userOperation: userOp,
+    entryPointAddress: entryPoint07Address,
+    entryPointVersion: "0.7",
+    chainId: 1,
+  });
+  const signed = await kms.send(
+    new SignCommand({
+      KeyId: "k",
+      Message: Buffer.from(hashMessage({ raw: hash }).slice(2), "hex"),
+      MessageType: "DIGEST",
+      SigningAlgorithm: "ECDSA_SHA_256",
+    }),
+  );
   const signature = toHex(signed.Signature ?? new Uint8Array());
   void toPackedUserOperation({ ...userOp, signature });
-  const sent = await bundler.request({ method: "eth_sendUserOperation", params: [{ ...userOp, nonce: toHex(nonce), signature, callGasLimit: "0x1", verificationGasLimit: "0x1", preVerificationGas: "0x1", maxFeePerGas: "0x1", maxPriorityFeePerGas: "0x1" }, entryPoint07Address] });
+  const sent = await bundler.request({
+    method: "eth_sendUserOperation",
+    params: [
+      {
+        ...userOp,
+        nonce: toHex(nonce),
+        signature,
+        callGasLimit: "0x1",
+        verificationGasLimit: "0x1",
+        preVerificationGas: "0x1",
+        maxFeePerGas: "0x1",
+        maxPriorityFeePerGas: "0x1",
+      },
+      entryPoint07Address,
+    ],
+  });
   return c.json({ userOpHash: sent }, 202);
 });
 

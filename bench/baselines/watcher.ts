@@ -15,9 +15,14 @@ const scheduler = new SchedulerClient({});
 
 export const handler = async () => {
   const client = createPublicClient({ transport: http(process.env.RPC_URL ?? "http://127.0.0.1:8545") });
-  const watches = await db.send(new QueryCommand({ TableName: "t", KeyConditionExpression: "pk = :p", ExpressionAttributeValues: { ":p": "WATCH" } }));
+  const watches = await db.send(
+    new QueryCommand({ TableName: "t", KeyConditionExpression: "pk = :p", ExpressionAttributeValues: { ":p": "WATCH" } }),
+  );
   const head = await client.getBlockNumber();
   const logs = await client.getLogs({ fromBlock: head, toBlock: head });
-  for (const log of logs) await bus.send(new PutEventsCommand({ Entries: [{ Source: "w", DetailType: "run", Detail: JSON.stringify({ tx: log.transactionHash }) }] }));
+  for (const log of logs)
+    await bus.send(
+      new PutEventsCommand({ Entries: [{ Source: "w", DetailType: "run", Detail: JSON.stringify({ tx: log.transactionHash }) }] }),
+    );
   if (!watches.Items?.length) await scheduler.send(new DeleteScheduleCommand({ Name: "none" }));
 };

@@ -18,14 +18,26 @@ const db = DynamoDBDocumentClient.from(new DynamoDBClient({}), { marshallOptions
 const kms = new KMSClient({});
 const bus = new EventBridgeClient({});
 const scheduler = new SchedulerClient({});
-const Create = v.object({ name: v.pipe(v.string(), v.maxLength(128)), trigger: v.object({ type: v.string() }), nodes: v.array(v.unknown()) });
+const Create = v.object({
+  name: v.pipe(v.string(), v.maxLength(128)),
+  trigger: v.object({ type: v.string() }),
+  nodes: v.array(v.unknown()),
+});
 
 const app = new Hono();
 app.post("/workflows", async (c) => {
   await jwtVerify((c.req.header("authorization") ?? "").slice(7), await importSPKI(process.env.PUBLIC_KEY ?? "", "ES256"));
   const body = v.parse(Create, await c.req.json());
   await db.send(new TransactWriteCommand({ TransactItems: [{ Put: { TableName: "t", Item: { pk: "w", sk: "w", ...body } } }] }));
-  if (body.trigger.type === "cron") await scheduler.send(new CreateScheduleCommand({ Name: "w", ScheduleExpression: "rate(5 minutes)", FlexibleTimeWindow: { Mode: "OFF" }, Target: { Arn: "a", RoleArn: "r" } }));
+  if (body.trigger.type === "cron")
+    await scheduler.send(
+      new CreateScheduleCommand({
+        Name: "w",
+        ScheduleExpression: "rate(5 minutes)",
+        FlexibleTimeWindow: { Mode: "OFF" },
+        Target: { Arn: "a", RoleArn: "r" },
+      }),
+    );
   if (body.trigger.type === "manual") {
     await kms.send(new DecryptCommand({ CiphertextBlob: new Uint8Array() }));
     await bus.send(new PutEventsCommand({ Entries: [{ Source: "w", DetailType: "run", Detail: "{}" }] }));

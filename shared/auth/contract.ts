@@ -79,7 +79,9 @@ export const Jwks = component(
   "Jwks",
   v.pipe(
     v.object({ keys: v.array(Jwk) }),
-    v.description("The current signing key and any retired keys whose tokens may still be valid. A token whose `kid` is not listed is rejected."),
+    v.description(
+      "The current signing key and any retired keys whose tokens may still be valid. A token whose `kid` is not listed is rejected.",
+    ),
   ),
 );
 
@@ -115,7 +117,8 @@ export const jwks = endpoint({
   path: "/.well-known/jwks.json",
   operationId: "getJwks",
   summary: "Token verification keys",
-  description: "The public keys that verify tokens (ES256, P-256): the current signing key and any retired keys whose tokens may still be valid.",
+  description:
+    "The public keys that verify tokens (ES256, P-256): the current signing key and any retired keys whose tokens may still be valid.",
   public: true,
   responses: {
     200: {

@@ -46,7 +46,18 @@ export const controlledAccount: AccountKind = {
 /** ERC-20 `transfer(recipient, amount)` calldata. */
 export const erc20Transfer = (recipient: Address, amount: bigint): Hex =>
   encodeFunctionData({
-    abi: [{ type: "function", name: "transfer", stateMutability: "nonpayable", inputs: [{ name: "to", type: "address" }, { name: "amount", type: "uint256" }], outputs: [{ type: "bool" }] }],
+    abi: [
+      {
+        type: "function",
+        name: "transfer",
+        stateMutability: "nonpayable",
+        inputs: [
+          { name: "to", type: "address" },
+          { name: "amount", type: "uint256" },
+        ],
+        outputs: [{ type: "bool" }],
+      },
+    ],
     functionName: "transfer",
     args: [recipient, amount],
   });

@@ -55,7 +55,10 @@ export function contractRefused(err: unknown): boolean {
     err instanceof BaseError &&
     Boolean(
       err.walk(
-        (e) => e instanceof ContractFunctionRevertedError || e instanceof ContractFunctionZeroDataError || e instanceof AbiDecodingDataSizeTooSmallError,
+        (e) =>
+          e instanceof ContractFunctionRevertedError ||
+          e instanceof ContractFunctionZeroDataError ||
+          e instanceof AbiDecodingDataSizeTooSmallError,
       ),
     )
   );

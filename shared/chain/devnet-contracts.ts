@@ -73,8 +73,7 @@ export function paymasterInitCode(entryPoint: Address, signer: Address): Hex {
 
 /** Deterministic devnet addresses for a controller / paymaster signer, without starting anything. */
 export function devnetAddresses(controller: Address, paymasterSigner: Address = controller) {
-  const create2 = (salt: Hex, bytecode: Hex) =>
-    getContractAddress({ opcode: "CREATE2", from: CREATE2_DEPLOYER, salt, bytecode });
+  const create2 = (salt: Hex, bytecode: Hex) => getContractAddress({ opcode: "CREATE2", from: CREATE2_DEPLOYER, salt, bytecode });
   const entryPoint = entryPoint07Address;
   return {
     entryPoint,
@@ -126,17 +125,25 @@ export async function deployContracts(
       params: [CREATE2_DEPLOYER, CREATE2_DEPLOYER_RUNTIME_CODE] as never,
     });
   }
-  const entryPoint = await deployCreate2(
-    client, wallet, "EntryPoint v0.7", ENTRYPOINT_V07_SALT, loadEntryPointArtifact().bytecode, note,
-  );
+  const entryPoint = await deployCreate2(client, wallet, "EntryPoint v0.7", ENTRYPOINT_V07_SALT, loadEntryPointArtifact().bytecode, note);
   if (entryPoint.toLowerCase() !== entryPoint07Address.toLowerCase()) {
     throw new Error(`devnet: EntryPoint landed at ${entryPoint}, expected ${entryPoint07Address}`);
   }
   const factory = await deployCreate2(
-    client, wallet, "ControlledAccountFactory", DEVNET_SALT, factoryInitCode(entryPoint, controller), note,
+    client,
+    wallet,
+    "ControlledAccountFactory",
+    DEVNET_SALT,
+    factoryInitCode(entryPoint, controller),
+    note,
   );
   const paymaster = await deployCreate2(
-    client, wallet, "VerifyingPaymaster", DEVNET_SALT, paymasterInitCode(entryPoint, paymasterSigner), note,
+    client,
+    wallet,
+    "VerifyingPaymaster",
+    DEVNET_SALT,
+    paymasterInitCode(entryPoint, paymasterSigner),
+    note,
   );
 
   // The paymaster's Ownable owner is its deployer, i.e. the CREATE2 deployer contract: hand
@@ -166,20 +173,29 @@ export async function deployContracts(
   }
 
   const info = await client.readContract({
-    address: entryPoint, abi: entryPoint07Abi, functionName: "getDepositInfo", args: [paymaster],
+    address: entryPoint,
+    abi: entryPoint07Abi,
+    functionName: "getDepositInfo",
+    args: [paymaster],
   });
   if (!info.staked) {
     await sendAndWait(client, wallet, {
       to: paymaster,
       value: PAYMASTER_STAKE,
       data: encodeFunctionData({
-        abi: verifyingPaymasterAbi, functionName: "addStake", args: [PAYMASTER_UNSTAKE_DELAY_SECONDS],
+        abi: verifyingPaymasterAbi,
+        functionName: "addStake",
+        args: [PAYMASTER_UNSTAKE_DELAY_SECONDS],
       }),
     });
     note(`paymaster staked (${PAYMASTER_UNSTAKE_DELAY_SECONDS}s unstake delay)`);
   }
   if (info.deposit < PAYMASTER_MIN_DEPOSIT) {
-    await sendAndWait(client, wallet, { to: paymaster, value: PAYMASTER_DEPOSIT, data: encodeFunctionData({ abi: verifyingPaymasterAbi, functionName: "deposit" }) });
+    await sendAndWait(client, wallet, {
+      to: paymaster,
+      value: PAYMASTER_DEPOSIT,
+      data: encodeFunctionData({ abi: verifyingPaymasterAbi, functionName: "deposit" }),
+    });
     note("paymaster deposit topped up");
   }
   return { entryPoint, factory, paymaster };

@@ -119,28 +119,49 @@ export async function startDevnet(opts: StartDevnetOptions): Promise<Devnet> {
 
     // ---- alto ----
     const altoArgs = [
-      "--entrypoints", addresses.entryPoint,
-      "--rpc-url", rpcUrl,
-      "--executor-private-keys", ANVIL_KEYS.bundlerExecutor,
-      "--utility-private-key", ANVIL_KEYS.bundlerUtility,
-      "--safe-mode", "false",
-      "--deploy-simulations-contract", "true",
+      "--entrypoints",
+      addresses.entryPoint,
+      "--rpc-url",
+      rpcUrl,
+      "--executor-private-keys",
+      ANVIL_KEYS.bundlerExecutor,
+      "--utility-private-key",
+      ANVIL_KEYS.bundlerUtility,
+      "--safe-mode",
+      "false",
+      "--deploy-simulations-contract",
+      "true",
       // Poll the node often (alto's viem polling interval is block-time / 4): receipts arrive
       // right after the handleOps transaction is auto-mined.
-      "--block-time", "200",
-      "--min-bundle-interval", "50",
-      "--max-bundle-interval", "200",
+      "--block-time",
+      "200",
+      "--min-bundle-interval",
+      "50",
+      "--max-bundle-interval",
+      "200",
       // A withdrawal answered "pending" may be followed by the same wallet's next nonce: queue it.
-      "--mempool-max-queued-ops", "10",
-      "--utility-wallet-monitor", "false",
-      "--refilling-wallets", "false",
-      "--log-level", log ? "info" : "warn",
-      "--public-client-log-level", "warn",
-      "--wallet-client-log-level", "warn",
-      "--json", "true",
+      "--mempool-max-queued-ops",
+      "10",
+      "--utility-wallet-monitor",
+      "false",
+      "--refilling-wallets",
+      "false",
+      "--log-level",
+      log ? "info" : "warn",
+      "--public-client-log-level",
+      "warn",
+      "--wallet-client-log-level",
+      "warn",
+      "--json",
+      "true",
     ];
     const { proc: alto, url: bundlerUrl } = await startWithFreePort("alto", log, async (port) => {
-      const proc = spawnManaged("alto", process.execPath, ["--import", loopbackPreload(), altoScript(), ...altoArgs, "--port", String(port)], log);
+      const proc = spawnManaged(
+        "alto",
+        process.execPath,
+        ["--import", loopbackPreload(), altoScript(), ...altoArgs, "--port", String(port)],
+        log,
+      );
       const url = `http://127.0.0.1:${port}`;
       await waitFor(proc, 60_000, async () => {
         const eps = (await rpc(url, "eth_supportedEntryPoints", [])) as string[] | undefined;

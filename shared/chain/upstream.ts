@@ -8,7 +8,9 @@ export function upstreamError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
   const unreachable =
     err instanceof BaseError
-      ? Boolean(err.walk((e) => e instanceof TimeoutError || (e instanceof HttpRequestError && (e.status === undefined || e.status >= 500))))
+      ? Boolean(
+          err.walk((e) => e instanceof TimeoutError || (e instanceof HttpRequestError && (e.status === undefined || e.status >= 500))),
+        )
       : true;
   log.warn("upstream call failed", { error: err instanceof Error ? err.message.split("\n")[0] : String(err), unreachable });
   return upstreamUnavailable(!unreachable);

@@ -65,7 +65,13 @@ export function predictAccountAddress({
   controller,
   owner,
   salt,
-}: { factory: Address; implementation: Address; controller: Address; owner: Address; salt: bigint }): Address {
+}: {
+  factory: Address;
+  implementation: Address;
+  controller: Address;
+  owner: Address;
+  salt: bigint;
+}): Address {
   const initCall = encodeFunctionData({
     abi: controlledAccountAbi,
     functionName: "initialize",
@@ -118,7 +124,10 @@ export interface UserOperationFees {
 export async function getUserOperationFees({
   client,
   bundler,
-}: { client: PublicClient; bundler?: BundlerClient }): Promise<UserOperationFees> {
+}: {
+  client: PublicClient;
+  bundler?: BundlerClient;
+}): Promise<UserOperationFees> {
   if (bundler) {
     try {
       const res = (await bundler.request({

@@ -1,11 +1,6 @@
 /** The bundler: client, gas estimation, sending, receipts (userop.ts re-exports these names). */
 import { http, type Address, type Hex, type StateOverride } from "viem";
-import {
-  createBundlerClient,
-  entryPoint07Address,
-  type BundlerClient,
-  type UserOperationReceipt,
-} from "viem/account-abstraction";
+import { createBundlerClient, entryPoint07Address, type BundlerClient, type UserOperationReceipt } from "viem/account-abstraction";
 import type { UserOperationV07 } from "./userop-signer";
 
 // ---------------------------------------------------------------------------------------------
@@ -32,7 +27,11 @@ export async function estimateUserOperationGas({
   /** State the simulation assumes (e.g. a sender balance, so gas is estimated whatever the wallet holds). */
   stateOverride?: StateOverride;
 }): Promise<UserOperationV07> {
-  const gas = await bundler.estimateUserOperationGas({ ...userOp, entryPointAddress: entryPoint, ...(stateOverride ? { stateOverride } : {}) } as never);
+  const gas = await bundler.estimateUserOperationGas({
+    ...userOp,
+    entryPointAddress: entryPoint,
+    ...(stateOverride ? { stateOverride } : {}),
+  } as never);
   const g = gas as {
     callGasLimit: bigint;
     verificationGasLimit: bigint;
@@ -58,7 +57,11 @@ export async function sendUserOperation({
   bundler,
   userOp,
   entryPoint = entryPoint07Address,
-}: { bundler: BundlerClient; userOp: UserOperationV07; entryPoint?: Address }): Promise<Hex> {
+}: {
+  bundler: BundlerClient;
+  userOp: UserOperationV07;
+  entryPoint?: Address;
+}): Promise<Hex> {
   return bundler.sendUserOperation({ ...userOp, entryPointAddress: entryPoint } as never);
 }
 
@@ -68,6 +71,11 @@ export function waitForUserOperationReceipt({
   hash,
   timeoutMs = 60_000,
   pollingIntervalMs = 250,
-}: { bundler: BundlerClient; hash: Hex; timeoutMs?: number; pollingIntervalMs?: number }): Promise<UserOperationReceipt> {
+}: {
+  bundler: BundlerClient;
+  hash: Hex;
+  timeoutMs?: number;
+  pollingIntervalMs?: number;
+}): Promise<UserOperationReceipt> {
   return bundler.waitForUserOperationReceipt({ hash, timeout: timeoutMs, pollingInterval: pollingIntervalMs });
 }

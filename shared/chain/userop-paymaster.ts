@@ -40,10 +40,7 @@ export function packPaymasterAndData({
 
 /** paymasterData of the VerifyingPaymaster: abi.encode(validUntil, validAfter) | signature. */
 export function encodeVerifyingPaymasterData({ validUntil, validAfter, signature }: PaymasterWindow & { signature: Hex }): Hex {
-  return concat([
-    encodeAbiParameters([{ type: "uint48" }, { type: "uint48" }], [validUntil, validAfter]),
-    signature,
-  ]);
+  return concat([encodeAbiParameters([{ type: "uint48" }, { type: "uint48" }], [validUntil, validAfter]), signature]);
 }
 
 /** Offline equivalent of VerifyingPaymaster.getHash(userOp, validUntil, validAfter). */

@@ -55,7 +55,12 @@ export async function signUserOperation({
   signer,
   chainId,
   entryPoint = entryPoint07Address,
-}: { userOp: UserOperationV07; signer: DigestSigner; chainId: number; entryPoint?: Address }): Promise<UserOperationV07> {
+}: {
+  userOp: UserOperationV07;
+  signer: DigestSigner;
+  chainId: number;
+  entryPoint?: Address;
+}): Promise<UserOperationV07> {
   const hash = getUserOperationHashV07(userOp, { chainId, entryPoint });
   return { ...userOp, signature: await signHashEip191(signer, hash) };
 }

@@ -94,7 +94,12 @@ export async function estimateFees({ definition, runner, owner }: EstimateInput)
 
   const costs: Omit<Cost, "fee">[] = [];
   if (writes.length > 0 && !(runner && (await deployed(publicClient(chain), runner)))) {
-    costs.push({ nodeId: WALLET_CREATION_NODE_ID, costType: "walletCreation", gasUnits: String(await creationGas(definition.chainId, runner, owner)), chainId: definition.chainId });
+    costs.push({
+      nodeId: WALLET_CREATION_NODE_ID,
+      costType: "walletCreation",
+      gasUnits: String(await creationGas(definition.chainId, runner, owner)),
+      chainId: definition.chainId,
+    });
   }
   for (const write of writes) {
     const gas = await writeGas(write.step, write.chainId, runner);
@@ -105,9 +110,11 @@ export async function estimateFees({ definition, runner, owner }: EstimateInput)
   const priceOn = (chainId: number) => {
     let price = prices.get(chainId);
     if (!price) {
-      price = publicClient(chainSettings(chainId)).getGasPrice().catch((err: unknown) => {
-        throw upstreamError(err);
-      });
+      price = publicClient(chainSettings(chainId))
+        .getGasPrice()
+        .catch((err: unknown) => {
+          throw upstreamError(err);
+        });
       prices.set(chainId, price);
     }
     return price;
@@ -189,7 +196,9 @@ function literalCalls(step: WriteStep): AccountCall[] | undefined {
   const value = config.value ?? "0";
   if (!literal(config.contractAddress) || !literal(value)) return undefined;
   if (config.callData !== undefined) {
-    return literal(config.callData) ? [{ to: getAddress(config.contractAddress), value: BigInt(value), data: config.callData as Hex }] : undefined;
+    return literal(config.callData)
+      ? [{ to: getAddress(config.contractAddress), value: BigInt(value), data: config.callData as Hex }]
+      : undefined;
   }
   const calls: AccountCall[] = [];
   for (const call of config.methodCalls ?? []) {

@@ -106,6 +106,7 @@ export async function parseData(raw: Buffer, contentType: string | undefined, be
   // Held as text, never parsed whole here (§18.2): a body of tiny objects would expand many times over.
   const checked = await checkJsonInSlices(text);
   if (!checked.ok) return text;
-  if (checked.depth > MAX_RESPONSE_DEPTH) throw new OutboundError("INVALID_RESPONSE", `response JSON nested deeper than ${MAX_RESPONSE_DEPTH} levels`);
+  if (checked.depth > MAX_RESPONSE_DEPTH)
+    throw new OutboundError("INVALID_RESPONSE", `response JSON nested deeper than ${MAX_RESPONSE_DEPTH} levels`);
   return checked.json.isContainer ? checked.json : JSON.parse(checked.json.text);
 }

@@ -6,8 +6,17 @@ import { METHODS, OutboundError, type Method } from "./http-types";
 
 /** Request headers the client sets itself: framing, connection management, the host and the encodings. */
 const CLIENT_HEADERS = new Set([
-  "host", "content-length", "transfer-encoding", "connection", "keep-alive", "proxy-connection", "upgrade", "te",
-  "trailer", "expect", "accept-encoding",
+  "host",
+  "content-length",
+  "transfer-encoding",
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "upgrade",
+  "te",
+  "trailer",
+  "expect",
+  "accept-encoding",
 ]);
 /**
  * Dropped when a redirect leaves the origin (scheme, host or port; API.md §18.3): fetch drops Authorization,

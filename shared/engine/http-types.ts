@@ -62,7 +62,8 @@ export interface GuardOptions {
 }
 
 /** Step errorCodes (API.md §10.2) this client fails with. */
-export type OutboundErrorCode = "INVALID_INPUT" | "NETWORK_ERROR" | "DESTINATION_NOT_ALLOWED" | "RESPONSE_TOO_LARGE" | "INVALID_RESPONSE" | "HTTP_BUDGET_EXCEEDED";
+export type OutboundErrorCode =
+  "INVALID_INPUT" | "NETWORK_ERROR" | "DESTINATION_NOT_ALLOWED" | "RESPONSE_TOO_LARGE" | "INVALID_RESPONSE" | "HTTP_BUDGET_EXCEEDED";
 
 /** JSON nested deeper than this fails the step (API.md §18.2). */
 export const MAX_RESPONSE_DEPTH = 512;

@@ -16,7 +16,16 @@
  * most, never the path, query, headers or body, which may hold secret values; nothing here logs.
  */
 import http from "node:http";
-import { MAX_REDIRECTS, OutboundError, Refused, describe, refusable, type GuardOptions, type OutboundRequest, type OutboundResponse } from "./http-types";
+import {
+  MAX_REDIRECTS,
+  OutboundError,
+  Refused,
+  describe,
+  refusable,
+  type GuardOptions,
+  type OutboundRequest,
+  type OutboundResponse,
+} from "./http-types";
 import { BODY_HEADERS, CREDENTIAL_HEADERS, parseHeaders, parseMethod, parseUrl, without } from "./http-request";
 import { destination, send } from "./http-destination";
 import { parseData, readBody, responseHeaders } from "./http-body";
@@ -50,7 +59,8 @@ export async function fetchGuarded(request: OutboundRequest, options: GuardOptio
     if (err instanceof OutboundError) throw err;
     if (err instanceof Refused) throw err.reason;
     // A cut-off (a simulation at its cap) is reported with its own reason.
-    if (options.signal?.aborted && !deadline.signal.aborted && options.signal.reason instanceof Error) throw new OutboundError("NETWORK_ERROR", options.signal.reason.message);
+    if (options.signal?.aborted && !deadline.signal.aborted && options.signal.reason instanceof Error)
+      throw new OutboundError("NETWORK_ERROR", options.signal.reason.message);
     const to = current.host ? ` to ${current.host}` : "";
     if (deadline.signal.aborted) throw new OutboundError("NETWORK_ERROR", `request${to} timed out after ${options.timeoutMs} ms`);
     if (signal.aborted) throw new OutboundError("NETWORK_ERROR", `request${to} cancelled`);

@@ -38,7 +38,7 @@ function v4(dotted: string): number {
 
 function inV4(addr: number, base: number, prefix: number): boolean {
   const mask = prefix === 0 ? 0 : (~0 << (32 - prefix)) >>> 0;
-  return ((addr & mask) >>> 0) === ((base & mask) >>> 0);
+  return (addr & mask) >>> 0 === (base & mask) >>> 0;
 }
 
 function v4Refusal(addr: number): string | undefined {

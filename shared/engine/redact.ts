@@ -57,7 +57,10 @@ export function secretForms(secret: string): string[] {
   forms.push(json);
   try {
     const percent = encodeURIComponent(secret);
-    forms.push(percent, percent.replace(/%[0-9A-F]{2}/g, (h) => h.toLowerCase()));
+    forms.push(
+      percent,
+      percent.replace(/%[0-9A-F]{2}/g, (h) => h.toLowerCase()),
+    );
   } catch {
     // A lone surrogate has no percent-encoded form (encodeURIComponent throws), so nothing can echo one.
   }
@@ -77,9 +80,9 @@ export function createRedactor(secretValues: Iterable<string>): Redactor {
   const values = [...new Set(secretValues)].filter((s) => typeof s === "string" && s.length > 0);
   const short = new Set(values.filter((s) => Buffer.byteLength(s) < SHORT_BYTES));
   // Every form of every long secret, once, longest first (the log rule prefers the longest cut piece).
-  const forms = [
-    ...new Set(values.filter((s) => Buffer.byteLength(s) >= SHORT_BYTES).flatMap(secretForms)),
-  ].filter((f) => f.length > 0).sort((a, b) => b.length - a.length);
+  const forms = [...new Set(values.filter((s) => Buffer.byteLength(s) >= SHORT_BYTES).flatMap(secretForms))]
+    .filter((f) => f.length > 0)
+    .sort((a, b) => b.length - a.length);
   const shortestForm = forms.at(-1)?.length ?? Infinity;
 
   /** One pass: every occurrence of every form found (overlaps included), merged, each run → `***`. */

@@ -101,7 +101,8 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
     const settled = (id: string) => id === graph.triggerId || state.has(id);
 
     const stopReason = async (): Promise<string | undefined> => {
-      if (signal?.aborted || (input.deadline !== undefined && now() > input.deadline)) return input.deadlineReason ?? DEFAULT_DEADLINE_REASON;
+      if (signal?.aborted || (input.deadline !== undefined && now() > input.deadline))
+        return input.deadlineReason ?? DEFAULT_DEADLINE_REASON;
       if (input.shouldStop && (await input.shouldStop())) return input.stopReason ?? DEFAULT_STOP_REASON;
       return undefined;
     };
@@ -129,7 +130,15 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
         held.release();
         if (!budget.keep(Buffer.byteLength(outputText))) {
           const failure = budget.outputTooLarge();
-          outcome = { ok: false, failure: { code: failure.code, message: failure.message, data: null, ...(outcome.ok ? {} : { ...(outcome.failure.log ? { log: outcome.failure.log } : {}) }) } };
+          outcome = {
+            ok: false,
+            failure: {
+              code: failure.code,
+              message: failure.message,
+              data: null,
+              ...(outcome.ok ? {} : { ...(outcome.failure.log ? { log: outcome.failure.log } : {}) }),
+            },
+          };
           output = { data: null };
           outputText = stringify(output);
         }
@@ -156,7 +165,13 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
           ...(gas ? gasFields(gas) : {}),
         };
         const cost: Cost | undefined = gas
-          ? { nodeId: node.id, costType: "gas", fee: { amount: gas.totalGasCost.toString(), unit: "WEI" }, gasUnits: gas.gasUsed.toString(), chainId }
+          ? {
+              nodeId: node.id,
+              costType: "gas",
+              fee: { amount: gas.totalGasCost.toString(), unit: "WEI" },
+              gasUnits: gas.gasUsed.toString(),
+              chainId,
+            }
           : undefined;
         await record(step, cost);
       })()
@@ -168,7 +183,13 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
       running.set(node.id, task);
     };
 
-    const nodeEnv = (base: { nodeId: string; chainId: number; variables: Variables; onResolved: (path: string) => void; held: HeldState }): NodeEnv => ({
+    const nodeEnv = (base: {
+      nodeId: string;
+      chainId: number;
+      variables: Variables;
+      onResolved: (path: string) => void;
+      held: HeldState;
+    }): NodeEnv => ({
       nodeId: base.nodeId,
       chainId: base.chainId,
       variables: base.variables,
@@ -247,12 +268,17 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
   if (stopped !== undefined) return result("error", stopped);
   if (signal?.aborted) return result("error", input.deadlineReason ?? DEFAULT_DEADLINE_REASON);
   const failed = nodeSteps.filter((s) => !s.success);
-  if (failed.length) return result("failed", `${failed.length} of ${nodeSteps.length} steps failed: ${failed.map((s) => s.name).join(", ")}`);
+  if (failed.length)
+    return result("failed", `${failed.length} of ${nodeSteps.length} steps failed: ${failed.map((s) => s.name).join(", ")}`);
   return result("success");
 }
 
 /** Runs a node kind; expected failures become a Failure, anything else is thrown (an internal failure). */
-async function execute(node: Node, env: NodeEnv, signal: AbortSignal | undefined): Promise<{ ok: true; result: NodeResult } | { ok: false; failure: Failure }> {
+async function execute(
+  node: Node,
+  env: NodeEnv,
+  signal: AbortSignal | undefined,
+): Promise<{ ok: true; result: NodeResult } | { ok: false; failure: Failure }> {
   try {
     return { ok: true, result: await runKind(node.type, node.config, env, signal) };
   } catch (err) {
@@ -272,7 +298,10 @@ function runKind(type: string, config: unknown, env: NodeEnv, signal: AbortSigna
   return new Promise((resolve, reject) => {
     const onAbort = () => reject(cutOff());
     signal.addEventListener("abort", onAbort, { once: true });
-    kind.run(config, env).then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+    kind
+      .run(config, env)
+      .then(resolve, reject)
+      .finally(() => signal.removeEventListener("abort", onAbort));
   });
 }
 
@@ -288,7 +317,13 @@ const CUT_OFF_CODES: Partial<Record<string, StepErrorCode>> = {
 function asFailure(err: unknown): Failure | undefined {
   if (err instanceof StepFailure) {
     const log = (err as { log?: unknown }).log;
-    return { code: err.code, message: err.message, data: err.data, ...(typeof log === "string" ? { log } : {}), ...(err.gas ? { gas: err.gas } : {}) };
+    return {
+      code: err.code,
+      message: err.message,
+      data: err.data,
+      ...(typeof log === "string" ? { log } : {}),
+      ...(err.gas ? { gas: err.gas } : {}),
+    };
   }
   if (err instanceof TemplateUnresolvedError) return { code: "TEMPLATE_UNRESOLVED", message: err.message, data: null };
   if (err instanceof OutboundError) return { code: err.code, message: err.message, data: null };

@@ -46,7 +46,10 @@ export type StepErrorCode = (typeof STEP_ERROR_CODES)[number];
 export const Fee = component(
   "Fee",
   v.object({
-    amount: described(v.pipe(v.string(), v.regex(/^(0|[1-9][0-9]*)(\.[0-9]*[1-9])?$/)), "Decimal in its shortest form (`\"0.02\"`, `\"0\"`, `\"2100000000000000\"`)."),
+    amount: described(
+      v.pipe(v.string(), v.regex(/^(0|[1-9][0-9]*)(\.[0-9]*[1-9])?$/)),
+      'Decimal in its shortest form (`"0.02"`, `"0"`, `"2100000000000000"`).',
+    ),
     unit: v.picklist(["USD", "WEI", "PERCENTAGE"]),
   }),
 );
@@ -55,7 +58,7 @@ export type Fee = v.InferOutput<typeof Fee>;
 export const Cost = component(
   "CostElement",
   v.object({
-    nodeId: described(v.string(), "The node id, or `\"_wallet_creation\"` for deploying the runner."),
+    nodeId: described(v.string(), 'The node id, or `"_wallet_creation"` for deploying the runner.'),
     costType: v.picklist(["gas", "externalApi", "walletCreation"]),
     fee: described(Fee, "Unit `WEI`, in the native token of `chainId`."),
     gasUnits: described(Uint256, "Gas units behind `fee`."),

@@ -26,7 +26,14 @@ export interface RunInput {
   definition: RunDefinition;
   graph: CompiledGraph;
   /** `context` of API.md §8.6. */
-  context: { workflowId: string; executionId: string; executionIndex: number; owner: Address; smartWalletAddress?: Address; chainId: number };
+  context: {
+    workflowId: string;
+    executionId: string;
+    executionIndex: number;
+    owner: Address;
+    smartWalletAddress?: Address;
+    chainId: number;
+  };
   /** The trigger step's `output` (API.md §8.3.6), already built by the caller. */
   triggerOutput: Record<string, unknown>;
   /** `triggerInput` of `:trigger`, merged over inputVariables (top-level keys replaced). */

@@ -85,11 +85,13 @@ export function stepVariables(
 ): Variables {
   const variables: Record<string, unknown> = { ...run };
   // Defined, not assigned: a node may be named `__proto__` (§18.6).
-  for (const [name, output] of ancestorOutputs) Object.defineProperty(variables, name, { value: output, enumerable: true, writable: true, configurable: true });
+  for (const [name, output] of ancestorOutputs)
+    Object.defineProperty(variables, name, { value: output, enumerable: true, writable: true, configurable: true });
   const nowIso = new Date(now).toISOString();
   variables.date = { now, nowIso, now_iso: nowIso };
   return Object.assign(variables, extra);
 }
 
 const isObject = (x: unknown): x is Record<string, unknown> => typeof x === "object" && x !== null && !Array.isArray(x);
-const pick = (o: Record<string, unknown>, keys: string[]) => Object.fromEntries(keys.filter((k) => o[k] !== undefined).map((k) => [k, o[k]]));
+const pick = (o: Record<string, unknown>, keys: string[]) =>
+  Object.fromEntries(keys.filter((k) => o[k] !== undefined).map((k) => [k, o[k]]));

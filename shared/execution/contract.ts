@@ -13,7 +13,14 @@ const listOf = <S extends v.GenericSchema<string, unknown>>(item: S, description
   v.optional(
     v.pipe(
       v.array(v.string()),
-      v.transform((values) => [...new Set(values.flatMap((x) => x.split(",")).map((x) => x.trim()).filter(Boolean))]),
+      v.transform((values) => [
+        ...new Set(
+          values
+            .flatMap((x) => x.split(","))
+            .map((x) => x.trim())
+            .filter(Boolean),
+        ),
+      ]),
       v.maxLength(50, "accepts at most 50 values"),
       v.array(item),
       v.transform((values) => [...new Set(values)] as v.InferOutput<S>[]),
@@ -26,9 +33,15 @@ const listOf = <S extends v.GenericSchema<string, unknown>>(item: S, description
 
 const WorkflowIds = parameter(
   "ExecutionWorkflowIds",
-  listOf(UlidString, "Only executions of these workflows (ULIDs, any letter case); ids that are not the caller's match nothing. A value that is not a ULID → 400."),
+  listOf(
+    UlidString,
+    "Only executions of these workflows (ULIDs, any letter case); ids that are not the caller's match nothing. A value that is not a ULID → 400.",
+  ),
 );
-const Statuses = parameter("ExecutionStatuses", listOf(Status, "Only executions with one of these statuses: `pending`, `success`, `failed`, `error`."));
+const Statuses = parameter(
+  "ExecutionStatuses",
+  listOf(Status, "Only executions with one of these statuses: `pending`, `success`, `failed`, `error`."),
+);
 
 const RequiredWorkflowId = parameter(
   "ExecutionWorkflowId",
@@ -36,7 +49,10 @@ const RequiredWorkflowId = parameter(
 );
 
 const ExecutionIdParams = v.object({
-  id: parameter("ExecutionId", v.pipe(v.string(), v.description("Execution id (ULID, any letter case). Malformed or unknown → 404 `EXECUTION_NOT_FOUND`."))),
+  id: parameter(
+    "ExecutionId",
+    v.pipe(v.string(), v.description("Execution id (ULID, any letter case). Malformed or unknown → 404 `EXECUTION_NOT_FOUND`.")),
+  ),
 });
 
 const timeMs = (description: string) =>
@@ -58,10 +74,14 @@ export const Interval = parameter(
     v.pipe(
       v.string(),
       v.regex(/^(\d{1,7}(ms)?|\d{1,4}(\.\d{1,3})?s)$/, "must be milliseconds (`250`, `250ms`) or seconds (`1s`, `1.5s`)"),
-      v.transform((s) => (s.endsWith("ms") ? Number(s.slice(0, -2)) : s.endsWith("s") ? Math.round(Number(s.slice(0, -1)) * 1000) : Number(s))),
+      v.transform((s) =>
+        s.endsWith("ms") ? Number(s.slice(0, -2)) : s.endsWith("s") ? Math.round(Number(s.slice(0, -1)) * 1000) : Number(s),
+      ),
       v.minValue(100, "must be at least 100 ms"),
       v.maxValue(5000, "must be at most 5000 ms"),
-      v.description("Server poll period: an integer in ms, or a duration string `250ms`/`1s`/`1.5s`; 100 to 5000 ms (default 250), else 400."),
+      v.description(
+        "Server poll period: an integer in ms, or a duration string `250ms`/`1s`/`1.5s`; 100 to 5000 ms (default 250), else 400.",
+      ),
     ),
     "250",
   ),
@@ -146,7 +166,7 @@ export const stream = endpoint({
       media: "text/event-stream",
       body: v.pipe(
         v.string(),
-        v.description("`id: 1\\nevent: status\\ndata: {\"id\":…,\"status\":\"pending\",…}\\n\\n` frames and `: keep-alive\\n\\n` comments."),
+        v.description('`id: 1\\nevent: status\\ndata: {"id":…,"status":"pending",…}\\n\\n` frames and `: keep-alive\\n\\n` comments.'),
       ),
       headers: {
         "Cache-Control": v.pipe(v.literal("no-cache"), v.description("`no-cache` on the stream.")),
@@ -184,7 +204,10 @@ export const listForWorkflow = endpoint({
   description:
     "Same as `GET /executions?workflowId={workflow_id}`, newest first. An unknown, malformed or another owner's id gives an empty page; a deleted workflow's executions stay listed. Pages are bounded as in `GET /executions`.",
   params: v.object({
-    workflow_id: parameter("ExecutionsWorkflowId", v.pipe(v.string(), v.description("Workflow id (ULID, any letter case). Unknown, malformed or foreign → an empty page."))),
+    workflow_id: parameter(
+      "ExecutionsWorkflowId",
+      v.pipe(v.string(), v.description("Workflow id (ULID, any letter case). Unknown, malformed or foreign → an empty page.")),
+    ),
   }),
   query: v.object({ status: Statuses, ...PageQuery }),
   responses: { 200: { description: "A page of the workflow's executions.", body: ExecutionPage } },

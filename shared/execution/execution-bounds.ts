@@ -18,7 +18,11 @@ const TRUNCATED = "…[truncated]";
  */
 export function boundExecution(execution: Execution, max = useRuntime().config.limits.maxExecutionRecordBytes): Execution {
   const bounded = { ...execution, steps: execution.steps.map((s) => ({ ...s })) };
-  fitRecord(bounded, bounded.steps.map((s) => ({ bytes: Buffer.byteLength(JSON.stringify(s.output)), held: true })), max);
+  fitRecord(
+    bounded,
+    bounded.steps.map((s) => ({ bytes: Buffer.byteLength(JSON.stringify(s.output)), held: true })),
+    max,
+  );
   return bounded;
 }
 
@@ -60,7 +64,9 @@ export function fitRecord(execution: Execution, outputs: { bytes: number; held: 
   if (total > max) {
     type Cut = { i: number; field: "log" | "error" | "config" | "inputs"; bytes: number };
     const cuts: Cut[] = steps.flatMap((s, i) =>
-      (["log", "error", "config", "inputs"] as const).filter((f) => s[f] !== undefined).map((field) => ({ i, field, bytes: size(s[field]) })),
+      (["log", "error", "config", "inputs"] as const)
+        .filter((f) => s[f] !== undefined)
+        .map((field) => ({ i, field, bytes: size(s[field]) })),
     );
     cuts.sort((a, b) => b.bytes - a.bytes || a.i - b.i);
     for (const cut of cuts) {

@@ -153,7 +153,13 @@ export function orderSteps(item: StoredExecution, recorded: ReadStep[]): ReadSte
   const byId = new Map<string, ReadStep>();
   if (item.triggerStep) {
     const step = JSON.parse(item.triggerStep) as Step;
-    byId.set(item.triggerId, { position: -1, recordedAt: item.startAt, step, outputBytes: Buffer.byteLength(JSON.stringify(step.output)), outputParts: 0 });
+    byId.set(item.triggerId, {
+      position: -1,
+      recordedAt: item.startAt,
+      step,
+      outputBytes: Buffer.byteLength(JSON.stringify(step.output)),
+      outputParts: 0,
+    });
   }
   for (const s of recorded) byId.set(s.step.id, s);
   const rank = (s: StoredStep) => (s.step.id === item.triggerId ? 0 : 1);
@@ -204,9 +210,20 @@ export interface Assembled {
 export async function assemble(item: StoredExecution, recorded: ReadStep[]): Promise<Assembled> {
   const max = useRuntime().config.limits.maxExecutionRecordBytes;
   const ordered = orderSteps(item, recorded);
-  const execution = toExecution(item, ordered.map((s) => s.step));
-  const pending = fitRecord(execution, ordered.map((s) => ({ bytes: s.outputBytes, held: s.outputParts === 0 })), max);
-  if (pending.length > 0) await readOutputs(item.id, pending.map((i) => ordered[i]!));
+  const execution = toExecution(
+    item,
+    ordered.map((s) => s.step),
+  );
+  const pending = fitRecord(
+    execution,
+    ordered.map((s) => ({ bytes: s.outputBytes, held: s.outputParts === 0 })),
+    max,
+  );
+  if (pending.length > 0)
+    await readOutputs(
+      item.id,
+      pending.map((i) => ordered[i]!),
+    );
   const bytes = Buffer.byteLength(JSON.stringify(execution));
   if (bytes > max) log.warn("execution answer above max_execution_record_bytes", { executionId: item.id, bytes, max });
   return { execution, bytes };

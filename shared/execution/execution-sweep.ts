@@ -10,7 +10,10 @@ import { table } from "./execution-stored";
  * Ends every execution still pending `execution_timeout_ms` after its start with `error` "execution timed out"
  * (API.md §10.3). The run, if alive, starts no further node: its shouldStop sees the execution terminal.
  */
-export async function sweep(now = useRuntime().now(), max = 100): Promise<{ checked: number; timedOut: { workflowId: string; id: string }[] }> {
+export async function sweep(
+  now = useRuntime().now(),
+  max = 100,
+): Promise<{ checked: number; timedOut: { workflowId: string; id: string }[] }> {
   const { db, config } = useRuntime();
   const { gsi2pk, gsi2sk: cutoff } = Keys.pendingExecution(now - config.limits.executionTimeoutMs, "");
   const out = await db.send(

@@ -51,7 +51,10 @@ export const trigger = endpoint({
       body: TriggerResult,
       headers: { Location: described(v.string(), "`/executions/{executionId}?workflowId={id}`.") },
     },
-    200: { description: "`isBlocking` true: the terminal result, or the current state (`pending`, no `endAt`) when the wait ran out.", body: TriggerResult },
+    200: {
+      description: "`isBlocking` true: the terminal result, or the current state (`pending`, no `endAt`) when the wait ran out.",
+      body: TriggerResult,
+    },
   },
   errors: {
     400: ["VALIDATION_FAILED", "TRIGGER_TYPE_MISMATCH"],
@@ -84,7 +87,11 @@ export const estimateFees = endpoint({
   body: schemas.EstimateFeesBody,
   checkedByDomain: ["body"],
   responses: { 200: { description: "The fee estimate, per execution.", body: FeeEstimate } },
-  errors: { 400: ["VALIDATION_FAILED", "UNSUPPORTED_CHAIN", "WORKFLOW_GRAPH_INVALID"], 502: ["UPSTREAM_UNAVAILABLE"], 503: ["UPSTREAM_UNAVAILABLE"] },
+  errors: {
+    400: ["VALIDATION_FAILED", "UNSUPPORTED_CHAIN", "WORKFLOW_GRAPH_INVALID"],
+    502: ["UPSTREAM_UNAVAILABLE"],
+    503: ["UPSTREAM_UNAVAILABLE"],
+  },
   notes: {
     502: "A chain's RPC answered a gas-price read with something invalid.",
     503: "A chain's RPC could not be reached for its gas price.",
@@ -103,7 +110,8 @@ export const runContract = group({
       example: () => ({ reason: "DISABLED" }),
     },
     WORKFLOW_GRAPH_INVALID: {
-      meaning: "Edges naming unknown ids, plain edge out of a branch, duplicate edge, cycle (named), unreachable node, template naming a non-ancestor node.",
+      meaning:
+        "Edges naming unknown ids, plain edge out of a branch, duplicate edge, cycle (named), unreachable node, template naming a non-ancestor node.",
       fields: true,
     },
     WALLET_NOT_OWNED: { meaning: "`inputVariables.settings.runner` is not a wallet the caller registered." },

@@ -37,7 +37,15 @@ export async function runInputStorage(
     await db.send(
       new PutCommand({
         TableName: config.tableName,
-        Item: { ...Keys.executionInput(executionId, part), type: "executionInput", v: 1, part, parts, body: bytes.subarray(part * PART_BYTES, (part + 1) * PART_BYTES), expiresAt },
+        Item: {
+          ...Keys.executionInput(executionId, part),
+          type: "executionInput",
+          v: 1,
+          part,
+          parts,
+          body: bytes.subarray(part * PART_BYTES, (part + 1) * PART_BYTES),
+          expiresAt,
+        },
       }),
     );
   }
@@ -58,7 +66,9 @@ export async function readRunInput(executionId: string, execution: { runInput?: 
   const { db, config } = useRuntime();
   const chunks = await Promise.all(
     Array.from({ length: execution.runInputParts }, async (_, part) => {
-      const out = await db.send(new GetCommand({ TableName: config.tableName, Key: Keys.executionInput(executionId, part), ConsistentRead: true }));
+      const out = await db.send(
+        new GetCommand({ TableName: config.tableName, Key: Keys.executionInput(executionId, part), ConsistentRead: true }),
+      );
       if (!out.Item) throw new Error(`part ${part} of the run input of ${executionId} is missing`);
       return out.Item.body as Uint8Array;
     }),

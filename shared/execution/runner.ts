@@ -164,4 +164,3 @@ function costOf(step: Step, chainId: number): Cost | undefined {
   if (step.totalGasCost === undefined || step.gasUsed === undefined) return undefined;
   return { nodeId: step.id, costType: "gas", fee: { amount: step.totalGasCost, unit: "WEI" }, gasUnits: step.gasUsed, chainId };
 }
-

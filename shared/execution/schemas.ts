@@ -25,7 +25,10 @@ export const Execution = component(
     endAt: v.optional(described(TimeMs, "Present exactly when the status is terminal.")),
     status: Status,
     error: v.optional(described(v.string(), "Present when status is `failed` or `error`.")),
-    steps: described(v.array(Step), "The trigger step first, then one step per executed node, ordered by `startAt` (ties by position in `nodes`)."),
+    steps: described(
+      v.array(Step),
+      "The trigger step first, then one step per executed node, ordered by `startAt` (ties by position in `nodes`).",
+    ),
     executionFee: Fee,
     cogs: v.array(Cost),
     valueFee: ValueFee,
@@ -55,7 +58,9 @@ export const Stats = component(
     succeeded: v.pipe(v.number(), v.integer()),
     failed: described(v.pipe(v.number(), v.integer()), "Status `failed` or `error`."),
     pending: v.pipe(v.number(), v.integer()),
-    avgExecutionTime: v.optional(described(v.pipe(v.number(), v.integer()), "Milliseconds; mean of `endAt − startAt` over terminal executions in the window.")),
+    avgExecutionTime: v.optional(
+      described(v.pipe(v.number(), v.integer()), "Milliseconds; mean of `endAt − startAt` over terminal executions in the window."),
+    ),
   }),
 );
 export type Stats = v.InferOutput<typeof Stats>;

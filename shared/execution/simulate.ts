@@ -77,13 +77,23 @@ export async function simulate(body: Record<string, unknown>): Promise<Execution
 
   const deadline = startAt + config.limits.simulateTimeoutMs;
   const cut = new AbortController();
-  const cutTimer = setTimeout(() => cut.abort(new Error(simulationTimeLimit(config.limits.simulateTimeoutMs))), Math.max(0, deadline - now()));
+  const cutTimer = setTimeout(
+    () => cut.abort(new Error(simulationTimeLimit(config.limits.simulateTimeoutMs))),
+    Math.max(0, deadline - now()),
+  );
   const steps: Step[] = [];
   const run = runWorkflow({
     mode: "simulate",
     definition,
     graph,
-    context: { workflowId, executionId, executionIndex: 0, owner, ...(runner ? { smartWalletAddress: runner } : {}), chainId: definition.chainId },
+    context: {
+      workflowId,
+      executionId,
+      executionIndex: 0,
+      owner,
+      ...(runner ? { smartWalletAddress: runner } : {}),
+      chainId: definition.chainId,
+    },
     triggerOutput,
     startAt,
     secrets: (names) => Secret.resolveForExecution(owner, undefined, names),

@@ -56,7 +56,8 @@ let settings: StreamLeaseSettings = { ...STREAM_LEASE_DEFAULTS };
 /** Changes the lease timing of this process (tests run it in seconds); no argument restores the defaults. */
 export function configureStreamLeases(overrides: Partial<StreamLeaseSettings> = {}): StreamLeaseSettings {
   const next = { ...STREAM_LEASE_DEFAULTS, ...overrides };
-  if (!(next.heartbeatMs > 0 && next.heartbeatMs < next.leaseMs)) throw new Error("stream leases: heartbeatMs must be positive and below leaseMs");
+  if (!(next.heartbeatMs > 0 && next.heartbeatMs < next.leaseMs))
+    throw new Error("stream leases: heartbeatMs must be positive and below leaseMs");
   settings = next;
   return { ...settings };
 }

@@ -69,8 +69,8 @@ export function statusStream(owner: string, first: StatusSummary, options: Strea
     wake?.();
     if (lease) {
       let waited: ReturnType<typeof setTimeout> | undefined;
-      released = Promise.race([lease.release(), new Promise<void>((resolve) => (waited = setTimeout(resolve, RELEASE_WAIT_MS)))]).finally(() =>
-        clearTimeout(waited),
+      released = Promise.race([lease.release(), new Promise<void>((resolve) => (waited = setTimeout(resolve, RELEASE_WAIT_MS)))]).finally(
+        () => clearTimeout(waited),
       );
     }
     return released;

@@ -24,7 +24,11 @@ export const needsChainRead = (trigger: Pick<Trigger, "type">, triggerOutput: Re
   trigger.type === "block" && triggerOutput === undefined;
 
 /** The output when it needs no I/O; throws for a block trigger without `triggerOutput` (see `needsChainRead`). */
-export function triggerStepOutput(trigger: Trigger, triggerOutput: Record<string, unknown> | undefined, now: number): Record<string, unknown> {
+export function triggerStepOutput(
+  trigger: Trigger,
+  triggerOutput: Record<string, unknown> | undefined,
+  now: number,
+): Record<string, unknown> {
   switch (trigger.type) {
     case "manual": {
       const sent = triggerOutput ?? {};

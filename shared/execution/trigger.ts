@@ -55,7 +55,8 @@ export function parseRequest(body: Record<string, unknown>): TriggerRequest {
   const errors: FieldError[] = parsed.success ? [] : fieldErrors(parsed.issues, "body");
   if (body.triggerType === "manual" && isObject(body.triggerOutput)) {
     const manual = v.safeParse(workflowSchemas(useConfig().limits).ManualTriggerOutput, body.triggerOutput, { abortEarly: false });
-    if (!manual.success) errors.push(...fieldErrors(manual.issues, "body").map((e) => ({ ...e, path: e.path.replace(/^body/, "body.triggerOutput") })));
+    if (!manual.success)
+      errors.push(...fieldErrors(manual.issues, "body").map((e) => ({ ...e, path: e.path.replace(/^body/, "body.triggerOutput") })));
   }
   if (isObject(body.triggerInput)) {
     for (const key of Object.keys(body.triggerInput)) {
@@ -91,7 +92,9 @@ function checkAgainstWorkflow(request: TriggerRequest, workflow: Workflow.Workfl
   const names = new Set([workflow.trigger.name, ...workflow.nodes.map((n) => n.name)]);
   const clashes = Object.keys(request.triggerInput ?? {}).filter((key) => names.has(key));
   if (clashes.length > 0) {
-    throw validationFailed(clashes.map((key) => ({ path: `body.triggerInput.${key}`, message: "must not be a trigger or node name of the workflow" })));
+    throw validationFailed(
+      clashes.map((key) => ({ path: `body.triggerInput.${key}`, message: "must not be a trigger or node name of the workflow" })),
+    );
   }
 }
 
@@ -166,7 +169,12 @@ async function replay(workflowId: string, outcome: Record<string, unknown>): Pro
     }
     return { status: 200, result, replayed: true };
   }
-  return { status: 202, result: await currentResult(workflowId, executionId), location: locationOf(workflowId, executionId), replayed: true };
+  return {
+    status: 202,
+    result: await currentResult(workflowId, executionId),
+    location: locationOf(workflowId, executionId),
+    replayed: true,
+  };
 }
 
 async function currentResult(workflowId: string, executionId: string): Promise<TriggerResult> {

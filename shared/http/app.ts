@@ -16,7 +16,18 @@ import { problemResponse } from "./problem";
 import { RateLimiter, RateSubject, type RateDecision } from "./rate-limit";
 import { authenticate } from "./token";
 import { fieldErrors, readJsonBody, type Location } from "./validate";
-import { PARTS, baseOf, entriesOf, type AnyInput, type Endpoint, type Group, type Input, type Method, type Part, type RequestSchema } from "./contract";
+import {
+  PARTS,
+  baseOf,
+  entriesOf,
+  type AnyInput,
+  type Endpoint,
+  type Group,
+  type Input,
+  type Method,
+  type Part,
+  type RequestSchema,
+} from "./contract";
 
 export type { Method };
 
@@ -43,7 +54,10 @@ export interface Route extends Partial<Pick<Endpoint, "public" | Part | "checked
 }
 
 /** Binds a handler to a declaration; the handler receives the declared parts validated and typed. */
-export function route<const E extends Endpoint>(declaration: E, handler: (c: AppContext, input: Input<E>) => Response | Promise<Response>): Route {
+export function route<const E extends Endpoint>(
+  declaration: E,
+  handler: (c: AppContext, input: Input<E>) => Response | Promise<Response>,
+): Route {
   return { ...declaration, handler: handler as unknown as Route["handler"] };
 }
 
@@ -193,7 +207,10 @@ export function createApp(routes: Route[], options: AppOptions = {}) {
       if (route.method === "GET") {
         // A read changes nothing, so it runs while the limiter's write is in flight (one round trip instead of
         // two); the limiter's answer still decides first, exactly as if it had run alone (API.md §1.6 step 4).
-        const answering = answer().then((res) => ({ res }), (err: unknown) => ({ err }));
+        const answering = answer().then(
+          (res) => ({ res }),
+          (err: unknown) => ({ err }),
+        );
         enforce(c, await limiter.take(subject));
         const settled = await answering;
         if ("err" in settled) throw settled.err;
@@ -321,12 +338,25 @@ function readHeaders(c: AppContext, schema: RequestSchema): Record<string, strin
 function problem(c: AppContext, err: ApiError): Response {
   const requestId = c.get("requestId") ?? ulid();
   // Errors are never cached; this also keeps errors to authenticated requests `no-store` (API.md §1.4).
-  const headers: Record<string, string> = { "Cache-Control": "no-store", ...err.extra.headers, "X-Request-Id": requestId, "X-Api-Version": "4" };
+  const headers: Record<string, string> = {
+    "Cache-Control": "no-store",
+    ...err.extra.headers,
+    "X-Request-Id": requestId,
+    "X-Api-Version": "4",
+  };
   if (err.status === 401) headers["WWW-Authenticate"] = "Bearer";
   const rate = c.get("rate");
   if (rate) Object.assign(headers, rateHeaders(rate));
   return problemResponse(
-    { status: err.status, code: err.code, detail: err.message, requestId, errors: err.extra.errors, reason: err.extra.reason, limit: err.extra.limit },
+    {
+      status: err.status,
+      code: err.code,
+      detail: err.message,
+      requestId,
+      errors: err.extra.errors,
+      reason: err.extra.reason,
+      limit: err.extra.limit,
+    },
     headers,
   );
 }
@@ -357,7 +387,8 @@ function rateHeaders(d: RateDecision): Record<string, string> {
  * would let anyone pick a fresh bucket per request. It is used only when neither exists (`app.request()`).
  */
 function clientIp(c: AppContext): string {
-  const env = c.env as { incoming?: { socket?: { remoteAddress?: string } }; requestContext?: { http?: { sourceIp?: string } } } | undefined;
+  const env = c.env as
+    { incoming?: { socket?: { remoteAddress?: string } }; requestContext?: { http?: { sourceIp?: string } } } | undefined;
   const direct = env?.requestContext?.http?.sourceIp ?? env?.incoming?.socket?.remoteAddress;
   return direct ?? c.req.header("x-forwarded-for")?.split(",")[0]?.trim() ?? "unknown";
 }

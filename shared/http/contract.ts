@@ -15,7 +15,8 @@ export type Part = "params" | "query" | "headers" | "body";
 export const PARTS: readonly Part[] = ["params", "query", "headers", "body"];
 
 /** An object schema (optionally piped, e.g. with a cross-field check) describing one part of a request. */
-export type RequestSchema = v.GenericSchema<unknown, unknown> & ({ entries: v.ObjectEntries } | { pipe: readonly [{ entries: v.ObjectEntries }, ...unknown[]] });
+export type RequestSchema = v.GenericSchema<unknown, unknown> &
+  ({ entries: v.ObjectEntries } | { pipe: readonly [{ entries: v.ObjectEntries }, ...unknown[]] });
 
 /** Documentation text; a function when it quotes a setting (limits, lifetimes). */
 export type Text = string | ((config: Config) => string);
@@ -116,10 +117,12 @@ export const CONFIGURED = "x-configured";
 export const AS_INTEGER = "x-as-integer";
 
 /** Documentation that quotes settings (a byte limit, a lifetime): merged into the schema when the document is built. */
-export const configured = <T>(doc: (config: Config) => Record<string, unknown>) => v.metadata<T, Record<string, unknown>>({ [CONFIGURED]: doc });
+export const configured = <T>(doc: (config: Config) => Record<string, unknown>) =>
+  v.metadata<T, Record<string, unknown>>({ [CONFIGURED]: doc });
 
 /** A query string the pipe turns into an integer, documented as that integer (the range sits after the transform). */
-export const asInteger = <T>(minimum: number, maximum: number) => v.metadata<T, Record<string, unknown>>({ [AS_INTEGER]: { minimum, maximum } });
+export const asInteger = <T>(minimum: number, maximum: number) =>
+  v.metadata<T, Record<string, unknown>>({ [AS_INTEGER]: { minimum, maximum } });
 
 /** The entries of a request part's object schema. */
 export function entriesOf(schema: RequestSchema): v.ObjectEntries {
@@ -146,7 +149,12 @@ type Raw = {
   headers: Record<string, string | undefined>;
   body: Record<string, unknown>;
 };
-type Fallback = { params: Record<string, string>; query: Record<string, string | undefined>; headers: Record<string, never>; body: undefined };
+type Fallback = {
+  params: Record<string, string>;
+  query: Record<string, string | undefined>;
+  headers: Record<string, never>;
+  body: undefined;
+};
 
 type Declared<E, P extends Part> = E extends { [K in P]: infer S } ? (S extends v.GenericSchema ? S : never) : never;
 type Validated<E, P extends Part> = [Declared<E, P>] extends [never] ? Fallback[P] : v.InferOutput<Declared<E, P>>;

@@ -16,8 +16,12 @@ export const PageInfo = component(
     v.object({
       hasNextPage: v.boolean(),
       hasPreviousPage: v.boolean(),
-      startCursor: v.optional(v.pipe(v.string(), v.maxLength(512), v.description("Opaque cursor; pass as `before` to get the preceding page."))),
-      endCursor: v.optional(v.pipe(v.string(), v.maxLength(512), v.description("Opaque cursor; pass as `after` to get the following page."))),
+      startCursor: v.optional(
+        v.pipe(v.string(), v.maxLength(512), v.description("Opaque cursor; pass as `before` to get the preceding page.")),
+      ),
+      endCursor: v.optional(
+        v.pipe(v.string(), v.maxLength(512), v.description("Opaque cursor; pass as `after` to get the following page.")),
+      ),
     }),
     v.description(
       "`startCursor`/`endCursor` are the cursors of the first and last item of `data`, absent when `data` is empty. `hasNextPage` is true iff at least one item of the (filtered) list comes after the last item of `data`; `hasPreviousPage` iff at least one comes before the first. With an empty page the reference point is the cursor's position. A page is at most 5 MiB serialized: one that would pass it ends early after the last whole item that fits (a `before` page keeps the items nearest its cursor), with `hasNextPage` (`hasPreviousPage`) true, so `limit` is a maximum and following the cursors still visits every item once.",
@@ -27,9 +31,11 @@ export const PageInfo = component(
 export type PageInfo = v.InferOutput<typeof PageInfo>;
 
 /** The page envelope `{data, pageInfo}` of a list of `item`, as a named component. */
-export const page = <S extends v.GenericSchema>(name: string, item: S) => component(name, v.object({ data: v.array(item), pageInfo: PageInfo }));
+export const page = <S extends v.GenericSchema>(name: string, item: S) =>
+  component(name, v.object({ data: v.array(item), pageInfo: PageInfo }));
 
-const cursor = (description: string) => v.optional(v.pipe(v.string(), v.maxLength(512, "is not a valid cursor"), v.description(description)));
+const cursor = (description: string) =>
+  v.optional(v.pipe(v.string(), v.maxLength(512, "is not a valid cursor"), v.description(description)));
 
 /** limit, after and before (API.md §3): spread into a route's query schema. */
 export const PageQuery = {
@@ -106,7 +112,10 @@ export function decodePage(p: { limit: number; after?: string; before?: string }
  * and two cursors of the greatest length §3 allows, and `}`.
  */
 const ENVELOPE_BYTES = Buffer.byteLength(
-  JSON.stringify({ data: [], pageInfo: { hasNextPage: false, hasPreviousPage: false, startCursor: "x".repeat(512), endCursor: "x".repeat(512) } }),
+  JSON.stringify({
+    data: [],
+    pageInfo: { hasNextPage: false, hasPreviousPage: false, startCursor: "x".repeat(512), endCursor: "x".repeat(512) },
+  }),
 );
 
 /**

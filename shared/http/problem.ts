@@ -27,19 +27,32 @@ export const ProblemSchema = component(
       status: v.pipe(v.number(), v.integer(), v.minValue(400), v.maxValue(599), v.description("Same as the HTTP status.")),
       detail: v.pipe(v.string(), v.description("Human-readable explanation for this occurrence. Not stable; do not parse.")),
       instance: v.pipe(v.string(), v.description("The request id (same value as the `X-Request-Id` response header).")),
-      code: v.pipe(v.string(), v.regex(/^[A-Z][A-Z0-9_]*$/), v.description("Stable UPPER_SNAKE machine code (API.md §15)."), v.examples(["VALIDATION_FAILED"])),
+      code: v.pipe(
+        v.string(),
+        v.regex(/^[A-Z][A-Z0-9_]*$/),
+        v.description("Stable UPPER_SNAKE machine code (API.md §15)."),
+        v.examples(["VALIDATION_FAILED"]),
+      ),
       errors: v.optional(
-        v.pipe(v.array(FieldErrorSchema), v.description("Present on `VALIDATION_FAILED` and the other field-level 400s; lists every problem found.")),
+        v.pipe(
+          v.array(FieldErrorSchema),
+          v.description("Present on `VALIDATION_FAILED` and the other field-level 400s; lists every problem found."),
+        ),
       ),
       reason: v.optional(
-        v.pipe(v.picklist(["EXPIRED", "MAX_EXECUTIONS_REACHED", "FAILED", "DISABLED", "NOT_STARTED"]), v.description("On 412 `WORKFLOW_NOT_RUNNABLE` only.")),
+        v.pipe(
+          v.picklist(["EXPIRED", "MAX_EXECUTIONS_REACHED", "FAILED", "DISABLED", "NOT_STARTED"]),
+          v.description("On 412 `WORKFLOW_NOT_RUNNABLE` only."),
+        ),
       ),
       limit: v.optional(
         v.pipe(
           v.number(),
           v.integer(),
           v.minValue(0),
-          v.description("On the quota 429s (`WALLETS_LIMIT_REACHED`, `WORKFLOWS_LIMIT_REACHED`, `SECRETS_LIMIT_REACHED`): the cap that was hit."),
+          v.description(
+            "On the quota 429s (`WALLETS_LIMIT_REACHED`, `WORKFLOWS_LIMIT_REACHED`, `SECRETS_LIMIT_REACHED`): the cap that was hit.",
+          ),
         ),
       ),
     }),

@@ -45,7 +45,9 @@ async function signingKey() {
 /** The JWKS document: the current signing key (rotation would add retired keys here). */
 export async function jwks(): Promise<{ keys: JWK[] }> {
   const { publicJwk } = verificationKey();
-  return { keys: [{ kty: publicJwk.kty, crv: publicJwk.crv, x: publicJwk.x, y: publicJwk.y, kid: publicJwk.kid, use: "sig", alg: "ES256" }] };
+  return {
+    keys: [{ kty: publicJwk.kty, crv: publicJwk.crv, x: publicJwk.x, y: publicJwk.y, kid: publicJwk.kid, use: "sig", alg: "ES256" }],
+  };
 }
 
 /** Issues a token for `owner` on `chainId`, valid until `expiresAtMs`. */

@@ -78,7 +78,9 @@ export async function open(sealed: Sealed, context: EncryptionContext): Promise<
   let dataKey: Uint8Array | undefined;
   try {
     const out = await useKms()
-      .send(new DecryptCommand({ CiphertextBlob: Buffer.from(sealed.encryptedKey, "base64"), EncryptionContext: context, KeyId: sealed.keyId }))
+      .send(
+        new DecryptCommand({ CiphertextBlob: Buffer.from(sealed.encryptedKey, "base64"), EncryptionContext: context, KeyId: sealed.keyId }),
+      )
       .catch(keyServiceError);
     dataKey = out.Plaintext;
     if (!dataKey || dataKey.length !== 32) throw new EnvelopeError("The key service returned an unusable data key");

@@ -83,7 +83,7 @@ function expand(field: string, min: number, max: number, names: string[] = [], n
 /** `1,2,3,5` → `1-3,5`. */
 function compress(values: number[]): string {
   const parts: string[] = [];
-  for (let i = 0; i < values.length; ) {
+  for (let i = 0; i < values.length;) {
     let j = i;
     while (j + 1 < values.length && values[j + 1] === values[j]! + 1) j++;
     parts.push(j > i ? `${values[i]}-${values[j]}` : `${values[i]}`);
@@ -140,7 +140,15 @@ export function createEventBridgeScheduler(options: EventBridgeSchedulerOptions)
   const client = options.client ?? new SchedulerClient({});
   const prefix = (workflowId: string) => `${workflowId}-`;
 
-  function schedule(workflow: WorkflowRecord, now: number, name: string, expression: string, timezone: string, instant: number | string, recurring: boolean): Desired {
+  function schedule(
+    workflow: WorkflowRecord,
+    now: number,
+    name: string,
+    expression: string,
+    timezone: string,
+    instant: number | string,
+    recurring: boolean,
+  ): Desired {
     const grace = useRuntime().config.limits.missedFireGraceMs;
     // `instant` is a JSON number, or EventBridge's placeholder replaced by the scheduled time (an ISO string).
     const input = `{"workflowId":${JSON.stringify(workflow.id)},"triggerId":${JSON.stringify(workflow.trigger.id)},"instant":${JSON.stringify(instant)}}`;
@@ -173,7 +181,15 @@ export function createEventBridgeScheduler(options: EventBridgeSchedulerOptions)
     const trigger = workflow.trigger;
     if (trigger.type === "cron" && !usesOneTimeSchedules(trigger)) {
       return trigger.config.schedules.map((expression, i) =>
-        schedule(workflow, now, `${workflow.id}-cron-${i}`, toEventBridgeCron(expression)!, trigger.config.timezone ?? "UTC", "<aws.scheduler.scheduled-time>", true),
+        schedule(
+          workflow,
+          now,
+          `${workflow.id}-cron-${i}`,
+          toEventBridgeCron(expression)!,
+          trigger.config.timezone ?? "UTC",
+          "<aws.scheduler.scheduled-time>",
+          true,
+        ),
       );
     }
     return upcomingFires(trigger, workflow, now, ONE_TIME_WINDOW).map((instant) =>
@@ -185,7 +201,9 @@ export function createEventBridgeScheduler(options: EventBridgeSchedulerOptions)
     const names: string[] = [];
     let token: string | undefined;
     do {
-      const out = await client.send(new ListSchedulesCommand({ GroupName: options.groupName, NamePrefix: prefix(workflowId), NextToken: token }));
+      const out = await client.send(
+        new ListSchedulesCommand({ GroupName: options.groupName, NamePrefix: prefix(workflowId), NextToken: token }),
+      );
       for (const s of out.Schedules ?? []) if (s.Name) names.push(s.Name);
       token = out.NextToken;
     } while (token);
@@ -223,12 +241,18 @@ export function createEventBridgeScheduler(options: EventBridgeSchedulerOptions)
     ensure,
     remove,
     async afterFire(workflow, now) {
-      if (usesOneTimeSchedules(workflow.trigger) && Workflow.effectiveStatus(workflow, now).status === "enabled") await ensure(workflow, now);
+      if (usesOneTimeSchedules(workflow.trigger) && Workflow.effectiveStatus(workflow, now).status === "enabled")
+        await ensure(workflow, now);
     },
     async deliver(input, now) {
       const workflowId = String(input.workflowId ?? "");
       const instant = typeof input.instant === "number" ? input.instant : Date.parse(String(input.instant));
-      const result = await fireTimeTrigger({ workflowId, ...(typeof input.triggerId === "string" ? { triggerId: input.triggerId } : {}), instant, now });
+      const result = await fireTimeTrigger({
+        workflowId,
+        ...(typeof input.triggerId === "string" ? { triggerId: input.triggerId } : {}),
+        instant,
+        now,
+      });
       if (result.outcome === "skipped" && result.stop) {
         await remove(workflowId);
       } else {

@@ -30,17 +30,23 @@ export type FireResult =
 
 export const fireId = (workflowId: string, triggerId: string, instant: number) => `${workflowId}:${triggerId}:${instant}`;
 
-const isTimeTrigger = (trigger: Trigger & { id: string }): trigger is TimeTrigger => trigger.type === "cron" || trigger.type === "fixedTime";
+const isTimeTrigger = (trigger: Trigger & { id: string }): trigger is TimeTrigger =>
+  trigger.type === "cron" || trigger.type === "fixedTime";
 
 /** The trigger's next `count` fire instants after `after` (exclusive) inside `[startAt, expiredAt)`, ascending. */
 export function upcomingFires(trigger: Trigger, window: Window, after: number, count: number): number[] {
   const from = window.startAt !== undefined ? Math.max(after, window.startAt - 1) : after;
   const inside = (t: number) => window.expiredAt === undefined || t < window.expiredAt;
   if (trigger.type === "fixedTime") {
-    return [...new Set(trigger.config.epochs)].filter((t) => t > from && inside(t)).sort((a, b) => a - b).slice(0, count);
+    return [...new Set(trigger.config.epochs)]
+      .filter((t) => t > from && inside(t))
+      .sort((a, b) => a - b)
+      .slice(0, count);
   }
   if (trigger.type === "cron") {
-    return cronFires(trigger.config.schedules, trigger.config.timezone ?? "UTC", from, count).map((f) => f.at).filter(inside);
+    return cronFires(trigger.config.schedules, trigger.config.timezone ?? "UTC", from, count)
+      .map((f) => f.at)
+      .filter(inside);
   }
   return [];
 }
@@ -51,14 +57,21 @@ function isFireInstant(trigger: TimeTrigger, instant: number): boolean {
   return cronFires(trigger.config.schedules, trigger.config.timezone ?? "UTC", instant - 1, 1)[0]?.at === instant;
 }
 
-export async function fireTimeTrigger(input: { workflowId: string; triggerId?: string; instant: number; now: number }): Promise<FireResult> {
+export async function fireTimeTrigger(input: {
+  workflowId: string;
+  triggerId?: string;
+  instant: number;
+  now: number;
+}): Promise<FireResult> {
   const { workflowId, instant, now } = input;
   const workflow = await Workflow.getForRun(workflowId);
   if (!workflow) return { outcome: "skipped", reason: "WORKFLOW_NOT_FOUND", stop: true };
   const trigger = workflow.trigger;
   if (!isTimeTrigger(trigger)) return { outcome: "skipped", reason: "NOT_TIME_TRIGGERED", stop: true };
-  if (input.triggerId !== undefined && input.triggerId !== trigger.id) return { outcome: "skipped", reason: "TRIGGER_CHANGED", stop: false };
-  if (!Number.isSafeInteger(instant) || !isFireInstant(trigger, instant)) return { outcome: "skipped", reason: "NOT_A_FIRE_INSTANT", stop: false };
+  if (input.triggerId !== undefined && input.triggerId !== trigger.id)
+    return { outcome: "skipped", reason: "TRIGGER_CHANGED", stop: false };
+  if (!Number.isSafeInteger(instant) || !isFireInstant(trigger, instant))
+    return { outcome: "skipped", reason: "NOT_A_FIRE_INSTANT", stop: false };
   if (workflow.startAt !== undefined && instant < workflow.startAt) return { outcome: "skipped", reason: "BEFORE_START", stop: false };
   if (workflow.expiredAt !== undefined && instant >= workflow.expiredAt) return { outcome: "skipped", reason: "EXPIRED", stop: true };
   const grace = useRuntime().config.limits.missedFireGraceMs;

@@ -27,7 +27,10 @@ import * as Workflow from "../workflow/workflow";
 const DUE = "SCHEDULE#due";
 /** Store pattern 16 (to move into shared/store/keys.ts beside the other builders). */
 export const scheduleKey = (workflowId: string) => ({ pk: `WF#${workflowId}`, sk: "SCHEDULE" });
-const dueKey = (nextFireAt: number, workflowId: string) => ({ gsi2pk: DUE, gsi2sk: `${String(nextFireAt).padStart(15, "0")}#${workflowId}` });
+const dueKey = (nextFireAt: number, workflowId: string) => ({
+  gsi2pk: DUE,
+  gsi2sk: `${String(nextFireAt).padStart(15, "0")}#${workflowId}`,
+});
 
 const LOOP_MS = 1_000;
 /** Due items read per round of a tick (one Query; items are ~200 bytes). */
@@ -118,7 +121,12 @@ export function createLocalScheduler(): LocalScheduler {
     try {
       if (next === undefined) {
         await db().send(
-          new DeleteCommand({ TableName: table(), Key: scheduleKey(workflowId), ConditionExpression: "nextFireAt = :at", ExpressionAttributeValues: { ":at": instant } }),
+          new DeleteCommand({
+            TableName: table(),
+            Key: scheduleKey(workflowId),
+            ConditionExpression: "nextFireAt = :at",
+            ExpressionAttributeValues: { ":at": instant },
+          }),
         );
       } else {
         const k = dueKey(next, workflowId);
@@ -184,7 +192,13 @@ export function createLocalScheduler(): LocalScheduler {
     tick,
     async nextDueAt() {
       const out = await db().send(
-        new QueryCommand({ TableName: table(), IndexName: Index.gsi2, KeyConditionExpression: "gsi2pk = :pk", ExpressionAttributeValues: { ":pk": DUE }, Limit: 1 }),
+        new QueryCommand({
+          TableName: table(),
+          IndexName: Index.gsi2,
+          KeyConditionExpression: "gsi2pk = :pk",
+          ExpressionAttributeValues: { ":pk": DUE },
+          Limit: 1,
+        }),
       );
       const item = out.Items?.[0];
       return item ? Number(item.nextFireAt) : undefined;

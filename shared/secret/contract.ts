@@ -45,7 +45,8 @@ export const put = endpoint({
     503: ["UPSTREAM_UNAVAILABLE"],
   },
   notes: {
-    429: ({ limits }) => `\`SECRETS_LIMIT_REACHED\` when creating would exceed ${limits.maxSecretsPerOwner} secrets for the caller (all scopes).`,
+    429: ({ limits }) =>
+      `\`SECRETS_LIMIT_REACHED\` when creating would exceed ${limits.maxSecretsPerOwner} secrets for the caller (all scopes).`,
     503: "The key service (KMS) is unreachable; nothing is written.",
   },
 });

@@ -124,7 +124,8 @@ const toInfo = (item: Item): Info => ({
 
 const errorName = (err: unknown) => (err as { name?: string }).name;
 /** A cancelled transaction worth another attempt: only failed conditions and conflicts, nothing else. */
-const retryable = (reasons: string[]) => reasons.every((r) => r === "None" || r === "ConditionalCheckFailed" || r === "TransactionConflict");
+const retryable = (reasons: string[]) =>
+  reasons.every((r) => r === "None" || r === "ConditionalCheckFailed" || r === "TransactionConflict");
 const backoff = (attempt: number) => new Promise((r) => setTimeout(r, Math.random() * 10 * Math.min(attempt, 8)));
 
 /** 404 WORKFLOW_NOT_FOUND unless the workflow exists and belongs to `owner` (same answer for both). */

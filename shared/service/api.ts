@@ -12,4 +12,13 @@ import { workflowContract } from "../workflow/contract";
 import { runContract } from "../execution/run-contract";
 import { executionContract, workflowExecutionsContract } from "../execution/contract";
 
-export const api: readonly Group[] = [serviceContract, authContract, secretContract, walletContract, workflowContract, runContract, workflowExecutionsContract, executionContract];
+export const api: readonly Group[] = [
+  serviceContract,
+  authContract,
+  secretContract,
+  walletContract,
+  workflowContract,
+  runContract,
+  workflowExecutionsContract,
+  executionContract,
+];

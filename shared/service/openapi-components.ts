@@ -11,7 +11,8 @@ export function sharedComponents(config: Config): Json {
   const { limits } = config;
   const headers: Record<string, Json> = {
     XRequestId: {
-      description: "The request's `X-Request-Id` when it was 1–128 characters from `[A-Za-z0-9._:-]`, else a generated ULID. Also the `instance` of a problem body.",
+      description:
+        "The request's `X-Request-Id` when it was 1–128 characters from `[A-Za-z0-9._:-]`, else a generated ULID. Also the `instance` of a problem body.",
       required: true,
       schema: { type: "string", pattern: "^[A-Za-z0-9._:-]{1,128}$" },
     },
@@ -21,10 +22,19 @@ export function sharedComponents(config: Config): Json {
       schema: { type: "integer", minimum: 1 },
     },
     XRateLimitRemaining: { description: "Whole tokens left after this request.", schema: { type: "integer", minimum: 0 } },
-    XRateLimitReset: { description: "Unix time in seconds (rounded up) at which the bucket will be full again.", schema: { type: "integer", minimum: 0 } },
-    RetryAfter: { description: "On 429 `RATE_LIMITED` only: whole seconds (at least 1) until one token is available.", schema: { type: "integer", minimum: 1 } },
+    XRateLimitReset: {
+      description: "Unix time in seconds (rounded up) at which the bucket will be full again.",
+      schema: { type: "integer", minimum: 0 },
+    },
+    RetryAfter: {
+      description: "On 429 `RATE_LIMITED` only: whole seconds (at least 1) until one token is available.",
+      schema: { type: "integer", minimum: 1 },
+    },
     WWWAuthenticate: { description: "Always `Bearer` on 401.", required: true, schema: { type: "string", const: "Bearer" } },
-    CacheControlNoStore: { description: "`no-store` on authenticated responses and on every error.", schema: { type: "string", const: "no-store" } },
+    CacheControlNoStore: {
+      description: "`no-store` on authenticated responses and on every error.",
+      schema: { type: "string", const: "no-store" },
+    },
     IdempotencyReplayed: {
       description: "`true` when the response is a replay of an earlier request with the same `Idempotency-Key`; absent otherwise.",
       schema: { type: "string", const: "true" },
@@ -42,7 +52,8 @@ export function sharedComponents(config: Config): Json {
       name: "X-Request-Id",
       in: "header",
       required: false,
-      description: "Optional. A value of 1–128 characters from `[A-Za-z0-9._:-]` is echoed in the response; any other value is ignored and a ULID generated.",
+      description:
+        "Optional. A value of 1–128 characters from `[A-Za-z0-9._:-]` is echoed in the response; any other value is ignored and a ULID generated.",
       schema: { type: "string", examples: ["client-req-42"] },
     },
   };
@@ -62,7 +73,10 @@ export function sharedComponents(config: Config): Json {
   return { headers, parameters, responses, securitySchemes };
 }
 
-export const DESCRIPTION = (config: Config, groups: readonly Group[]) => `The HTTP API of the workflow automation service, interface version ${API_VERSION} (API.md).
+export const DESCRIPTION = (
+  config: Config,
+  groups: readonly Group[],
+) => `The HTTP API of the workflow automation service, interface version ${API_VERSION} (API.md).
 
 **Served by this deployment:** ${groups.map((g) => g.description.replace(/\.$/, "").replace(/^./, (ch) => ch.toLowerCase())).join("; ")}. Users create workflows (a trigger and a graph of nodes) that run from their smart wallets; every run is an execution, read-only to clients: the workflow and execution endpoints are described below with every other route of the contract that this deployment serves.
 

@@ -38,7 +38,10 @@ export const COMMON_CODES: Record<string, ProblemCode> = {
   AUTH_MALFORMED: { meaning: "Not `Bearer <token>`, or the token is not a compact JWS." },
   AUTH_INVALID_TOKEN: { meaning: "Bad signature, expired, wrong issuer, `alg` not ES256 (`none` included), unknown `kid`, bad claims." },
   INVALID_JSON: { meaning: "Body is not JSON or not a JSON object." },
-  VALIDATION_FAILED: { meaning: "A field-level problem in path, query, headers or body; `errors` lists every problem found.", fields: true },
+  VALIDATION_FAILED: {
+    meaning: "A field-level problem in path, query, headers or body; `errors` lists every problem found.",
+    fields: true,
+  },
   INVALID_CURSOR: { meaning: "`before`/`after` cursor undecodable or issued by another endpoint or for another caller." },
   UNSUPPORTED_API_VERSION: { meaning: "`X-Api-Version` other than `4`." },
   UNSUPPORTED_CHAIN: { meaning: "A non-zero chain id that is not configured." },
@@ -49,6 +52,7 @@ export const COMMON_CODES: Record<string, ProblemCode> = {
   IDEMPOTENCY_KEY_MISMATCH: { meaning: "`Idempotency-Key` reused with a different body." },
   INTERNAL: { meaning: "Unexpected failure; generic `detail`." },
   UPSTREAM_UNAVAILABLE: {
-    meaning: "Chain RPC, bundler, paymaster or key service unusable: 503 when unreachable or timed out, 502 when it answered with something invalid.",
+    meaning:
+      "Chain RPC, bundler, paymaster or key service unusable: 503 when unreachable or timed out, 502 when it answered with something invalid.",
   },
 };

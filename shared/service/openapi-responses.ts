@@ -24,7 +24,13 @@ function problemExample(status: number, code: string, meaning: ProblemCode, conf
 }
 
 /** One error status of one operation: a problem+json body whose `code` is one of `codes`. */
-export function problemResponse(status: number, codes: string[], catalogue: Record<string, ProblemCode>, config: Config, note?: string): Json {
+export function problemResponse(
+  status: number,
+  codes: string[],
+  catalogue: Record<string, ProblemCode>,
+  config: Config,
+  note?: string,
+): Json {
   const entries = codes.map((code) => {
     const meaning = catalogue[code];
     if (!meaning) throw new Error(`Problem code ${code} is not declared (API.md §15)`);

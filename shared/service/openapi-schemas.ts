@@ -5,7 +5,16 @@
  */
 import type * as v from "valibot";
 import { toJsonSchema, toJsonSchemaDefs, type ConversionConfig, type JsonSchema } from "@valibot/to-json-schema";
-import { AS_INTEGER, CONFIGURED, entriesOf, parameterNames, schemaNames, type Group, type ProblemCode, type RequestSchema } from "../http/contract";
+import {
+  AS_INTEGER,
+  CONFIGURED,
+  entriesOf,
+  parameterNames,
+  schemaNames,
+  type Group,
+  type ProblemCode,
+  type RequestSchema,
+} from "../http/contract";
 import type { Config } from "../config";
 import { COMMON_CODES, paramRef, schemaRef, type Json } from "./openapi-kit";
 
@@ -100,7 +109,8 @@ export class Builder {
       const component = parameterNames.get(entry);
       if (!component) return param;
       const existing = this.parameters[component];
-      if (existing && (existing.name !== name || existing.in !== location)) throw new Error(`Parameter ${component} is used as two parameters`);
+      if (existing && (existing.name !== name || existing.in !== location))
+        throw new Error(`Parameter ${component} is used as two parameters`);
       this.parameters[component] = param;
       return paramRef(component);
     });

@@ -17,9 +17,15 @@ export function bodyFingerprint(body: unknown): string {
     Array.isArray(value)
       ? value.map(canonical)
       : value && typeof value === "object"
-        ? Object.fromEntries(Object.keys(value).sort().map((k) => [k, canonical((value as Record<string, unknown>)[k])]))
+        ? Object.fromEntries(
+            Object.keys(value)
+              .sort()
+              .map((k) => [k, canonical((value as Record<string, unknown>)[k])]),
+          )
         : value;
-  return createHash("sha256").update(JSON.stringify(canonical(body))).digest("hex");
+  return createHash("sha256")
+    .update(JSON.stringify(canonical(body)))
+    .digest("hex");
 }
 
 export type Claim = { kind: "claimed" } | { kind: "replay"; outcome: Record<string, unknown> };

@@ -27,7 +27,10 @@ export const Keys = {
   /** GSI1 of a workflow (pattern 11): the owner's workflows, newest first. */
   workflowByOwner: (owner: string, id: string) => ({ gsi1pk: `${Keys.owner(owner)}#WF`, gsi1sk: id }),
   /** GSI2 of a workflow (pattern 12): the owner's workflows of one wallet (list filter, wallet counts). */
-  workflowByWallet: (owner: string, wallet: string, id: string) => ({ gsi2pk: `${Keys.owner(owner)}#WALLET#${lower(wallet)}#WF`, gsi2sk: id }),
+  workflowByWallet: (owner: string, wallet: string, id: string) => ({
+    gsi2pk: `${Keys.owner(owner)}#WALLET#${lower(wallet)}#WF`,
+    gsi2sk: id,
+  }),
 
   /** Executions (pattern 13): the workflow's executions, newest first by ULID. */
   execution: (workflowId: string, id: string) => ({ pk: `WF#${workflowId}#EXEC`, sk: id }),
@@ -36,9 +39,15 @@ export const Keys = {
   /** GSI2 of a pending execution (pattern 15, sparse: removed when terminal): the sweeper reads them oldest first. */
   pendingExecution: (startAt: number, id: string) => ({ gsi2pk: "EXEC#pending", gsi2sk: `${String(startAt).padStart(15, "0")}#${id}` }),
   /** Recorded steps of an execution (pattern 13b): a step's JSON in parts, each far below DynamoDB's 400 KB item limit. */
-  executionStep: (id: string, stepId: string, part: number) => ({ pk: `EXEC#${id}`, sk: `STEP#${stepId}#${String(part).padStart(2, "0")}` }),
+  executionStep: (id: string, stepId: string, part: number) => ({
+    pk: `EXEC#${id}`,
+    sk: `STEP#${stepId}#${String(part).padStart(2, "0")}`,
+  }),
   /** A recorded step output above 4 KiB (pattern 13b, step items v 2): its JSON in parts beside the step, read only when the answer keeps it. */
-  executionStepOutput: (id: string, stepId: string, part: number) => ({ pk: `EXEC#${id}`, sk: `OUT#${stepId}#${String(part).padStart(2, "0")}` }),
+  executionStepOutput: (id: string, stepId: string, part: number) => ({
+    pk: `EXEC#${id}`,
+    sk: `OUT#${stepId}#${String(part).padStart(2, "0")}`,
+  }),
   /** A run's input too large for the execution item (manual data up to 1 MiB), in parts beside its steps (pattern 13c). */
   executionInput: (id: string, part: number) => ({ pk: `EXEC#${id}`, sk: `INPUT#${String(part).padStart(2, "0")}` }),
   /** Fire records (pattern 17): at most one execution per fire id, expiring after the fire can no longer repeat. */
@@ -49,7 +58,10 @@ export const Keys = {
    */
   claimIntent: (executionId: string) => ({ pk: `CLAIM#${executionId}`, sk: "CLAIM" }),
   /** GSI2 of an intent still in flight (pattern 22, sparse): the sweeper finishes the ones left by a crash, oldest first. */
-  claimInFlight: (startAt: number, executionId: string) => ({ gsi2pk: "CLAIM#inflight", gsi2sk: `${String(startAt).padStart(15, "0")}#${executionId}` }),
+  claimInFlight: (startAt: number, executionId: string) => ({
+    gsi2pk: "CLAIM#inflight",
+    gsi2sk: `${String(startAt).padStart(15, "0")}#${executionId}`,
+  }),
   /** Chain checkpoint (pattern 18): the block every caught-up query has reached, the cursors of those behind (`behind`, `floors`), and the watcher's lease. */
   chainCheckpoint: (chainId: number) => ({ pk: `CHAIN#${chainId}`, sk: "CHECKPOINT" }),
   /** Watch entry of a block/event workflow (pattern 19): beside its record, listed per chain through sparse gsi2. */
@@ -57,7 +69,10 @@ export const Keys = {
   watchByChain: (chainId: number, workflowId: string) => ({ gsi2pk: `CHAIN#${chainId}#WATCH`, gsi2sk: workflowId }),
   /** Expiry entry of a workflow with `expiredAt` (pattern 21): beside its record, due ones through sparse gsi2. */
   expiry: (workflowId: string) => ({ pk: `WF#${workflowId}`, sk: "EXPIRY" }),
-  expiryDue: (expiredAt: number, workflowId: string) => ({ gsi2pk: "EXPIRY#due", gsi2sk: `${String(expiredAt).padStart(15, "0")}#${workflowId}` }),
+  expiryDue: (expiredAt: number, workflowId: string) => ({
+    gsi2pk: "EXPIRY#due",
+    gsi2sk: `${String(expiredAt).padStart(15, "0")}#${workflowId}`,
+  }),
 
   /** Per-owner counters guarded by conditional updates (secrets, wallets per chain, active workflows). */
   counter: (owner: string, name: string) => ({ pk: Keys.owner(owner), sk: `COUNTER#${name}` }),

@@ -48,15 +48,13 @@ export async function queryPage(q: PagedQuery): Promise<PageResult> {
     };
   }
   const items = await collect(q, { from: q.after, forward: true, inclusive: false, want: q.limit + 1 });
-  const hasPreviousPage = q.after !== undefined && (await collect(q, { from: q.after, forward: false, inclusive: true, want: 1 })).length > 0;
+  const hasPreviousPage =
+    q.after !== undefined && (await collect(q, { from: q.after, forward: false, inclusive: true, want: 1 })).length > 0;
   return { items: items.slice(0, q.limit), hasNextPage: items.length > q.limit, hasPreviousPage };
 }
 
 /** Reads up to `want` items from position `from` (or the start) along (forward) or against list order. */
-async function collect(
-  q: PagedQuery,
-  walk: { from?: string; forward: boolean; inclusive: boolean; want: number },
-): Promise<Item[]> {
+async function collect(q: PagedQuery, walk: { from?: string; forward: boolean; inclusive: boolean; want: number }): Promise<Item[]> {
   const { db, config } = useRuntime();
   const ascending = (q.order === "asc") === walk.forward;
   let lo = q.skPrefix;

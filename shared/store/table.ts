@@ -45,9 +45,9 @@ export async function ensureTable(db: DynamoDBDocumentClient, tableName: string)
   } catch (err) {
     if ((err as { name?: string }).name !== "ResourceInUseException") throw err;
   }
-  await db.send(
-    new UpdateTimeToLiveCommand({ TableName: tableName, TimeToLiveSpecification: { AttributeName: TTL_ATTRIBUTE, Enabled: true } }),
-  ).catch(() => undefined); // TTL is advisory; reads treat expired items as absent anyway
+  await db
+    .send(new UpdateTimeToLiveCommand({ TableName: tableName, TimeToLiveSpecification: { AttributeName: TTL_ATTRIBUTE, Enabled: true } }))
+    .catch(() => undefined); // TTL is advisory; reads treat expired items as absent anyway
 }
 
 /** True when a DynamoDB error is a failed condition (plain write or inside a transaction). */

@@ -29,7 +29,10 @@ export const create = endpoint({
   body: S.CreateInput,
   responses: {
     201: { description: "Newly registered.", body: S.Info },
-    200: { description: "Already registered for (caller, chain, factory, salt): the existing wallet, unchanged (a hidden wallet stays hidden).", body: S.Info },
+    200: {
+      description: "Already registered for (caller, chain, factory, salt): the existing wallet, unchanged (a hidden wallet stays hidden).",
+      body: S.Info,
+    },
   },
   errors: { 400: ["VALIDATION_FAILED", "UNSUPPORTED_CHAIN", "INVALID_FACTORY"], 429: ["WALLETS_LIMIT_REACHED"], ...UPSTREAM },
   notes: {
@@ -121,7 +124,7 @@ export const nonce = endpoint({
   path: "/wallets/{address}:getNonce",
   operationId: "getWalletNonce",
   summary: "A wallet's EntryPoint nonce",
-  description: "The chain's EntryPoint `getNonce(address, 0)` for the wallet (`\"0\"` for an undeployed account).",
+  description: 'The chain\'s EntryPoint `getNonce(address, 0)` for the wallet (`"0"` for an undeployed account).',
   params: AddressParams,
   query: S.ChainQuery,
   responses: { 200: { description: "The nonce.", body: S.Nonce } },
@@ -137,14 +140,19 @@ export const walletContract = group({
         "The factory has no code, is the zero address, or its `getAddress` fails or returns zero, or returns a deployed account whose `owner()` is not the caller.",
     },
     WALLET_NOT_OWNED: {
-      meaning: "Before signing for a wallet of a factory that is not known: the account is not deployed or its `owner()` is not the caller.",
+      meaning:
+        "Before signing for a wallet of a factory that is not known: the account is not deployed or its `owner()` is not the caller.",
     },
     WITHDRAW_MISSING_FIELDS: { meaning: "`recipientAddress`, `amount` or `token` missing.", fields: true },
     WITHDRAW_BAD_RECIPIENT: { meaning: "Recipient not an address, the zero address, or the wallet itself.", fields: true },
     WITHDRAW_BAD_AMOUNT: { meaning: "Amount not a positive wei integer and not `max`.", fields: true },
-    WITHDRAW_BAD_TOKEN: { meaning: "Token not `ETH` and not an address, the zero address, or without contract code on the chain.", fields: true },
+    WITHDRAW_BAD_TOKEN: {
+      meaning: "Token not `ETH` and not an address, the zero address, or without contract code on the chain.",
+      fields: true,
+    },
     INSUFFICIENT_BALANCE: {
-      meaning: "Balance preflight: balance below the amount, or zero with `max`; or, past the sponsored-gas budgets, a wallet that cannot pay the operation's gas on top of what it sends.",
+      meaning:
+        "Balance preflight: balance below the amount, or zero with `max`; or, past the sponsored-gas budgets, a wallet that cannot pay the operation's gas on top of what it sends.",
     },
     WALLET_NOT_FOUND: { meaning: "Wallet not registered by the caller on the resolved chain." },
     WITHDRAWAL_NOT_FOUND: { meaning: "Withdrawal id unknown for that wallet." },

@@ -6,7 +6,16 @@
  * wallet's nonce lock, so concurrent steps and withdrawals of one wallet take consecutive nonces.
  */
 import { ApiError } from "../errors";
-import { BaseError, RpcRequestError, decodeErrorResult, getAddress, type Address, type Hex, type PublicClient, type StateOverride } from "viem";
+import {
+  BaseError,
+  RpcRequestError,
+  decodeErrorResult,
+  getAddress,
+  type Address,
+  type Hex,
+  type PublicClient,
+  type StateOverride,
+} from "viem";
 import { entryPoint07Abi, type BundlerClient, type UserOperationReceipt } from "viem/account-abstraction";
 import { useConfig } from "../runtime";
 import { bundlerClient, controllerSigner, publicClient } from "../chain/chains";
@@ -103,7 +112,9 @@ export async function prepareOperation(
   const estimate = async (by: Address | undefined) => {
     const [balance, deposit] = await Promise.all([
       maxBalance ?? client.getBalance({ address: wallet.address }),
-      by ? Promise.resolve(0n) : client.readContract({ address: entryPoint, abi: entryPoint07Abi, functionName: "balanceOf", args: [wallet.address] }),
+      by
+        ? Promise.resolve(0n)
+        : client.readContract({ address: entryPoint, abi: entryPoint07Abi, functionName: "balanceOf", args: [wallet.address] }),
     ]);
     // Estimate with a value of the final one's size, so calldata costs are not under-estimated; a wallet that
     // pays its own gas cannot also send its whole balance in the simulation, so it estimates with half.
@@ -127,7 +138,8 @@ export async function prepareOperation(
     const prefund = (gas.callGasLimit + gas.verificationGasLimit + gas.preVerificationGas) * fees.maxFeePerGas;
     const gasFunds = by || deposit >= prefund ? 0n : prefund - deposit;
     const amount = plan.amount === "max" ? balance - gasFunds : plan.amount;
-    if (plan.amount === "max" && amount <= 0n) throw insufficientBalance("The wallet's balance does not cover the operation's maximum gas cost.");
+    if (plan.amount === "max" && amount <= 0n)
+      throw insufficientBalance("The wallet's balance does not cover the operation's maximum gas cost.");
     return { gas, gasFunds, amount, balance };
   };
 
@@ -160,7 +172,12 @@ export async function prepareOperation(
     const { gas, gasFunds, amount } = built;
     let op: UserOperationV07 = { ...(await unsigned(amount)), ...gas };
     if (sponsorship) {
-      op = await sponsorUserOperation({ userOp: { ...op, paymaster }, paymaster: paymaster!, signer: await controllerSigner(), chainId: chain.chainId });
+      op = await sponsorUserOperation({
+        userOp: { ...op, paymaster },
+        paymaster: paymaster!,
+        signer: await controllerSigner(),
+        chainId: chain.chainId,
+      });
     } else {
       delete op.paymasterVerificationGasLimit;
       delete op.paymasterPostOpGasLimit;
@@ -175,8 +192,11 @@ export async function prepareOperation(
 
 /** 400 INSUFFICIENT_BALANCE for an operation past the sponsored-gas budgets that the wallet cannot pay itself. */
 function cannotPay(wallet: SignableWallet, balance?: bigint, value?: bigint, gasFunds?: bigint): ApiError {
-  const detail = balance === undefined ? "" : ` (it holds ${balance} wei; the operation sends ${value} wei and may cost up to ${gasFunds} wei of gas)`;
-  return insufficientBalance(`The paymaster's sponsored-gas budget is used up, and the wallet ${wallet.address} cannot pay the operation's gas itself${detail}.`);
+  const detail =
+    balance === undefined ? "" : ` (it holds ${balance} wei; the operation sends ${value} wei and may cost up to ${gasFunds} wei of gas)`;
+  return insufficientBalance(
+    `The paymaster's sponsored-gas budget is used up, and the wallet ${wallet.address} cannot pay the operation's gas itself${detail}.`,
+  );
 }
 
 /**
@@ -185,7 +205,13 @@ function cannotPay(wallet: SignableWallet, balance?: bigint, value?: bigint, gas
  * the simulation reverts with no data at all. So for an account we see deployed, that one refusal is asked again
  * for up to about a second before it counts; any other answer counts at once.
  */
-async function estimateGas(bundler: BundlerClient, userOp: UserOperationV07, entryPoint: Address, deployed: boolean, stateOverride?: StateOverride) {
+async function estimateGas(
+  bundler: BundlerClient,
+  userOp: UserOperationV07,
+  entryPoint: Address,
+  deployed: boolean,
+  stateOverride?: StateOverride,
+) {
   for (let attempt = 1; ; attempt++) {
     try {
       return await estimateUserOperationGas({ bundler, userOp, entryPoint, stateOverride });
@@ -216,7 +242,8 @@ function bundlerRefusal(err: unknown): { message: string; code: number } | undef
 
 /** ERC-7769 "reverted" without an EntryPoint AAxx code: the calls themselves revert (validation passed). */
 const USEROP_REVERTED_CODE = -32521;
-const executionReverted = (refusal: { message: string; code: number }) => refusal.code === USEROP_REVERTED_CODE && !/\bAA\d\d\b/.test(refusal.message);
+const executionReverted = (refusal: { message: string; code: number }) =>
+  refusal.code === USEROP_REVERTED_CODE && !/\bAA\d\d\b/.test(refusal.message);
 /** AA21: the account could not pay its prefund out of its balance. */
 const prefundUnpaid = (message: string) => /\bAA21\b/.test(message);
 
@@ -237,7 +264,12 @@ function readableReason(text: string): string {
 // The sender of workflow runs
 
 type Failure = Extract<SendOutcome, { ok: false }>;
-const failure = (errorCode: Failure["errorCode"], error: string, extra: Partial<Failure> = {}): Failure => ({ ok: false, errorCode, error, ...extra });
+const failure = (errorCode: Failure["errorCode"], error: string, extra: Partial<Failure> = {}): Failure => ({
+  ok: false,
+  errorCode,
+  error,
+  ...extra,
+});
 
 /**
  * Sends user operations from `wallet`, one of `owner`'s registered wallets, for a workflow run. Never throws for
@@ -253,8 +285,11 @@ export function walletSender({ owner, wallet }: { owner: Address; wallet: Addres
     if (!chain?.bundlerUrl) return failure("RPC_ERROR", `chain ${chainId} has no bundler configured: user operations cannot be sent on it`);
     try {
       const record = await getWallet(owner, chainId, wallet);
-      if (!record) return failure("WALLET_NOT_OWNED", `the runner ${getAddress(wallet)} is not a wallet of the workflow's owner on chain ${chainId}`);
-      return await withWalletLock(walletLockKey(chainId, record.address), (hold) => send(record, chain, { calls, sendMax, gasLimit }, hold));
+      if (!record)
+        return failure("WALLET_NOT_OWNED", `the runner ${getAddress(wallet)} is not a wallet of the workflow's owner on chain ${chainId}`);
+      return await withWalletLock(walletLockKey(chainId, record.address), (hold) =>
+        send(record, chain, { calls, sendMax, gasLimit }, hold),
+      );
     } catch (err) {
       return outcomeOf(err);
     }
@@ -264,7 +299,11 @@ export function walletSender({ owner, wallet }: { owner: Address; wallet: Addres
 /** A refusal before anything was sent, as a step outcome. */
 function outcomeOf(err: unknown): Failure {
   if (err instanceof ApiError) {
-    if (err.code === "WALLET_NOT_OWNED") return failure("WALLET_NOT_OWNED", "the runner wallet's account is not provably the workflow owner's (API.md §11.3): nothing was signed");
+    if (err.code === "WALLET_NOT_OWNED")
+      return failure(
+        "WALLET_NOT_OWNED",
+        "the runner wallet's account is not provably the workflow owner's (API.md §11.3): nothing was signed",
+      );
     if (err.code === "INSUFFICIENT_BALANCE") return failure("INSUFFICIENT_BALANCE", err.message);
     if (err.code === "UPSTREAM_UNAVAILABLE") return failure("RPC_ERROR", "the chain RPC or bundler is unavailable");
     throw err;
@@ -279,7 +318,12 @@ interface SendRequest {
   gasLimit?: bigint;
 }
 
-async function send(record: WalletRecord, chain: ChainSettings, request: SendRequest, hold: (until: Promise<unknown>) => void): Promise<SendOutcome> {
+async function send(
+  record: WalletRecord,
+  chain: ChainSettings,
+  request: SendRequest,
+  hold: (until: Promise<unknown>) => void,
+): Promise<SendOutcome> {
   const client = publicClient(chain);
   const bundler = bundlerClient(chain);
   const nonceKey = walletLockKey(chain.chainId, record.address);
@@ -292,7 +336,9 @@ async function send(record: WalletRecord, chain: ChainSettings, request: SendReq
     const signable = await verifySignable(record, chain);
     const balance = await client.getBalance({ address: signable.address });
     if (request.sendMax ? balance === 0n : value > balance) {
-      throw insufficientBalance(`The wallet holds ${balance} wei; the operation sends ${request.sendMax ? "its whole balance" : `${value} wei`}.`);
+      throw insufficientBalance(
+        `The wallet holds ${balance} wei; the operation sends ${request.sendMax ? "its whole balance" : `${value} wei`}.`,
+      );
     }
     const plan: OperationPlan = request.sendMax
       ? { calls: (amount) => [{ ...calls[0]!, value: amount }], amount: "max", gasLimit: request.gasLimit }
@@ -311,14 +357,18 @@ async function send(record: WalletRecord, chain: ChainSettings, request: SendReq
       // Found while estimating: nothing is sent, no gas is spent on an operation known to revert.
       if (executionReverted(refusal)) return failure("USEROP_REVERTED", `user operation reverted: ${readableReason(refusal.message)}`);
       if (prefundUnpaid(refusal.message) && !chain.paymaster) {
-        throw insufficientBalance(`The wallet holds ${balance} wei; it cannot pay the operation's gas${value ? ` on top of the ${value} wei it sends` : ""}.`);
+        throw insufficientBalance(
+          `The wallet holds ${balance} wei; it cannot pay the operation's gas${value ? ` on top of the ${value} wei it sends` : ""}.`,
+        );
       }
       return failure("USEROP_REJECTED", refusal.message);
     }
     const { op, gasFunds } = prepared;
     if (!request.sendMax && value + gasFunds > balance) {
       await prepared.giveBack();
-      throw insufficientBalance(`The wallet holds ${balance} wei; the operation sends ${value} wei and may cost up to ${gasFunds} wei of gas.`);
+      throw insufficientBalance(
+        `The wallet holds ${balance} wei; the operation sends ${value} wei and may cost up to ${gasFunds} wei of gas.`,
+      );
     }
 
     const userOpHash = getUserOperationHashV07(op, { chainId: chain.chainId, entryPoint });
@@ -345,7 +395,8 @@ async function send(record: WalletRecord, chain: ChainSettings, request: SendReq
     const included = receiptOf(bundler, userOpHash, useropReceiptWaitMs);
     hold(included);
     const receipt = await included;
-    if (!receipt) return failure("USEROP_TIMEOUT", `no receipt for user operation ${userOpHash} within ${useropReceiptWaitMs} ms`, { userOpHash });
+    if (!receipt)
+      return failure("USEROP_TIMEOUT", `no receipt for user operation ${userOpHash} within ${useropReceiptWaitMs} ms`, { userOpHash });
     return settled(receipt, userOpHash, Boolean(op.factory));
   }
 }

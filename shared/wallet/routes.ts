@@ -26,8 +26,16 @@ export const walletRoutes: Route[] = [
     const page = decodePage(query, endpoint, useOwner());
     const { result, chain, wallet } = await Withdraw.listWithdrawals(params.address, query.chainId, query.status, page);
     return c.json(
-      pageEnvelope(result, (item) => item, (item) => Withdraw.withdrawalPosition(chain.chainId, wallet.address, String(item.id)), endpoint, useOwner()),
+      pageEnvelope(
+        result,
+        (item) => item,
+        (item) => Withdraw.withdrawalPosition(chain.chainId, wallet.address, String(item.id)),
+        endpoint,
+        useOwner(),
+      ),
     );
   }),
-  route(Contract.withdrawal, async (c, { params, query }) => c.json(await Withdraw.getWithdrawal(params.address, query.chainId, params.id))),
+  route(Contract.withdrawal, async (c, { params, query }) =>
+    c.json(await Withdraw.getWithdrawal(params.address, query.chainId, params.id)),
+  ),
 ];

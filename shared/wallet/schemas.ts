@@ -66,15 +66,18 @@ export const WithdrawBody = component(
       amount: v.pipe(
         v.union([v.literal("max"), PositiveWei]),
         v.description(
-          "Wei as a canonical decimal greater than 0 (at most 2^256 − 1), or `\"max\"`: the whole balance (for the native token when the wallet pays its own gas, the balance minus the operation's maximum gas cost).",
+          'Wei as a canonical decimal greater than 0 (at most 2^256 − 1), or `"max"`: the whole balance (for the native token when the wallet pays its own gas, the balance minus the operation\'s maximum gas cost).',
         ),
       ),
       token: v.pipe(
         v.union([v.literal("ETH"), Address]),
-        v.description("`\"ETH\"` (exactly) for the chain's native token, or a non-zero ERC-20 contract Address."),
+        v.description('`"ETH"` (exactly) for the chain\'s native token, or a non-zero ERC-20 contract Address.'),
       ),
       chainId: v.optional(
-        described(ChainIdNumber, "`0` or absent: the caller's default chain (JWT `aud`, else `default_chain_id`). The chain must be configured with a bundler."),
+        described(
+          ChainIdNumber,
+          "`0` or absent: the caller's default chain (JWT `aud`, else `default_chain_id`). The chain must be configured with a bundler.",
+        ),
       ),
     }),
     v.description(
@@ -126,7 +129,14 @@ export type Status = v.InferOutput<typeof Status>;
 /** A list query parameter (API.md §1.3): repeated keys and/or comma-separated values, at most 50 distinct. */
 const StatusList = v.pipe(
   v.array(v.string()),
-  v.transform((values) => [...new Set(values.flatMap((x) => x.split(",")).map((x) => x.trim()).filter(Boolean))]),
+  v.transform((values) => [
+    ...new Set(
+      values
+        .flatMap((x) => x.split(","))
+        .map((x) => x.trim())
+        .filter(Boolean),
+    ),
+  ]),
   v.maxLength(50, "accepts at most 50 values"),
   v.array(Status),
   v.description(
@@ -159,11 +169,14 @@ function count() {
   return v.pipe(v.number(), v.integer(), v.minValue(0));
 }
 
-export const List = component("WalletList", v.pipe(v.object({ data: v.array(Info) }), v.description("Not paged (the wallet cap keeps it short).")));
+export const List = component(
+  "WalletList",
+  v.pipe(v.object({ data: v.array(Info) }), v.description("Not paged (the wallet cap keeps it short).")),
+);
 
 export const Nonce = component(
   "WalletNonce",
-  v.object({ nonce: described(Uint256, "The EntryPoint's `getNonce(address, 0)`; `\"0\"` for an undeployed account.") }),
+  v.object({ nonce: described(Uint256, 'The EntryPoint\'s `getNonce(address, 0)`; `"0"` for an undeployed account.') }),
 );
 
 export const WithdrawResult = component(
@@ -182,7 +195,7 @@ export const WithdrawResult = component(
     smartWalletAddress: Address,
     recipientAddress: Address,
     amount: described(Uint256, "The wei amount actually requested (`max` resolved)."),
-    token: described(v.union([v.literal("ETH"), Address]), "`\"ETH\"` or the token Address."),
+    token: described(v.union([v.literal("ETH"), Address]), '`"ETH"` or the token Address.'),
   }),
 );
 

@@ -33,7 +33,11 @@ export interface SignableWallet {
 const verified = new WeakSet<SignableWallet>();
 
 export const walletNotOwned = () =>
-  new ApiError(400, "WALLET_NOT_OWNED", "The wallet's account is not provably the caller's: it is not deployed or its owner() is not the caller.");
+  new ApiError(
+    400,
+    "WALLET_NOT_OWNED",
+    "The wallet's account is not provably the caller's: it is not deployed or its owner() is not the caller.",
+  );
 
 /** Checks that `wallet`'s account is its owner's; 400 WALLET_NOT_OWNED otherwise (the RPC down: 503/502). */
 export async function verifySignable(wallet: WalletRecord, chain: ChainSettings): Promise<SignableWallet> {
@@ -75,5 +79,10 @@ export async function signWalletOperation(signable: SignableWallet, op: UserOper
       op.factoryData?.toLowerCase() === controlledAccount.factoryData(signable.owner, signable.salt).toLowerCase();
     if (!ownInitCode) throw new Error("init code is only signed for the wallet's own known factory");
   }
-  return controlledAccount.sign({ userOp: op, signer: await controllerSigner(), chainId: chain.chainId, entryPoint: getAddress(chain.entryPoint) });
+  return controlledAccount.sign({
+    userOp: op,
+    signer: await controllerSigner(),
+    chainId: chain.chainId,
+    entryPoint: getAddress(chain.entryPoint),
+  });
 }

@@ -100,9 +100,18 @@ export const maySponsor = (budgets: Budgets = configuredBudgets()) => budgets.pe
 
 /** The gas an operation is sponsored for: every gas limit it carries (the paymaster's included). */
 export function sponsoredGasOf(
-  gas: Pick<UserOperationV07, "callGasLimit" | "verificationGasLimit" | "preVerificationGas" | "paymasterVerificationGasLimit" | "paymasterPostOpGasLimit">,
+  gas: Pick<
+    UserOperationV07,
+    "callGasLimit" | "verificationGasLimit" | "preVerificationGas" | "paymasterVerificationGasLimit" | "paymasterPostOpGasLimit"
+  >,
 ): bigint {
-  return gas.callGasLimit + gas.verificationGasLimit + gas.preVerificationGas + (gas.paymasterVerificationGasLimit ?? 0n) + (gas.paymasterPostOpGasLimit ?? 0n);
+  return (
+    gas.callGasLimit +
+    gas.verificationGasLimit +
+    gas.preVerificationGas +
+    (gas.paymasterVerificationGasLimit ?? 0n) +
+    (gas.paymasterPostOpGasLimit ?? 0n)
+  );
 }
 
 /** Shards of a chain counter with this cap: one per CHAIN_SHARD_GAS, at least 1, at most MAX_CHAIN_SHARDS. */
@@ -171,7 +180,13 @@ export async function reserveSponsoredGas(
 }
 
 /** One counter: read, check, conditional add (see the header for why the condition is enough). */
-async function reserveOn(store: BudgetStore, key: Key, cap: number, gas: number, firstRead?: CounterItem | null): Promise<Held | undefined> {
+async function reserveOn(
+  store: BudgetStore,
+  key: Key,
+  cap: number,
+  gas: number,
+  firstRead?: CounterItem | null,
+): Promise<Held | undefined> {
   let read = firstRead;
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
     const item = read !== undefined ? read : await readCounter(store, key);
@@ -227,7 +242,10 @@ async function reserveOnChain(store: BudgetStore, chainId: number, cap: number, 
   if (held || shards === 1) return held;
 
   const others = Array.from({ length: shards - 1 }, (_, i) => (first + 1 + i) % shards);
-  const items = await readCounters(store, others.map((s) => Keys.sponsoredGasChain(chainId, s)));
+  const items = await readCounters(
+    store,
+    others.map((s) => Keys.sponsoredGasChain(chainId, s)),
+  );
   const hour = Math.floor(store.now() / HOUR_MS);
   const candidates = others
     .map((s, i) => ({ s, item: items[i], room: share(s) - tally(items[i], Math.max(hour, items[i]?.latest ?? hour)).used }))

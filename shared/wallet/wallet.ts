@@ -91,7 +91,9 @@ export async function create(input: v.InferOutput<typeof CreateInput>): Promise<
     await useRuntime().db.send(
       new TransactWriteCommand({
         TransactItems: [
-          { Put: { TableName: table(), Item: { ...key, type: "wallet", v: 1, ...record }, ConditionExpression: "attribute_not_exists(pk)" } },
+          {
+            Put: { TableName: table(), Item: { ...key, type: "wallet", v: 1, ...record }, ConditionExpression: "attribute_not_exists(pk)" },
+          },
           incrementBelow(table(), Keys.counter(owner, `wallets#${chain.chainId}`), max),
         ],
       }),
@@ -118,7 +120,8 @@ async function deriveAddress(chain: ChainSettings, factory: Address, owner: Addr
     return controlledAccount.predictAddress({ factory, controller: (await controllerSigner()).address, owner, salt });
   }
   const client = publicClient(chain);
-  const invalidFactory = (why = "has no code on this chain or cannot derive an address") => new ApiError(400, "INVALID_FACTORY", `The factory ${why}.`);
+  const invalidFactory = (why = "has no code on this chain or cannot derive an address") =>
+    new ApiError(400, "INVALID_FACTORY", `The factory ${why}.`);
   let claimed: Address;
   try {
     const code = await client.getCode({ address: factory });

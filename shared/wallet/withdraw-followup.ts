@@ -28,16 +28,18 @@ export async function refresh(w: StoredWithdrawal, chain: ChainSettings): Promis
   if (now - w.submittedAt > useConfig().limits.withdrawPendingTimeoutMs) {
     return settle(w, { status: "failed", message: "user operation was not included" });
   }
-  await useRuntime().db.send(
-    new UpdateCommand({
-      TableName: table(),
-      Key: Keys.withdrawal(w.owner, w.chainId, w.smartWalletAddress, w.id),
-      UpdateExpression: "SET lastCheckedAt = :now",
-      ConditionExpression: "#status = :pending",
-      ExpressionAttributeNames: { "#status": "status" },
-      ExpressionAttributeValues: { ":now": now, ":pending": "pending" },
-    }),
-  ).catch(() => undefined);
+  await useRuntime()
+    .db.send(
+      new UpdateCommand({
+        TableName: table(),
+        Key: Keys.withdrawal(w.owner, w.chainId, w.smartWalletAddress, w.id),
+        UpdateExpression: "SET lastCheckedAt = :now",
+        ConditionExpression: "#status = :pending",
+        ExpressionAttributeNames: { "#status": "status" },
+        ExpressionAttributeValues: { ":now": now, ":pending": "pending" },
+      }),
+    )
+    .catch(() => undefined);
   return toResult(w);
 }
 

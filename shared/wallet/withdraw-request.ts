@@ -47,20 +47,27 @@ export interface Request {
 export function parseRequest(walletPath: string, body: Record<string, unknown>): Request {
   const missing = ["recipientAddress", "amount", "token"].filter((k) => body[k] === undefined || body[k] === "");
   if (missing.length) {
-    throw validationFailed(missing.map((k) => ({ path: `body.${k}`, message: "is required" })), "WITHDRAW_MISSING_FIELDS");
+    throw validationFailed(
+      missing.map((k) => ({ path: `body.${k}`, message: "is required" })),
+      "WITHDRAW_MISSING_FIELDS",
+    );
   }
   const recipient = v.safeParse(Member.recipientAddress, body.recipientAddress);
   const isWallet = recipient.success && walletPath.toLowerCase() === recipient.output.toLowerCase();
   if (!recipient.success || isAddressEqual(recipient.output, zeroAddress) || isWallet) {
-    throw fieldError("WITHDRAW_BAD_RECIPIENT", "body.recipientAddress", "must be an address other than the zero address and the wallet itself");
+    throw fieldError(
+      "WITHDRAW_BAD_RECIPIENT",
+      "body.recipientAddress",
+      "must be an address other than the zero address and the wallet itself",
+    );
   }
   const amount = v.safeParse(Member.amount, body.amount);
   if (!amount.success) {
-    throw fieldError("WITHDRAW_BAD_AMOUNT", "body.amount", "must be a wei amount greater than 0 as a decimal string, or \"max\"");
+    throw fieldError("WITHDRAW_BAD_AMOUNT", "body.amount", 'must be a wei amount greater than 0 as a decimal string, or "max"');
   }
   const token = v.safeParse(Member.token, body.token);
   if (!token.success || (token.output !== ETH && isAddressEqual(token.output, zeroAddress))) {
-    throw fieldError("WITHDRAW_BAD_TOKEN", "body.token", "must be \"ETH\" or a non-zero ERC-20 contract address");
+    throw fieldError("WITHDRAW_BAD_TOKEN", "body.token", 'must be "ETH" or a non-zero ERC-20 contract address');
   }
   const shape = v.safeParse(Shape, body, { abortEarly: false });
   if (!shape.success) throw validationFailed(fieldErrors(shape.issues, "body"));

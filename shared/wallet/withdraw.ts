@@ -63,7 +63,12 @@ export async function withdraw(
 }
 
 /** Preflight, build, sign, record and send one withdrawal; runs under the wallet's lock. */
-async function send(wallet: WalletRecord, chain: ChainSettings, request: Request, hold: (until: Promise<unknown>) => void): Promise<Result> {
+async function send(
+  wallet: WalletRecord,
+  chain: ChainSettings,
+  request: Request,
+  hold: (until: Promise<unknown>) => void,
+): Promise<Result> {
   const client = publicClient(chain);
   const bundler = bundlerClient(chain);
   const nonceKey = walletLockKey(chain.chainId, wallet.address);
@@ -91,7 +96,13 @@ async function send(wallet: WalletRecord, chain: ChainSettings, request: Request
         forgetNonce(nonceKey);
         continue;
       }
-      return record({ ...base, status: "failed", message: rejection, amount: String(amount === "max" ? balance : amount), submittedAt: useRuntime().now() });
+      return record({
+        ...base,
+        status: "failed",
+        message: rejection,
+        amount: String(amount === "max" ? balance : amount),
+        submittedAt: useRuntime().now(),
+      });
     }
     const { op, amount: finalAmount } = prepared;
     const userOpHash = getUserOperationHashV07(op, { chainId: chain.chainId, entryPoint: getAddress(chain.entryPoint) });
@@ -123,7 +134,11 @@ async function send(wallet: WalletRecord, chain: ChainSettings, request: Request
     // it is built against the state this one leaves: a deployed account, the next nonce. The caller gets its
     // answer after at most withdraw_confirm_wait_ms either way.
     const receipt = bundler
-      .waitForUserOperationReceipt({ hash: userOpHash, timeout: Math.max(withdrawConfirmWaitMs, useropReceiptWaitMs), pollingInterval: 200 })
+      .waitForUserOperationReceipt({
+        hash: userOpHash,
+        timeout: Math.max(withdrawConfirmWaitMs, useropReceiptWaitMs),
+        pollingInterval: 200,
+      })
       .catch(() => undefined); // no receipt in time, or the bundler could not be asked: still pending
     hold(receipt);
     return awaitReceipt(submitted, receipt, withdrawConfirmWaitMs);
@@ -194,7 +209,9 @@ export async function listWithdrawals(
 export async function getWithdrawal(walletPath: string, chainId: number | undefined, id: string): Promise<Result> {
   const { wallet, chain } = await requireOwned(walletPath, chainId);
   const normalized = id.toUpperCase();
-  const stored = /^[0-9A-HJKMNP-TV-Z]{26}$/.test(normalized) ? await getStored(useOwner(), chain.chainId, wallet.address, normalized) : undefined;
+  const stored = /^[0-9A-HJKMNP-TV-Z]{26}$/.test(normalized)
+    ? await getStored(useOwner(), chain.chainId, wallet.address, normalized)
+    : undefined;
   if (!stored) throw notFound("WITHDRAWAL_NOT_FOUND", "The withdrawal");
   return refresh(stored, chain);
 }

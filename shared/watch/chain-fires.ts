@@ -52,7 +52,10 @@ export abstract class ChainFires extends ChainState {
           entry,
           block,
           done: false,
-          fire: async () => ({ fireId: `${entry.workflowId}:${entry.trigger.id}:block:${block}`, output: (await this.header(block)).output }),
+          fire: async () => ({
+            fireId: `${entry.workflowId}:${entry.trigger.id}:block:${block}`,
+            output: (await this.header(block)).output,
+          }),
         });
       }
       epoch.blockBusy.add(key);
@@ -127,7 +130,13 @@ export abstract class ChainFires extends ChainState {
             const failures = (this.fireFailures.get(owner) ?? 0) + 1;
             this.fireFailures.set(owner, failures);
             if ((failures & (failures - 1)) === 0) {
-              log.warn("watcher could not fire; the owner's fires wait for the next pass", { chainId: this.chainId, owner, workflowId: c.entry.workflowId, attempt: failures, error: brief(err) });
+              log.warn("watcher could not fire; the owner's fires wait for the next pass", {
+                chainId: this.chainId,
+                owner,
+                workflowId: c.entry.workflowId,
+                attempt: failures,
+                error: brief(err),
+              });
             }
             return;
           }
@@ -172,7 +181,11 @@ export abstract class ChainFires extends ChainState {
   async positionInTransaction(raw: RpcLog, logIndex: number): Promise<number> {
     let known = this.receipts.get(raw.transactionHash);
     if (!known) {
-      known = (this.client.request({ method: "eth_getTransactionReceipt", params: [raw.transactionHash] } as never) as Promise<{ logs: { logIndex: Hex }[] } | null>).then((r) => {
+      known = (
+        this.client.request({ method: "eth_getTransactionReceipt", params: [raw.transactionHash] } as never) as Promise<{
+          logs: { logIndex: Hex }[];
+        } | null>
+      ).then((r) => {
         const logs = r?.logs ?? [];
         return { first: logs.length > 0 ? parseInt(logs[0]!.logIndex, 16) : 0, count: logs.length };
       });

@@ -80,11 +80,15 @@ export abstract class ChainRequests extends ChainFires {
       let batch: Batch | undefined;
       try {
         const raw = await withTimeout(
-          client.request({ method: "eth_getLogs", params: [{ fromBlock: numberToHex(from), toBlock: numberToHex(to), ...group.filter }] } as never, { retryCount: 0 }) as Promise<RpcLog[]>,
+          client.request(
+            { method: "eth_getLogs", params: [{ fromBlock: numberToHex(from), toBlock: numberToHex(to), ...group.filter }] } as never,
+            { retryCount: 0 },
+          ) as Promise<RpcLog[]>,
           limits.requestTimeoutMs,
         );
         if (!Array.isArray(raw)) throw new Error("eth_getLogs did not answer a list");
-        if (raw.length > limits.maxLogsPerResponse && (to > from || group.members.length > 1)) throw new TooManyLogs(raw.length, limits.maxLogsPerResponse);
+        if (raw.length > limits.maxLogsPerResponse && (to > from || group.members.length > 1))
+          throw new TooManyLogs(raw.length, limits.maxLogsPerResponse);
         if (epoch.dead) return;
         const logs = await readLogs(raw);
         const candidates = await this.match(group, logs, epoch);
@@ -116,7 +120,8 @@ export abstract class ChainRequests extends ChainFires {
     const chainId = this.chainId;
     if (kind === "range" && span > 1) {
       const cap = Math.floor(span / 2);
-      if (cap < this.rangeCap) log.info("watcher: the provider refused a block range; ranges halved", { chainId, blocks: span, now: cap, error: brief(err) });
+      if (cap < this.rangeCap)
+        log.info("watcher: the provider refused a block range; ranges halved", { chainId, blocks: span, now: cap, error: brief(err) });
       this.rangeCap = Math.min(this.rangeCap, cap);
       state.maxBlocks = Math.min(state.maxBlocks, cap);
       return;
@@ -129,7 +134,12 @@ export abstract class ChainRequests extends ChainFires {
     if (kind === "addresses" && group.addressCount > 1) {
       const cap = Math.floor(Math.min(group.addressCount, this.addressCap) / 2);
       if (cap < this.addressCap) {
-        log.info("watcher: the provider refused a request's addresses; requests split", { chainId, addresses: group.addressCount, now: cap, error: brief(err) });
+        log.info("watcher: the provider refused a request's addresses; requests split", {
+          chainId,
+          addresses: group.addressCount,
+          now: cap,
+          error: brief(err),
+        });
         this.addressCap = cap;
       }
       state.held = true;
@@ -140,7 +150,11 @@ export abstract class ChainRequests extends ChainFires {
       if (!split) this.split.set(group.owner, (split = new Set()));
       split.add(group.key);
       state.held = true;
-      log.debug("watcher: too many results in one block; the group's queries split", { chainId, group: group.key, members: group.members.length });
+      log.debug("watcher: too many results in one block; the group's queries split", {
+        chainId,
+        group: group.key,
+        members: group.members.length,
+      });
       return;
     }
     const now = useRuntime().now();

@@ -106,7 +106,10 @@ export class ChainState {
           log.warn("watcher could not pack an owner's queries", { chainId: this.chainId, owner, error: brief(err) });
         },
       );
-      const size = entries.reduce((n, e) => n + (e.trigger.type === "event" ? e.trigger.config.queries.reduce((k, q) => k + (q.addresses?.length ?? 0) + 1, 0) : 0), 0);
+      const size = entries.reduce(
+        (n, e) => n + (e.trigger.type === "event" ? e.trigger.config.queries.reduce((k, q) => k + (q.addresses?.length ?? 0) + 1, 0) : 0),
+        0,
+      );
       (size <= PLAN_INLINE_ADDRESSES ? inline : builds).push(build);
     }
     await Promise.all(inline);
@@ -161,7 +164,9 @@ export class ChainState {
   header(n: number): Promise<Header> {
     let found = this.headers.get(n);
     if (!found) {
-      found = this.client.getBlock({ blockNumber: BigInt(n) }).then((b) => ({ number: n, timestampMs: Number(b.timestamp) * 1000, output: blockStepOutput(b) }));
+      found = this.client
+        .getBlock({ blockNumber: BigInt(n) })
+        .then((b) => ({ number: n, timestampMs: Number(b.timestamp) * 1000, output: blockStepOutput(b) }));
       found.catch(() => this.headers.delete(n));
       this.headers.set(n, found);
     }

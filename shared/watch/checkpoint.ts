@@ -54,7 +54,14 @@ export async function acquire(chainId: number, holder: string, now: number): Pro
 }
 
 /** Writes the cursors while still holding the lease (extending it); false when the lease was lost. */
-export async function store(chainId: number, holder: string, block: number, behind: Record<string, number>, floors: Record<string, number>, rev: string): Promise<boolean> {
+export async function store(
+  chainId: number,
+  holder: string,
+  block: number,
+  behind: Record<string, number>,
+  floors: Record<string, number>,
+  rev: string,
+): Promise<boolean> {
   const now = useRuntime().now();
   try {
     await useRuntime().db.send(
@@ -64,7 +71,14 @@ export async function store(chainId: number, holder: string, block: number, behi
         UpdateExpression: "SET #block = :block, behind = :behind, floors = :floors, rev = :rev, leaseUntil = :until",
         ConditionExpression: "leaseOwner = :me",
         ExpressionAttributeNames: { "#block": "block" },
-        ExpressionAttributeValues: { ":block": block, ":behind": behind, ":floors": floors, ":rev": rev, ":until": now + LEASE_MS, ":me": holder },
+        ExpressionAttributeValues: {
+          ":block": block,
+          ":behind": behind,
+          ":floors": floors,
+          ":rev": rev,
+          ":until": now + LEASE_MS,
+          ":me": holder,
+        },
       }),
     );
     return true;

@@ -17,7 +17,13 @@ export async function methodResults(chainId: number, query: EventQuery, contract
     const prepared = prepareCalls(calls, contract, query.contractAbi);
     return (await callAll(chainId, prepared)).elements;
   } catch (err) {
-    return calls.map((c) => ({ methodName: c.methodName, contractAddress: c.contractAddress ?? contract, success: false, error: (err as Error).message, value: null }));
+    return calls.map((c) => ({
+      methodName: c.methodName,
+      contractAddress: c.contractAddress ?? contract,
+      success: false,
+      error: (err as Error).message,
+      value: null,
+    }));
   }
 }
 
@@ -41,7 +47,8 @@ export async function fireExecution(workflowId: string, fireId: string, output: 
     });
   } catch (err) {
     if (err instanceof Workflow.DuplicateFire) return { kind: "duplicate" };
-    if (err instanceof ApiError && (err.status === 404 || err.status === 412)) return { kind: "stopped", reason: err.extra.reason ?? err.code };
+    if (err instanceof ApiError && (err.status === 404 || err.status === 412))
+      return { kind: "stopped", reason: err.extra.reason ?? err.code };
     throw err;
   }
   await handOver(workflowId, executionId);

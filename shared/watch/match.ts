@@ -84,12 +84,19 @@ function decode(abi: readonly unknown[] | undefined, raw: Pick<RpcLog, "topics" 
   if (events.length === 0 || raw.topics.length === 0) return {};
   try {
     const out = decodeEventLog({ abi: events, data: raw.data, topics: raw.topics as [Hex, ...Hex[]] });
-    const event = events.find((e) => e.name === out.eventName && e.inputs.length === (Array.isArray(out.args) ? out.args.length : Object.keys(out.args ?? {}).length)) ??
-      events.find((e) => e.name === out.eventName)!;
+    const event =
+      events.find(
+        (e) =>
+          e.name === out.eventName && e.inputs.length === (Array.isArray(out.args) ? out.args.length : Object.keys(out.args ?? {}).length),
+      ) ?? events.find((e) => e.name === out.eventName)!;
     const values = out.args as unknown;
     const args = Object.fromEntries(
       event.inputs.map((input, i) => {
-        const value = Array.isArray(values) ? values[i] : input.name ? (values as Record<string, unknown>)[input.name] : (values as unknown[])[i];
+        const value = Array.isArray(values)
+          ? values[i]
+          : input.name
+            ? (values as Record<string, unknown>)[input.name]
+            : (values as unknown[])[i];
         return [input.name || `arg${i}`, toJson(input, value)];
       }),
     );
@@ -115,7 +122,8 @@ export function holds(condition: EventCondition, decoded: Decoded, abi: readonly
   const type = condition.fieldType ?? abiType ?? "string";
   const text = typeof value === "string" ? value : JSON.stringify(value);
   const op = condition.operator;
-  if (op === "contains") return type === "address" ? text.toLowerCase().includes(condition.value.toLowerCase()) : text.includes(condition.value);
+  if (op === "contains")
+    return type === "address" ? text.toLowerCase().includes(condition.value.toLowerCase()) : text.includes(condition.value);
   if (/^u?int[0-9]*$/.test(type)) {
     let a: bigint, b: bigint;
     try {
@@ -258,7 +266,13 @@ export async function readLogs(raw: readonly RpcLog[]): Promise<Log[]> {
   for (let i = 0; i < raw.length; i++) {
     const r = raw[i]!;
     if (!r.removed) {
-      logs.push({ raw: r, block: parseInt(r.blockNumber, 16), index: parseInt(r.logIndex, 16), address: r.address.toLowerCase(), topic0: (r.topics[0] ?? "").toLowerCase() });
+      logs.push({
+        raw: r,
+        block: parseInt(r.blockNumber, 16),
+        index: parseInt(r.logIndex, 16),
+        address: r.address.toLowerCase(),
+        topic0: (r.topics[0] ?? "").toLowerCase(),
+      });
     }
     if ((i & 255) === 255 && performance.now() - began > SLICE_MS) {
       await yieldToLoop();

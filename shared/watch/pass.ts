@@ -24,7 +24,10 @@ export async function watchChain(chainId: number, options: PassOptions): Promise
   const head = Number(await state.client.getBlockNumber({ cacheTime: 0 }));
   if (persisted.block === undefined || watchers.length === 0) {
     state.reset();
-    const moved = persisted.block === undefined || head > persisted.block || Object.keys(persisted.behind).length + Object.keys(persisted.floors).length > 0;
+    const moved =
+      persisted.block === undefined ||
+      head > persisted.block ||
+      Object.keys(persisted.behind).length + Object.keys(persisted.floors).length > 0;
     if (moved && (await store(chainId, options.holder, head, {}, {}, ulid()))) state.written = undefined;
     return { ...result, status: persisted.block === undefined ? "started" : "idle" };
   }
@@ -51,7 +54,12 @@ export async function watchChain(chainId: number, options: PassOptions): Promise
   for (const entry of watchers) for (const key of state.progressKeys(entry)) settle(key, entry);
   if (skipped > 0) {
     result.skippedBlocks = skipped;
-    log.warn("watcher skipped blocks beyond max_catchup_blocks", { chainId, workflows: skippedEntries, blocks: skipped, before: floor + 1 });
+    log.warn("watcher skipped blocks beyond max_catchup_blocks", {
+      chainId,
+      workflows: skippedEntries,
+      blocks: skipped,
+      before: floor + 1,
+    });
   }
   const waitingBefore = [...epoch.queues.values()].some((q) => q.length > 0);
   if (from === Infinity && !waitingBefore) {
@@ -104,7 +112,9 @@ async function liveWatchers(chainId: number, now: number, state: ChainWatch): Pr
     if (entry.expiredAt !== undefined && entry.expiredAt <= now) await unwatch(entry.workflowId, entry.since);
     else live.push(entry);
   }
-  const legacy = live.map((entry, i) => ({ entry, i })).filter(({ entry }) => entry.v < 3 && !state.upgraded.has(`${entry.workflowId}:${entry.since}`));
+  const legacy = live
+    .map((entry, i) => ({ entry, i }))
+    .filter(({ entry }) => entry.v < 3 && !state.upgraded.has(`${entry.workflowId}:${entry.since}`));
   let next = 0;
   const upgradeOne = async () => {
     while (next < legacy.length) {

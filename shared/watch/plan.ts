@@ -96,7 +96,13 @@ interface Bin {
  * block (too many results): each is cut into two halves of its members (again while a half's key is listed).
  * Yields to the event loop between slices (an owner may name a million addresses).
  */
-export async function planOwner(owner: string, entries: readonly WatchEntry[], limits: PlanLimits, split: ReadonlySet<string>, cache: PreparedCache): Promise<OwnerPlan> {
+export async function planOwner(
+  owner: string,
+  entries: readonly WatchEntry[],
+  limits: PlanLimits,
+  split: ReadonlySet<string>,
+  cache: PreparedCache,
+): Promise<OwnerPlan> {
   const members = new Map<string, Member[]>();
   const byShape = new Map<string, Member[]>();
   let began = performance.now();
@@ -106,16 +112,26 @@ export async function planOwner(owner: string, entries: readonly WatchEntry[], l
       began = performance.now();
     }
   };
-  const sorted = [...entries].filter((e) => e.trigger.type === "event").sort((a, b) => (a.workflowId < b.workflowId ? -1 : a.workflowId > b.workflowId ? 1 : 0));
+  const sorted = [...entries]
+    .filter((e) => e.trigger.type === "event")
+    .sort((a, b) => (a.workflowId < b.workflowId ? -1 : a.workflowId > b.workflowId ? 1 : 0));
   for (const entry of sorted) {
     const list: Member[] = [];
     preparedOf(entry, cache).forEach((prepared, q) => {
       const shape = (prepared.addresses ? "a" : "t") + prepared.topics.map((t) => (t === null ? "-" : "x")).join("");
       const chunks: (string[] | undefined)[] = [];
       if (!prepared.addresses || prepared.addresses.length <= limits.maxAddresses) chunks.push(prepared.addresses);
-      else for (let at = 0; at < prepared.addresses.length; at += limits.maxAddresses) chunks.push(prepared.addresses.slice(at, at + limits.maxAddresses));
+      else
+        for (let at = 0; at < prepared.addresses.length; at += limits.maxAddresses)
+          chunks.push(prepared.addresses.slice(at, at + limits.maxAddresses));
       chunks.forEach((addresses, part) => {
-        const member: Member = { key: chunks.length > 1 ? `${entry.workflowId}:${q}:${part}` : `${entry.workflowId}:${q}`, entry, q, prepared, ...(addresses ? { addresses } : {}) };
+        const member: Member = {
+          key: chunks.length > 1 ? `${entry.workflowId}:${q}:${part}` : `${entry.workflowId}:${q}`,
+          entry,
+          q,
+          prepared,
+          ...(addresses ? { addresses } : {}),
+        };
         list.push(member);
         const same = byShape.get(shape);
         if (same) same.push(member);

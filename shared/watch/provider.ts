@@ -30,7 +30,8 @@ export function brief(err: unknown): string {
       if (o.status !== undefined) parts.push(`status ${String(o.status)}`);
       break;
     }
-    if (!(e as { cause?: unknown }).cause) parts.push(typeof o.shortMessage === "string" ? o.shortMessage : typeof o.message === "string" ? o.message : String(e));
+    if (!(e as { cause?: unknown }).cause)
+      parts.push(typeof o.shortMessage === "string" ? o.shortMessage : typeof o.message === "string" ? o.message : String(e));
   }
   const text = parts.join("; ");
   return text.length > 200 ? `${text.slice(0, 197)}...` : text;
@@ -47,8 +48,18 @@ export function classify(err: unknown): "range" | "addresses" | "results" | "oth
   const text = brief(err).toLowerCase();
   // A rate limit is a failure like any other (backoff), whatever its code says.
   if (/(rate limit|rate-limit|too many requests|status 429|daily request|capacity)/.test(text)) return "other";
-  if (/(more than \d+ (results|logs)|too many (results|logs)|response size|results? (limit|exceed)|logs? limit|limit exceeded|query timeout|returned more than|response is too big|code -32005)/.test(text)) return "results";
+  if (
+    /(more than \d+ (results|logs)|too many (results|logs)|response size|results? (limit|exceed)|logs? limit|limit exceeded|query timeout|returned more than|response is too big|code -32005)/.test(
+      text,
+    )
+  )
+    return "results";
   if (/address/.test(text) && /(too many|exceed|limit|maximum|max\b|at most|up to)/.test(text)) return "addresses";
-  if (/(block range|range (is )?too (large|wide|big)|range limit|blocks? range|range exceeds|range should|max(imum)? (block )?range|too many blocks)/.test(text)) return "range";
+  if (
+    /(block range|range (is )?too (large|wide|big)|range limit|blocks? range|range exceeds|range should|max(imum)? (block )?range|too many blocks)/.test(
+      text,
+    )
+  )
+    return "range";
   return "other";
 }

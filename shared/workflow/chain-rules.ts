@@ -47,7 +47,15 @@ export function unsupportedChains(definition: Definition, chains: readonly Chain
 
 /** Block times of API.md §5, seconds; any other chain 1 s. A chain's configured `blockTimeSeconds` wins. */
 export const DEFAULT_BLOCK_TIMES: Readonly<Record<number, number>> = {
-  1: 12, 11155111: 12, 10: 2, 8453: 2, 84532: 2, 56: 0.75, 42161: 0.25, 130: 0.2, 4663: 0.1,
+  1: 12,
+  11155111: 12,
+  10: 2,
+  8453: 2,
+  84532: 2,
+  56: 0.75,
+  42161: 0.25,
+  130: 0.2,
+  4663: 0.1,
 };
 
 export function blockTimeSeconds(chainId: number, chains: readonly ChainInfo[] = []): number {
@@ -150,7 +158,12 @@ function utcOffset(t: number, timezone: string): number {
     f = new Intl.DateTimeFormat("en-US", {
       timeZone: timezone,
       hourCycle: "h23",
-      year: "numeric", month: "numeric", day: "numeric", hour: "numeric", minute: "numeric", second: "numeric",
+      year: "numeric",
+      month: "numeric",
+      day: "numeric",
+      hour: "numeric",
+      minute: "numeric",
+      second: "numeric",
     });
     formatters.set(timezone, f);
   }

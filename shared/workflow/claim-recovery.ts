@@ -55,7 +55,12 @@ async function recoverClaim(intent: Intent, now: number): Promise<RecoveredClaim
   const { db } = useRuntime();
   const executionId = String(intent.execution.id);
   const written = await db.send(
-    new GetCommand({ TableName: table(), Key: Keys.execution(intent.workflowId, executionId), ConsistentRead: true, ProjectionExpression: "pk" }),
+    new GetCommand({
+      TableName: table(),
+      Key: Keys.execution(intent.workflowId, executionId),
+      ConsistentRead: true,
+      ProjectionExpression: "pk",
+    }),
   );
   if (written.Item) return void (await closeIntent(intent)); // only the close was missing
   const marker = markerOf(intent.key.pk);

@@ -84,7 +84,12 @@ const CLAIM_ATTEMPTS = 20;
 const INTENT_TTL_S = 24 * 3600;
 /** The sweeper takes over an intent still in flight this long after its claim began. */
 export const CLAIM_RECOVERY_AFTER_MS = 60_000;
-const RETRYABLE = new Set(["TransactionConflictException", "ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded"]);
+const RETRYABLE = new Set([
+  "TransactionConflictException",
+  "ThrottlingException",
+  "ProvisionedThroughputExceededException",
+  "RequestLimitExceeded",
+]);
 
 /** This process's count updates tried and claims made: attempts per execution is the contention measure (bench). */
 export const claimStats = { attempts: 0, claimed: 0 };
@@ -247,7 +252,11 @@ export const indexOf = (record: WorkflowRecord, marker: string): number | undefi
 };
 
 /** Steps 3-5 for a claim that holds `index`: completion at the cap, the execution item, the intent closed. */
-export async function finishClaim(record: WorkflowRecord, intent: Intent, index: number): Promise<{ workflow: WorkflowRecord; index: number }> {
+export async function finishClaim(
+  record: WorkflowRecord,
+  intent: Intent,
+  index: number,
+): Promise<{ workflow: WorkflowRecord; index: number }> {
   const completes = index + 1 >= record.maxExecution;
   if (completes) await completeAtCap(record.id, intent.at);
   try {
@@ -258,7 +267,9 @@ export async function finishClaim(record: WorkflowRecord, intent: Intent, index:
     if (errorName(err) !== "ConditionalCheckFailedException") throw err; // written already (the sweeper, or a retry)
   }
   // Not awaited: nothing waits on it, and if it never lands the sweeper finds the execution written and closes it.
-  closeIntent(intent).catch((err: unknown) => log.warn("could not close a claim intent", { intent: intent.key.pk, error: (err as Error).message }));
+  closeIntent(intent).catch((err: unknown) =>
+    log.warn("could not close a claim intent", { intent: intent.key.pk, error: (err as Error).message }),
+  );
   claimStats.claimed += 1;
   const at = intent.at;
   return {
@@ -267,7 +278,9 @@ export async function finishClaim(record: WorkflowRecord, intent: Intent, index:
       executionCount: index + 1,
       lastRanAt: at,
       updatedAt: at,
-      ...(completes ? { status: "completed" as const, completionReason: "MAX_EXECUTIONS_REACHED" as const, completedAt: at, holdsSlot: false } : {}),
+      ...(completes
+        ? { status: "completed" as const, completionReason: "MAX_EXECUTIONS_REACHED" as const, completedAt: at, holdsSlot: false }
+        : {}),
     },
     index,
   };
@@ -300,7 +313,9 @@ export async function closeIntent(intent: Pick<Intent, "key" | "isFire">): Promi
  * safe to remove, since an intent is closed only after its execution is written. Unanswered keys count as open.
  */
 async function closedMarkers(record: WorkflowRecord): Promise<string[]> {
-  const markers = Object.keys(record).filter((k) => k.startsWith(MARKER_PREFIX)).slice(0, MARKERS_PER_CLEANUP);
+  const markers = Object.keys(record)
+    .filter((k) => k.startsWith(MARKER_PREFIX))
+    .slice(0, MARKERS_PER_CLEANUP);
   if (markers.length < MARKERS_BEFORE_CLEANUP) return [];
   const out = await useRuntime().db.send(
     new BatchGetCommand({
@@ -325,7 +340,12 @@ async function completeAtCap(id: string, at: number): Promise<void> {
     const record = await read(id);
     if (!record || (record.status !== "enabled" && record.status !== "disabled") || record.executionCount < record.maxExecution) return;
     const held = record.holdsSlot === true;
-    const write = completionUpdate(id, held, { reason: "MAX_EXECUTIONS_REACHED", completedAt: ":now", condition: "executionCount >= maxExecution", now: at });
+    const write = completionUpdate(id, held, {
+      reason: "MAX_EXECUTIONS_REACHED",
+      completedAt: ":now",
+      condition: "executionCount >= maxExecution",
+      now: at,
+    });
     if (await writeReleasingSlot(record.owner, write, held)) {
       await Promise.all([stopFiring(record), Watch.unwatch(id), forgetExpiry(id)]);
       return;

@@ -19,18 +19,29 @@ export const WorkflowPage = page("WorkflowPage", Workflow);
 export const CreateBody = component("WorkflowCreateRequest", S.CreateBody);
 export const WorkflowCount = component(
   "WorkflowCount",
-  v.object({ total: described(v.pipe(v.number(), v.integer(), v.minValue(0)), "The number of the caller's workflows matching the filters.") }),
+  v.object({
+    total: described(v.pipe(v.number(), v.integer(), v.minValue(0)), "The number of the caller's workflows matching the filters."),
+  }),
 );
 
 /** A list query parameter (API.md §1.3): repeated keys and/or comma-separated values, at most 50 distinct. */
 const listOf = <const S extends v.GenericSchema<string, unknown>>(item: S, description: string) =>
   v.pipe(
     v.array(v.string()),
-    v.transform((values) => [...new Set(values.flatMap((x) => x.split(",")).map((x) => x.trim()).filter(Boolean))]),
+    v.transform((values) => [
+      ...new Set(
+        values
+          .flatMap((x) => x.split(","))
+          .map((x) => x.trim())
+          .filter(Boolean),
+      ),
+    ]),
     v.maxLength(50, "accepts at most 50 values"),
     v.array(item),
     v.transform((values) => [...new Set(values)]),
-    v.description(`${description} Repeated keys, comma-separated values, or both; empty items are ignored, duplicates merged, at most 50 values.`),
+    v.description(
+      `${description} Repeated keys, comma-separated values, or both; empty items are ignored, duplicates merged, at most 50 values.`,
+    ),
   );
 
 export const LIST_STATUSES = [...WORKFLOW_STATUSES, "running"] as const;
@@ -62,11 +73,17 @@ export const CountQuery = v.object({ smartWalletAddress: SmartWalletFilter, stat
 const IdParams = v.object({
   id: parameter(
     "WorkflowIdPath",
-    v.pipe(v.string(), v.description("Workflow id (ULID, any letter case). Malformed, unknown, deleted or another owner's → 404 `WORKFLOW_NOT_FOUND`.")),
+    v.pipe(
+      v.string(),
+      v.description("Workflow id (ULID, any letter case). Malformed, unknown, deleted or another owner's → 404 `WORKFLOW_NOT_FOUND`."),
+    ),
   ),
 });
 const CancelParams = v.object({
-  id: parameter("WorkflowCancelId", v.pipe(v.string(), v.description("Workflow id. Any value is accepted: unknown, malformed or another owner's ids answer 204 too."))),
+  id: parameter(
+    "WorkflowCancelId",
+    v.pipe(v.string(), v.description("Workflow id. Any value is accepted: unknown, malformed or another owner's ids answer 204 too.")),
+  ),
 });
 
 export const create = endpoint({
@@ -161,7 +178,8 @@ export const resume = endpoint({
   responses: { 200: { description: "The workflow after the operation.", body: Workflow } },
   errors: { 404: ["WORKFLOW_NOT_FOUND"], 409: ["WORKFLOW_TERMINAL"], 429: ["WORKFLOWS_LIMIT_REACHED"] },
   notes: {
-    429: ({ limits }) => `\`WORKFLOWS_LIMIT_REACHED\` when resuming would give the caller more than ${limits.maxActiveWorkflowsPerOwner} active workflows.`,
+    429: ({ limits }) =>
+      `\`WORKFLOWS_LIMIT_REACHED\` when resuming would give the caller more than ${limits.maxActiveWorkflowsPerOwner} active workflows.`,
   },
 });
 

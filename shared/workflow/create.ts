@@ -22,7 +22,11 @@ function canonicalJson(value: unknown): string {
     Array.isArray(x)
       ? x.map(sort)
       : x !== null && typeof x === "object"
-        ? Object.fromEntries(Object.keys(x).sort().map((k) => [k, sort((x as Item)[k])]))
+        ? Object.fromEntries(
+            Object.keys(x)
+              .sort()
+              .map((k) => [k, sort((x as Item)[k])]),
+          )
         : x;
   return JSON.stringify(sort(value));
 }
@@ -85,7 +89,11 @@ export async function create(body: Record<string, unknown>): Promise<WorkflowInf
   // Item 8: the stored document is the Workflow object as created.
   const size = Buffer.byteLength(canonicalJson(info), "utf8");
   if (size > config.limits.maxWorkflowBytes) {
-    throw new ApiError(413, "PAYLOAD_TOO_LARGE", `The stored workflow document would be ${size} bytes; at most ${config.limits.maxWorkflowBytes} are allowed.`);
+    throw new ApiError(
+      413,
+      "PAYLOAD_TOO_LARGE",
+      `The stored workflow document would be ${size} bytes; at most ${config.limits.maxWorkflowBytes} are allowed.`,
+    );
   }
   // Item 9.
   if (!(await isRegisteredWallet(owner, record.smartWalletAddress))) {
@@ -105,7 +113,21 @@ export async function create(body: Record<string, unknown>): Promise<WorkflowInf
   const expiry =
     record.expiredAt === undefined
       ? []
-      : [{ Put: { TableName: table(), Item: { ...Keys.expiry(id), ...Keys.expiryDue(record.expiredAt, id), type: "expiry", v: VERSION, workflowId: id, expiredAt: record.expiredAt } } }];
+      : [
+          {
+            Put: {
+              TableName: table(),
+              Item: {
+                ...Keys.expiry(id),
+                ...Keys.expiryDue(record.expiredAt, id),
+                type: "expiry",
+                v: VERSION,
+                workflowId: id,
+                expiredAt: record.expiredAt,
+              },
+            },
+          },
+        ];
   await takeSlot(owner, () => ({ Put: { TableName: table(), Item: item, ConditionExpression: "attribute_not_exists(pk)" } }), expiry);
   await startFiring(record, now);
   await Watch.watch(record, now);

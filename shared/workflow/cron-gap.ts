@@ -55,7 +55,14 @@ interface Schedule {
 function parseSchedule(expression: string): Schedule {
   const p = new CronPattern(expression, undefined, { mode: CRONER_OPTIONS.mode, alternativeWeekdays: CRONER_OPTIONS.alternativeWeekdays });
   // The service's grammar (schemas.ts CRON_PATTERN) has no L, W, #, + or year field; refuse them rather than misread.
-  if (p.lastDayOfMonth || p.lastWeekday || p.nearestWeekdays.some(Boolean) || p.useAndLogic || !p.starYear || p.dayOfWeek.some((v) => v !== 0 && v !== 63)) {
+  if (
+    p.lastDayOfMonth ||
+    p.lastWeekday ||
+    p.nearestWeekdays.some(Boolean) ||
+    p.useAndLogic ||
+    !p.starYear ||
+    p.dayOfWeek.some((v) => v !== 0 && v !== 63)
+  ) {
     throw new RangeError(`cron gap: unsupported expression ${JSON.stringify(expression)}`);
   }
   const times: number[] = [];
@@ -346,7 +353,10 @@ export function cronMinimumGap(schedules: readonly string[], timezone: string, n
     const walker = new Walker(model, sink);
     walker.walkYear(year, zoneYear(timezone, year));
     const start = Date.UTC(year, 0, 1);
-    summaries.set(type, { first: walker.first === undefined ? undefined : walker.first - start, last: walker.last === undefined ? undefined : walker.last - start });
+    summaries.set(type, {
+      first: walker.first === undefined ? undefined : walker.first - start,
+      last: walker.last === undefined ? undefined : walker.last - start,
+    });
   }
   // Gaps between years: each year's first fire after the last fire of the years before.
   let last: number | undefined;
@@ -372,14 +382,22 @@ export function walkCronGaps(schedules: readonly string[], timezone: string, aft
   const from = new Date(after - 2 * DAY_MS);
   const end = before + DAY_MS;
   for (let year = from.getUTCFullYear(); Date.UTC(year, 0, 1) < end && !walker.stopped; year++) {
-    const fromDay = year === from.getUTCFullYear() ? Math.floor((Date.UTC(year, from.getUTCMonth(), from.getUTCDate()) - Date.UTC(year, 0, 1)) / DAY_MS) : 0;
+    const fromDay =
+      year === from.getUTCFullYear()
+        ? Math.floor((Date.UTC(year, from.getUTCMonth(), from.getUTCDate()) - Date.UTC(year, 0, 1)) / DAY_MS)
+        : 0;
     const toDay = Math.min(isLeap(year) ? 366 : 365, Math.ceil((end - Date.UTC(year, 0, 1)) / DAY_MS));
     walker.walkYear(year, zoneYear(timezone, year), fromDay, toDay);
   }
 }
 
 /** The first two consecutive fires after `after` closer than `floorMs`, searched over a whole cycle. */
-export function firstGapBelow(schedules: readonly string[], timezone: string, after: number, floorMs: number): { a: number; b: number } | undefined {
+export function firstGapBelow(
+  schedules: readonly string[],
+  timezone: string,
+  after: number,
+  floorMs: number,
+): { a: number; b: number } | undefined {
   let found: { a: number; b: number } | undefined;
   const horizon = Date.UTC(new Date(after).getUTCFullYear() + CYCLE_WALK_YEARS, 0, 1);
   walkCronGaps(schedules, timezone, after, horizon, (gap, a, b) => {

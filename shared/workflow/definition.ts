@@ -170,7 +170,10 @@ function normaliseConfig<C>(type: string, config: C): C {
   }
   if (type === "branch") {
     const conditions = c.conditions as { type?: string; expression: string }[];
-    return { ...c, conditions: conditions.map((cond, i) => ({ ...cond, type: cond.type ?? inferConditionType(i, conditions.length, cond.expression) })) } as C;
+    return {
+      ...c,
+      conditions: conditions.map((cond, i) => ({ ...cond, type: cond.type ?? inferConditionType(i, conditions.length, cond.expression) })),
+    } as C;
   }
   return config;
 }

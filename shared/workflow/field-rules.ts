@@ -48,7 +48,8 @@ export function crossFieldProblems(input: unknown, options: ValidateOptions<Mode
       const value = text(part[member]);
       if (value === undefined) continue;
       const earlier = first.get(value);
-      if (earlier !== undefined) add(`${path}.${member}`, `must be unique among the trigger and node ${member}s (${earlier}.${member} is also ${value})`);
+      if (earlier !== undefined)
+        add(`${path}.${member}`, `must be unique among the trigger and node ${member}s (${earlier}.${member} is also ${value})`);
       else first.set(value, `body.${path}`);
     }
   }
@@ -70,7 +71,8 @@ export function crossFieldProblems(input: unknown, options: ValidateOptions<Mode
       const iterVar = text(node.config.iterVar);
       if (iterVar !== undefined && names.has(iterVar)) add(`nodes[${i}].config.iterVar`, "must not equal a trigger or node name");
       const runner = node.config.runner;
-      if (isObject(runner) && isObject(runner.config)) nodeConfigProblems(String(runner.type), runner.config, `nodes[${i}].config.runner.config`, add);
+      if (isObject(runner) && isObject(runner.config))
+        nodeConfigProblems(String(runner.type), runner.config, `nodes[${i}].config.runner.config`, add);
     }
   });
 
@@ -91,7 +93,9 @@ export function crossFieldProblems(input: unknown, options: ValidateOptions<Mode
     else if (expiredAt !== undefined && startAt !== undefined && expiredAt <= startAt) add("expiredAt", "must be after startAt");
     if (trigger?.type === "fixedTime" && isObject(trigger.config) && Array.isArray(trigger.config.epochs)) {
       const epochs = trigger.config.epochs.filter((e): e is number => typeof e === "number");
-      const inside = epochs.some((e) => e > options.now && (startAt === undefined || e >= startAt) && (expiredAt === undefined || e < expiredAt));
+      const inside = epochs.some(
+        (e) => e > options.now && (startAt === undefined || e >= startAt) && (expiredAt === undefined || e < expiredAt),
+      );
       if (epochs.length === trigger.config.epochs.length && epochs.length > 0 && !inside) {
         add("trigger.config.epochs", "must include an epoch after now and inside [startAt, expiredAt)");
       }
@@ -192,7 +196,12 @@ function nodeConfigProblems(type: string, config: Raw, at: string, add: Add) {
       break;
     }
     case "contractRead":
-      methodCallProblems(arrayOf(config.methodCalls), Array.isArray(config.contractAbi) ? config.contractAbi : undefined, `${at}.methodCalls`, add);
+      methodCallProblems(
+        arrayOf(config.methodCalls),
+        Array.isArray(config.contractAbi) ? config.contractAbi : undefined,
+        `${at}.methodCalls`,
+        add,
+      );
       break;
     case "restApi": {
       const method = text(config.method)?.toUpperCase();
@@ -273,7 +282,8 @@ function methodCallProblems(calls: unknown[], abi: unknown[] | undefined, at: st
       const signature = name.replace(/\s+/g, "");
       const fn = functions.find((f) => f.signature === signature);
       if (!fn) add(`${here}.methodName`, `names no function of contractAbi: ${name}`);
-      else if (fn.inputs.length !== params) add(`${here}.methodParams`, `must have ${fn.inputs.length} items, one per input of ${fn.signature}`);
+      else if (fn.inputs.length !== params)
+        add(`${here}.methodParams`, `must have ${fn.inputs.length} items, one per input of ${fn.signature}`);
       return;
     }
     const candidates = functions.filter((f) => f.name === name);

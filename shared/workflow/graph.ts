@@ -177,7 +177,17 @@ export function compileGraph({ trigger, nodes, edges }: GraphInput): CompiledGra
 
   // Kahn's algorithm; among ready nodes the one earliest in `nodes` goes first.
   const position = new Map(nodes.map((n, i) => [n.id, i]));
-  const waiting = new Map(nodes.map((n) => [n.id, new Set(incoming.get(n.id)!.map((e) => e.source).filter((s) => s !== trigger.id))]));
+  const waiting = new Map(
+    nodes.map((n) => [
+      n.id,
+      new Set(
+        incoming
+          .get(n.id)!
+          .map((e) => e.source)
+          .filter((s) => s !== trigger.id),
+      ),
+    ]),
+  );
   const order: string[] = [];
   const ready = nodes.filter((n) => waiting.get(n.id)!.size === 0).map((n) => n.id);
   while (ready.length) {

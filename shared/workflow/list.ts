@@ -117,7 +117,8 @@ export async function list(filter: ListFilter, page: Page) {
   const owner = useOwner();
   const now = useRuntime().now();
   for (const position of [page.after, page.before]) {
-    if (position !== undefined && !ULID_PATTERN.test(position)) throw new ApiError(400, "INVALID_CURSOR", "The cursor is not valid for this list.");
+    if (position !== undefined && !ULID_PATTERN.test(position))
+      throw new ApiError(400, "INVALID_CURSOR", "The cursor is not valid for this list.");
   }
   const q = scopedQuery(owner, filter, now);
   let items: Item[];
@@ -133,7 +134,8 @@ export async function list(filter: ListFilter, page: Page) {
     const following = await collect(q, { from: page.after, forward: true, inclusive: false, want: page.limit + 1 });
     items = following.slice(0, page.limit);
     hasNextPage = following.length > page.limit;
-    hasPreviousPage = page.after !== undefined && (await collect(q, { from: page.after, forward: false, inclusive: true, want: 1 })).length > 0;
+    hasPreviousPage =
+      page.after !== undefined && (await collect(q, { from: page.after, forward: false, inclusive: true, want: 1 })).length > 0;
   }
   return { items: items.map((item) => toInfo(fromItem(item), now)), hasNextPage, hasPreviousPage };
 }

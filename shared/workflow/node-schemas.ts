@@ -103,13 +103,22 @@ export function nodeSchemas(limits: DefinitionLimits) {
   const BranchConfig = strict({ conditions: list(BranchCondition, 1, 20, "conditions") });
   const FilterConfig = strict({
     inputVariable: WholeTemplate,
-    expression: v.pipe(expression, v.check((s) => s.trim() !== "", "must not be empty")),
+    expression: v.pipe(
+      expression,
+      v.check((s) => s.trim() !== "", "must not be empty"),
+    ),
   });
   const BalanceConfig = strict(
     {
       address: AddressOrTemplate,
       chainId: opt(ChainId),
-      chain: opt(v.pipe(str(), v.regex(/^(?:0|[1-9][0-9]{0,15})$/, "must be a chain id as a decimal string"), v.description("Compatibility alias of `chainId`; must agree with it when both are set."))),
+      chain: opt(
+        v.pipe(
+          str(),
+          v.regex(/^(?:0|[1-9][0-9]{0,15})$/, "must be a chain id as a decimal string"),
+          v.description("Compatibility alias of `chainId`; must agree with it when both are set."),
+        ),
+      ),
       tokenAddresses: opt(list(AddressString, 0, 50, "addresses")),
       includeSpam: opt(TemplatedAny),
       includeZeroBalances: opt(TemplatedAny),
@@ -169,5 +178,19 @@ export function nodeSchemas(limits: DefinitionLimits) {
     `must be one of ${NODE_TYPES.join(", ")}`,
   );
 
-  return { EthTransferConfig, ContractWriteConfig, ContractReadConfig, GraphqlQueryConfig, RestApiConfig, CustomCodeConfig, BranchCondition, BranchConfig, FilterConfig, LoopRunner, LoopConfig, BalanceConfig, Node };
+  return {
+    EthTransferConfig,
+    ContractWriteConfig,
+    ContractReadConfig,
+    GraphqlQueryConfig,
+    RestApiConfig,
+    CustomCodeConfig,
+    BranchCondition,
+    BranchConfig,
+    FilterConfig,
+    LoopRunner,
+    LoopConfig,
+    BalanceConfig,
+    Node,
+  };
 }

@@ -19,7 +19,9 @@ export async function recordOutcome(id: string, status: "success" | "failed" | "
   const { db, config } = useRuntime();
   const key = Keys.workflow(id);
   if (status !== "error") {
-    const { Item } = await db.send(new GetCommand({ TableName: table(), Key: key, ConsistentRead: true, ProjectionExpression: "consecutiveErrors" }));
+    const { Item } = await db.send(
+      new GetCommand({ TableName: table(), Key: key, ConsistentRead: true, ProjectionExpression: "consecutiveErrors" }),
+    );
     if (!Item || !(Number(Item.consecutiveErrors) > 0)) return;
     try {
       await db.send(
@@ -65,8 +67,7 @@ export async function recordOutcome(id: string, status: "success" | "failed" | "
         TableName: table(),
         Key: key,
         UpdateExpression: "SET #st = :failed, completionReason = :reason, completedAt = :endAt, holdsSlot = :false, updatedAt = :endAt",
-        ConditionExpression:
-          `#st IN (:enabled, :disabled) AND consecutiveErrors >= :limit AND (attribute_not_exists(expiredAt) OR expiredAt > :endAt) AND ${slot.expression}`,
+        ConditionExpression: `#st IN (:enabled, :disabled) AND consecutiveErrors >= :limit AND (attribute_not_exists(expiredAt) OR expiredAt > :endAt) AND ${slot.expression}`,
         ExpressionAttributeNames: { "#st": "status" },
         ExpressionAttributeValues: {
           ":failed": "failed",
@@ -80,7 +81,8 @@ export async function recordOutcome(id: string, status: "success" | "failed" | "
         },
       },
     };
-    if (await writeReleasingSlot(updated.owner, write, held)) return void (await Promise.all([stopFiring(updated), Watch.unwatch(id), forgetExpiry(id)]));
+    if (await writeReleasingSlot(updated.owner, write, held))
+      return void (await Promise.all([stopFiring(updated), Watch.unwatch(id), forgetExpiry(id)]));
     const again = await read(id);
     if (!again) return;
     updated = again;

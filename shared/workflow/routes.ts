@@ -15,7 +15,15 @@ export const workflowRoutes: Route[] = [
   route(Contract.list, async (c, { query }) => {
     const page = decodePage(query, LIST_ENDPOINT, useOwner());
     const result = await Workflow.list(query, page);
-    return c.json(pageEnvelope(result, (w) => w, (w) => String(w.id), LIST_ENDPOINT, useOwner()));
+    return c.json(
+      pageEnvelope(
+        result,
+        (w) => w,
+        (w) => String(w.id),
+        LIST_ENDPOINT,
+        useOwner(),
+      ),
+    );
   }),
   route(Contract.count, async (c, { query }) => c.json({ total: await Workflow.count(query) })),
   route(Contract.retrieve, async (c, { params }) => c.json(await Workflow.getOwned(params.id))),

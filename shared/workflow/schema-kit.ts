@@ -6,7 +6,14 @@ import * as v from "valibot";
 import { Cron } from "croner";
 import { ChainIdNumber, Uint256String, UlidString } from "../http/validate";
 import { AddressString } from "../http/address-schemas";
-import { PATHS_ONLY_MESSAGE, RESERVED_WORDS, WHOLE_TEMPLATE_OR_PATH_SOURCE, forEachString, hasTemplate, templateProblem } from "../templates";
+import {
+  PATHS_ONLY_MESSAGE,
+  RESERVED_WORDS,
+  WHOLE_TEMPLATE_OR_PATH_SOURCE,
+  forEachString,
+  hasTemplate,
+  templateProblem,
+} from "../templates";
 
 export interface DefinitionLimits {
   maxManualDataBytes: number;
@@ -31,8 +38,16 @@ export const DEFAULT_LIMITS: DefinitionLimits = {
 export const TRIGGER_TYPES = ["manual", "fixedTime", "cron", "block", "event"] as const;
 export type TriggerType = (typeof TRIGGER_TYPES)[number];
 export const NODE_TYPES = [
-  "ethTransfer", "contractWrite", "contractRead", "graphqlQuery", "restApi",
-  "customCode", "branch", "filter", "loop", "balance",
+  "ethTransfer",
+  "contractWrite",
+  "contractRead",
+  "graphqlQuery",
+  "restApi",
+  "customCode",
+  "branch",
+  "filter",
+  "loop",
+  "balance",
 ] as const;
 export type NodeType = (typeof NODE_TYPES)[number];
 export const RUNNER_TYPES = ["ethTransfer", "contractWrite", "contractRead", "graphqlQuery", "restApi", "customCode"] as const;
@@ -91,7 +106,11 @@ export function strict<const E extends v.ObjectEntries>(entries: E, description?
  * record drops the last three, and an assignment `out["__proto__"] = x` would set the prototype instead of
  * adding a member, so this one runs valibot's checks per entry and defines each member.
  */
-export const record = <const K extends v.GenericSchema<string, string>, const V extends v.GenericSchema>(key: K, value: V, message = "must be an object") => {
+export const record = <const K extends v.GenericSchema<string, string>, const V extends v.GenericSchema>(
+  key: K,
+  value: V,
+  message = "must be an object",
+) => {
   const base = v.record(key, value, message);
   return refuseArrays({ ...base, "~run": (dataset, config) => runRecord(base, dataset, config) } as typeof base);
 };
@@ -181,12 +200,21 @@ export const NameString = v.pipe(
 export const TimeMs = v.pipe(int(0), v.description("TimeMs: Unix time in milliseconds."));
 export const ChainId = v.pipe(ChainIdNumber, v.description("ChainId: a positive EVM chain id; 0 means absent."));
 export const Bytes32 = v.pipe(str(), v.regex(/^0x[0-9a-fA-F]{64}$/, "must be 32 bytes of hex (0x followed by 64 hex digits)"));
-export const HexString = v.pipe(str(), v.regex(/^0x(?:[0-9a-fA-F]{2})*$/, "must be hex data (0x followed by an even number of hex digits)"));
+export const HexString = v.pipe(
+  str(),
+  v.regex(/^0x(?:[0-9a-fA-F]{2})*$/, "must be hex data (0x followed by an even number of hex digits)"),
+);
 export { AddressString, Uint256String, UlidString };
 
 export const ZERO_ADDRESS = /^0x0{40}$/;
-export const NonZeroAddress = v.pipe(AddressString, v.check((a) => !ZERO_ADDRESS.test(a), "must not be the zero address"));
-export const PositiveUint256 = v.pipe(Uint256String, v.check((s) => s !== "0", "must be greater than 0"));
+export const NonZeroAddress = v.pipe(
+  AddressString,
+  v.check((a) => !ZERO_ADDRESS.test(a), "must not be the zero address"),
+);
+export const PositiveUint256 = v.pipe(
+  Uint256String,
+  v.check((s) => s !== "0", "must be greater than 0"),
+);
 export const HttpUrl = v.pipe(
   str(),
   v.check((s) => {
@@ -366,11 +394,17 @@ export const ABI_TYPE =
 export function methodCall(templated: boolean) {
   return strict(
     {
-      methodName: v.pipe(str(), v.minLength(1, "must not be empty"), v.description("A function name in `contractAbi`, or a full signature such as `transfer(address,uint256)`.")),
+      methodName: v.pipe(
+        str(),
+        v.minLength(1, "must not be empty"),
+        v.description("A function name in `contractAbi`, or a full signature such as `transfer(address,uint256)`."),
+      ),
       methodParams: opt(v.array(templated ? TemplateText : str(), "must be an array of strings")),
       callData: opt(templated ? HexOrTemplate : HexString),
       contractAddress: opt(templated ? AddressOrTemplate : AddressString),
-      applyToFields: opt(v.pipe(v.array(str(), "must be an array of strings"), v.description("Accepted for client compatibility; no effect."))),
+      applyToFields: opt(
+        v.pipe(v.array(str(), "must be an array of strings"), v.description("Accepted for client compatibility; no effect.")),
+      ),
     },
     "MethodCall. `methodParams` (one string per ABI input) and `callData` are mutually exclusive; without `callData` the method must exist in `contractAbi` and the parameter count must match.",
   );

@@ -104,17 +104,8 @@ export function workflowSchemas(limits: DefinitionLimits = DEFAULT_LIMITS) {
 const cache = new Map<string, ReturnType<typeof build>>();
 
 function build(limits: DefinitionLimits) {
-  const {
-    manualData,
-    ManualConfig,
-    FixedTimeConfig,
-    CronConfig,
-    BlockConfig,
-    EventCondition,
-    EventQuery,
-    EventConfig,
-    Trigger,
-  } = triggerSchemas(limits);
+  const { manualData, ManualConfig, FixedTimeConfig, CronConfig, BlockConfig, EventCondition, EventQuery, EventConfig, Trigger } =
+    triggerSchemas(limits);
   const {
     EthTransferConfig,
     ContractWriteConfig,
@@ -169,7 +160,14 @@ function build(limits: DefinitionLimits) {
     chainId: opt(ChainId),
     trigger: Trigger,
     nodes,
-    edges: opt(v.pipe(edges, v.description("Optional: omitted or [] means trigger → nodes[0] → nodes[1] → … (edge ids _e0, _e1, …); not allowed with branch nodes."))),
+    edges: opt(
+      v.pipe(
+        edges,
+        v.description(
+          "Optional: omitted or [] means trigger → nodes[0] → nodes[1] → … (edge ids _e0, _e1, …); not allowed with branch nodes.",
+        ),
+      ),
+    ),
   };
 
   const CreateBody = strict({
@@ -179,15 +177,23 @@ function build(limits: DefinitionLimits) {
     inputVariables: opt(InputVariables),
     startAt: opt(TimeMs),
     expiredAt: opt(v.pipe(TimeMs, v.description("After now and after `startAt`."))),
-    maxExecution: opt(v.pipe(MaxExecution, v.description(`At least 1; default ${limits.defaultMaxExecution}.`)), limits.defaultMaxExecution),
+    maxExecution: opt(
+      v.pipe(MaxExecution, v.description(`At least 1; default ${limits.defaultMaxExecution}.`)),
+      limits.defaultMaxExecution,
+    ),
   });
   const TriggerOutput = v.pipe(
     record(str(), v.unknown()),
-    v.description("For manual only `data`, `headers` and `pathParams` (each defaulting to the trigger config's value); other types: the trigger step's `output.data`."),
+    v.description(
+      "For manual only `data`, `headers` and `pathParams` (each defaulting to the trigger config's value); other types: the trigger step's `output.data`.",
+    ),
   );
   const SimulateBody = strict({
     ...definitionEntries,
-    inputVariables: v.pipe(InputVariables, v.description("Required (may be {}). `settings.runner` is required when a node sends a user operation.")),
+    inputVariables: v.pipe(
+      InputVariables,
+      v.description("Required (may be {}). `settings.runner` is required when a node sends a user operation."),
+    ),
     triggerOutput: opt(TriggerOutput),
   });
   const EstimateFeesBody = strict({
@@ -228,10 +234,35 @@ function build(limits: DefinitionLimits) {
   });
 
   return {
-    ManualConfig, FixedTimeConfig, CronConfig, BlockConfig, EventConfig, EventQuery, EventCondition, Trigger,
-    EthTransferConfig, ContractWriteConfig, ContractReadConfig, GraphqlQueryConfig, RestApiConfig, CustomCodeConfig,
-    BranchCondition, BranchConfig, FilterConfig, LoopRunner, LoopConfig, BalanceConfig, Node,
-    Edge, InputVariables, CreateBody, SimulateBody, EstimateFeesBody, TriggerOutput, ManualTriggerOutput, Workflow,
+    ManualConfig,
+    FixedTimeConfig,
+    CronConfig,
+    BlockConfig,
+    EventConfig,
+    EventQuery,
+    EventCondition,
+    Trigger,
+    EthTransferConfig,
+    ContractWriteConfig,
+    ContractReadConfig,
+    GraphqlQueryConfig,
+    RestApiConfig,
+    CustomCodeConfig,
+    BranchCondition,
+    BranchConfig,
+    FilterConfig,
+    LoopRunner,
+    LoopConfig,
+    BalanceConfig,
+    Node,
+    Edge,
+    InputVariables,
+    CreateBody,
+    SimulateBody,
+    EstimateFeesBody,
+    TriggerOutput,
+    ManualTriggerOutput,
+    Workflow,
   };
 }
 

@@ -21,12 +21,18 @@ import { MAX_ATTEMPTS, table, counterKey, errorName, backoff, slotIs } from "./s
  * Returns false when `write`'s own condition failed (the caller re-reads and decides). `also`: more items written
  * in the same transaction, after the counter.
  */
-export async function takeSlot(owner: Address, write: () => Record<string, unknown>, also: Record<string, unknown>[] = []): Promise<boolean> {
+export async function takeSlot(
+  owner: Address,
+  write: () => Record<string, unknown>,
+  also: Record<string, unknown>[] = [],
+): Promise<boolean> {
   const max = useRuntime().config.limits.maxActiveWorkflowsPerOwner;
   let released = false;
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
     try {
-      await useRuntime().db.send(new TransactWriteCommand({ TransactItems: [write(), incrementBelow(table(), counterKey(owner), max), ...also] as never }));
+      await useRuntime().db.send(
+        new TransactWriteCommand({ TransactItems: [write(), incrementBelow(table(), counterKey(owner), max), ...also] as never }),
+      );
       return true;
     } catch (err) {
       if (errorName(err) !== "TransactionCanceledException") throw err;
@@ -120,7 +126,11 @@ export async function forgetExpiry(id: string): Promise<void> {
  * expression's operand `completedAt` (":now", or an attribute such as "expiredAt"), `updatedAt` = `now`, the active
  * slot released; only while the workflow is enabled or disabled, `condition` holds and its slot is as read (`held`).
  */
-export function completionUpdate(id: string, held: boolean, c: { reason: CompletionReason; completedAt: ":now" | "expiredAt"; condition: string; now: number }) {
+export function completionUpdate(
+  id: string,
+  held: boolean,
+  c: { reason: CompletionReason; completedAt: ":now" | "expiredAt"; condition: string; now: number },
+) {
   const slot = slotIs(held);
   return {
     Update: {

@@ -26,7 +26,8 @@ export type ListStatus = StoredStatus | "running";
 export type Item = Record<string, unknown>;
 export const table = () => useRuntime().config.tableName;
 export const workflowNotFound = () => notFound("WORKFLOW_NOT_FOUND", "The workflow");
-export const terminal = () => new ApiError(409, "WORKFLOW_TERMINAL", "The workflow is completed or failed; its status can no longer change.");
+export const terminal = () =>
+  new ApiError(409, "WORKFLOW_TERMINAL", "The workflow is completed or failed; its status can no longer change.");
 export const counterKey = (owner: string) => Keys.counter(owner, COUNTER);
 export const errorName = (err: unknown) => (err as { name?: string }).name;
 export const backoff = (attempt: number) => new Promise((r) => setTimeout(r, Math.random() * 5 * Math.min(attempt, 10)));
@@ -47,9 +48,13 @@ export const isExpired = (r: Pick<WorkflowRecord, "status" | "expiredAt">, now: 
   (r.status === "enabled" || r.status === "disabled") && r.expiredAt !== undefined && r.expiredAt <= now;
 
 /** §8.2: the status every read and operation sees. */
-export function effectiveStatus(r: WorkflowRecord, now: number): { status: StoredStatus; completionReason?: CompletionReason; completedAt?: number } {
+export function effectiveStatus(
+  r: WorkflowRecord,
+  now: number,
+): { status: StoredStatus; completionReason?: CompletionReason; completedAt?: number } {
   if (isExpired(r, now)) return { status: "completed", completionReason: "EXPIRED", completedAt: r.expiredAt };
-  if (r.status === "completed" || r.status === "failed") return { status: r.status, completionReason: r.completionReason, completedAt: r.completedAt };
+  if (r.status === "completed" || r.status === "failed")
+    return { status: r.status, completionReason: r.completionReason, completedAt: r.completedAt };
   return { status: r.status };
 }
 
@@ -93,8 +98,7 @@ export function notRunnableReason(r: WorkflowRecord, now: number): string | unde
   return undefined;
 }
 
-export const notRunnable = (reason: string) =>
-  new ApiError(412, "WORKFLOW_NOT_RUNNABLE", "The workflow cannot run now.", { reason });
+export const notRunnable = (reason: string) => new ApiError(412, "WORKFLOW_NOT_RUNNABLE", "The workflow cannot run now.", { reason });
 
 // ---------------------------------------------------------------------------------------------------------
 // The stored form

@@ -57,7 +57,13 @@ export function triggerSchemas(limits: DefinitionLimits) {
     "block trigger. `interval` × the chain's block time must be at least `min_block_interval_s` (60 s) (TRIGGER_TOO_FREQUENT).",
   );
   const EventCondition = strict({
-    fieldName: v.pipe(str(), v.minLength(1, "must not be empty"), v.description("A decoded event argument by ABI name, optionally prefixed with the event name (`Transfer.value`); must exist in `contractAbi`.")),
+    fieldName: v.pipe(
+      str(),
+      v.minLength(1, "must not be empty"),
+      v.description(
+        "A decoded event argument by ABI name, optionally prefixed with the event name (`Transfer.value`); must exist in `contractAbi`.",
+      ),
+    ),
     operator: v.picklist(["eq", "ne", "gt", "gte", "lt", "lte", "contains"], "must be one of eq, ne, gt, gte, lt, lte, contains"),
     value: str(),
     fieldType: opt(v.pipe(str(), v.regex(ABI_TYPE, "must be an ABI type such as uint256, int256, address, bool, bytes32 or string"))),

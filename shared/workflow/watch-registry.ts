@@ -97,7 +97,12 @@ async function writeEntry(entry: WatchEntry, replace: boolean): Promise<boolean>
   const text = JSON.stringify(entry.trigger);
   const separate = Buffer.byteLength(text) > INLINE_TRIGGER_BYTES;
   if (separate) {
-    await db.send(new PutCommand({ TableName: table(), Item: { ...triggerKey(entry.workflowId), type: TRIGGER_ENTITY, v: 1, since: entry.since, trigger: text } }));
+    await db.send(
+      new PutCommand({
+        TableName: table(),
+        Item: { ...triggerKey(entry.workflowId), type: TRIGGER_ENTITY, v: 1, since: entry.since, trigger: text },
+      }),
+    );
   }
   const { trigger: _trigger, v: _v, ...rest } = entry;
   const item = {
@@ -143,7 +148,12 @@ export async function unwatch(workflowId: string, since?: number): Promise<void>
   // The trigger item of the entry just removed; one a resume has written meanwhile (another `since`) stays.
   try {
     await useRuntime().db.send(
-      new DeleteCommand({ TableName: table(), Key: triggerKey(workflowId), ConditionExpression: "since = :since", ExpressionAttributeValues: { ":since": old.since } }),
+      new DeleteCommand({
+        TableName: table(),
+        Key: triggerKey(workflowId),
+        ConditionExpression: "since = :since",
+        ExpressionAttributeValues: { ":since": old.since },
+      }),
     );
   } catch (err) {
     if (!isConditionFailure(err)) throw err;
@@ -176,7 +186,9 @@ export async function watchersOf(chainId: number): Promise<WatchEntry[]> {
   } while (startKey);
 
   const missing = new Map<string, number>();
-  for (const i of items) if (i.triggerStored && triggerCache.get(i.workflowId as string)?.since !== i.since) missing.set(i.workflowId as string, i.since as number);
+  for (const i of items)
+    if (i.triggerStored && triggerCache.get(i.workflowId as string)?.since !== i.since)
+      missing.set(i.workflowId as string, i.since as number);
   const ids = [...missing.keys()];
   for (let at = 0; at < ids.length; at += 100) await readTriggers(chainId, ids.slice(at, at + 100), missing);
 
@@ -191,7 +203,8 @@ export async function watchersOf(chainId: number): Promise<WatchEntry[]> {
       else {
         trigger = (typeof item.trigger === "string" ? JSON.parse(item.trigger) : item.trigger) as ChainTrigger;
         // Only large inline triggers (entries of version 2) are worth keeping parsed.
-        if (typeof item.trigger === "string" && item.trigger.length > INLINE_TRIGGER_BYTES) triggerCache.set(id, { chainId, since: item.since as number, trigger });
+        if (typeof item.trigger === "string" && item.trigger.length > INLINE_TRIGGER_BYTES)
+          triggerCache.set(id, { chainId, since: item.since as number, trigger });
       }
     }
     if (trigger) entries.push(fromItem(item, trigger));
@@ -234,7 +247,12 @@ const fromItem = (item: Record<string, unknown>, trigger: ChainTrigger): WatchEn
 export async function upgrade(entry: WatchEntry): Promise<WatchEntry> {
   if (entry.v >= VERSION) return entry;
   const out = await useRuntime().db.send(
-    new GetCommand({ TableName: table(), Key: Keys.workflow(entry.workflowId), ProjectionExpression: "#o", ExpressionAttributeNames: { "#o": "owner" } }),
+    new GetCommand({
+      TableName: table(),
+      Key: Keys.workflow(entry.workflowId),
+      ProjectionExpression: "#o",
+      ExpressionAttributeNames: { "#o": "owner" },
+    }),
   );
   const owner = typeof out.Item?.owner === "string" ? out.Item.owner.toLowerCase() : undefined;
   if (owner === undefined) return entry;

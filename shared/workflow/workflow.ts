@@ -51,7 +51,19 @@
  * ./outcome.ts consecutive errors.
  */
 export type { StoredStatus, CompletionReason, WorkflowRecord } from "./record";
-export { ENTITY, type WorkflowInfo, type ListStatus, effectiveStatus, toInfo, notRunnableReason, toItem, fromItem, requireOwned, getOwned, getForRun } from "./stored";
+export {
+  ENTITY,
+  type WorkflowInfo,
+  type ListStatus,
+  effectiveStatus,
+  toInfo,
+  notRunnableReason,
+  toItem,
+  fromItem,
+  requireOwned,
+  getOwned,
+  getForRun,
+} from "./stored";
 export { create } from "./create";
 export { type ListFilter, type Page, list, count } from "./list";
 export { pause, resume, remove, expireDue } from "./lifecycle";

@@ -104,19 +104,28 @@ describe("devnet: anvil + EntryPoint v0.7 + ControlledAccountFactory + Verifying
     expect(devnet.factory).toBe(expected.factory);
     expect(devnet.paymaster).toBe(expected.paymaster);
 
-    expect(await client.readContract({ address: devnet.factory, abi: controlledAccountFactoryAbi, functionName: "controller" }))
-      .toBe(controller.address);
+    expect(await client.readContract({ address: devnet.factory, abi: controlledAccountFactoryAbi, functionName: "controller" })).toBe(
+      controller.address,
+    );
     const implementation = await client.readContract({
-      address: devnet.factory, abi: controlledAccountFactoryAbi, functionName: "accountImplementation",
+      address: devnet.factory,
+      abi: controlledAccountFactoryAbi,
+      functionName: "accountImplementation",
     });
-    expect(await client.readContract({ address: implementation, abi: controlledAccountAbi, functionName: "entryPoint" }))
-      .toBe(entryPoint07Address);
-    expect(await client.readContract({ address: devnet.paymaster, abi: verifyingPaymasterAbi, functionName: "verifyingSigner" }))
-      .toBe(paymasterSigner.address);
-    expect(await client.readContract({ address: devnet.paymaster, abi: verifyingPaymasterAbi, functionName: "owner" }))
-      .toBe(privateKeyToAccount(ANVIL_KEYS.deployer).address);
+    expect(await client.readContract({ address: implementation, abi: controlledAccountAbi, functionName: "entryPoint" })).toBe(
+      entryPoint07Address,
+    );
+    expect(await client.readContract({ address: devnet.paymaster, abi: verifyingPaymasterAbi, functionName: "verifyingSigner" })).toBe(
+      paymasterSigner.address,
+    );
+    expect(await client.readContract({ address: devnet.paymaster, abi: verifyingPaymasterAbi, functionName: "owner" })).toBe(
+      privateKeyToAccount(ANVIL_KEYS.deployer).address,
+    );
     const info = await client.readContract({
-      address: devnet.entryPoint, abi: entryPoint07Abi, functionName: "getDepositInfo", args: [devnet.paymaster],
+      address: devnet.entryPoint,
+      abi: entryPoint07Abi,
+      functionName: "getDepositInfo",
+      args: [devnet.paymaster],
     });
     expect(info.staked).toBe(true);
     expect(info.unstakeDelaySec).toBe(86_400);
@@ -126,7 +135,11 @@ describe("devnet: anvil + EntryPoint v0.7 + ControlledAccountFactory + Verifying
   });
 
   it("mines transactions immediately and still produces a block every blockTimeSeconds", async () => {
-    const funder = createWalletClient({ chain: foundry, transport: http(devnet.rpcUrl), account: privateKeyToAccount(ANVIL_KEYS.deployer) });
+    const funder = createWalletClient({
+      chain: foundry,
+      transport: http(devnet.rpcUrl),
+      account: privateKeyToAccount(ANVIL_KEYS.deployer),
+    });
     const t0 = Date.now();
     const hash = await funder.sendTransaction({ to: owner.address, value: 1n });
     const receipt = await client.waitForTransactionReceipt({ hash, pollingInterval: 20 });
@@ -143,10 +156,13 @@ describe("devnet: anvil + EntryPoint v0.7 + ControlledAccountFactory + Verifying
     const sender = await getSenderAddress(client, { factory: devnet.factory, factoryData: encodeCreateAccount(owner.address, salt) });
     expect(sender).toBe(account);
     const implementation = await client.readContract({
-      address: devnet.factory, abi: controlledAccountFactoryAbi, functionName: "accountImplementation",
+      address: devnet.factory,
+      abi: controlledAccountFactoryAbi,
+      functionName: "accountImplementation",
     });
-    expect(predictAccountAddress({ factory: devnet.factory, implementation, controller: controller.address, owner: owner.address, salt }))
-      .toBe(account);
+    expect(
+      predictAccountAddress({ factory: devnet.factory, implementation, controller: controller.address, owner: owner.address, salt }),
+    ).toBe(account);
     // another salt / owner gives another address
     expect(await getAccountAddress(client, { factory: devnet.factory, owner: owner.address, salt: salt + 1n })).not.toBe(account);
     expect(await client.getCode({ address: account })).toBeUndefined();
@@ -171,28 +187,52 @@ describe("devnet: anvil + EntryPoint v0.7 + ControlledAccountFactory + Verifying
       signature: "0x",
     };
     const sponsored = await sponsorUserOperation({
-      userOp: op, paymaster: devnet.paymaster, signer: paymasterSigner, chainId: devnet.chainId, validUntil: 2_000_000_000, validAfter: 10,
+      userOp: op,
+      paymaster: devnet.paymaster,
+      signer: paymasterSigner,
+      chainId: devnet.chainId,
+      validUntil: 2_000_000_000,
+      validAfter: 10,
     });
     const packed = toPackedUserOperation(sponsored);
     expect(packed.paymasterAndData).toBe(
       packPaymasterAndData({
-        paymaster: devnet.paymaster, paymasterVerificationGasLimit: 70_000n, paymasterPostOpGasLimit: 1n, paymasterData: sponsored.paymasterData!,
+        paymaster: devnet.paymaster,
+        paymasterVerificationGasLimit: 70_000n,
+        paymasterPostOpGasLimit: 1n,
+        paymasterData: sponsored.paymasterData!,
       }),
     );
     // layout: paymaster(20) | 16 | 16 | validUntil/validAfter (64) | signature (65)
     expect((packed.paymasterAndData.length - 2) / 2).toBe(20 + 16 + 16 + 64 + 65);
     const [validUntil, validAfter, signature] = await client.readContract({
-      address: devnet.paymaster, abi: verifyingPaymasterAbi, functionName: "parsePaymasterAndData", args: [packed.paymasterAndData],
+      address: devnet.paymaster,
+      abi: verifyingPaymasterAbi,
+      functionName: "parsePaymasterAndData",
+      args: [packed.paymasterAndData],
     });
     expect([validUntil, validAfter]).toEqual([2_000_000_000, 10]);
     expect(signature).toBe(slice(sponsored.paymasterData!, 64));
     const onChain = await client.readContract({
-      address: devnet.paymaster, abi: verifyingPaymasterAbi, functionName: "getHash", args: [packed, 2_000_000_000, 10],
+      address: devnet.paymaster,
+      abi: verifyingPaymasterAbi,
+      functionName: "getHash",
+      args: [packed, 2_000_000_000, 10],
     });
-    expect(getVerifyingPaymasterHash({ userOp: op, paymaster: devnet.paymaster, chainId: devnet.chainId, validUntil: 2_000_000_000, validAfter: 10 }))
-      .toBe(onChain);
+    expect(
+      getVerifyingPaymasterHash({
+        userOp: op,
+        paymaster: devnet.paymaster,
+        chainId: devnet.chainId,
+        validUntil: 2_000_000_000,
+        validAfter: 10,
+      }),
+    ).toBe(onChain);
     const onChainOpHash = await client.readContract({
-      address: devnet.entryPoint, abi: entryPoint07Abi, functionName: "getUserOpHash", args: [packed],
+      address: devnet.entryPoint,
+      abi: entryPoint07Abi,
+      functionName: "getUserOpHash",
+      args: [packed],
     });
     expect(getUserOperationHashV07(sponsored, { chainId: devnet.chainId })).toBe(onChainOpHash);
   });
@@ -203,7 +243,7 @@ describe("devnet: anvil + EntryPoint v0.7 + ControlledAccountFactory + Verifying
     const value = parseEther("0.25");
 
     // Built by hand: initCode = factory + createAccount(owner, salt); callData = execute(recipient, value, "0x").
-    const fees = await bundler.request({ method: "pimlico_getUserOperationGasPrice" as never, params: [] as never }) as {
+    const fees = (await bundler.request({ method: "pimlico_getUserOperationGasPrice" as never, params: [] as never })) as {
       fast: { maxFeePerGas: Hex; maxPriorityFeePerGas: Hex };
     };
     let op: UserOperationV07 = {
@@ -229,7 +269,10 @@ describe("devnet: anvil + EntryPoint v0.7 + ControlledAccountFactory + Verifying
     op = await signUserOperation({ userOp: op, signer: controller, chainId: devnet.chainId });
 
     const paymasterDepositBefore = await client.readContract({
-      address: devnet.entryPoint, abi: entryPoint07Abi, functionName: "balanceOf", args: [devnet.paymaster],
+      address: devnet.entryPoint,
+      abi: entryPoint07Abi,
+      functionName: "balanceOf",
+      args: [devnet.paymaster],
     });
     const hash = await sendUserOperation({ bundler, userOp: op }); // eth_sendUserOperation
     expect(hash).toBe(getUserOperationHashV07(op, { chainId: devnet.chainId }));
@@ -246,7 +289,10 @@ describe("devnet: anvil + EntryPoint v0.7 + ControlledAccountFactory + Verifying
     expect(await client.readContract({ address: account, abi: controlledAccountAbi, functionName: "owner" })).toBe(owner.address);
     expect(await client.readContract({ address: account, abi: controlledAccountAbi, functionName: "controller" })).toBe(controller.address);
     const paymasterDepositAfter = await client.readContract({
-      address: devnet.entryPoint, abi: entryPoint07Abi, functionName: "balanceOf", args: [devnet.paymaster],
+      address: devnet.entryPoint,
+      abi: entryPoint07Abi,
+      functionName: "balanceOf",
+      args: [devnet.paymaster],
     });
     expect(paymasterDepositAfter).toBeLessThan(paymasterDepositBefore);
   });
@@ -255,8 +301,16 @@ describe("devnet: anvil + EntryPoint v0.7 + ControlledAccountFactory + Verifying
     const r1 = privateKeyToAccount(generatePrivateKey()).address;
     const r2 = privateKeyToAccount(generatePrivateKey()).address;
     const { receipt, userOp } = await executeUserOperation({
-      client, bundler, chainId: devnet.chainId, factory: devnet.factory, owner: owner.address, salt,
-      calls: [{ to: r1, value: 1000n }, { to: r2, value: 2000n }],
+      client,
+      bundler,
+      chainId: devnet.chainId,
+      factory: devnet.factory,
+      owner: owner.address,
+      salt,
+      calls: [
+        { to: r1, value: 1000n },
+        { to: r2, value: 2000n },
+      ],
       signer: owner,
       paymaster: { address: devnet.paymaster, signer: paymasterSigner },
     });
@@ -273,25 +327,45 @@ describe("devnet: anvil + EntryPoint v0.7 + ControlledAccountFactory + Verifying
     await expect(sendUserOperation({ bundler, userOp: op })).rejects.toThrow(/AA24|signature/i);
 
     const good = await prepareOp(controllerKey, [{ to: owner.address, value: 1n }]);
-    const forged = await sponsorUserOperation({ userOp: good, paymaster: devnet.paymaster, signer: localDigestSigner(stranger), chainId: devnet.chainId });
-    await expect(sendUserOperation({ bundler, userOp: await signUserOperation({ userOp: forged, signer: controller, chainId: devnet.chainId }) }))
-      .rejects.toThrow(/AA34|signature/i);
+    const forged = await sponsorUserOperation({
+      userOp: good,
+      paymaster: devnet.paymaster,
+      signer: localDigestSigner(stranger),
+      chainId: devnet.chainId,
+    });
+    await expect(
+      sendUserOperation({ bundler, userOp: await signUserOperation({ userOp: forged, signer: controller, chainId: devnet.chainId }) }),
+    ).rejects.toThrow(/AA34|signature/i);
   });
 
   it("after the owner calls setController(address(0)) a controller-signed op is refused; the owner can set it back via execute", async () => {
     // The owner EOA removes the controller directly.
     await setBalance(client, owner.address, parseEther("1"));
     const ownerWallet = createWalletClient({ chain: foundry, transport: http(devnet.rpcUrl), account: privateKeyToAccount(ownerKey) });
-    const txHash = await ownerWallet.writeContract({ address: account, abi: controlledAccountAbi, functionName: "setController", args: [zeroAddress] });
+    const txHash = await ownerWallet.writeContract({
+      address: account,
+      abi: controlledAccountAbi,
+      functionName: "setController",
+      args: [zeroAddress],
+    });
     const txReceipt = await client.waitForTransactionReceipt({ hash: txHash, pollingInterval: 50 });
     const [changed] = parseEventLogs({ abi: controlledAccountAbi, logs: txReceipt.logs, eventName: "ControllerChanged" });
     expect(changed?.args).toEqual({ previousController: controller.address, newController: zeroAddress });
     expect(await client.readContract({ address: account, abi: controlledAccountAbi, functionName: "controller" })).toBe(zeroAddress);
 
     // Nobody but the owner or the account itself may change it.
-    const controllerWallet = createWalletClient({ chain: foundry, transport: http(devnet.rpcUrl), account: privateKeyToAccount(controllerKey) });
+    const controllerWallet = createWalletClient({
+      chain: foundry,
+      transport: http(devnet.rpcUrl),
+      account: privateKeyToAccount(controllerKey),
+    });
     await expect(
-      controllerWallet.writeContract({ address: account, abi: controlledAccountAbi, functionName: "setController", args: [controller.address] }),
+      controllerWallet.writeContract({
+        address: account,
+        abi: controlledAccountAbi,
+        functionName: "setController",
+        args: [controller.address],
+      }),
     ).rejects.toThrow(/only owner/);
 
     const refused = await prepareOp(controllerKey, [{ to: owner.address, value: 1n }]);
@@ -299,15 +373,27 @@ describe("devnet: anvil + EntryPoint v0.7 + ControlledAccountFactory + Verifying
 
     // The owner restores the controller through the account itself (user op -> execute -> setController).
     const { receipt } = await executeUserOperation({
-      client, bundler, chainId: devnet.chainId, factory: devnet.factory, owner: owner.address, salt,
-      calls: [{ to: account, data: encodeFunctionData({ abi: controlledAccountAbi, functionName: "setController", args: [controller.address] }) }],
+      client,
+      bundler,
+      chainId: devnet.chainId,
+      factory: devnet.factory,
+      owner: owner.address,
+      salt,
+      calls: [
+        { to: account, data: encodeFunctionData({ abi: controlledAccountAbi, functionName: "setController", args: [controller.address] }) },
+      ],
       signer: owner,
       paymaster: { address: devnet.paymaster, signer: paymasterSigner },
     });
     expect(receipt.success).toBe(true);
     expect(await client.readContract({ address: account, abi: controlledAccountAbi, functionName: "controller" })).toBe(controller.address);
     const again = await executeUserOperation({
-      client, bundler, chainId: devnet.chainId, factory: devnet.factory, owner: owner.address, salt,
+      client,
+      bundler,
+      chainId: devnet.chainId,
+      factory: devnet.factory,
+      owner: owner.address,
+      salt,
       calls: [{ to: owner.address, value: 1n }],
       signer: controller,
       paymaster: { address: devnet.paymaster, signer: paymasterSigner },
@@ -317,15 +403,30 @@ describe("devnet: anvil + EntryPoint v0.7 + ControlledAccountFactory + Verifying
 
   it("the SimpleAccount initializer is disabled and the implementation cannot be initialized", async () => {
     const implementation = await client.readContract({
-      address: devnet.factory, abi: controlledAccountFactoryAbi, functionName: "accountImplementation",
+      address: devnet.factory,
+      abi: controlledAccountFactoryAbi,
+      functionName: "accountImplementation",
     });
     await expect(
       client.simulateContract({
-        address: implementation, abi: controlledAccountAbi, functionName: "initialize", args: [owner.address, owner.address], account: owner.address,
+        address: implementation,
+        abi: controlledAccountAbi,
+        functionName: "initialize",
+        args: [owner.address, owner.address],
+        account: owner.address,
       }),
     ).rejects.toThrow();
     await expect(
-      client.call({ to: account, data: encodeFunctionData({ abi: [{ type: "function", name: "initialize", inputs: [{ type: "address", name: "o" }], outputs: [], stateMutability: "nonpayable" }], functionName: "initialize", args: [owner.address] }) }),
+      client.call({
+        to: account,
+        data: encodeFunctionData({
+          abi: [
+            { type: "function", name: "initialize", inputs: [{ type: "address", name: "o" }], outputs: [], stateMutability: "nonpayable" },
+          ],
+          functionName: "initialize",
+          args: [owner.address],
+        }),
+      }),
     ).rejects.toThrow(/use initialize\(owner, controller\)/);
   });
 });
@@ -353,8 +454,14 @@ describe("devnet: persisted state survives a restart", () => {
     await setBalance(client, account, parseEther("1"));
     const run = () =>
       executeUserOperation({
-        client, bundler, chainId: devnet!.chainId, factory: devnet!.factory, owner, salt: 0n,
-        calls: [{ to: recipient, value: 1n }], signer: controller,
+        client,
+        bundler,
+        chainId: devnet!.chainId,
+        factory: devnet!.factory,
+        owner,
+        salt: 0n,
+        calls: [{ to: recipient, value: 1n }],
+        signer: controller,
         paymaster: { address: devnet!.paymaster, signer: controller },
       });
     expect((await run()).receipt.success).toBe(true);

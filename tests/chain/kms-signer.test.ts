@@ -71,6 +71,8 @@ describe("KMS controller signer", () => {
 
   it("refuses a signature made by another key", () => {
     const other = secp256k1.sign(hexToBytes(hashMessage("x")), secp256k1.utils.randomPrivateKey());
-    expect(() => derToEthereumSignature(hexToBytes(`0x${other.toDERHex()}`), hashMessage("x"), expectedAddress)).toThrow(/does not recover/);
+    expect(() => derToEthereumSignature(hexToBytes(`0x${other.toDERHex()}`), hashMessage("x"), expectedAddress)).toThrow(
+      /does not recover/,
+    );
   });
 });

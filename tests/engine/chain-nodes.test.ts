@@ -27,18 +27,59 @@ contract Probe {
 }`;
 
 const probeAbi = [
-  { type: "function", name: "pair", stateMutability: "view", inputs: [], outputs: [{ name: "amount", type: "uint256" }, { name: "caller", type: "address" }] },
+  {
+    type: "function",
+    name: "pair",
+    stateMutability: "view",
+    inputs: [],
+    outputs: [
+      { name: "amount", type: "uint256" },
+      { name: "caller", type: "address" },
+    ],
+  },
   { type: "function", name: "unnamed", stateMutability: "pure", inputs: [], outputs: [{ type: "uint8" }, { type: "bool" }] },
-  { type: "function", name: "pos", stateMutability: "view", inputs: [], outputs: [{ type: "tuple", components: [{ name: "x", type: "uint256" }, { name: "who", type: "address" }] }] },
+  {
+    type: "function",
+    name: "pos",
+    stateMutability: "view",
+    inputs: [],
+    outputs: [
+      {
+        type: "tuple",
+        components: [
+          { name: "x", type: "uint256" },
+          { name: "who", type: "address" },
+        ],
+      },
+    ],
+  },
   { type: "function", name: "list", stateMutability: "pure", inputs: [], outputs: [{ name: "l", type: "int256[]" }] },
   { type: "function", name: "fail", stateMutability: "pure", inputs: [], outputs: [{ type: "uint256" }] },
-  { type: "function", name: "echo", stateMutability: "pure", inputs: [{ type: "bytes32" }, { type: "string" }, { type: "uint16[]" }], outputs: [{ type: "bytes32" }, { type: "string" }, { type: "uint16[]" }] },
-  { type: "function", name: "bump", stateMutability: "nonpayable", inputs: [{ name: "by", type: "uint256" }], outputs: [{ type: "uint256" }] },
+  {
+    type: "function",
+    name: "echo",
+    stateMutability: "pure",
+    inputs: [{ type: "bytes32" }, { type: "string" }, { type: "uint16[]" }],
+    outputs: [{ type: "bytes32" }, { type: "string" }, { type: "uint16[]" }],
+  },
+  {
+    type: "function",
+    name: "bump",
+    stateMutability: "nonpayable",
+    inputs: [{ name: "by", type: "uint256" }],
+    outputs: [{ type: "uint256" }],
+  },
   { type: "function", name: "counter", stateMutability: "view", inputs: [], outputs: [{ type: "uint256" }] },
 ];
 const tokenAbi = [
   ...testTokenAbi,
-  { type: "function", name: "transfer", stateMutability: "nonpayable", inputs: [{ type: "address" }, { type: "uint256" }], outputs: [{ type: "bool" }] },
+  {
+    type: "function",
+    name: "transfer",
+    stateMutability: "nonpayable",
+    inputs: [{ type: "address" }, { type: "uint256" }],
+    outputs: [{ type: "bool" }],
+  },
   { type: "function", name: "decimals", stateMutability: "view", inputs: [], outputs: [{ type: "uint8" }] },
 ];
 
@@ -60,7 +101,14 @@ beforeAll(async () => {
 }, 120_000);
 
 const withRunner = (overrides: Parameters<typeof run>[1] = {}) => ({
-  context: { workflowId: "01JWORKFLOW0000000000000000", executionId: "01JEXECUTION000000000000000", executionIndex: 0, owner: runner, smartWalletAddress: runner, chainId: 31337 },
+  context: {
+    workflowId: "01JWORKFLOW0000000000000000",
+    executionId: "01JEXECUTION000000000000000",
+    executionIndex: 0,
+    owner: runner,
+    smartWalletAddress: runner,
+    chainId: 31337,
+  },
   ...overrides,
 });
 const single = (node: Record<string, unknown>): Body => ({ nodes: [node], inputVariables: { settings: { runner } } });
@@ -82,7 +130,10 @@ describe("contractRead", () => {
             { methodName: "unnamed" },
             { methodName: "pos" },
             { methodName: "list" },
-            { methodName: "echo(bytes32,string,uint16[])", methodParams: [`0x${"ab".repeat(32)}`, "hello {{trigger1.data.greeting}}", "[1, \"0x10\"]"] },
+            {
+              methodName: "echo(bytes32,string,uint16[])",
+              methodParams: [`0x${"ab".repeat(32)}`, "hello {{trigger1.data.greeting}}", '[1, "0x10"]'],
+            },
             { methodName: "balanceOf", contractAddress: "{{tokenAddress}}", methodParams: ["{{holder}}"] },
           ],
         },
@@ -92,28 +143,57 @@ describe("contractRead", () => {
     const step = stepOf(ok.steps, "read")!;
     expect(step.success).toBe(true);
     expect(step.output.data).toEqual([
-      { methodName: "pair", contractAddress: probe, success: true, value: { amount: "42", caller: "0x0000000000000000000000000000000000000000" } },
+      {
+        methodName: "pair",
+        contractAddress: probe,
+        success: true,
+        value: { amount: "42", caller: "0x0000000000000000000000000000000000000000" },
+      },
       { methodName: "unnamed", contractAddress: probe, success: true, value: { output0: "7", output1: true } },
       { methodName: "pos", contractAddress: probe, success: true, value: { x: "5", who: getAddress(probe) } },
       { methodName: "list", contractAddress: probe, success: true, value: ["-1", "2"] },
-      { methodName: "echo(bytes32,string,uint16[])", contractAddress: probe, success: true, value: { output0: `0x${"ab".repeat(32)}`, output1: "hello hi", output2: ["1", "16"] } },
+      {
+        methodName: "echo(bytes32,string,uint16[])",
+        contractAddress: probe,
+        success: true,
+        value: { output0: `0x${"ab".repeat(32)}`, output1: "hello hi", output2: ["1", "16"] },
+      },
       { methodName: "balanceOf", contractAddress: tokenAddress, success: true, value: "1234" },
     ]);
     expect(step.inputs).toEqual(["trigger1.data.greeting", "holder", "tokenAddress"]);
   });
 
-  it("fails CALL_REVERTED \"<k> of <n> method calls failed\", still listing every element with the revert reason", async () => {
-    const result = await run(single({ id: "read", name: "read", type: "contractRead", config: { contractAddress: probe, contractAbi: probeAbi, methodCalls: [{ methodName: "pair" }, { methodName: "fail" }] } }));
+  it('fails CALL_REVERTED "<k> of <n> method calls failed", still listing every element with the revert reason', async () => {
+    const result = await run(
+      single({
+        id: "read",
+        name: "read",
+        type: "contractRead",
+        config: { contractAddress: probe, contractAbi: probeAbi, methodCalls: [{ methodName: "pair" }, { methodName: "fail" }] },
+      }),
+    );
     const step = stepOf(result.steps, "read")!;
     expect(step).toMatchObject({ success: false, errorCode: "CALL_REVERTED", error: "1 of 2 method calls failed" });
     expect(step.output.data).toEqual([
-      { methodName: "pair", contractAddress: probe, success: true, value: { amount: "42", caller: "0x0000000000000000000000000000000000000000" } },
+      {
+        methodName: "pair",
+        contractAddress: probe,
+        success: true,
+        value: { amount: "42", caller: "0x0000000000000000000000000000000000000000" },
+      },
       { methodName: "fail", contractAddress: probe, success: false, error: "execution reverted: nope", value: null },
     ]);
   });
 
   it("fails RPC_ERROR when the chain's RPC is unreachable, the message without the RPC URL", async () => {
-    const result = await run(single({ id: "read", name: "read", type: "contractRead", config: { chainId: DEAD_CHAIN, contractAddress: probe, contractAbi: probeAbi, methodCalls: [{ methodName: "pair" }] } }));
+    const result = await run(
+      single({
+        id: "read",
+        name: "read",
+        type: "contractRead",
+        config: { chainId: DEAD_CHAIN, contractAddress: probe, contractAbi: probeAbi, methodCalls: [{ methodName: "pair" }] },
+      }),
+    );
     const step = stepOf(result.steps, "read")!;
     expect(step).toMatchObject({ success: false, errorCode: "RPC_ERROR", error: "1 of 1 method calls failed" });
     expect(JSON.stringify(step)).not.toContain("127.0.0.1:1");
@@ -125,7 +205,10 @@ describe("balance", () => {
     const who = privateKeyToAddress(generatePrivateKey());
     await setBalance(who, 5_000_000n);
     await token.mint(who, 77n);
-    const result = await run(single({ id: "bal", name: "bal", type: "balance", config: { address: "{{who}}", chain: "31337", tokenAddresses: [tokenAddress] } }), { triggerInput: { who: who.toLowerCase() } });
+    const result = await run(
+      single({ id: "bal", name: "bal", type: "balance", config: { address: "{{who}}", chain: "31337", tokenAddresses: [tokenAddress] } }),
+      { triggerInput: { who: who.toLowerCase() } },
+    );
     const step = stepOf(result.steps, "bal")!;
     expect(step.success).toBe(true);
     expect(step.output.data).toEqual([
@@ -155,7 +238,10 @@ describe("simulated writes", () => {
           contractAddress: probe,
           contractAbi: [...probeAbi, ...tokenAbi],
           isSimulated: true,
-          methodCalls: [{ methodName: "bump", methodParams: ["3"] }, { methodName: "transfer", methodParams: [probe, "10"], contractAddress: tokenAddress }],
+          methodCalls: [
+            { methodName: "bump", methodParams: ["3"] },
+            { methodName: "transfer", methodParams: [probe, "10"], contractAddress: tokenAddress },
+          ],
         },
       }),
       withRunner({ sendCalls: sender.send }),
@@ -179,14 +265,27 @@ describe("simulated writes", () => {
         id: "w",
         name: "w",
         type: "contractWrite",
-        config: { contractAddress: tokenAddress, contractAbi: tokenAbi, methodCalls: [{ methodName: "transfer", methodParams: [probe, "999999"] }] },
+        config: {
+          contractAddress: tokenAddress,
+          contractAbi: tokenAbi,
+          methodCalls: [{ methodName: "transfer", methodParams: [probe, "999999"] }],
+        },
       }),
       withRunner({ mode: "simulate", sendCalls: sender.send }),
     );
     expect(sender.requests).toEqual([]);
     const step = stepOf(result.steps, "w")!;
     expect(step).toMatchObject({ success: false, errorCode: "CALL_REVERTED", error: "1 of 1 method calls failed" });
-    expect(step.output.data).toEqual([{ methodName: "transfer", contractAddress: tokenAddress, success: false, error: "execution reverted: insufficient balance", value: null, isSimulated: true }]);
+    expect(step.output.data).toEqual([
+      {
+        methodName: "transfer",
+        contractAddress: tokenAddress,
+        success: false,
+        error: "execution reverted: insufficient balance",
+        value: null,
+        isSimulated: true,
+      },
+    ]);
   });
 
   it("ethTransfer in simulate mode only checks the runner's balance: isSimulated, no hashes; INSUFFICIENT_BALANCE above it", async () => {
@@ -195,11 +294,22 @@ describe("simulated writes", () => {
     const transfer = (amount: string) =>
       run(single({ id: "pay", name: "pay", type: "ethTransfer", config: { destination: probe, amount } }), {
         mode: "simulate",
-        context: { workflowId: "01JWORKFLOW0000000000000000", executionId: "01JEXECUTION000000000000000", executionIndex: 0, owner: poor, smartWalletAddress: poor, chainId: 31337 },
+        context: {
+          workflowId: "01JWORKFLOW0000000000000000",
+          executionId: "01JEXECUTION000000000000000",
+          executionIndex: 0,
+          owner: poor,
+          smartWalletAddress: poor,
+          chainId: 31337,
+        },
       });
     const ok = stepOf((await transfer("600")).steps, "pay")!;
     expect(ok.output.data).toEqual({ from: poor, to: probe, value: "600", chainId: 31337, isSimulated: true });
     const tooMuch = stepOf((await transfer("1001")).steps, "pay")!;
-    expect(tooMuch).toMatchObject({ success: false, errorCode: "INSUFFICIENT_BALANCE", output: { data: { from: poor, to: probe, value: "1001", isSimulated: true } } });
+    expect(tooMuch).toMatchObject({
+      success: false,
+      errorCode: "INSUFFICIENT_BALANCE",
+      output: { data: { from: poor, to: probe, value: "1001", isSimulated: true } },
+    });
   });
 });

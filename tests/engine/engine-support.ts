@@ -38,7 +38,13 @@ export function prepare(body: Body) {
       // The runner the context names (simulate requires it with writes); a test may set its own settings.
       inputVariables: { settings: { runner: WALLET }, ...body.inputVariables },
     },
-    { mode: "simulate", now: Date.now(), limits: { ...DEFAULT_LIMITS, ...config.limits }, chains: config.chains, defaultChainId: config.defaultChainId },
+    {
+      mode: "simulate",
+      now: Date.now(),
+      limits: { ...DEFAULT_LIMITS, ...config.limits },
+      chains: config.chains,
+      defaultChainId: config.defaultChainId,
+    },
   );
 }
 
@@ -49,7 +55,14 @@ export function run(body: Body, overrides: Partial<RunInput> = {}) {
     mode: "run",
     definition,
     graph,
-    context: { workflowId: "01JWORKFLOW0000000000000000", executionId: "01JEXECUTION000000000000000", executionIndex: 0, owner: OWNER, smartWalletAddress: WALLET, chainId: CHAIN },
+    context: {
+      workflowId: "01JWORKFLOW0000000000000000",
+      executionId: "01JEXECUTION000000000000000",
+      executionIndex: 0,
+      owner: OWNER,
+      smartWalletAddress: WALLET,
+      chainId: CHAIN,
+    },
     triggerOutput: { data: { items: [1, 2, 3], greeting: "hi" }, headers: {}, pathParams: {} },
     startAt: Date.now(),
     secrets: async () => ({}),

@@ -30,7 +30,16 @@ beforeAll(async () => {
     MAX_WALLETS_PER_OWNER: "100",
     EXECUTION_FEE_USD: "0.050",
     VALUE_FEE_TIERS: "tier1=0.04,tier2=0.1,tier3=0.2",
-    CHAINS: JSON.stringify([...chains, { chainId: DEAD_CHAIN, rpcUrl: "http://127.0.0.1:9/", bundlerUrl: "http://127.0.0.1:9/", factory: dev.factory, nativeToken: { symbol: "DEAD", decimals: 9 } }]),
+    CHAINS: JSON.stringify([
+      ...chains,
+      {
+        chainId: DEAD_CHAIN,
+        rpcUrl: "http://127.0.0.1:9/",
+        bundlerUrl: "http://127.0.0.1:9/",
+        factory: dev.factory,
+        nativeToken: { symbol: "DEAD", decimals: 9 },
+      },
+    ]),
   });
   alice = await signIn(app);
 });
@@ -47,23 +56,52 @@ async function newWallet(): Promise<Address> {
 }
 
 const someone = () => privateKeyToAccount(generatePrivateKey()).address;
-const transferAbi = [{ type: "function", name: "transfer", stateMutability: "nonpayable", inputs: [{ name: "to", type: "address" }, { name: "amount", type: "uint256" }], outputs: [{ type: "bool" }] }];
+const transferAbi = [
+  {
+    type: "function",
+    name: "transfer",
+    stateMutability: "nonpayable",
+    inputs: [
+      { name: "to", type: "address" },
+      { name: "amount", type: "uint256" },
+    ],
+    outputs: [{ type: "bool" }],
+  },
+];
 
 /** A definition as `:estimateFees` validates it. */
 function definition(nodes: unknown[], chainId = 31337) {
   const { config, now } = useRuntime();
   return validateDefinition(
-    { chainId, trigger: { name: "go", type: "manual", config: {} }, nodes, createdAt: now(), expireAt: now() + 3_600_000, maxExecution: 1, inputVariables: {} },
+    {
+      chainId,
+      trigger: { name: "go", type: "manual", config: {} },
+      nodes,
+      createdAt: now(),
+      expireAt: now() + 3_600_000,
+      maxExecution: 1,
+      inputVariables: {},
+    },
     { mode: "estimateFees", now: now(), limits: config.limits, chains: config.chains, defaultChainId: config.defaultChainId },
   ).definition;
 }
 
-const ethTransfer = (id: string, destination: string, amount: string) => ({ id, name: id, type: "ethTransfer", config: { destination, amount } });
+const ethTransfer = (id: string, destination: string, amount: string) => ({
+  id,
+  name: id,
+  type: "ethTransfer",
+  config: { destination, amount },
+});
 const tokenTransfer = (id: string, token: Address, to: string, amount: string, extra: Record<string, unknown> = {}) => ({
   id,
   name: id,
   type: "contractWrite",
-  config: { contractAddress: token, contractAbi: transferAbi, methodCalls: [{ methodName: "transfer", methodParams: [to, amount] }], ...extra },
+  config: {
+    contractAddress: token,
+    contractAbi: transferAbi,
+    methodCalls: [{ methodName: "transfer", methodParams: [to, amount] }],
+    ...extra,
+  },
 });
 const byNode = (cogs: Cost[]) => Object.fromEntries(cogs.map((c) => [c.nodeId, c]));
 
@@ -89,7 +127,11 @@ describe("estimateFees", () => {
     expect(await send({ chainId: 31337, calls: [{ to: someone(), value: 1n }] })).toMatchObject({ ok: true }); // deploys it
     const [x, y] = [someone(), someone()];
 
-    const estimate = await estimateFees({ definition: definition([ethTransfer("pay", x, "1000"), tokenTransfer("move", token.address, y, "10")]), runner: wallet, owner: alice.owner });
+    const estimate = await estimateFees({
+      definition: definition([ethTransfer("pay", x, "1000"), tokenTransfer("move", token.address, y, "10")]),
+      runner: wallet,
+      owner: alice.owner,
+    });
     expect(v.is(FeeEstimate, estimate)).toBe(true);
     expect(estimate).toMatchObject({
       chainId: 31337,
@@ -155,7 +197,9 @@ describe("estimateFees", () => {
     const token = await deployTestToken();
     const wallet = await newWallet();
     await setBalance(wallet, parseEther("1"));
-    expect(await walletSender({ owner: alice.owner, wallet })({ chainId: 31337, calls: [{ to: someone(), value: 1n }] })).toMatchObject({ ok: true });
+    expect(await walletSender({ owner: alice.owner, wallet })({ chainId: 31337, calls: [{ to: someone(), value: 1n }] })).toMatchObject({
+      ok: true,
+    });
     const estimate = await estimateFees({
       runner: wallet,
       owner: alice.owner,
@@ -164,13 +208,32 @@ describe("estimateFees", () => {
         ethTransfer("amountTemplate", someone(), "{{ go.data.amount }}"),
         tokenTransfer("paramTemplate", token.address, someone(), "{{ go.data.amount }}"),
         tokenTransfer("reverts", token.address, someone(), "10"), // the wallet holds no tokens
-        { id: "each", name: "each", type: "loop", config: { inputVariable: "{{ go.data.list }}", runner: { type: "ethTransfer", config: { destination: "{{ value }}", amount: "1" } } } },
-        { id: "literalLoop", name: "literalLoop", type: "loop", config: { inputVariable: "{{ go.data.list }}", runner: { type: "ethTransfer", config: { destination: someone(), amount: "1" } } } },
+        {
+          id: "each",
+          name: "each",
+          type: "loop",
+          config: {
+            inputVariable: "{{ go.data.list }}",
+            runner: { type: "ethTransfer", config: { destination: "{{ value }}", amount: "1" } },
+          },
+        },
+        {
+          id: "literalLoop",
+          name: "literalLoop",
+          type: "loop",
+          config: { inputVariable: "{{ go.data.list }}", runner: { type: "ethTransfer", config: { destination: someone(), amount: "1" } } },
+        },
         ethTransfer("max", someone(), "max"),
       ]),
     });
     const units = Object.fromEntries(estimate.cogs.map((c) => [c.nodeId, c.gasUnits]));
-    expect(units).toMatchObject({ toTemplate: "50000", amountTemplate: "50000", paramTemplate: "150000", reverts: "150000", each: "50000" });
+    expect(units).toMatchObject({
+      toTemplate: "50000",
+      amountTemplate: "50000",
+      paramTemplate: "150000",
+      reverts: "150000",
+      each: "50000",
+    });
     expect(BigInt(units.literalLoop!)).toBeGreaterThan(FALLBACK_GAS.ethTransfer); // one iteration, really estimated
     expect(BigInt(units.max!)).toBeGreaterThan(FALLBACK_GAS.ethTransfer);
     expect(units._wallet_creation).toBeUndefined();
@@ -178,18 +241,28 @@ describe("estimateFees", () => {
   });
 
   it("has empty cogs and the unspecified value fee without write nodes; a simulated write costs no gas but still sets the tier", async () => {
-    const offChain = await estimateFees({ definition: definition([{ id: "code", name: "code", type: "customCode", config: { source: "return 1" } }]) });
+    const offChain = await estimateFees({
+      definition: definition([{ id: "code", name: "code", type: "customCode", config: { source: "return 1" } }]),
+    });
     expect(offChain).toEqual({
       chainId: 31337,
       nativeToken: { symbol: "ETH", decimals: 18 },
       executionFee: { amount: "0.05", unit: "USD" },
       cogs: [],
-      valueFee: { fee: { amount: "0", unit: "PERCENTAGE" }, tier: "unspecified", classificationMethod: "ruleBased", confidence: 1, reason: "workflow contains no on-chain value-moving nodes" },
+      valueFee: {
+        fee: { amount: "0", unit: "PERCENTAGE" },
+        tier: "unspecified",
+        classificationMethod: "ruleBased",
+        confidence: 1,
+        reason: "workflow contains no on-chain value-moving nodes",
+      },
       discounts: [],
       pricingModel: "tiered_value_v1",
     });
     const token = await deployTestToken();
-    const simulated = await estimateFees({ definition: definition([tokenTransfer("dry", token.address, someone(), "1", { isSimulated: true })]) });
+    const simulated = await estimateFees({
+      definition: definition([tokenTransfer("dry", token.address, someone(), "1", { isSimulated: true })]),
+    });
     expect(simulated.cogs).toEqual([]);
     expect(simulated.valueFee).toEqual({
       fee: { amount: "0.04", unit: "PERCENTAGE" },
@@ -204,12 +277,16 @@ describe("estimateFees", () => {
   });
 
   it("answers 503 UPSTREAM_UNAVAILABLE when the chain cannot be read, and needs no chain without costs", async () => {
-    const err = await estimateFees({ definition: definition([ethTransfer("pay", someone(), "1")], DEAD_CHAIN), runner: someone() }).catch((e: unknown) => e);
+    const err = await estimateFees({ definition: definition([ethTransfer("pay", someone(), "1")], DEAD_CHAIN), runner: someone() }).catch(
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(ApiError);
     expect(err).toMatchObject({ status: 503, code: "UPSTREAM_UNAVAILABLE" });
     const err2 = await estimateFees({ definition: definition([ethTransfer("pay", someone(), "1")], DEAD_CHAIN) }).catch((e: unknown) => e);
     expect(err2).toMatchObject({ status: 503, code: "UPSTREAM_UNAVAILABLE" });
-    const offChain = await estimateFees({ definition: definition([{ id: "code", name: "code", type: "customCode", config: { source: "return 1" } }], DEAD_CHAIN) });
+    const offChain = await estimateFees({
+      definition: definition([{ id: "code", name: "code", type: "customCode", config: { source: "return 1" } }], DEAD_CHAIN),
+    });
     expect(offChain).toMatchObject({ chainId: DEAD_CHAIN, nativeToken: { symbol: "DEAD", decimals: 9 }, cogs: [] });
   });
 });

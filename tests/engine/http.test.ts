@@ -64,7 +64,10 @@ async function startServer(routes: Record<string, Handler>) {
 
 type TestServer = Awaited<ReturnType<typeof startServer>>;
 
-const redirect = (location: string, status = 302): Handler => (_req, res) => res.writeHead(status, { location }).end();
+const redirect =
+  (location: string, status = 302): Handler =>
+  (_req, res) =>
+    res.writeHead(status, { location }).end();
 
 const LOCAL: GuardOptions = { timeoutMs: 5_000, maxResponseBytes: 1_048_576, allowPrivateNetwork: true };
 const GUARDED: GuardOptions = { timeoutMs: 5_000, maxResponseBytes: 1_048_576, allowPrivateNetwork: false };
@@ -148,7 +151,16 @@ describe("responses", () => {
   });
 
   it("keeps every response header as data, __proto__ and repeated names included (API.md §18.6)", async () => {
-    a.routes["/odd"] = (_req, res) => res.writeHead(200, [["__proto__", "x"], ["Set-Cookie", "a=1"], ["set-cookie", "b=2"], ["X-Dup", "1"], ["x-dup", "2"]]).end("ok");
+    a.routes["/odd"] = (_req, res) =>
+      res
+        .writeHead(200, [
+          ["__proto__", "x"],
+          ["Set-Cookie", "a=1"],
+          ["set-cookie", "b=2"],
+          ["X-Dup", "1"],
+          ["x-dup", "2"],
+        ])
+        .end("ok");
     const out = await fetchGuarded({ url: `${a.origin}/odd` }, LOCAL);
     expect(Object.getOwnPropertyDescriptor(out.headers, "__proto__")?.value).toBe("x");
     expect(out.headers["set-cookie"]).toBe("a=1, b=2");
@@ -192,7 +204,8 @@ describe("requests", () => {
   });
 
   it("does HEAD and OPTIONS; HEAD has no body in the output", async () => {
-    a.routes["/h"] = (req, res) => res.writeHead(200, { "x-m": req.method!, "content-length": "5" }).end(req.method === "HEAD" ? undefined : "hello");
+    a.routes["/h"] = (req, res) =>
+      res.writeHead(200, { "x-m": req.method!, "content-length": "5" }).end(req.method === "HEAD" ? undefined : "hello");
     const head = await fetchGuarded({ url: `${a.origin}/h`, method: "HEAD" }, LOCAL);
     expect(head).toMatchObject({ status: 200, data: "" });
     expect(head.headers["x-m"]).toBe("HEAD");
@@ -267,7 +280,13 @@ describe("redirects", () => {
       "X-Api-Key": "s3cret",
       "X-Other": "kept",
     };
-    const sent = { authorization: "Bearer s3cret", cookie: "sid=s3cret", "proxy-authorization": "Basic czNjcmV0", "x-api-key": "s3cret", "x-other": "kept" };
+    const sent = {
+      authorization: "Bearer s3cret",
+      cookie: "sid=s3cret",
+      "proxy-authorization": "Basic czNjcmV0",
+      "x-api-key": "s3cret",
+      "x-other": "kept",
+    };
     const request = { headers, sensitiveHeaders: ["x-API-key"] };
     await fetchGuarded({ url: `${a.origin}/away`, ...request }, LOCAL);
     expect(a.seen[0]!.headers).toMatchObject(sent);
@@ -284,7 +303,10 @@ describe("redirects", () => {
     a.routes["/back"] = redirect(`${a.origin}/end`, 307);
     a.routes["/end"] = (_req, res) => res.writeHead(200).end("ok");
     const headers = { authorization: "Bearer s3cret", "x-api-key": "s3cret", "x-other": "kept" };
-    const out = await fetchGuarded({ url: `${a.origin}/to-other`, headers, sensitiveHeaders: ["X-Api-Key"] }, { ...LOCAL, resolve: dns.resolve });
+    const out = await fetchGuarded(
+      { url: `${a.origin}/to-other`, headers, sensitiveHeaders: ["X-Api-Key"] },
+      { ...LOCAL, resolve: dns.resolve },
+    );
     expect(out.url).toBe(`${a.origin}/end`);
     expect(a.seen.map((s) => [s.headers.host, s.url])).toEqual([
       [`127.0.0.1:${a.port}`, "/to-other"],
@@ -313,7 +335,15 @@ describe("restApi and graphqlQuery: headers that carry a secret (API.md §18.3)"
   const variables = {
     secrets,
     apContext: { configVars: secrets },
-    prev: { data: { token: `tok-${API_KEY}`, basic: Buffer.from(`user:${OTHER}`).toString("base64"), plain: "hello", pin: "42", pinInside: "v42" } },
+    prev: {
+      data: {
+        token: `tok-${API_KEY}`,
+        basic: Buffer.from(`user:${OTHER}`).toString("base64"),
+        plain: "hello",
+        pin: "42",
+        pinInside: "v42",
+      },
+    },
   };
   /** The parts of a NodeEnv the HTTP kinds use, rendering with the run's `secrets` as the engine does. */
   const env = {
@@ -340,7 +370,13 @@ describe("restApi and graphqlQuery: headers that carry a secret (API.md §18.3)"
   const secretBearing = ["x-api-key", "x-config-var", "x-passed-on", "x-encoded", "x-pin"];
 
   it("names the headers whose template refers to a secret or whose value holds one (in any redacted form)", () => {
-    expect(sensitiveHeaders(env, headers, renderConfig(headers, variables))).toEqual(["X-Api-Key", "X-Config-Var", "X-Passed-On", "X-Encoded", "X-Pin"]);
+    expect(sensitiveHeaders(env, headers, renderConfig(headers, variables))).toEqual([
+      "X-Api-Key",
+      "X-Config-Var",
+      "X-Passed-On",
+      "X-Encoded",
+      "X-Pin",
+    ]);
     expect(sensitiveHeaders(env, undefined, undefined)).toEqual([]);
     expect(sensitiveHeaders({ ...env, variables: {} } as NodeEnv, { a: "x" }, { a: API_KEY })).toEqual([]);
   });
@@ -368,7 +404,10 @@ describe("restApi and graphqlQuery: headers that carry a secret (API.md §18.3)"
   it("graphqlQuery: its own headers carry no secret, so a cross-origin redirect keeps them", async () => {
     b.routes["/gql"] = (_req, res) => res.writeHead(200, { "content-type": "application/json" }).end('{"data":{"ok":true}}');
     a.routes["/gql-away"] = redirect(`${b.origin}/gql`, 307);
-    const out = await graphqlQuery.run({ url: `${a.origin}/gql-away`, query: "query { ok }", variables: { key: "{{secrets.API_KEY}}" } }, env);
+    const out = await graphqlQuery.run(
+      { url: `${a.origin}/gql-away`, query: "query { ok }", variables: { key: "{{secrets.API_KEY}}" } },
+      env,
+    );
     expect(materialize(out.data)).toEqual({ data: { ok: true } });
     expect(b.seen[0]!.headers).toMatchObject({ "content-type": "application/json", accept: "application/json" });
   });
@@ -441,7 +480,12 @@ describe("limits", () => {
     const closed = await startServer({});
     await closed.close();
     const err = await failure(
-      { url: `${closed.origin}/p/s3cret-path?key=s3cret-query`, method: "POST", headers: { authorization: "s3cret-header" }, body: "s3cret-body" },
+      {
+        url: `${closed.origin}/p/s3cret-path?key=s3cret-query`,
+        method: "POST",
+        headers: { authorization: "s3cret-header" },
+        body: "s3cret-body",
+      },
       LOCAL,
     );
     expect(err.code).toBe("NETWORK_ERROR");
@@ -491,7 +535,10 @@ describe("destinations (allow_private_network false)", () => {
   it("refuses a public-looking host name that resolves to a loopback address", async () => {
     const dns = fakeDns({ "api.example.com": ["127.0.0.1"] });
     const err = await failure({ url: `http://api.example.com:${a.port}/` }, { ...GUARDED, resolve: dns.resolve });
-    expect(err).toMatchObject({ code: "DESTINATION_NOT_ALLOWED", message: "destination not allowed: api.example.com resolves to a loopback address" });
+    expect(err).toMatchObject({
+      code: "DESTINATION_NOT_ALLOWED",
+      message: "destination not allowed: api.example.com resolves to a loopback address",
+    });
     expect(a.seen).toHaveLength(0);
   });
 
@@ -537,7 +584,10 @@ describe("destinations (allow_private_network false)", () => {
       a.seen.length = 0;
       const err = await failure({ url: `http://public.example:${a.port}/evil` }, options);
       expect(err.code, target).toBe("DESTINATION_NOT_ALLOWED");
-      expect(a.seen.map((s) => s.url), target).toEqual(["/evil"]);
+      expect(
+        a.seen.map((s) => s.url),
+        target,
+      ).toEqual(["/evil"]);
     }
   });
 
@@ -583,7 +633,16 @@ describe("destinations (allow_private_network false)", () => {
 
 describe("address classification", () => {
   it("allows public IPv4 and global unicast IPv6, including mapped and NAT64 forms of public IPv4", () => {
-    for (const address of ["8.8.8.8", "1.1.1.1", "93.184.216.34", "172.32.0.1", "2606:4700:4700::1111", "2001:4860:4860::8888", "::ffff:8.8.8.8", "64:ff9b::808:808"]) {
+    for (const address of [
+      "8.8.8.8",
+      "1.1.1.1",
+      "93.184.216.34",
+      "172.32.0.1",
+      "2606:4700:4700::1111",
+      "2001:4860:4860::8888",
+      "::ffff:8.8.8.8",
+      "64:ff9b::808:808",
+    ]) {
       expect(addressRefusal(address), address).toBeUndefined();
     }
   });

@@ -19,8 +19,35 @@ const parses = (text: string) => {
 describe("checkJson", () => {
   const samples = [
     '{"a": [1, 2, {"b": "x\\"y\\u00e9\\n"}], "c": null, "d": -0.5e-3, "e": true, "f": false}',
-    "[]", "{}", " 1.5E+3 ", '"s"', "0", "-0", "[[], {}]", '{"": 1, "__proto__": {"x": 1}}',
-    "[1,]", '{"a":1,}', "01", "1.", ".5", "+1", '{"a" 1}', "[1 2]", '"\\u00zz"', '"\\x"', "nul", "", " ", "[", "]", '"a\nb"', "[1]x", "{\"a\":}", "NaN", "1e", "[-]",
+    "[]",
+    "{}",
+    " 1.5E+3 ",
+    '"s"',
+    "0",
+    "-0",
+    "[[], {}]",
+    '{"": 1, "__proto__": {"x": 1}}',
+    "[1,]",
+    '{"a":1,}',
+    "01",
+    "1.",
+    ".5",
+    "+1",
+    '{"a" 1}',
+    "[1 2]",
+    '"\\u00zz"',
+    '"\\x"',
+    "nul",
+    "",
+    " ",
+    "[",
+    "]",
+    '"a\nb"',
+    "[1]x",
+    '{"a":}',
+    "NaN",
+    "1e",
+    "[-]",
   ];
   it("accepts exactly what JSON.parse accepts, and compacts without changing the value", () => {
     for (const text of samples) {
@@ -50,7 +77,7 @@ describe("checkJson", () => {
 });
 
 describe("reading a JsonText", () => {
-  const value = { a: [1, { b: "x,y]}" }, [2, 3]], "k\"ey": { "": null }, "0": "zero", dup: 1 };
+  const value = { a: [1, { b: "x,y]}" }, [2, 3]], 'k"ey': { "": null }, "0": "zero", dup: 1 };
   const text = new JsonText(JSON.stringify(value).replace('"dup":1', '"dup":1,"dup":2'));
 
   it("reads members and elements as JSON.parse would (the last of repeated keys wins)", () => {

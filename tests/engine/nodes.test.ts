@@ -15,7 +15,8 @@ let server: Awaited<ReturnType<typeof startServer>>;
 beforeAll(async () => {
   await useTestRuntime({ LOOP_MAX_ITERATIONS: "5", LOOP_MAX_PARALLEL: "3" });
   server = await startServer({
-    "/ok": (req, res, body) => res.writeHead(200, "Fine", { "content-type": "application/json", "x-Thing": "1" }).end(JSON.stringify({ method: req.method, body })),
+    "/ok": (req, res, body) =>
+      res.writeHead(200, "Fine", { "content-type": "application/json", "x-Thing": "1" }).end(JSON.stringify({ method: req.method, body })),
     "/text": (_req, res) => res.writeHead(200, { "content-type": "text/plain" }).end("plain words"),
     "/missing": (_req, res) => json(res, 404, { reason: "nothing here" }),
     "/graphql": (_req, res, body) => {
@@ -41,9 +42,19 @@ const one = async (node: Record<string, unknown>, overrides = {}) => {
 
 describe("restApi", () => {
   it("outputs {status, statusText, url, headers, data} with the parsed JSON body", async () => {
-    const { step, result } = await one({ id: "r", name: "r", type: "restApi", config: { url: `${server.origin}/ok`, method: "post", body: '{"a":1}' } });
+    const { step, result } = await one({
+      id: "r",
+      name: "r",
+      type: "restApi",
+      config: { url: `${server.origin}/ok`, method: "post", body: '{"a":1}' },
+    });
     expect(result.status).toBe("success");
-    expect(step.output.data).toMatchObject({ status: 200, statusText: "Fine", url: `${server.origin}/ok`, data: { method: "POST", body: '{"a":1}' } });
+    expect(step.output.data).toMatchObject({
+      status: 200,
+      statusText: "Fine",
+      url: `${server.origin}/ok`,
+      data: { method: "POST", body: '{"a":1}' },
+    });
     expect((step.output.data as { headers: Record<string, string> }).headers["x-thing"]).toBe("1");
   });
 
@@ -52,7 +63,7 @@ describe("restApi", () => {
     expect((step.output.data as { data: unknown }).data).toBe("plain words");
   });
 
-  it("fails HTTP_ERROR \"HTTP <status> <statusText>\" on 400 or above, the output recorded", async () => {
+  it('fails HTTP_ERROR "HTTP <status> <statusText>" on 400 or above, the output recorded', async () => {
     const { step } = await one({ id: "r", name: "r", type: "restApi", config: { url: `${server.origin}/missing`, method: "GET" } });
     expect(step).toMatchObject({ success: false, errorCode: "HTTP_ERROR", error: "HTTP 404 Not Found" });
     expect(step.output.data).toMatchObject({ status: 404, data: { reason: "nothing here" } });
@@ -67,7 +78,12 @@ describe("restApi", () => {
 });
 
 describe("graphqlQuery", () => {
-  const gql = (query: string) => ({ id: "g", name: "g", type: "graphqlQuery", config: { url: `${server.origin}/graphql`, query, variables: { name: "{{trigger1.data.greeting}}" } } });
+  const gql = (query: string) => ({
+    id: "g",
+    name: "g",
+    type: "graphqlQuery",
+    config: { url: `${server.origin}/graphql`, query, variables: { name: "{{trigger1.data.greeting}}" } },
+  });
 
   it("POSTs {query, variables} and outputs the parsed body", async () => {
     const { step } = await one(gql("query { echo }"));
@@ -90,7 +106,9 @@ describe("graphqlQuery", () => {
 
 describe("customCode", () => {
   it("returns the JSON-safe value and the console log", async () => {
-    const { step } = await one(code("c", "console.info('n', 1); return { u: undefined, n: NaN, big: 10n ** 20n, list: trigger1.data.items }"));
+    const { step } = await one(
+      code("c", "console.info('n', 1); return { u: undefined, n: NaN, big: 10n ** 20n, list: trigger1.data.items }"),
+    );
     expect(step.output).toEqual({ data: { n: null, big: "100000000000000000000", list: [1, 2, 3] } });
     expect(step.log).toBe("n 1");
   });
@@ -104,7 +122,12 @@ describe("customCode", () => {
 });
 
 describe("filter", () => {
-  const filterNode = (inputVariable: string, expression: string) => ({ id: "f", name: "f", type: "filter", config: { inputVariable, expression } });
+  const filterNode = (inputVariable: string, expression: string) => ({
+    id: "f",
+    name: "f",
+    type: "filter",
+    config: { inputVariable, expression },
+  });
 
   it("keeps the elements for which the expression is true, with value and index", async () => {
     const { step } = await one(filterNode("{{trigger1.data.items}}", "value > 1 && index < 2"));
@@ -124,29 +147,50 @@ describe("filter", () => {
 });
 
 describe("loop", () => {
-  const loopNode = (config: Record<string, unknown>) => ({ id: "l", name: "l", type: "loop", config: { inputVariable: "{{trigger1.data.items}}", ...config } });
+  const loopNode = (config: Record<string, unknown>) => ({
+    id: "l",
+    name: "l",
+    type: "loop",
+    config: { inputVariable: "{{trigger1.data.items}}", ...config },
+  });
 
   it("runs the runner per element with iterVar and index, in input order", async () => {
-    const { step } = await one(loopNode({ iterVar: "item", runner: { type: "customCode", config: { source: "return item * 10 + index + {{ item }}" } } }));
+    const { step } = await one(
+      loopNode({ iterVar: "item", runner: { type: "customCode", config: { source: "return item * 10 + index + {{ item }}" } } }),
+    );
     expect(step.output).toEqual({ data: [11, 23, 35] });
   });
 
   it("parallel mode runs iterations at the same time (three requests meet), at most loop_max_parallel", async () => {
     const { step } = await one(
-      loopNode({ executionMode: "parallel", runner: { type: "restApi", config: { url: `${server.origin}/meet3?i={{index}}`, method: "GET" } } }),
+      loopNode({
+        executionMode: "parallel",
+        runner: { type: "restApi", config: { url: `${server.origin}/meet3?i={{index}}`, method: "GET" } },
+      }),
     );
     expect(step.success).toBe(true);
     expect((step.output.data as { status: number }[]).map((o) => o.status)).toEqual([200, 200, 200]);
   });
 
   it("sequential: a failed iteration fails ITERATION_FAILED and the rest do not run", async () => {
-    const { step } = await one(loopNode({ runner: { type: "restApi", config: { url: `${server.origin}/item?n={{value}}`, method: "GET" } } }));
+    const { step } = await one(
+      loopNode({ runner: { type: "restApi", config: { url: `${server.origin}/item?n={{value}}`, method: "GET" } } }),
+    );
     expect(step).toMatchObject({ success: false, errorCode: "ITERATION_FAILED", error: "iteration 1: HTTP 500 Internal Server Error" });
-    expect((step.output.data as unknown[]).map((o) => (o === null ? null : (o as { data: { n: number } }).data.n))).toEqual([1, null, null]);
+    expect((step.output.data as unknown[]).map((o) => (o === null ? null : (o as { data: { n: number } }).data.n))).toEqual([
+      1,
+      null,
+      null,
+    ]);
   });
 
   it("parallel: every started iteration completes and failed ones are null", async () => {
-    const { step } = await one(loopNode({ executionMode: "parallel", runner: { type: "customCode", config: { source: "if (index === 0) throw new Error('first'); return index" } } }));
+    const { step } = await one(
+      loopNode({
+        executionMode: "parallel",
+        runner: { type: "customCode", config: { source: "if (index === 0) throw new Error('first'); return index" } },
+      }),
+    );
     expect(step).toMatchObject({ errorCode: "ITERATION_FAILED", error: "iteration 0: first", output: { data: [null, 1, 2] } });
   });
 
@@ -156,7 +200,9 @@ describe("loop", () => {
       { triggerOutput: { data: { items: [1, 2, 3, 4, 5, 6] }, headers: {}, pathParams: {} } },
     );
     expect(stepOf(big.steps, "l")).toMatchObject({ errorCode: "LOOP_LIMIT_EXCEEDED", error: "loop input has 6 items; the limit is 5" });
-    const notArray = await one(loopNode({ inputVariable: "trigger1.data.greeting", runner: { type: "customCode", config: { source: "return 1" } } }));
+    const notArray = await one(
+      loopNode({ inputVariable: "trigger1.data.greeting", runner: { type: "customCode", config: { source: "return 1" } } }),
+    );
     expect(notArray.step.errorCode).toBe("INVALID_INPUT");
   });
 
@@ -171,14 +217,23 @@ describe("loop", () => {
       return sender.send(request);
     };
     const result = await run(
-      { nodes: [loopNode({ executionMode: "parallel", runner: { type: "ethTransfer", config: { destination: "0x3333333333333333333333333333333333333333", amount: "{{value}}" } } })] },
+      {
+        nodes: [
+          loopNode({
+            executionMode: "parallel",
+            runner: { type: "ethTransfer", config: { destination: "0x3333333333333333333333333333333333333333", amount: "{{value}}" } },
+          }),
+        ],
+      },
       { sendCalls: send },
     );
     const step = stepOf(result.steps, "l")!;
     expect(most).toBe(1);
     expect(sender.requests.map((r) => r.calls[0]!.value)).toEqual([1n, 2n, 3n]);
     expect(step).toMatchObject({ success: true, gasUsed: "300000", totalGasCost: "900000", gasPrice: "3" });
-    expect(result.cogs).toEqual([{ nodeId: "l", costType: "gas", fee: { amount: "900000", unit: "WEI" }, gasUnits: "300000", chainId: 31337 }]);
+    expect(result.cogs).toEqual([
+      { nodeId: "l", costType: "gas", fee: { amount: "900000", unit: "WEI" }, gasUnits: "300000", chainId: 31337 },
+    ]);
   });
 });
 
@@ -186,13 +241,37 @@ describe("ethTransfer and contractWrite through SendCalls", () => {
   const DEST = "0x1111111111111111111111111111111111111111";
   const TOKEN = "0x2222222222222222222222222222222222222222";
   const abi = [
-    { type: "function", name: "transfer", stateMutability: "nonpayable", inputs: [{ name: "to", type: "address" }, { name: "amount", type: "uint256" }], outputs: [{ type: "bool" }] },
-    { type: "function", name: "setFlags", stateMutability: "nonpayable", inputs: [{ name: "flags", type: "bool[]" }, { name: "note", type: "string" }], outputs: [] },
+    {
+      type: "function",
+      name: "transfer",
+      stateMutability: "nonpayable",
+      inputs: [
+        { name: "to", type: "address" },
+        { name: "amount", type: "uint256" },
+      ],
+      outputs: [{ type: "bool" }],
+    },
+    {
+      type: "function",
+      name: "setFlags",
+      stateMutability: "nonpayable",
+      inputs: [
+        { name: "flags", type: "bool[]" },
+        { name: "note", type: "string" },
+      ],
+      outputs: [],
+    },
   ];
 
   it("ethTransfer sends one call and outputs {from, to, value, chainId, isSimulated, userOpHash, transactionHash} with gas and cogs", async () => {
     const sender = fakeSender();
-    const result = await run({ nodes: [{ id: "pay", name: "pay", type: "ethTransfer", config: { destination: "{{dest}}", amount: "1000" } }], inputVariables: { dest: DEST } }, { sendCalls: sender.send });
+    const result = await run(
+      {
+        nodes: [{ id: "pay", name: "pay", type: "ethTransfer", config: { destination: "{{dest}}", amount: "1000" } }],
+        inputVariables: { dest: DEST },
+      },
+      { sendCalls: sender.send },
+    );
     expect(sender.requests).toEqual([{ chainId: 31337, calls: [{ to: DEST, value: 1000n }] }]);
     const step = stepOf(result.steps, "pay")!;
     expect(step.output.data).toEqual({
@@ -205,12 +284,17 @@ describe("ethTransfer and contractWrite through SendCalls", () => {
       transactionHash: `0x${"1".padStart(64, "b")}`,
     });
     expect(step).toMatchObject({ gasUsed: "100000", gasPrice: "3", totalGasCost: "300000" });
-    expect(result.cogs).toEqual([{ nodeId: "pay", costType: "gas", fee: { amount: "300000", unit: "WEI" }, gasUnits: "100000", chainId: 31337 }]);
+    expect(result.cogs).toEqual([
+      { nodeId: "pay", costType: "gas", fee: { amount: "300000", unit: "WEI" }, gasUnits: "100000", chainId: 31337 },
+    ]);
   });
 
   it("ethTransfer `max` asks the sender for the whole balance", async () => {
     const sender = fakeSender();
-    await run({ nodes: [{ id: "pay", name: "pay", type: "ethTransfer", config: { destination: DEST, amount: "max" } }] }, { sendCalls: sender.send });
+    await run(
+      { nodes: [{ id: "pay", name: "pay", type: "ethTransfer", config: { destination: DEST, amount: "max" } }] },
+      { sendCalls: sender.send },
+    );
     expect(sender.requests[0]).toMatchObject({ sendMax: true, calls: [{ to: DEST }] });
   });
 
@@ -222,7 +306,10 @@ describe("ethTransfer and contractWrite through SendCalls", () => {
           { id: "a", name: "a", type: "ethTransfer", config: { destination: "{{trigger1.data.greeting}}", amount: "1" } },
           { id: "b", name: "b", type: "ethTransfer", config: { destination: DEST, amount: "{{trigger1.data.greeting}}" } },
         ],
-        edges: [{ id: "e1", source: "trig", target: "a" }, { id: "e2", source: "trig", target: "b" }],
+        edges: [
+          { id: "e1", source: "trig", target: "a" },
+          { id: "e2", source: "trig", target: "b" },
+        ],
       },
       { sendCalls: sender.send },
     );
@@ -246,7 +333,11 @@ describe("ethTransfer and contractWrite through SendCalls", () => {
               gasLimit: "500000",
               methodCalls: [
                 { methodName: "transfer", methodParams: ["{{dest}}", "0x10"] },
-                { methodName: "setFlags(bool[],string)", methodParams: ["[true,false]", "note {{trigger1.data.greeting}}"], contractAddress: DEST },
+                {
+                  methodName: "setFlags(bool[],string)",
+                  methodParams: ["[true,false]", "note {{trigger1.data.greeting}}"],
+                  contractAddress: DEST,
+                },
               ],
             },
           },
@@ -269,30 +360,89 @@ describe("ethTransfer and contractWrite through SendCalls", () => {
     const step = stepOf(result.steps, "w")!;
     expect(step.success).toBe(true);
     expect(step.output.data).toEqual([
-      { methodName: "transfer", contractAddress: TOKEN, success: true, value: null, isSimulated: false, userOpHash: `0x${"1".padStart(64, "a")}`, transactionHash: `0x${"1".padStart(64, "b")}`, blockNumber: 101 },
-      { methodName: "setFlags(bool[],string)", contractAddress: DEST, success: true, value: null, isSimulated: false, userOpHash: `0x${"1".padStart(64, "a")}`, transactionHash: `0x${"1".padStart(64, "b")}`, blockNumber: 101 },
+      {
+        methodName: "transfer",
+        contractAddress: TOKEN,
+        success: true,
+        value: null,
+        isSimulated: false,
+        userOpHash: `0x${"1".padStart(64, "a")}`,
+        transactionHash: `0x${"1".padStart(64, "b")}`,
+        blockNumber: 101,
+      },
+      {
+        methodName: "setFlags(bool[],string)",
+        contractAddress: DEST,
+        success: true,
+        value: null,
+        isSimulated: false,
+        userOpHash: `0x${"1".padStart(64, "a")}`,
+        transactionHash: `0x${"1".padStart(64, "b")}`,
+        blockNumber: 101,
+      },
     ]);
     expect(result.cogs).toHaveLength(1);
   });
 
   it("contractWrite with raw callData and value sends that call", async () => {
     const sender = fakeSender();
-    await run({ nodes: [{ id: "w", name: "w", type: "contractWrite", config: { contractAddress: TOKEN, callData: "0xdeadbeef", value: "7" } }] }, { sendCalls: sender.send });
+    await run(
+      { nodes: [{ id: "w", name: "w", type: "contractWrite", config: { contractAddress: TOKEN, callData: "0xdeadbeef", value: "7" } }] },
+      { sendCalls: sender.send },
+    );
     expect(sender.requests).toEqual([{ chainId: 31337, calls: [{ to: TOKEN, data: "0xdeadbeef", value: 7n }] }]);
   });
 
   it("maps a reverted operation to USEROP_REVERTED, every element success false, gas and cogs still recorded", async () => {
     const sender = fakeSender([
-      { ok: false, errorCode: "USEROP_REVERTED", error: "user operation reverted: nope", userOpHash: `0x${"c".repeat(64)}`, transactionHash: `0x${"d".repeat(64)}`, blockNumber: 5n, gasUsed: 50_000n, gasPrice: 2n, totalGasCost: 100_000n },
+      {
+        ok: false,
+        errorCode: "USEROP_REVERTED",
+        error: "user operation reverted: nope",
+        userOpHash: `0x${"c".repeat(64)}`,
+        transactionHash: `0x${"d".repeat(64)}`,
+        blockNumber: 5n,
+        gasUsed: 50_000n,
+        gasPrice: 2n,
+        totalGasCost: 100_000n,
+      },
     ]);
     const result = await run(
-      { nodes: [{ id: "w", name: "w", type: "contractWrite", config: { contractAddress: TOKEN, contractAbi: abi, methodCalls: [{ methodName: "transfer", methodParams: [DEST, "1"] }, { methodName: "transfer", methodParams: [DEST, "2"] }] } }] },
+      {
+        nodes: [
+          {
+            id: "w",
+            name: "w",
+            type: "contractWrite",
+            config: {
+              contractAddress: TOKEN,
+              contractAbi: abi,
+              methodCalls: [
+                { methodName: "transfer", methodParams: [DEST, "1"] },
+                { methodName: "transfer", methodParams: [DEST, "2"] },
+              ],
+            },
+          },
+        ],
+      },
       { sendCalls: sender.send },
     );
     const step = stepOf(result.steps, "w")!;
-    expect(step).toMatchObject({ success: false, errorCode: "USEROP_REVERTED", error: "user operation reverted: nope", gasUsed: "50000", totalGasCost: "100000", gasPrice: "2" });
-    expect((step.output.data as { success: boolean; error: string }[]).map((e) => [e.success, e.error])).toEqual([[false, "user operation reverted: nope"], [false, "user operation reverted: nope"]]);
-    expect(result.cogs).toEqual([{ nodeId: "w", costType: "gas", fee: { amount: "100000", unit: "WEI" }, gasUnits: "50000", chainId: 31337 }]);
+    expect(step).toMatchObject({
+      success: false,
+      errorCode: "USEROP_REVERTED",
+      error: "user operation reverted: nope",
+      gasUsed: "50000",
+      totalGasCost: "100000",
+      gasPrice: "2",
+    });
+    expect((step.output.data as { success: boolean; error: string }[]).map((e) => [e.success, e.error])).toEqual([
+      [false, "user operation reverted: nope"],
+      [false, "user operation reverted: nope"],
+    ]);
+    expect(result.cogs).toEqual([
+      { nodeId: "w", costType: "gas", fee: { amount: "100000", unit: "WEI" }, gasUnits: "50000", chainId: 31337 },
+    ]);
     expect(result.error).toBe("1 of 1 steps failed: w");
   });
 
@@ -302,10 +452,22 @@ describe("ethTransfer and contractWrite through SendCalls", () => {
       { ok: false, errorCode: "INSUFFICIENT_BALANCE", error: "The wallet holds 0 wei" },
     ]);
     const result = await run(
-      { nodes: [{ id: "a", name: "a", type: "ethTransfer", config: { destination: DEST, amount: "5" } }, { id: "b", name: "b", type: "ethTransfer", config: { destination: DEST, amount: "5" } }], edges: [{ id: "e1", source: "trig", target: "a" }, { id: "e2", source: "trig", target: "b" }] },
+      {
+        nodes: [
+          { id: "a", name: "a", type: "ethTransfer", config: { destination: DEST, amount: "5" } },
+          { id: "b", name: "b", type: "ethTransfer", config: { destination: DEST, amount: "5" } },
+        ],
+        edges: [
+          { id: "e1", source: "trig", target: "a" },
+          { id: "e2", source: "trig", target: "b" },
+        ],
+      },
       { sendCalls: sender.send },
     );
-    const codes = result.steps.slice(1).map((s) => s.errorCode).sort();
+    const codes = result.steps
+      .slice(1)
+      .map((s) => s.errorCode)
+      .sort();
     expect(codes).toEqual(["INSUFFICIENT_BALANCE", "USEROP_REJECTED"]);
     expect(result.steps.slice(1).every((s) => s.gasUsed === undefined)).toBe(true);
     expect(result.cogs).toEqual([]);
@@ -314,10 +476,26 @@ describe("ethTransfer and contractWrite through SendCalls", () => {
   it("a method param that does not parse by its ABI type fails INVALID_INPUT naming it", async () => {
     const sender = fakeSender();
     const result = await run(
-      { nodes: [{ id: "w", name: "w", type: "contractWrite", config: { contractAddress: TOKEN, contractAbi: abi, methodCalls: [{ methodName: "transfer", methodParams: [DEST, "{{trigger1.data.greeting}}"] }] } }] },
+      {
+        nodes: [
+          {
+            id: "w",
+            name: "w",
+            type: "contractWrite",
+            config: {
+              contractAddress: TOKEN,
+              contractAbi: abi,
+              methodCalls: [{ methodName: "transfer", methodParams: [DEST, "{{trigger1.data.greeting}}"] }],
+            },
+          },
+        ],
+      },
       { sendCalls: sender.send },
     );
-    expect(stepOf(result.steps, "w")).toMatchObject({ errorCode: "INVALID_INPUT", error: "methodCalls[0].methodParams[1] must be an integer (decimal or 0x hex) for uint256" });
+    expect(stepOf(result.steps, "w")).toMatchObject({
+      errorCode: "INVALID_INPUT",
+      error: "methodCalls[0].methodParams[1] must be an integer (decimal or 0x hex) for uint256",
+    });
     expect(sender.requests).toEqual([]);
   });
 });

@@ -150,7 +150,7 @@ describe("short secrets (under 4 bytes)", () => {
       b64: "MTI=",
       pct: "%E2%82%AC",
     });
-    expect(r.value({ "12": "x", "a12": "y" })).toEqual({ "***": "x", "a12": "y" });
+    expect(r.value({ "12": "x", a12: "y" })).toEqual({ "***": "x", a12: "y" });
     expect(r.text("12")).toBe("***");
     expect(r.text("error 12")).toBe("error 12");
     expect(r.log("12")).toBe("***");
@@ -184,7 +184,9 @@ describe("object keys", () => {
   });
 
   it("keeps a __proto__ key as data", () => {
-    const out = createRedactor([SECRET]).value(JSON.parse(`{"__proto__": ${JSON.stringify(SECRET)}, "k": {"__proto__": {"a": 1}}}`) as object);
+    const out = createRedactor([SECRET]).value(
+      JSON.parse(`{"__proto__": ${JSON.stringify(SECRET)}, "k": {"__proto__": {"a": 1}}}`) as object,
+    );
     expect(Object.keys(out)).toEqual(["__proto__", "k"]);
     expect(JSON.stringify(out)).toBe('{"__proto__":"***","k":{"__proto__":{"a":1}}}');
     expect(Object.getPrototypeOf(out)).toBe(Object.prototype);

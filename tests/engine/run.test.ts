@@ -25,7 +25,10 @@ describe("graph", () => {
     const rest = (id: string) => ({ id, name: id, type: "restApi", config: { url: `${server.origin}/meet`, method: "GET" } });
     const result = await run({ nodes: [rest("a"), rest("b")], edges: [edge("trig", "a"), edge("trig", "b")] });
     expect(result.status).toBe("success");
-    expect(result.steps.slice(1).map((s) => [s.id, (s.output.data as { status: number }).status])).toEqual([["a", 200], ["b", 200]]);
+    expect(result.steps.slice(1).map((s) => [s.id, (s.output.data as { status: number }).status])).toEqual([
+      ["a", 200],
+      ["b", 200],
+    ]);
   });
 
   it("a failed node stops only what depends on it; the error counts and names the failed steps", async () => {
@@ -62,7 +65,13 @@ describe("graph", () => {
       ...(withElse ? [code("onNo", "return 'no'")] : []),
       code("join", withElse ? "return [typeof onYes, typeof onNo]" : "return 1"),
     ],
-    edges: [edge("trig", "br"), edge("br.yes", "onYes"), ...(withElse ? [edge("br.no", "onNo")] : []), edge("onYes", "join"), ...(withElse ? [edge("onNo", "join")] : [])],
+    edges: [
+      edge("trig", "br"),
+      edge("br.yes", "onYes"),
+      ...(withElse ? [edge("br.no", "onNo")] : []),
+      edge("onYes", "join"),
+      ...(withElse ? [edge("onNo", "join")] : []),
+    ],
   });
 
   it("runs the chosen branch path; the untaken path is skipped and absent; a join after both still runs", async () => {
@@ -140,7 +149,13 @@ describe("variables and templates", () => {
       limit: 5,
       mode: "new",
       settings: { runner: WALLET, chainId: 31337, note: "kept" },
-      ctx: { workflowId: "01JWORKFLOW0000000000000000", executionId: "01JEXECUTION000000000000000", executionIndex: 0, smartWalletAddress: WALLET, chainId: 31337 },
+      ctx: {
+        workflowId: "01JWORKFLOW0000000000000000",
+        executionId: "01JEXECUTION000000000000000",
+        executionIndex: 0,
+        smartWalletAddress: WALLET,
+        chainId: 31337,
+      },
     });
     expect(data.date.slice(0, 3)).toEqual(["number", true, true]);
     expect(data.date[3]).toBeGreaterThanOrEqual(before);
@@ -155,7 +170,12 @@ describe("variables and templates", () => {
             id: "call",
             name: "call",
             type: "restApi",
-            config: { url: `${server.origin}/echo?id={{first.data.id}}`, method: "POST", body: "{\"tags\":{{first.data.tags}},\"n\":{{ limit }}}", headers: { authorization: "Bearer {{secrets.TOKEN}}" } },
+            config: {
+              url: `${server.origin}/echo?id={{first.data.id}}`,
+              method: "POST",
+              body: '{"tags":{{first.data.tags}},"n":{{ limit }}}',
+              headers: { authorization: "Bearer {{secrets.TOKEN}}" },
+            },
           },
         ],
         inputVariables: { limit: 1.5e21 },
@@ -165,13 +185,24 @@ describe("variables and templates", () => {
     const call = stepOf(result.steps, "call")!;
     expect(call.success).toBe(true);
     expect(call.inputs).toEqual(["first.data.id", "secrets.TOKEN", "first.data.tags", "limit"]);
-    expect((call.output.data as { data: unknown }).data).toEqual({ url: "/echo?id=7", body: '{"tags":["a","b"],"n":1500000000000000000000}', auth: "Bearer ***" });
+    expect((call.output.data as { data: unknown }).data).toEqual({
+      url: "/echo?id=7",
+      body: '{"tags":["a","b"],"n":1500000000000000000000}',
+      auth: "Bearer ***",
+    });
     expect(call.config).toMatchObject({ url: `${server.origin}/echo?id={{first.data.id}}` });
   });
 
   it("fails a step TEMPLATE_UNRESOLVED naming the path, and the run failed", async () => {
     const result = await run({
-      nodes: [{ id: "call", name: "call", type: "restApi", config: { url: `${server.origin}/echo?x={{trigger1.data.missing.deep}}`, method: "GET" } }],
+      nodes: [
+        {
+          id: "call",
+          name: "call",
+          type: "restApi",
+          config: { url: `${server.origin}/echo?x={{trigger1.data.missing.deep}}`, method: "GET" },
+        },
+      ],
     });
     expect(result.status).toBe("failed");
     expect(stepOf(result.steps, "call")).toMatchObject({
@@ -192,7 +223,10 @@ describe("secrets", () => {
     const result = await run(
       {
         nodes: [
-          code("leak", "console.log('key is', secrets.API_KEY); return { key: apContext.configVars.API_KEY, nested: ['x' + secrets.API_KEY + 'y'], short: secrets.PIN, inWord: 'a' + secrets.PIN + 'b' }"),
+          code(
+            "leak",
+            "console.log('key is', secrets.API_KEY); return { key: apContext.configVars.API_KEY, nested: ['x' + secrets.API_KEY + 'y'], short: secrets.PIN, inWord: 'a' + secrets.PIN + 'b' }",
+          ),
           code("fail", "throw new Error('bad key {{secrets.API_KEY}}')"),
         ],
         edges: [edge("trig", "leak"), edge("trig", "fail")],
@@ -223,13 +257,19 @@ describe("secrets", () => {
 
   it("fails TEMPLATE_UNRESOLVED for a missing secret", async () => {
     const result = await run({ nodes: [code("a", "return '{{secrets.NOPE}}'")] });
-    expect(stepOf(result.steps, "a")).toMatchObject({ errorCode: "TEMPLATE_UNRESOLVED", error: "unresolved template variable: secrets.NOPE" });
+    expect(stepOf(result.steps, "a")).toMatchObject({
+      errorCode: "TEMPLATE_UNRESOLVED",
+      error: "unresolved template variable: secrets.NOPE",
+    });
   });
 
   it("redacts the beginning of a secret left at the end of a truncated log", async () => {
     // The log limit is 256 bytes: 236 bytes of padding and a 40-byte secret leave part of it before the marker.
     const secret = "S".repeat(4) + "0123456789abcdefghijklmnopqrstuvwxyzAB".slice(0, 36);
-    const result = await run({ nodes: [code("a", "console.log('p'.repeat(236) + secrets.LONG); return 1")] }, { secrets: async () => ({ LONG: secret }) });
+    const result = await run(
+      { nodes: [code("a", "console.log('p'.repeat(236) + secrets.LONG); return 1")] },
+      { secrets: async () => ({ LONG: secret }) },
+    );
     const log = stepOf(result.steps, "a")!.log!;
     expect(log.endsWith(`***${LOG_TRUNCATED_MARKER}`)).toBe(true);
     expect(log).not.toContain("SSSS");
@@ -271,11 +311,14 @@ describe("stopping", () => {
   });
 
   it("an internal failure ends the run error with a generic message and no stack", async () => {
-    const result = await run({ nodes: [code("a", "return 1")] }, {
-      onStep: (step) => {
-        if (step.id === "a") throw new Error("store exploded at /srv/secret/path.ts:12");
+    const result = await run(
+      { nodes: [code("a", "return 1")] },
+      {
+        onStep: (step) => {
+          if (step.id === "a") throw new Error("store exploded at /srv/secret/path.ts:12");
+        },
       },
-    });
+    );
     expect(result.status).toBe("error");
     expect(result.error).toBe("internal error: the engine could not run the workflow");
     expect(JSON.stringify(result)).not.toContain("exploded");

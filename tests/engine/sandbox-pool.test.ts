@@ -19,7 +19,13 @@ afterEach(async () => {
 });
 
 const limits = { timeLimitMs: 5_000, memoryLimitMib: 64, logLimitBytes: 65_536 };
-const expression = (source: string, timeLimitMs = 5_000): Evaluation => ({ op: "run", kind: "expression", source, globalsJson: "{}", limits: { ...limits, timeLimitMs } });
+const expression = (source: string, timeLimitMs = 5_000): Evaluation => ({
+  op: "run",
+  kind: "expression",
+  source,
+  globalsJson: "{}",
+  limits: { ...limits, timeLimitMs },
+});
 const spin = (ms: number) => expression(`(() => { const end = Date.now() + ${ms}; while (Date.now() < end) {} return ${ms} })()`);
 
 describe("the sandbox pool", () => {

@@ -13,7 +13,8 @@ setFlagsFromString("--expose-gc");
 const gc = runInNewContext("gc") as () => void;
 const rssMib = () => process.memoryUsage().rss / 1_048_576;
 
-const body = (source: string, extra: Partial<Parameters<typeof runSandboxed>[0]> = {}) => runSandboxed({ kind: "function-body", source, ...extra });
+const body = (source: string, extra: Partial<Parameters<typeof runSandboxed>[0]> = {}) =>
+  runSandboxed({ kind: "function-body", source, ...extra });
 const failure = (r: SandboxResult<unknown>) => (r.ok ? { ok: true, value: r.value } : { errorCode: r.errorCode, error: r.error });
 
 /** A normal evaluation, run after each failure: the process still works. */
@@ -36,7 +37,10 @@ beforeAll(async () => {
 
 describe("customCode: values", () => {
   it("returns the value of a function body, with the §8.6 variables as globals", async () => {
-    const r = await body("return { sum: trigger1.data.items.reduce((a, b) => a + b, 0), name: trigger1.data.name, chain: settings.chainId, status: fetch1.data.status, n: context.executionIndex, t: date.now }", { globals });
+    const r = await body(
+      "return { sum: trigger1.data.items.reduce((a, b) => a + b, 0), name: trigger1.data.name, chain: settings.chainId, status: fetch1.data.status, n: context.executionIndex, t: date.now }",
+      { globals },
+    );
     expect(r).toEqual({ ok: true, value: { sum: 6, name: "café", chain: 31337, status: 200, n: 3, t: 1_700_000_000_000 }, log: "" });
   });
 
@@ -49,9 +53,15 @@ describe("customCode: values", () => {
     expect(r).toEqual({
       ok: true,
       value: {
-        nan: null, inf: null, ninf: null, big: "1180591620717411303424",
+        nan: null,
+        inf: null,
+        ninf: null,
+        big: "1180591620717411303424",
         list: [null, null, null, null, "12", "ok"],
-        deep: { a: [{ b: "1", d: null }] }, date: "1970-01-01T00:00:00.000Z", nul: null, t: true,
+        deep: { a: [{ b: "1", d: null }] },
+        date: "1970-01-01T00:00:00.000Z",
+        nul: null,
+        t: true,
       },
       log: "",
     });
@@ -66,7 +76,9 @@ describe("customCode: values", () => {
 
   it("awaits a returned promise, and allows top-level await", async () => {
     expect(await body("return Promise.resolve(41).then((x) => x + 1)")).toMatchObject({ ok: true, value: 42 });
-    expect(await body("const a = await Promise.resolve(1); let n = a; for (let i = 0; i < 1000; i++) n += await i; return n")).toMatchObject({ ok: true, value: 499501 });
+    expect(
+      await body("const a = await Promise.resolve(1); let n = a; for (let i = 0; i < 1000; i++) n += await i; return n"),
+    ).toMatchObject({ ok: true, value: 499501 });
     expect(await body("return new Promise((resolve) => resolve({ done: true }))")).toMatchObject({ ok: true, value: { done: true } });
   });
 
@@ -85,17 +97,29 @@ describe("customCode: values", () => {
   });
 
   it("fails SANDBOX_ERROR when the returned promise can never settle (there are no timers to settle it)", async () => {
-    expect(failure(await body("await new Promise(() => {})"))).toEqual({ errorCode: "SANDBOX_ERROR", error: "the returned promise never settles" });
+    expect(failure(await body("await new Promise(() => {})"))).toEqual({
+      errorCode: "SANDBOX_ERROR",
+      error: "the returned promise never settles",
+    });
     await stillWorks();
   });
 
   it("starts every evaluation from a fresh VM: nothing one script sets is seen by the next", async () => {
-    expect(await body("globalThis.leak = 1; Object.prototype.polluted = 2; JSON.stringify = () => 'x'; return 1")).toMatchObject({ ok: true, value: 1 });
-    expect(await body("return [typeof leak, ({}).polluted === undefined, JSON.stringify([1])]")).toMatchObject({ ok: true, value: ["undefined", true, "[1]"] });
+    expect(await body("globalThis.leak = 1; Object.prototype.polluted = 2; JSON.stringify = () => 'x'; return 1")).toMatchObject({
+      ok: true,
+      value: 1,
+    });
+    expect(await body("return [typeof leak, ({}).polluted === undefined, JSON.stringify([1])]")).toMatchObject({
+      ok: true,
+      value: ["undefined", true, "[1]"],
+    });
   });
 
   it("keeps its own JSON: a script that replaces JSON.stringify still returns its value", async () => {
-    expect(await body("JSON.stringify = () => '{bad'; JSON.parse = null; return { a: [1n] }")).toMatchObject({ ok: true, value: { a: ["1"] } });
+    expect(await body("JSON.stringify = () => '{bad'; JSON.parse = null; return { a: [1n] }")).toMatchObject({
+      ok: true,
+      value: { a: ["1"] },
+    });
   });
 });
 
@@ -107,11 +131,20 @@ describe("customCode: console", () => {
       console.warn(new TypeError("careful"));
       console.error(function named() {}, Symbol("s"), 5n);
       return "done"`);
-    expect(r).toEqual({ ok: true, value: "done", log: 'hello 1 true null undefined {"a":1,"b":["2"]} [1,"x"]\ninfo\nTypeError: careful\n[Function: named] Symbol(s) 5n' });
+    expect(r).toEqual({
+      ok: true,
+      value: "done",
+      log: 'hello 1 true null undefined {"a":1,"b":["2"]} [1,"x"]\ninfo\nTypeError: careful\n[Function: named] Symbol(s) 5n',
+    });
   });
 
   it("keeps the log of a failing script", async () => {
-    expect(await body('console.log("before"); throw new Error("after")')).toEqual({ ok: false, errorCode: "SANDBOX_ERROR", error: "after", log: "before" });
+    expect(await body('console.log("before"); throw new Error("after")')).toEqual({
+      ok: false,
+      errorCode: "SANDBOX_ERROR",
+      error: "after",
+      log: "before",
+    });
   });
 
   it("truncates the log at its byte limit with a final …[truncated], never splitting a character", async () => {
@@ -135,12 +168,36 @@ describe("customCode: console", () => {
 
 describe("customCode: no host", () => {
   it("has no require, import(), fetch, process, timers, module loading or Node/Web globals", async () => {
-    const names = ["require", "process", "fetch", "setTimeout", "setInterval", "setImmediate", "queueMicrotask", "module", "exports", "global", "Buffer", "std", "os", "performance", "XMLHttpRequest", "WebSocket", "importScripts", "WebAssembly", "Deno", "Bun"];
+    const names = [
+      "require",
+      "process",
+      "fetch",
+      "setTimeout",
+      "setInterval",
+      "setImmediate",
+      "queueMicrotask",
+      "module",
+      "exports",
+      "global",
+      "Buffer",
+      "std",
+      "os",
+      "performance",
+      "XMLHttpRequest",
+      "WebSocket",
+      "importScripts",
+      "WebAssembly",
+      "Deno",
+      "Bun",
+    ];
     const r = await body(`return [${names.map((n) => `typeof ${n}`).join(", ")}]`);
     expect(r).toMatchObject({ ok: true, value: names.map(() => "undefined") });
     expect(failure(await body('return require("fs")'))).toEqual({ errorCode: "SANDBOX_ERROR", error: "'require' is not defined" });
     expect(failure(await body('return await import("fs")'))).toEqual({ errorCode: "SANDBOX_ERROR", error: "could not load module 'fs'" });
-    expect(failure(await body('return fetch("http://169.254.169.254/")'))).toEqual({ errorCode: "SANDBOX_ERROR", error: "'fetch' is not defined" });
+    expect(failure(await body('return fetch("http://169.254.169.254/")'))).toEqual({
+      errorCode: "SANDBOX_ERROR",
+      error: "'fetch' is not defined",
+    });
     expect(failure(await body("return process.env"))).toEqual({ errorCode: "SANDBOX_ERROR", error: "'process' is not defined" });
     expect(failure(await body("setTimeout(() => {}, 10)"))).toEqual({ errorCode: "SANDBOX_ERROR", error: "'setTimeout' is not defined" });
     expect(failure(await body('import fs from "fs"'))).toMatchObject({ errorCode: "SANDBOX_ERROR" });
@@ -148,15 +205,71 @@ describe("customCode: no host", () => {
 
   it("puts nothing on globalThis but ECMAScript's built-ins, console and the variables", async () => {
     const builtins = [
-      "Error", "EvalError", "RangeError", "ReferenceError", "SyntaxError", "TypeError", "URIError", "InternalError", "AggregateError",
-      "Array", "Object", "Function", "Iterator", "parseInt", "parseFloat", "isNaN", "isFinite", "decodeURI", "decodeURIComponent",
-      "encodeURI", "encodeURIComponent", "escape", "unescape", "Infinity", "NaN", "undefined", "eval", "Number", "Boolean", "String",
-      "Math", "Reflect", "Symbol", "globalThis", "BigInt", "Date", "RegExp", "JSON", "Proxy", "Map", "Set", "WeakMap", "WeakSet",
-      "ArrayBuffer", "SharedArrayBuffer", "Uint8ClampedArray", "Int8Array", "Uint8Array", "Int16Array", "Uint16Array", "Int32Array",
-      "Uint32Array", "BigInt64Array", "BigUint64Array", "Float16Array", "Float32Array", "Float64Array", "DataView", "Promise",
-      "WeakRef", "FinalizationRegistry",
+      "Error",
+      "EvalError",
+      "RangeError",
+      "ReferenceError",
+      "SyntaxError",
+      "TypeError",
+      "URIError",
+      "InternalError",
+      "AggregateError",
+      "Array",
+      "Object",
+      "Function",
+      "Iterator",
+      "parseInt",
+      "parseFloat",
+      "isNaN",
+      "isFinite",
+      "decodeURI",
+      "decodeURIComponent",
+      "encodeURI",
+      "encodeURIComponent",
+      "escape",
+      "unescape",
+      "Infinity",
+      "NaN",
+      "undefined",
+      "eval",
+      "Number",
+      "Boolean",
+      "String",
+      "Math",
+      "Reflect",
+      "Symbol",
+      "globalThis",
+      "BigInt",
+      "Date",
+      "RegExp",
+      "JSON",
+      "Proxy",
+      "Map",
+      "Set",
+      "WeakMap",
+      "WeakSet",
+      "ArrayBuffer",
+      "SharedArrayBuffer",
+      "Uint8ClampedArray",
+      "Int8Array",
+      "Uint8Array",
+      "Int16Array",
+      "Uint16Array",
+      "Int32Array",
+      "Uint32Array",
+      "BigInt64Array",
+      "BigUint64Array",
+      "Float16Array",
+      "Float32Array",
+      "Float64Array",
+      "DataView",
+      "Promise",
+      "WeakRef",
+      "FinalizationRegistry",
     ];
-    const r = await body("return Object.getOwnPropertyNames(globalThis).concat(Object.getOwnPropertySymbols(globalThis).map(String))", { globals });
+    const r = await body("return Object.getOwnPropertyNames(globalThis).concat(Object.getOwnPropertySymbols(globalThis).map(String))", {
+      globals,
+    });
     expect(r.ok).toBe(true);
     const extra = (r.ok ? (r.value as string[]) : []).filter((n) => !builtins.includes(n) && n !== "Symbol(Symbol.toStringTag)");
     expect(extra.sort()).toEqual(["console", ...Object.keys(globals)].sort());
@@ -164,14 +277,28 @@ describe("customCode: no host", () => {
   });
 
   it("passes host values in as JSON data, never as host objects", async () => {
-    const hostile = { when: new Date(0), fn: () => "host", map: new Map([["k", 1]]), big: 5n, nested: { u: undefined, arr: [undefined, () => 1] } };
-    const r = await body("return [when, typeof fn, map, big, nested, Object.getPrototypeOf(nested) === Object.prototype]", { globals: { v: hostile, ...hostile } });
+    const hostile = {
+      when: new Date(0),
+      fn: () => "host",
+      map: new Map([["k", 1]]),
+      big: 5n,
+      nested: { u: undefined, arr: [undefined, () => 1] },
+    };
+    const r = await body("return [when, typeof fn, map, big, nested, Object.getPrototypeOf(nested) === Object.prototype]", {
+      globals: { v: hostile, ...hostile },
+    });
     expect(r).toMatchObject({ ok: true, value: ["1970-01-01T00:00:00.000Z", "undefined", {}, "5", { arr: [null, null] }, true] });
   });
 
   it("never puts a variable's value in its own error messages", async () => {
     const secret = globals.secrets.API_KEY;
-    for (const source of ["while (true) {}", "let a = []; while (true) a.push(new Array(1e6).fill(1))", "return (", "return secrets.API_KEY.x.y", "await new Promise(() => {})"]) {
+    for (const source of [
+      "while (true) {}",
+      "let a = []; while (true) a.push(new Array(1e6).fill(1))",
+      "return (",
+      "return secrets.API_KEY.x.y",
+      "await new Promise(() => {})",
+    ]) {
       const r = await body(source, { globals, timeLimitMs: 100 });
       expect(r.ok).toBe(false);
       expect(JSON.stringify(r)).not.toContain(secret);
@@ -210,7 +337,10 @@ describe("limits", () => {
     ];
     for (const source of cases) {
       const started = performance.now();
-      expect(failure(await body(source, { timeLimitMs: 150 }))).toEqual({ errorCode: "SANDBOX_TIMEOUT", error: "script exceeded time limit of 150 ms" });
+      expect(failure(await body(source, { timeLimitMs: 150 }))).toEqual({
+        errorCode: "SANDBOX_TIMEOUT",
+        error: "script exceeded time limit of 150 ms",
+      });
       expect(performance.now() - started).toBeLessThan(150 + 500); // stopped at its deadline (the margin covers a loaded machine)
     }
     await stillWorks();
@@ -239,7 +369,11 @@ describe("limits", () => {
   }, 60_000);
 
   it("holds the cap with the WebAssembly memory alone (QuickJS's own accounting off)", async () => {
-    for (const source of ["let a = []; while (true) a.push(new Array(1e6).fill(1))", 'let s = "x"; while (true) s = s.repeat(2)', "let b = []; while (true) b.push({ x: Math.random() })"]) {
+    for (const source of [
+      "let a = []; while (true) a.push(new Array(1e6).fill(1))",
+      'let s = "x"; while (true) s = s.repeat(2)',
+      "let b = []; while (true) b.push({ x: Math.random() })",
+    ]) {
       gc();
       const before = rssMib();
       const r = await body(source, { engineMemoryLimit: false });
@@ -253,22 +387,40 @@ describe("limits", () => {
   }, 60_000);
 
   it("names the configured memory limit, and lets a script use memory below it", async () => {
-    expect(failure(await body("let a = []; while (true) a.push(new Array(1e5).fill(1))", { memoryLimitMib: 8 }))).toEqual({ errorCode: "SANDBOX_MEMORY", error: "script exceeded memory limit of 8 MiB" });
-    expect(await body("const a = new Uint8Array(48 * 1024 * 1024); const s = 'x'.repeat(8e6); return a.length + s.length")).toMatchObject({ ok: true, value: 48 * 1024 * 1024 + 8e6 });
+    expect(failure(await body("let a = []; while (true) a.push(new Array(1e5).fill(1))", { memoryLimitMib: 8 }))).toEqual({
+      errorCode: "SANDBOX_MEMORY",
+      error: "script exceeded memory limit of 8 MiB",
+    });
+    expect(await body("const a = new Uint8Array(48 * 1024 * 1024); const s = 'x'.repeat(8e6); return a.length + s.length")).toMatchObject({
+      ok: true,
+      value: 48 * 1024 * 1024 + 8e6,
+    });
   }, 30_000);
 
   it("fails a runaway recursion with SANDBOX_ERROR stack overflow, catchable inside, and keeps working", async () => {
-    expect(failure(await body("function f(n) { return f(n + 1) + 1 } return f(0)"))).toEqual({ errorCode: "SANDBOX_ERROR", error: "stack overflow" });
+    expect(failure(await body("function f(n) { return f(n + 1) + 1 } return f(0)"))).toEqual({
+      errorCode: "SANDBOX_ERROR",
+      error: "stack overflow",
+    });
     const caught = await body("let d = 0; function f() { d++; f() } try { f() } catch (e) { return [d > 300, e.message] }");
     expect(caught).toMatchObject({ ok: true, value: [true, "stack overflow"] });
     // Deep structures that exhaust the host's stack inside a C built-in end the same way
-    expect(failure(await body("let o = {}; for (let i = 0; i < 1e5; i++) o = { a: o }; return JSON.stringify(o).length"))).toEqual({ errorCode: "SANDBOX_ERROR", error: "stack overflow" });
-    expect(failure(await body("let o = {}; for (let i = 0; i < 1e5; i++) o = { a: o }; return o"))).toEqual({ errorCode: "SANDBOX_ERROR", error: "stack overflow" });
+    expect(failure(await body("let o = {}; for (let i = 0; i < 1e5; i++) o = { a: o }; return JSON.stringify(o).length"))).toEqual({
+      errorCode: "SANDBOX_ERROR",
+      error: "stack overflow",
+    });
+    expect(failure(await body("let o = {}; for (let i = 0; i < 1e5; i++) o = { a: o }; return o"))).toEqual({
+      errorCode: "SANDBOX_ERROR",
+      error: "stack overflow",
+    });
     await stillWorks();
   });
 
   it("fails a plain throw while much memory is in use as SANDBOX_ERROR, not as the memory limit", async () => {
-    expect(failure(await body('const a = new Uint8Array(56 * 1024 * 1024); throw new Error("after allocating")'))).toEqual({ errorCode: "SANDBOX_ERROR", error: "after allocating" });
+    expect(failure(await body('const a = new Uint8Array(56 * 1024 * 1024); throw new Error("after allocating")'))).toEqual({
+      errorCode: "SANDBOX_ERROR",
+      error: "after allocating",
+    });
   });
 
   it("costs a few milliseconds per evaluation (a fresh WebAssembly instance each time)", async () => {
@@ -286,21 +438,33 @@ describe("limits", () => {
 
 describe("expressions and branch", () => {
   it("evaluates one expression (a trailing comment is fine); a statement list is a syntax error", async () => {
-    expect(await runSandboxed({ kind: "expression", source: "fetch1.data.status === 200 // ok", globals })).toMatchObject({ ok: true, value: true });
+    expect(await runSandboxed({ kind: "expression", source: "fetch1.data.status === 200 // ok", globals })).toMatchObject({
+      ok: true,
+      value: true,
+    });
     expect(await runSandboxed({ kind: "expression", source: "{ a: 1 }", globals })).toMatchObject({ ok: true, value: { a: 1 } });
     expect(await runSandboxed({ kind: "expression", source: "a; b", globals })).toMatchObject({ ok: false, errorCode: "SANDBOX_ERROR" });
   });
 
   it("branch: the first expression whose value is the boolean true wins; truthy values do not count; later ones do not run", async () => {
-    const r = await runBranch({ expressions: ["fetch1.data.status > 500", "'true'", "1", "settings.chainId === 31337", "notDefined()"], globals });
+    const r = await runBranch({
+      expressions: ["fetch1.data.status > 500", "'true'", "1", "settings.chainId === 31337", "notDefined()"],
+      globals,
+    });
     expect(r).toEqual({ ok: true, value: 3, log: "" });
     expect(await runBranch({ expressions: ["false", "null", "[true]"], globals })).toEqual({ ok: true, value: null, log: "" });
   });
 
   it("branch: a throw or syntax error in a reached expression fails SANDBOX_ERROR; an endless one times out", async () => {
-    expect(failure(await runBranch({ expressions: ["false", "nope.x"], globals }))).toEqual({ errorCode: "SANDBOX_ERROR", error: "'nope' is not defined" });
+    expect(failure(await runBranch({ expressions: ["false", "nope.x"], globals }))).toEqual({
+      errorCode: "SANDBOX_ERROR",
+      error: "'nope' is not defined",
+    });
     expect(await runBranch({ expressions: ["false", "(("], globals })).toMatchObject({ ok: false, errorCode: "SANDBOX_ERROR" });
-    expect(failure(await runBranch({ expressions: ["(() => { while (true) {} })()"], globals, timeLimitMs: 100 }))).toEqual({ errorCode: "SANDBOX_TIMEOUT", error: "script exceeded time limit of 100 ms" });
+    expect(failure(await runBranch({ expressions: ["(() => { while (true) {} })()"], globals, timeLimitMs: 100 }))).toEqual({
+      errorCode: "SANDBOX_TIMEOUT",
+      error: "script exceeded time limit of 100 ms",
+    });
     await stillWorks();
   });
 });
@@ -335,8 +499,13 @@ describe("filter", () => {
   });
 
   it("fails SANDBOX_ERROR on a throw, and SANDBOX_TIMEOUT when the whole pass exceeds the one deadline", async () => {
-    expect(failure(await runFilter({ source: "value.n.x.y", items }))).toEqual({ errorCode: "SANDBOX_ERROR", error: "cannot read property 'y' of undefined" });
-    expect(failure(await runFilter({ source: "{ let t = 0; for (let i = 0; i < 1e5; i++) t += i; return t > 0 }", items, timeLimitMs: 200 }))).toEqual({ errorCode: "SANDBOX_TIMEOUT", error: "script exceeded time limit of 200 ms" });
+    expect(failure(await runFilter({ source: "value.n.x.y", items }))).toEqual({
+      errorCode: "SANDBOX_ERROR",
+      error: "cannot read property 'y' of undefined",
+    });
+    expect(
+      failure(await runFilter({ source: "{ let t = 0; for (let i = 0; i < 1e5; i++) t += i; return t > 0 }", items, timeLimitMs: 200 })),
+    ).toEqual({ errorCode: "SANDBOX_TIMEOUT", error: "script exceeded time limit of 200 ms" });
     await stillWorks();
   });
 

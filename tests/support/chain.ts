@@ -2,16 +2,37 @@
  * Devnet helpers for tests: clients, funding (anvil_setBalance, so parallel test files never race on a
  * shared sender's nonce), and a minimal ERC-20 compiled with solc-js and deployed from a fresh key.
  */
-import { createPublicClient, createTestClient, createWalletClient, http, parseEther, type Address, type Hex, type PublicClient } from "viem";
+import {
+  createPublicClient,
+  createTestClient,
+  createWalletClient,
+  http,
+  parseEther,
+  type Address,
+  type Hex,
+  type PublicClient,
+} from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { createRequire } from "node:module";
 import { stackEnv } from "./runtime";
 
 export function devnet() {
-  const chains = JSON.parse(stackEnv().CHAINS ?? "[]") as { chainId: number; rpcUrl: string; bundlerUrl: string; entryPoint: Address; factory: Address; paymaster: Address }[];
+  const chains = JSON.parse(stackEnv().CHAINS ?? "[]") as {
+    chainId: number;
+    rpcUrl: string;
+    bundlerUrl: string;
+    entryPoint: Address;
+    factory: Address;
+    paymaster: Address;
+  }[];
   const chain = chains.find((c) => c.chainId === 31337);
   if (!chain) throw new Error("the devnet is not running (TEST_DEVNET=0?)");
-  const viemChain = { id: chain.chainId, name: "devnet", nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [chain.rpcUrl] } } } as const;
+  const viemChain = {
+    id: chain.chainId,
+    name: "devnet",
+    nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+    rpcUrls: { default: { http: [chain.rpcUrl] } },
+  } as const;
   const client = createPublicClient({ chain: viemChain, transport: http(chain.rpcUrl) }) as PublicClient;
   const testClient = createTestClient({ chain: viemChain, mode: "anvil", transport: http(chain.rpcUrl) });
   return { ...chain, viemChain, client, testClient };

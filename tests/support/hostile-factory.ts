@@ -36,7 +36,11 @@ export const hostileFactoryAbi = parseAbi([
 const bytecode = () => compileContract("HostileFactory", SOURCE);
 
 /** A factory whose getAddress answers `claim` and whose createAccount deploys `victim` (owner, salt) through `realFactory`. */
-export async function deployHostileFactory(p: { claim: Address; realFactory?: Address; victim?: { owner: Address; salt: bigint } }): Promise<Address> {
+export async function deployHostileFactory(p: {
+  claim: Address;
+  realFactory?: Address;
+  victim?: { owner: Address; salt: bigint };
+}): Promise<Address> {
   const d = devnet();
   const { wallet } = await fundedAccount();
   const args = [p.claim, p.realFactory ?? d.factory, p.victim?.owner ?? p.claim, p.victim?.salt ?? 0n] as const;
@@ -60,7 +64,12 @@ export async function deployControlledAccountFactory(controller: Address): Promi
 export async function createAccountThrough(factory: Address, owner: Address, salt: bigint): Promise<void> {
   const d = devnet();
   const { wallet } = await fundedAccount();
-  const hash = await wallet.writeContract({ address: factory, abi: controlledAccountFactoryAbi, functionName: "createAccount", args: [owner, salt] });
+  const hash = await wallet.writeContract({
+    address: factory,
+    abi: controlledAccountFactoryAbi,
+    functionName: "createAccount",
+    args: [owner, salt],
+  });
   const receipt = await d.client.waitForTransactionReceipt({ hash });
   if (receipt.status !== "success") throw new Error(`createAccount(${owner}, ${salt}) reverted`);
 }

@@ -45,11 +45,17 @@ function create(schedules: string[], timezone?: string, now = NOW): FieldError |
  * The service's real fires strictly between `from` and `to` (at most `cap` of them: `end` is where they were cut,
  * `to` when they were not), and their smallest consecutive gap: brute force.
  */
-function bruteForce(schedules: readonly string[], timezone: string, from: number, to: number, cap = Infinity): { min: number; fires: number; end: number } {
+function bruteForce(
+  schedules: readonly string[],
+  timezone: string,
+  from: number,
+  to: number,
+  cap = Infinity,
+): { min: number; fires: number; end: number } {
   let min = Infinity;
   let fires = 0;
   let previous: number | undefined;
-  for (let after = from; ; ) {
+  for (let after = from; ;) {
     const chunk = cronFires(schedules, timezone, after, Math.min(400, cap + 1));
     for (const { at } of chunk) {
       if (at >= to) return { min, fires, end: to };
@@ -82,14 +88,18 @@ describe("cron floor over a whole cycle: rare short gaps are refused", () => {
   it("every 2 minutes on February 29 only (next one in 2028)", () => {
     expect(cronMinimumGap(["*/2 * 29 2 *"], "UTC", NOW)).toBe(2 * MIN);
     expect(create(["*/2 * 29 2 *"])?.message).toMatch(/^fires 120 s apart \(2028-02-29T00:00:00.000Z and 2028-02-29T00:02:00.000Z\)/);
-    expect(create(["0,3 12 29 FEB *", "30 * * * *"])?.message).toMatch(/^fires 180 s apart \(2028-02-29T12:00:00.000Z and 2028-02-29T12:03:00.000Z\)/);
+    expect(create(["0,3 12 29 FEB *", "30 * * * *"])?.message).toMatch(
+      /^fires 180 s apart \(2028-02-29T12:00:00.000Z and 2028-02-29T12:03:00.000Z\)/,
+    );
     // Alone, once every 4 years (8 across 2100): far apart.
     expect(cronMinimumGap(["0 12 29 2 *"], "UTC", NOW)).toBe(Date.UTC(2032, 1, 29) - Date.UTC(2028, 1, 29));
   });
 
   it("the 31st only", () => {
     expect(cronMinimumGap(["0,4 6 31 * *"], "UTC", NOW)).toBe(4 * MIN);
-    expect(create(["0,4 6 31 * *", "30 * * * *"])?.message).toMatch(/^fires 240 s apart \(2026-01-31T06:00:00.000Z and 2026-01-31T06:04:00.000Z\)/);
+    expect(create(["0,4 6 31 * *", "30 * * * *"])?.message).toMatch(
+      /^fires 240 s apart \(2026-01-31T06:00:00.000Z and 2026-01-31T06:04:00.000Z\)/,
+    );
   });
 
   it("a day of month next to a weekday: Friday the 13th at 23:58, then Saturday at 00:00", () => {
@@ -103,7 +113,9 @@ describe("cron floor over a whole cycle: rare short gaps are refused", () => {
     // One expression, day of month OR day of week: the 13th or a Friday, at 00:00, 00:58, 23:00, 23:58. Two
     // minutes between 23:58 and 00:00 only when the 13th is next to a Friday (a Thursday or a Saturday).
     expect(cronMinimumGap(["0,58 0,23 13 * FRI"], "UTC", NOW)).toBe(2 * MIN);
-    expect(create(["0,58 0,23 13 * FRI"], "UTC", Date.UTC(2026, 5, 14))?.message).toMatch(/\(2026-08-13T23:58:00.000Z and 2026-08-14T00:00:00.000Z\)/);
+    expect(create(["0,58 0,23 13 * FRI"], "UTC", Date.UTC(2026, 5, 14))?.message).toMatch(
+      /\(2026-08-13T23:58:00.000Z and 2026-08-14T00:00:00.000Z\)/,
+    );
     // With * in either field only the other one restricts: the 13th alone, or Fridays alone, never two days running.
     expect(cronMinimumGap(["0,58 0,23 13 * *"], "UTC", NOW)).toBe(58 * MIN);
     expect(cronMinimumGap(["0,58 0,23 * * FRI"], "UTC", NOW)).toBe(58 * MIN);
@@ -111,7 +123,9 @@ describe("cron floor over a whole cycle: rare short gaps are refused", () => {
 
   it("the last fire of December 31 and the first of January 1", () => {
     expect(cronMinimumGap(["58 23 31 12 *", "0 0 1 1 *"], "UTC", NOW)).toBe(2 * MIN);
-    expect(create(["58 23 31 DEC *", "@yearly"])?.message).toMatch(/^fires 120 s apart \(2026-12-31T23:58:00.000Z and 2027-01-01T00:00:00.000Z\)/);
+    expect(create(["58 23 31 DEC *", "@yearly"])?.message).toMatch(
+      /^fires 120 s apart \(2026-12-31T23:58:00.000Z and 2027-01-01T00:00:00.000Z\)/,
+    );
     // One expression: 00:00 and 23:58 on January 1 and December 31 only.
     expect(cronMinimumGap(["0,58 0,23 1,31 1,12 *"], "UTC", NOW)).toBe(2 * MIN);
     expect(create(["0,58 0,23 1,31 1,12 *"])?.path).toBe("body.trigger.config.schedules[0]");
@@ -157,16 +171,29 @@ describe("cron floor in zones with daylight saving: the computed minimum is what
   it("01:30 and 02:30 daily in New York: the skipped 02:30 does not fire, 01:30 fires once, an hour at least", () => {
     const iso = (fires: { at: number }[]) => fires.map((f) => new Date(f.at).toISOString());
     // 2026-03-08: 01:30 EST, then 02:30 does not exist; the next fire is 01:30 EDT on the 9th.
-    expect(iso(cronFires(["30 1,2 * * *"], "America/New_York", Date.UTC(2026, 2, 8), 3))).toEqual(["2026-03-08T06:30:00.000Z", "2026-03-09T05:30:00.000Z", "2026-03-09T06:30:00.000Z"]);
+    expect(iso(cronFires(["30 1,2 * * *"], "America/New_York", Date.UTC(2026, 2, 8), 3))).toEqual([
+      "2026-03-08T06:30:00.000Z",
+      "2026-03-09T05:30:00.000Z",
+      "2026-03-09T06:30:00.000Z",
+    ]);
     // 2026-11-01: 01:30 EDT (not again at 01:30 EST), then 02:30 EST two hours later.
-    expect(iso(cronFires(["30 1,2 * * *"], "America/New_York", Date.UTC(2026, 10, 1), 2))).toEqual(["2026-11-01T05:30:00.000Z", "2026-11-01T07:30:00.000Z"]);
+    expect(iso(cronFires(["30 1,2 * * *"], "America/New_York", Date.UTC(2026, 10, 1), 2))).toEqual([
+      "2026-11-01T05:30:00.000Z",
+      "2026-11-01T07:30:00.000Z",
+    ]);
     same(["30 1,2 * * *"], "America/New_York", HOUR);
   });
 
   it("01:30 and 02:30 daily in London: 01:30 is skipped in March, repeated in October; an hour at least", () => {
     const iso = (fires: { at: number }[]) => fires.map((f) => new Date(f.at).toISOString());
-    expect(iso(cronFires(["30 1,2 * * *"], "Europe/London", Date.UTC(2026, 2, 29), 2))).toEqual(["2026-03-29T01:30:00.000Z", "2026-03-30T00:30:00.000Z"]);
-    expect(iso(cronFires(["30 1,2 * * *"], "Europe/London", Date.UTC(2026, 9, 25), 2))).toEqual(["2026-10-25T00:30:00.000Z", "2026-10-25T02:30:00.000Z"]);
+    expect(iso(cronFires(["30 1,2 * * *"], "Europe/London", Date.UTC(2026, 2, 29), 2))).toEqual([
+      "2026-03-29T01:30:00.000Z",
+      "2026-03-30T00:30:00.000Z",
+    ]);
+    expect(iso(cronFires(["30 1,2 * * *"], "Europe/London", Date.UTC(2026, 9, 25), 2))).toEqual([
+      "2026-10-25T00:30:00.000Z",
+      "2026-10-25T02:30:00.000Z",
+    ]);
     same(["30 1,2 * * *"], "Europe/London", HOUR);
   });
 
@@ -177,7 +204,9 @@ describe("cron floor in zones with daylight saving: the computed minimum is what
     same(["59 0 * * *", "2 2 * * *"], "Europe/London", 3 * MIN);
     // In UTC the same expressions are an hour apart at least.
     expect(cronMinimumGap(["0,58 1,3 * * *"], "UTC", from)).toBe(58 * MIN);
-    expect(create(["0,58 1,3 * * *"], "America/New_York", Date.UTC(2026, 3, 1))?.message).toMatch(/\(2027-03-14T06:58:00.000Z and 2027-03-14T07:00:00.000Z\)/);
+    expect(create(["0,58 1,3 * * *"], "America/New_York", Date.UTC(2026, 3, 1))?.message).toMatch(
+      /\(2027-03-14T06:58:00.000Z and 2027-03-14T07:00:00.000Z\)/,
+    );
   });
 
   it("a repeated hour fires once, so a fall-back change never brings fires closer", () => {
@@ -234,10 +263,17 @@ function randomSchedules(rnd: () => number, maxTimesPerDay: number): string[] {
     return [`${a}-${b}/${step}`, Math.floor((b - a) / step) + 1];
   };
   const date = (): [string, string, string] => {
-    const dom = rnd() < 0.45 ? "*" : pick([() => small([1, 13, 28, 29, 30, 31], 1, 31, 4)[0], () => `*/${int(2, 15)}`, () => `${int(1, 20)}-${int(21, 31)}`])();
+    const dom =
+      rnd() < 0.45
+        ? "*"
+        : pick([() => small([1, 13, 28, 29, 30, 31], 1, 31, 4)[0], () => `*/${int(2, 15)}`, () => `${int(1, 20)}-${int(21, 31)}`])();
     // Months restricted but for 1 in 25: croner's fires cost 0.1-0.4 ms each to enumerate; the patterns stay.
-    const month = rnd() < 0.04 ? "*" : pick([() => small([1, 2, 3, 10, 11, 12], 1, 12, 2)[0], () => pick(["JAN,DEC", "feb", "Mar,Nov", "dec", "*/6", "2-12/9"])])();
-    const dow = rnd() < 0.5 ? "*" : pick([() => small([0, 1, 5, 6, 7], 0, 7, 3)[0], () => pick(["MON-FRI", "SAT,SUN", "fri", "5-7", "*/2", "0"])])();
+    const month =
+      rnd() < 0.04
+        ? "*"
+        : pick([() => small([1, 2, 3, 10, 11, 12], 1, 12, 2)[0], () => pick(["JAN,DEC", "feb", "Mar,Nov", "dec", "*/6", "2-12/9"])])();
+    const dow =
+      rnd() < 0.5 ? "*" : pick([() => small([0, 1, 5, 6, 7], 0, 7, 3)[0], () => pick(["MON-FRI", "SAT,SUN", "fri", "5-7", "*/2", "0"])])();
     return [dom, month, dow];
   };
   const schedules: string[] = [];
@@ -256,7 +292,10 @@ describe("property: the computed minimum against croner's fires", () => {
   const to = Date.UTC(2029, 0, 1);
   const cases = [
     ...Array.from({ length: 170 }, (_, i) => ({ seed: i + 1, timezone: "UTC" })),
-    ...Array.from({ length: 30 }, (_, i) => ({ seed: 1000 + i, timezone: ["America/New_York", "Europe/London", "Australia/Lord_Howe"][i % 3]! })),
+    ...Array.from({ length: 30 }, (_, i) => ({
+      seed: 1000 + i,
+      timezone: ["America/New_York", "Europe/London", "Australia/Lord_Howe"][i % 3]!,
+    })),
   ];
 
   it("over 2 years (or 300 fires) the walk equals brute force exactly; the whole cycle is the 410-year walk, never above the 2 years", () => {
@@ -312,7 +351,9 @@ describe("create's latency with 10 schedules in a zone with daylight saving", ()
 
   it("refuses well within 200 ms when the short gap is two years ahead", () => {
     const run = timed(() =>
-      expect(create([...ten.slice(0, 9), "7 6 29 2 *"], "America/Denver")?.message).toMatch(/^fires 120 s apart \(2028-02-29T13:05:00.000Z and 2028-02-29T13:07:00.000Z\)/),
+      expect(create([...ten.slice(0, 9), "7 6 29 2 *"], "America/Denver")?.message).toMatch(
+        /^fires 120 s apart \(2028-02-29T13:05:00.000Z and 2028-02-29T13:07:00.000Z\)/,
+      ),
     );
     expect(run.cpu, `${run.cpu.toFixed(1)} ms CPU`).toBeLessThan(200);
     expect(run.wall).toBeLessThan(2000);

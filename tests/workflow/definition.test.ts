@@ -15,10 +15,25 @@ const OTHER = "0xAb8483F64d9C6d1EcF9b849Ae677dD3315835cb2";
 const ZERO = "0x0000000000000000000000000000000000000000";
 const TOPIC = `0x${"dd".repeat(32)}`;
 const ERC20_ABI = [
-  { type: "function", name: "transfer", inputs: [{ name: "to", type: "address" }, { name: "amount", type: "uint256" }], outputs: [{ type: "bool" }] },
+  {
+    type: "function",
+    name: "transfer",
+    inputs: [
+      { name: "to", type: "address" },
+      { name: "amount", type: "uint256" },
+    ],
+    outputs: [{ type: "bool" }],
+  },
   { type: "function", name: "balanceOf", inputs: [{ name: "owner", type: "address" }], outputs: [{ type: "uint256" }] },
   { type: "function", name: "mint", inputs: [{ name: "amount", type: "uint256" }] },
-  { type: "function", name: "mint", inputs: [{ name: "to", type: "address" }, { name: "amount", type: "uint256" }] },
+  {
+    type: "function",
+    name: "mint",
+    inputs: [
+      { name: "to", type: "address" },
+      { name: "amount", type: "uint256" },
+    ],
+  },
   { type: "function", name: "pay", inputs: [{ name: "a", type: "uint256" }] },
   { type: "function", name: "pay", inputs: [{ name: "b", type: "address" }] },
   {
@@ -65,7 +80,14 @@ function refuse(input: Body, mode: Mode = "create", extra: Partial<ValidateOptio
   throw new Error("expected the definition to be refused");
 }
 /** Refused with `code`, and one of the errors is at `path` (with `message` when given). */
-function refusedAt(input: Body, code: string, path: string, message?: string | RegExp, mode: Mode = "create", extra: Partial<ValidateOptions<Mode>> = {}) {
+function refusedAt(
+  input: Body,
+  code: string,
+  path: string,
+  message?: string | RegExp,
+  mode: Mode = "create",
+  extra: Partial<ValidateOptions<Mode>> = {},
+) {
   const r = refuse(input, mode, extra);
   expect(r.code).toBe(code);
   const hit = r.errors.find((e) => e.path === path);
@@ -88,7 +110,11 @@ describe("§8.3 trigger envelope", () => {
 
   it("refuses a malformed id, a name that is not an identifier or is reserved, an unknown type, a missing config", () => {
     invalid(body({ trigger: { id: "a b", ...manual() } }), "body.trigger.id");
-    invalid(body({ trigger: { ...manual(), name: "1st" } }), "body.trigger.name", "must be a JavaScript identifier that is not a reserved word");
+    invalid(
+      body({ trigger: { ...manual(), name: "1st" } }),
+      "body.trigger.name",
+      "must be a JavaScript identifier that is not a reserved word",
+    );
     invalid(body({ trigger: { ...manual(), name: "value" } }), "body.trigger.name");
     invalid(body({ trigger: { name: "start", type: "webhook", config: {} } }), "body.trigger.type");
     invalid(body({ trigger: { name: "start", type: "manual" } }), "body.trigger.config");
@@ -152,14 +178,32 @@ describe("§8.3.2 fixedTime", () => {
 
 describe("§8.3.3 cron", () => {
   it("accepts names, lists, ranges, steps, 0-7 day of week and the descriptors, with timezone defaulting to UTC", () => {
-    const { definition } = accept(withTrigger("cron", { schedules: ["0 9 * * MON-FRI", "30 18 1,15 jan,Jul *", "0 0 * * 7", "@daily", "@weekly"] }));
+    const { definition } = accept(
+      withTrigger("cron", { schedules: ["0 9 * * MON-FRI", "30 18 1,15 jan,Jul *", "0 0 * * 7", "@daily", "@weekly"] }),
+    );
     expect(definition.trigger.config).toMatchObject({ timezone: "UTC" });
     accept(withTrigger("cron", { schedules: ["@yearly", "@annually", "@monthly", "@hourly"], timezone: "Europe/Paris" }));
     accept(withTrigger("cron", { schedules: ["0 0 1-31/2 * *"] }));
   });
 
   it("refuses other expressions: six fields, L/W/#/?, out-of-range values, @midnight, never firing", () => {
-    for (const bad of ["* * * * * *", "0 0 L * *", "0 0 15W * *", "0 0 * * MON#2", "0 0 ? * *", "60 * * * *", "0 24 * * *", "0 0 * * 8", "0 0 * 13 *", "@midnight", "@reboot", "5/5 * * * *", "0 0 30 2 *", "", "every day"]) {
+    for (const bad of [
+      "* * * * * *",
+      "0 0 L * *",
+      "0 0 15W * *",
+      "0 0 * * MON#2",
+      "0 0 ? * *",
+      "60 * * * *",
+      "0 24 * * *",
+      "0 0 * * 8",
+      "0 0 * 13 *",
+      "@midnight",
+      "@reboot",
+      "5/5 * * * *",
+      "0 0 30 2 *",
+      "",
+      "every day",
+    ]) {
       invalid(withTrigger("cron", { schedules: [bad] }), "body.trigger.config.schedules[0]", /^must be a cron expression/);
     }
   });
@@ -173,20 +217,35 @@ describe("§8.3.3 cron", () => {
 
   it("frequency floor: `* * * * *` and `*/4 * * * *` are refused, `*/5 * * * *` is accepted", () => {
     refusedAt(withTrigger("cron", { schedules: ["* * * * *"] }), "TRIGGER_TOO_FREQUENT", "body.trigger.config.schedules[0]", /60 s apart/);
-    refusedAt(withTrigger("cron", { schedules: ["*/4 * * * *"] }), "TRIGGER_TOO_FREQUENT", "body.trigger.config.schedules[0]", /240 s apart.*minimum is 300 s/);
+    refusedAt(
+      withTrigger("cron", { schedules: ["*/4 * * * *"] }),
+      "TRIGGER_TOO_FREQUENT",
+      "body.trigger.config.schedules[0]",
+      /240 s apart.*minimum is 300 s/,
+    );
     accept(withTrigger("cron", { schedules: ["*/5 * * * *"] }));
   });
 
   it("frequency floor applies to the union of the schedules", () => {
     accept(withTrigger("cron", { schedules: ["0 * * * *", "30 * * * *"] }));
-    refusedAt(withTrigger("cron", { schedules: ["0 * * * *", "2 * * * *"] }), "TRIGGER_TOO_FREQUENT", "body.trigger.config.schedules", /120 s apart/);
+    refusedAt(
+      withTrigger("cron", { schedules: ["0 * * * *", "2 * * * *"] }),
+      "TRIGGER_TOO_FREQUENT",
+      "body.trigger.config.schedules",
+      /120 s apart/,
+    );
     // The same instant from two schedules is one fire.
     accept(withTrigger("cron", { schedules: ["0 * * * *", "0 */2 * * *"] }));
   });
 
   it("frequency floor looks at every fire of a whole cycle (§18.4), not the next 64; the message names the first pair from now", () => {
     // Every minute on June 1: beyond the first 64 fires of the union with a daily schedule (64 days from January 1).
-    refusedAt(withTrigger("cron", { schedules: ["0 0 * * *", "* * 1 6 *"] }), "TRIGGER_TOO_FREQUENT", "body.trigger.config.schedules[1]", /^fires 60 s apart \(2026-06-01T00:00:00.000Z and 2026-06-01T00:01:00.000Z\); the minimum is 300 s$/);
+    refusedAt(
+      withTrigger("cron", { schedules: ["0 0 * * *", "* * 1 6 *"] }),
+      "TRIGGER_TOO_FREQUENT",
+      "body.trigger.config.schedules[1]",
+      /^fires 60 s apart \(2026-06-01T00:00:00.000Z and 2026-06-01T00:01:00.000Z\); the minimum is 300 s$/,
+    );
     refusedAt(withTrigger("cron", { schedules: ["* * 1 6 *"] }), "TRIGGER_TOO_FREQUENT", "body.trigger.config.schedules[0]");
   });
 
@@ -200,17 +259,35 @@ describe("§8.3.3 cron", () => {
     // America/New_York, 2026-03-08: 01:59 EST is 06:59Z and 03:02 EDT is 07:02Z, three minutes later.
     const schedules = ["59 1 * * *", "2 3 * * *"];
     const now = Date.UTC(2026, 2, 7, 12);
-    refusedAt(withTrigger("cron", { schedules, timezone: "America/New_York" }), "TRIGGER_TOO_FREQUENT", "body.trigger.config.schedules", /180 s apart \(2026-03-08T06:59:00.000Z and 2026-03-08T07:02:00.000Z\)/, "create", { now });
+    refusedAt(
+      withTrigger("cron", { schedules, timezone: "America/New_York" }),
+      "TRIGGER_TOO_FREQUENT",
+      "body.trigger.config.schedules",
+      /180 s apart \(2026-03-08T06:59:00.000Z and 2026-03-08T07:02:00.000Z\)/,
+      "create",
+      { now },
+    );
     accept(withTrigger("cron", { schedules, timezone: "UTC" }), "create", { now });
     // The change comes back every year: after this year's, next year's is refused.
-    refusedAt(withTrigger("cron", { schedules, timezone: "America/New_York" }), "TRIGGER_TOO_FREQUENT", "body.trigger.config.schedules", /180 s apart \(2027-03-14T06:59:00.000Z and 2027-03-14T07:02:00.000Z\)/, "create", { now: Date.UTC(2026, 3, 1) });
+    refusedAt(
+      withTrigger("cron", { schedules, timezone: "America/New_York" }),
+      "TRIGGER_TOO_FREQUENT",
+      "body.trigger.config.schedules",
+      /180 s apart \(2027-03-14T06:59:00.000Z and 2027-03-14T07:02:00.000Z\)/,
+      "create",
+      { now: Date.UTC(2026, 3, 1) },
+    );
   });
 
   it("frequency floor in a time zone: a skipped local time does not fire, a repeated one fires once", () => {
     // 02:30 does not exist on 2026-03-08 in New York; a scheduler running it at 03:00 would be 2 minutes before 03:02.
-    accept(withTrigger("cron", { schedules: ["30 2 * * *", "2 3 * * *"], timezone: "America/New_York" }), "create", { now: Date.UTC(2026, 2, 7, 12) });
+    accept(withTrigger("cron", { schedules: ["30 2 * * *", "2 3 * * *"], timezone: "America/New_York" }), "create", {
+      now: Date.UTC(2026, 2, 7, 12),
+    });
     // 01:02 and 01:58 happen twice on 2026-11-01; the second 01:02 would be 4 minutes after the first 01:58.
-    accept(withTrigger("cron", { schedules: ["2,58 1 * * *"], timezone: "America/New_York" }), "create", { now: Date.UTC(2026, 9, 31, 12) });
+    accept(withTrigger("cron", { schedules: ["2,58 1 * * *"], timezone: "America/New_York" }), "create", {
+      now: Date.UTC(2026, 9, 31, 12),
+    });
   });
 });
 
@@ -260,7 +337,12 @@ describe("§8.3.4 block", () => {
   it("on chain 1 (12 s blocks) needs an interval of at least 5; on 8453 (2 s) at least 30", () => {
     refusedAt(withTrigger("block", { interval: 4, chainId: 1 }), "TRIGGER_TOO_FREQUENT", "body.trigger.config.interval", /at least 5$/);
     accept(withTrigger("block", { interval: 5, chainId: 1 }));
-    refusedAt(withTrigger("block", { interval: 29, chainId: 8453 }), "TRIGGER_TOO_FREQUENT", "body.trigger.config.interval", /at least 30$/);
+    refusedAt(
+      withTrigger("block", { interval: 29, chainId: 8453 }),
+      "TRIGGER_TOO_FREQUENT",
+      "body.trigger.config.interval",
+      /at least 30$/,
+    );
     accept(withTrigger("block", { interval: 30, chainId: 8453 }));
   });
 
@@ -301,7 +383,11 @@ describe("§8.3.5 event", () => {
     invalid(query({ topics: ["0x12"] }), "body.trigger.config.queries[0].topics[0]");
     invalid(query({ topics: [TOPIC, null, null, null, null] }), "body.trigger.config.queries[0].topics", "must have at most 4 topics");
     invalid(query({ addresses: Array(101).fill(WALLET) }), "body.trigger.config.queries[0].addresses");
-    invalid(query({ addresses: ["0x5B38Da6a701c568545dCfcB03FcB875f56beddc4"] }), "body.trigger.config.queries[0].addresses[0]", "has an invalid EIP-55 checksum");
+    invalid(
+      query({ addresses: ["0x5B38Da6a701c568545dCfcB03FcB875f56beddc4"] }),
+      "body.trigger.config.queries[0].addresses[0]",
+      "has an invalid EIP-55 checksum",
+    );
     invalid(withTrigger("event", { queries: [] }), "body.trigger.config.queries");
     invalid(withTrigger("event", { queries: [{ topics: [TOPIC] }], cooldownSeconds: 86_401 }), "body.trigger.config.cooldownSeconds");
     accept(withTrigger("event", { queries: [{ topics: [TOPIC] }], cooldownSeconds: 86_400 }));
@@ -312,20 +398,55 @@ describe("§8.3.5 event", () => {
   it("requires contractAbi with conditions, and conditions naming an event argument of the ABI", () => {
     const condition = { fieldName: "Transfer.value", operator: "gt", value: "100" };
     accept(query({ topics: [TOPIC], contractAbi: ERC20_ABI, conditions: [condition, { fieldName: "to", operator: "eq", value: WALLET }] }));
-    accept(query({ topics: [TOPIC], contractAbi: ERC20_ABI, conditions: [{ fieldName: "Anon.arg0", operator: "gte", value: "1", fieldType: "uint256" }] }));
-    invalid(query({ topics: [TOPIC], conditions: [condition] }), "body.trigger.config.queries[0].contractAbi", "is required when conditions are set");
-    invalid(query({ topics: [TOPIC], contractAbi: ERC20_ABI, conditions: [{ ...condition, fieldName: "Transfer.amount" }] }), "body.trigger.config.queries[0].conditions[0].fieldName");
-    invalid(query({ topics: [TOPIC], contractAbi: ERC20_ABI, conditions: [{ ...condition, fieldName: "Approval.value" }] }), "body.trigger.config.queries[0].conditions[0].fieldName");
-    invalid(query({ topics: [TOPIC], contractAbi: ERC20_ABI, conditions: [{ fieldName: "to", operator: "gt", value: WALLET }] }), "body.trigger.config.queries[0].conditions[0].operator", "must be eq or ne for an address");
-    invalid(query({ topics: [TOPIC], contractAbi: ERC20_ABI, conditions: [{ ...condition, operator: "like" }] }), "body.trigger.config.queries[0].conditions[0].operator");
-    invalid(query({ topics: [TOPIC], contractAbi: ERC20_ABI, conditions: [{ ...condition, value: 100 }] }), "body.trigger.config.queries[0].conditions[0].value");
-    invalid(query({ topics: [TOPIC], contractAbi: ERC20_ABI, conditions: [{ ...condition, fieldType: "uint7" }] }), "body.trigger.config.queries[0].conditions[0].fieldType");
+    accept(
+      query({
+        topics: [TOPIC],
+        contractAbi: ERC20_ABI,
+        conditions: [{ fieldName: "Anon.arg0", operator: "gte", value: "1", fieldType: "uint256" }],
+      }),
+    );
+    invalid(
+      query({ topics: [TOPIC], conditions: [condition] }),
+      "body.trigger.config.queries[0].contractAbi",
+      "is required when conditions are set",
+    );
+    invalid(
+      query({ topics: [TOPIC], contractAbi: ERC20_ABI, conditions: [{ ...condition, fieldName: "Transfer.amount" }] }),
+      "body.trigger.config.queries[0].conditions[0].fieldName",
+    );
+    invalid(
+      query({ topics: [TOPIC], contractAbi: ERC20_ABI, conditions: [{ ...condition, fieldName: "Approval.value" }] }),
+      "body.trigger.config.queries[0].conditions[0].fieldName",
+    );
+    invalid(
+      query({ topics: [TOPIC], contractAbi: ERC20_ABI, conditions: [{ fieldName: "to", operator: "gt", value: WALLET }] }),
+      "body.trigger.config.queries[0].conditions[0].operator",
+      "must be eq or ne for an address",
+    );
+    invalid(
+      query({ topics: [TOPIC], contractAbi: ERC20_ABI, conditions: [{ ...condition, operator: "like" }] }),
+      "body.trigger.config.queries[0].conditions[0].operator",
+    );
+    invalid(
+      query({ topics: [TOPIC], contractAbi: ERC20_ABI, conditions: [{ ...condition, value: 100 }] }),
+      "body.trigger.config.queries[0].conditions[0].value",
+    );
+    invalid(
+      query({ topics: [TOPIC], contractAbi: ERC20_ABI, conditions: [{ ...condition, fieldType: "uint7" }] }),
+      "body.trigger.config.queries[0].conditions[0].fieldType",
+    );
   });
 
   it("checks method calls against the ABI, and never expands templates in trigger configs", () => {
     accept(query({ topics: [TOPIC], contractAbi: ERC20_ABI, methodCalls: [{ methodName: "balanceOf", methodParams: ["{{x}}"] }] }));
-    invalid(query({ topics: [TOPIC], contractAbi: ERC20_ABI, methodCalls: [{ methodName: "totalSupply" }] }), "body.trigger.config.queries[0].methodCalls[0].methodName");
-    invalid(query({ topics: [TOPIC], methodCalls: [{ methodName: "x", contractAddress: "{{a.b}}" }] }), "body.trigger.config.queries[0].methodCalls[0].contractAddress");
+    invalid(
+      query({ topics: [TOPIC], contractAbi: ERC20_ABI, methodCalls: [{ methodName: "totalSupply" }] }),
+      "body.trigger.config.queries[0].methodCalls[0].methodName",
+    );
+    invalid(
+      query({ topics: [TOPIC], methodCalls: [{ methodName: "x", contractAddress: "{{a.b}}" }] }),
+      "body.trigger.config.queries[0].methodCalls[0].contractAddress",
+    );
   });
 });
 
@@ -344,7 +465,11 @@ describe("§8.4 node envelope", () => {
   it("refuses an array where an object is expected, even when every member is optional", () => {
     invalid(withTrigger("manual", [] as unknown as Body), "body.trigger.config", "must be an object");
     invalid(withTrigger("event", { queries: [[]] }), "body.trigger.config.queries[0]", "must be an object");
-    invalid(withNode(node("r", "restApi", { url: "https://x", method: "GET", headers: [] })), "body.nodes[0].config.headers", "must be an object of strings");
+    invalid(
+      withNode(node("r", "restApi", { url: "https://x", method: "GET", headers: [] })),
+      "body.nodes[0].config.headers",
+      "must be an object of strings",
+    );
     invalid(body({ inputVariables: [] }), "body.inputVariables", "must be an object");
   });
 });
@@ -361,8 +486,16 @@ describe("§8.4.1 ethTransfer", () => {
 
   it("refuses the zero address, a bad checksum, zero, non-canonical and too large amounts, expressions", () => {
     invalid(transfer({ destination: ZERO, amount: "1" }), "body.nodes[0].config.destination", "must not be the zero address");
-    invalid(transfer({ destination: "0xAb8483F64d9C6d1EcF9b849Ae677dD3315835cB2", amount: "1" }), "body.nodes[0].config.destination", "has an invalid EIP-55 checksum");
-    invalid(transfer({ destination: "0x1234", amount: "1" }), "body.nodes[0].config.destination", "must be an address or a {{ path }} template");
+    invalid(
+      transfer({ destination: "0xAb8483F64d9C6d1EcF9b849Ae677dD3315835cB2", amount: "1" }),
+      "body.nodes[0].config.destination",
+      "has an invalid EIP-55 checksum",
+    );
+    invalid(
+      transfer({ destination: "0x1234", amount: "1" }),
+      "body.nodes[0].config.destination",
+      "must be an address or a {{ path }} template",
+    );
     for (const amount of ["0", "01", "-1", "1.5", "0x10", String(2n ** 256n), ""]) {
       invalid(transfer({ destination: OTHER, amount }), "body.nodes[0].config.amount");
     }
@@ -377,56 +510,104 @@ describe("§8.4.2 contractWrite", () => {
 
   it("fills in value 0 (with callData or one call) and isSimulated false", () => {
     expect(accept(write({ callData: "0xa9059cbb" })).definition.nodes[0]!.config).toEqual({
-      contractAddress: OTHER, callData: "0xa9059cbb", value: "0", isSimulated: false,
+      contractAddress: OTHER,
+      callData: "0xa9059cbb",
+      value: "0",
+      isSimulated: false,
     });
-    expect(accept(write({ contractAbi: ERC20_ABI, methodCalls: [transferCall] })).definition.nodes[0]!.config).toMatchObject({ value: "0" });
-    const two = accept(write({ contractAbi: ERC20_ABI, methodCalls: [transferCall, transferCall], isSimulated: true })).definition.nodes[0]!.config;
+    expect(accept(write({ contractAbi: ERC20_ABI, methodCalls: [transferCall] })).definition.nodes[0]!.config).toMatchObject({
+      value: "0",
+    });
+    const two = accept(write({ contractAbi: ERC20_ABI, methodCalls: [transferCall, transferCall], isSimulated: true })).definition.nodes[0]!
+      .config;
     expect(two).not.toHaveProperty("value");
     expect(two).toMatchObject({ isSimulated: true });
   });
 
   it("needs exactly one of callData and methodCalls", () => {
     invalid(write({}), "body.nodes[0].config", "must set callData or methodCalls");
-    invalid(write({ callData: "0x", contractAbi: ERC20_ABI, methodCalls: [transferCall] }), "body.nodes[0].config.methodCalls", /must be absent when callData is given/);
+    invalid(
+      write({ callData: "0x", contractAbi: ERC20_ABI, methodCalls: [transferCall] }),
+      "body.nodes[0].config.methodCalls",
+      /must be absent when callData is given/,
+    );
   });
 
   it("needs contractAbi when a call has no callData, and the method and parameter count to match it", () => {
     invalid(write({ methodCalls: [transferCall] }), "body.nodes[0].config.contractAbi", "is required when a method call has no callData");
     accept(write({ methodCalls: [{ methodName: "anything", callData: "0x1234" }] }));
-    invalid(write({ contractAbi: ERC20_ABI, methodCalls: [{ methodName: "approve", methodParams: [] }] }), "body.nodes[0].config.methodCalls[0].methodName", /names no function/);
-    invalid(write({ contractAbi: ERC20_ABI, methodCalls: [{ methodName: "transfer", methodParams: ["1"] }] }), "body.nodes[0].config.methodCalls[0].methodParams", "must have 2 items, one per input of transfer");
+    invalid(
+      write({ contractAbi: ERC20_ABI, methodCalls: [{ methodName: "approve", methodParams: [] }] }),
+      "body.nodes[0].config.methodCalls[0].methodName",
+      /names no function/,
+    );
+    invalid(
+      write({ contractAbi: ERC20_ABI, methodCalls: [{ methodName: "transfer", methodParams: ["1"] }] }),
+      "body.nodes[0].config.methodCalls[0].methodParams",
+      "must have 2 items, one per input of transfer",
+    );
     accept(write({ contractAbi: ERC20_ABI, methodCalls: [{ methodName: "mint", methodParams: ["5"] }] }));
     accept(write({ contractAbi: ERC20_ABI, methodCalls: [{ methodName: "mint(address,uint256)", methodParams: [WALLET, "5"] }] }));
-    invalid(write({ contractAbi: ERC20_ABI, methodCalls: [{ methodName: "pay", methodParams: ["5"] }] }), "body.nodes[0].config.methodCalls[0].methodName", /overloaded.*pay\(uint256\)/);
+    invalid(
+      write({ contractAbi: ERC20_ABI, methodCalls: [{ methodName: "pay", methodParams: ["5"] }] }),
+      "body.nodes[0].config.methodCalls[0].methodName",
+      /overloaded.*pay\(uint256\)/,
+    );
     accept(write({ contractAbi: ERC20_ABI, methodCalls: [{ methodName: "pay(uint256)", methodParams: ["5"] }] }));
-    invalid(write({ contractAbi: ERC20_ABI, methodCalls: [{ methodName: "transfer", callData: "0x", methodParams: ["1"] }] }), "body.nodes[0].config.methodCalls[0].methodParams", "must be absent when callData is given");
+    invalid(
+      write({ contractAbi: ERC20_ABI, methodCalls: [{ methodName: "transfer", callData: "0x", methodParams: ["1"] }] }),
+      "body.nodes[0].config.methodCalls[0].methodParams",
+      "must be absent when callData is given",
+    );
   });
 
   it("allows value only with callData or a single call, and checks formats", () => {
     accept(write({ callData: "0x", value: "{{start.data.wei}}" }));
-    invalid(write({ contractAbi: ERC20_ABI, methodCalls: [transferCall, transferCall], value: "0" }), "body.nodes[0].config.value", "is allowed only with callData or a single method call");
+    invalid(
+      write({ contractAbi: ERC20_ABI, methodCalls: [transferCall, transferCall], value: "0" }),
+      "body.nodes[0].config.value",
+      "is allowed only with callData or a single method call",
+    );
     invalid(write({ callData: "0x123" }), "body.nodes[0].config.callData");
     invalid(write({ callData: "0x", gasLimit: "1e6" }), "body.nodes[0].config.gasLimit");
     invalid(write({ callData: "0x", isSimulated: "yes" }), "body.nodes[0].config.isSimulated", "must be a boolean");
-    invalid(write({ contractAbi: ERC20_ABI, methodCalls: Array(21).fill(transferCall) }), "body.nodes[0].config.methodCalls", "must have at most 20 method calls");
+    invalid(
+      write({ contractAbi: ERC20_ABI, methodCalls: Array(21).fill(transferCall) }),
+      "body.nodes[0].config.methodCalls",
+      "must have at most 20 method calls",
+    );
     invalid(write({ contractAbi: ERC20_ABI, methodCalls: [] }), "body.nodes[0].config.methodCalls", "must not be empty");
     invalid(write({ callData: "0x", contractAbi: "[]" }), "body.nodes[0].config.contractAbi");
-    invalid(write({ contractAbi: ERC20_ABI, methodCalls: [{ ...transferCall, methodParams: ["{{ a + 1 }}", "1"] }] }), "body.nodes[0].config.methodCalls[0].methodParams[0]", PATHS_ONLY_MESSAGE);
+    invalid(
+      write({ contractAbi: ERC20_ABI, methodCalls: [{ ...transferCall, methodParams: ["{{ a + 1 }}", "1"] }] }),
+      "body.nodes[0].config.methodCalls[0].methodParams[0]",
+      PATHS_ONLY_MESSAGE,
+    );
   });
 
   it("never checks templates inside contractAbi", () => {
-    accept(write({ contractAbi: [...ERC20_ABI, { type: "function", name: "x", inputs: [], note: "{{ 1 + 1 }}" }], methodCalls: [transferCall] }));
+    accept(
+      write({ contractAbi: [...ERC20_ABI, { type: "function", name: "x", inputs: [], note: "{{ 1 + 1 }}" }], methodCalls: [transferCall] }),
+    );
   });
 });
 
 describe("§8.4.3 contractRead", () => {
   const read = (config: Body) => withNode(node("r", "contractRead", { contractAddress: OTHER, ...config }));
   it("accepts up to 50 calls and requires contractAbi and methodCalls", () => {
-    accept(read({ contractAbi: ERC20_ABI, methodCalls: Array(50).fill({ methodName: "balanceOf", methodParams: ["{{settings.runner}}"] }) }));
-    invalid(read({ contractAbi: ERC20_ABI, methodCalls: Array(51).fill({ methodName: "balanceOf", methodParams: [WALLET] }) }), "body.nodes[0].config.methodCalls");
+    accept(
+      read({ contractAbi: ERC20_ABI, methodCalls: Array(50).fill({ methodName: "balanceOf", methodParams: ["{{settings.runner}}"] }) }),
+    );
+    invalid(
+      read({ contractAbi: ERC20_ABI, methodCalls: Array(51).fill({ methodName: "balanceOf", methodParams: [WALLET] }) }),
+      "body.nodes[0].config.methodCalls",
+    );
     invalid(read({ methodCalls: [{ methodName: "balanceOf", methodParams: [WALLET] }] }), "body.nodes[0].config.contractAbi");
     invalid(read({ contractAbi: ERC20_ABI }), "body.nodes[0].config.methodCalls");
-    invalid(read({ contractAbi: ERC20_ABI, methodCalls: [{ methodName: "balanceOf" }] }), "body.nodes[0].config.methodCalls[0].methodParams");
+    invalid(
+      read({ contractAbi: ERC20_ABI, methodCalls: [{ methodName: "balanceOf" }] }),
+      "body.nodes[0].config.methodCalls[0].methodParams",
+    );
   });
 });
 
@@ -442,14 +623,23 @@ describe("§8.4.4 graphqlQuery", () => {
     invalid(gql({ variables: { id: 1 } }), "body.nodes[0].config.variables.id");
     invalid(gql({ variables: { id: "{{ a ? b : c }}" } }), "body.nodes[0].config.variables.id", PATHS_ONLY_MESSAGE);
     const limits: DefinitionLimits = { ...DEFAULT_LIMITS, maxSourceBytes: 10 };
-    expect(refuse(gql({ query: "{ abcdefgh }" }), "create", { limits }).errors).toEqual([{ path: "body.nodes[0].config.query", message: "must be at most 10 bytes" }]);
+    expect(refuse(gql({ query: "{ abcdefgh }" }), "create", { limits }).errors).toEqual([
+      { path: "body.nodes[0].config.query", message: "must be at most 10 bytes" },
+    ]);
   });
 });
 
 describe("§8.4.5 restApi", () => {
   const rest = (config: Body) => withNode(node("r", "restApi", { url: "https://api.example/x", method: "GET", ...config }));
   it("stores the method uppercase and accepts headers, a body and free-form options", () => {
-    const { definition } = accept(rest({ method: "post", headers: { Authorization: "Bearer {{secrets.TOKEN}}" }, body: '{"a":{{start.data}}}', options: { timeout: 5, nested: { x: [1] } } }));
+    const { definition } = accept(
+      rest({
+        method: "post",
+        headers: { Authorization: "Bearer {{secrets.TOKEN}}" },
+        body: '{"a":{{start.data}}}',
+        options: { timeout: 5, nested: { x: [1] } },
+      }),
+    );
     expect(definition.nodes[0]!.config).toMatchObject({ method: "POST" });
     accept(rest({ method: "OPTIONS" }));
   });
@@ -472,7 +662,9 @@ describe("§8.4.6 customCode", () => {
     invalid(withNode(code("c", "")), "body.nodes[0].config.source", "must not be empty");
     const limits: DefinitionLimits = { ...DEFAULT_LIMITS, maxSourceBytes: 8 };
     accept(withNode(code("c", "return 1")), "create", { limits });
-    expect(refuse(withNode(code("c", "return 10")), "create", { limits }).errors).toEqual([{ path: "body.nodes[0].config.source", message: "must be at most 8 bytes" }]);
+    expect(refuse(withNode(code("c", "return 10")), "create", { limits }).errors).toEqual([
+      { path: "body.nodes[0].config.source", message: "must be at most 8 bytes" },
+    ]);
   });
 });
 
@@ -488,7 +680,13 @@ describe("§8.4.7 branch", () => {
     });
 
   it("infers types: if first, else for a last empty expression, elseIf otherwise", () => {
-    const { definition } = accept(branch([{ id: "c1", expression: "a > 1" }, { id: "c2", expression: "a > 0" }, { id: "c3", expression: "  " }]));
+    const { definition } = accept(
+      branch([
+        { id: "c1", expression: "a > 1" },
+        { id: "c2", expression: "a > 0" },
+        { id: "c3", expression: "  " },
+      ]),
+    );
     expect((definition.nodes[0]!.config as { conditions: unknown[] }).conditions).toEqual([
       { id: "c1", type: "if", expression: "a > 1" },
       { id: "c2", type: "elseIf", expression: "a > 0" },
@@ -498,18 +696,61 @@ describe("§8.4.7 branch", () => {
   });
 
   it("refuses: a first condition that is not if, if after the first, else not last, else with an expression, an empty elseIf", () => {
-    invalid(branch([{ id: "c1", type: "elseIf", expression: "1" }]), "body.nodes[0].config.conditions[0].type", "must be if for the first condition");
-    invalid(branch([{ id: "c1", expression: "1" }, { id: "c2", type: "if", expression: "2" }]), "body.nodes[0].config.conditions[1].type");
-    invalid(branch([{ id: "c1", expression: "1" }, { id: "c2", type: "else", expression: "" }, { id: "c3", expression: "3" }]), "body.nodes[0].config.conditions[1].type", "else must be the last condition");
-    invalid(branch([{ id: "c1", expression: "1" }, { id: "c2", type: "else", expression: "x" }]), "body.nodes[0].config.conditions[1].expression", "must be empty for else");
-    invalid(branch([{ id: "c1", expression: "1" }, { id: "c2", expression: "" }, { id: "c3", expression: "" }]), "body.nodes[0].config.conditions[1].expression");
+    invalid(
+      branch([{ id: "c1", type: "elseIf", expression: "1" }]),
+      "body.nodes[0].config.conditions[0].type",
+      "must be if for the first condition",
+    );
+    invalid(
+      branch([
+        { id: "c1", expression: "1" },
+        { id: "c2", type: "if", expression: "2" },
+      ]),
+      "body.nodes[0].config.conditions[1].type",
+    );
+    invalid(
+      branch([
+        { id: "c1", expression: "1" },
+        { id: "c2", type: "else", expression: "" },
+        { id: "c3", expression: "3" },
+      ]),
+      "body.nodes[0].config.conditions[1].type",
+      "else must be the last condition",
+    );
+    invalid(
+      branch([
+        { id: "c1", expression: "1" },
+        { id: "c2", type: "else", expression: "x" },
+      ]),
+      "body.nodes[0].config.conditions[1].expression",
+      "must be empty for else",
+    );
+    invalid(
+      branch([
+        { id: "c1", expression: "1" },
+        { id: "c2", expression: "" },
+        { id: "c3", expression: "" },
+      ]),
+      "body.nodes[0].config.conditions[1].expression",
+    );
     invalid(branch([{ id: "c1", expression: "" }]), "body.nodes[0].config.conditions[0].expression");
   });
 
   it("refuses duplicate condition ids, more than 20 conditions and expressions over 4 KiB", () => {
-    invalid(branch([{ id: "c1", expression: "1" }, { id: "c1", expression: "2" }]), "body.nodes[0].config.conditions[1].id", /unique within the branch/);
+    invalid(
+      branch([
+        { id: "c1", expression: "1" },
+        { id: "c1", expression: "2" },
+      ]),
+      "body.nodes[0].config.conditions[1].id",
+      /unique within the branch/,
+    );
     invalid(branch(Array.from({ length: 21 }, (_, i) => ({ id: `c${i + 1}`, expression: "1" }))), "body.nodes[0].config.conditions");
-    invalid(branch([{ id: "c1", expression: "x".repeat(4097) }]), "body.nodes[0].config.conditions[0].expression", "must be at most 4096 bytes");
+    invalid(
+      branch([{ id: "c1", expression: "x".repeat(4097) }]),
+      "body.nodes[0].config.conditions[0].expression",
+      "must be at most 4096 bytes",
+    );
   });
 });
 
@@ -520,12 +761,22 @@ describe("§8.4.8 filter and §8.4.9 loop", () => {
   it("filter takes one whole template or a bare path, and a non-empty expression", () => {
     accept(withFetch(node("flt", "filter", { inputVariable: "{{ fetch.data.items }}", expression: "value > 1" })));
     accept(withFetch(node("flt", "filter", { inputVariable: "fetch.data.items", expression: "return value > 1" })));
-    invalid(withFetch(node("flt", "filter", { inputVariable: "{{fetch.data.a}}{{fetch.data.b}}", expression: "1" })), "body.nodes[1].config.inputVariable");
-    invalid(withFetch(node("flt", "filter", { inputVariable: "fetch.data.items", expression: " " })), "body.nodes[1].config.expression", "must not be empty");
+    invalid(
+      withFetch(node("flt", "filter", { inputVariable: "{{fetch.data.a}}{{fetch.data.b}}", expression: "1" })),
+      "body.nodes[1].config.inputVariable",
+    );
+    invalid(
+      withFetch(node("flt", "filter", { inputVariable: "fetch.data.items", expression: " " })),
+      "body.nodes[1].config.expression",
+      "must not be empty",
+    );
   });
 
   it("loop fills in iterVar value and executionMode sequential, and validates its runner as a node config", () => {
-    const loop = node("l", "loop", { inputVariable: "fetch.data.items", runner: { type: "contractWrite", config: { contractAddress: "{{value.token}}", callData: "0x" } } });
+    const loop = node("l", "loop", {
+      inputVariable: "fetch.data.items",
+      runner: { type: "contractWrite", config: { contractAddress: "{{value.token}}", callData: "0x" } },
+    });
     const { definition } = accept(withFetch(loop));
     expect(definition.nodes[1]!.config).toEqual({
       inputVariable: "fetch.data.items",
@@ -533,25 +784,65 @@ describe("§8.4.8 filter and §8.4.9 loop", () => {
       executionMode: "sequential",
       runner: { type: "contractWrite", config: { contractAddress: "{{value.token}}", callData: "0x", value: "0", isSimulated: false } },
     });
-    accept(withFetch(node("l", "loop", { inputVariable: "{{fetch.data.items}}", iterVar: "item", executionMode: "parallel", runner: { type: "customCode", config: { source: "return item" }, id: "r", name: "r" } })));
+    accept(
+      withFetch(
+        node("l", "loop", {
+          inputVariable: "{{fetch.data.items}}",
+          iterVar: "item",
+          executionMode: "parallel",
+          runner: { type: "customCode", config: { source: "return item" }, id: "r", name: "r" },
+        }),
+      ),
+    );
   });
 
   it("loop refuses an iterVar that is a node name or index, a runner kind that is not allowed, a bad runner config", () => {
     const runner = { type: "customCode", config: { source: "1" } };
-    invalid(withFetch(node("l", "loop", { inputVariable: "fetch.data", iterVar: "fetch", runner })), "body.nodes[1].config.iterVar", "must not equal a trigger or node name");
+    invalid(
+      withFetch(node("l", "loop", { inputVariable: "fetch.data", iterVar: "fetch", runner })),
+      "body.nodes[1].config.iterVar",
+      "must not equal a trigger or node name",
+    );
     invalid(withFetch(node("l", "loop", { inputVariable: "fetch.data", iterVar: "index", runner })), "body.nodes[1].config.iterVar");
-    invalid(withFetch(node("l", "loop", { inputVariable: "fetch.data", runner: { type: "branch", config: {} } })), "body.nodes[1].config.runner.type");
-    invalid(withFetch(node("l", "loop", { inputVariable: "fetch.data", runner: { type: "ethTransfer", config: { destination: ZERO, amount: "1" } } })), "body.nodes[1].config.runner.config.destination");
-    invalid(withFetch(node("l", "loop", { inputVariable: "fetch.data", runner: { ...runner, name: "if" } })), "body.nodes[1].config.runner.name");
-    invalid(withFetch(node("l", "loop", { inputVariable: "fetch.data", runner: { type: "contractWrite", config: { contractAddress: OTHER } } })), "body.nodes[1].config.runner.config", "must set callData or methodCalls");
-    invalid(withFetch(node("l", "loop", { inputVariable: "fetch.data", runner, executionMode: "batch" })), "body.nodes[1].config.executionMode");
+    invalid(
+      withFetch(node("l", "loop", { inputVariable: "fetch.data", runner: { type: "branch", config: {} } })),
+      "body.nodes[1].config.runner.type",
+    );
+    invalid(
+      withFetch(
+        node("l", "loop", { inputVariable: "fetch.data", runner: { type: "ethTransfer", config: { destination: ZERO, amount: "1" } } }),
+      ),
+      "body.nodes[1].config.runner.config.destination",
+    );
+    invalid(
+      withFetch(node("l", "loop", { inputVariable: "fetch.data", runner: { ...runner, name: "if" } })),
+      "body.nodes[1].config.runner.name",
+    );
+    invalid(
+      withFetch(node("l", "loop", { inputVariable: "fetch.data", runner: { type: "contractWrite", config: { contractAddress: OTHER } } })),
+      "body.nodes[1].config.runner.config",
+      "must set callData or methodCalls",
+    );
+    invalid(
+      withFetch(node("l", "loop", { inputVariable: "fetch.data", runner, executionMode: "batch" })),
+      "body.nodes[1].config.executionMode",
+    );
   });
 });
 
 describe("§8.4.10 balance", () => {
   const balance = (config: Body) => withNode(node("bal", "balance", { address: WALLET, ...config }));
   it("accepts compatibility members, token addresses and a chain alias that agrees", () => {
-    accept(balance({ chain: "8453", chainId: 8453, tokenAddresses: [OTHER], includeSpam: false, includeZeroBalances: true, minUsdValueCents: 0 }));
+    accept(
+      balance({
+        chain: "8453",
+        chainId: 8453,
+        tokenAddresses: [OTHER],
+        includeSpam: false,
+        includeZeroBalances: true,
+        minUsdValueCents: 0,
+      }),
+    );
     accept(balance({ address: "{{settings.runner}}", chain: "1" }));
   });
   it("refuses a chain alias that disagrees, more than 50 tokens, a malformed chain", () => {
@@ -621,8 +912,12 @@ describe("§8.5 edges and graph rules", () => {
       { id: "e1", source: "trig", target: "b" },
       { id: "e2", source: "b", target: "c" },
     ];
-    graphError(parallel, "body.nodes[2].config.source", "template a.data refers to node a, which is not an ancestor of node c", { nodes: uses("return {{a.data}}") });
-    graphError(chain, "body.nodes[0].config.source", /refers to node a, which is not an ancestor of node a/, { nodes: [code("a", "{{a.data}}"), code("b"), code("c")] });
+    graphError(parallel, "body.nodes[2].config.source", "template a.data refers to node a, which is not an ancestor of node c", {
+      nodes: uses("return {{a.data}}"),
+    });
+    graphError(chain, "body.nodes[0].config.source", /refers to node a, which is not an ancestor of node a/, {
+      nodes: [code("a", "{{a.data}}"), code("b"), code("c")],
+    });
     graphError(chain, "body.nodes[0].config.source", /refers to node c/, { nodes: [code("a", "{{c.data}}"), code("b"), code("c")] });
   });
 
@@ -634,7 +929,12 @@ describe("§8.5 edges and graph rules", () => {
   });
 
   it("needs edges out of a branch to name a condition, and explicit edges with a branch", () => {
-    const branch = node("br", "branch", { conditions: [{ id: "yes", expression: "true" }, { id: "no", expression: "" }] });
+    const branch = node("br", "branch", {
+      conditions: [
+        { id: "yes", expression: "true" },
+        { id: "no", expression: "" },
+      ],
+    });
     const ok = [
       { id: "e0", source: "trig", target: "br" },
       { id: "e1", source: "br.yes", target: "a" },
@@ -643,16 +943,33 @@ describe("§8.5 edges and graph rules", () => {
     ];
     const nodesWithBranch = [branch, code("a"), code("b"), code("c")];
     accept(graphBody(ok, { nodes: nodesWithBranch }));
-    graphError([...ok.slice(0, 3), { id: "e3", source: "br", target: "c" }], "body.edges[3].source", /must name one of its conditions as br.<conditionId>/, { nodes: nodesWithBranch });
-    graphError([...ok.slice(0, 3), { id: "e3", source: "br.maybe", target: "c" }], "body.edges[3].source", "names no condition of branch br: maybe", { nodes: nodesWithBranch });
-    graphError([...ok.slice(0, 3), { id: "e3", source: "a.yes", target: "c" }], "body.edges[3].source", /a is not a branch node/, { nodes: nodesWithBranch });
+    graphError(
+      [...ok.slice(0, 3), { id: "e3", source: "br", target: "c" }],
+      "body.edges[3].source",
+      /must name one of its conditions as br.<conditionId>/,
+      { nodes: nodesWithBranch },
+    );
+    graphError(
+      [...ok.slice(0, 3), { id: "e3", source: "br.maybe", target: "c" }],
+      "body.edges[3].source",
+      "names no condition of branch br: maybe",
+      { nodes: nodesWithBranch },
+    );
+    graphError([...ok.slice(0, 3), { id: "e3", source: "a.yes", target: "c" }], "body.edges[3].source", /a is not a branch node/, {
+      nodes: nodesWithBranch,
+    });
     graphError([], "body.nodes[0]", /branches need explicit edges/, { nodes: nodesWithBranch });
     refusedAt(body({ nodes: nodesWithBranch }), "WORKFLOW_GRAPH_INVALID", "body.nodes[0]");
     invalid(graphBody([{ id: "e", source: "a.b.c", target: "a" }]), "body.edges[0].source");
   });
 
   it("compiles the graph: incoming edges, a topological order, ancestors", () => {
-    const branch = node("br", "branch", { conditions: [{ id: "yes", expression: "true" }, { id: "no", expression: "" }] });
+    const branch = node("br", "branch", {
+      conditions: [
+        { id: "yes", expression: "true" },
+        { id: "no", expression: "" },
+      ],
+    });
     const { graph } = accept(
       body({
         trigger: { id: "trig", ...manual() },
@@ -693,8 +1010,13 @@ describe("§8.6 names and templates", () => {
   it("accepts templated fields with ['text'], [\"text\"], .0 and [0] paths, refuses expressions with the contract's message", () => {
     const url = `https://x/{{start.data['a b']}}/{{ start.data["c"] }}/{{start.data.items.0}}/{{start.data.items[1]}}`;
     accept(withNode(node("r", "restApi", { url, method: "GET" })));
-    const r = invalid(withNode(node("r", "restApi", { url: "https://x/{{ start.data.id + 1 }}", method: "GET" })), "body.nodes[0].config.url");
-    expect(r.errors).toEqual([{ path: "body.nodes[0].config.url", message: "templates accept paths only; use a customCode node for expressions" }]);
+    const r = invalid(
+      withNode(node("r", "restApi", { url: "https://x/{{ start.data.id + 1 }}", method: "GET" })),
+      "body.nodes[0].config.url",
+    );
+    expect(r.errors).toEqual([
+      { path: "body.nodes[0].config.url", message: "templates accept paths only; use a customCode node for expressions" },
+    ]);
   });
 });
 
@@ -702,12 +1024,20 @@ describe("§8.7 validation order and items 2-4", () => {
   it("item 2: 1 to max_nodes nodes, unique ids and names across trigger and nodes, at most max_edges edges", () => {
     invalid(body({ nodes: [] }), "body.nodes", "must have at least 1 node");
     const limits: DefinitionLimits = { ...DEFAULT_LIMITS, maxNodes: 2, maxEdges: 2 };
-    expect(refuse(body({ nodes: [code("a"), code("b"), code("c")] }), "create", { limits }).errors).toEqual([{ path: "body.nodes", message: "must have at most 2 nodes" }]);
-    expect(refuse(body({ edges: [1, 2, 3].map((i) => ({ id: `e${i}`, source: "a", target: "a" })) }), "create", { limits }).errors).toContainEqual({
+    expect(refuse(body({ nodes: [code("a"), code("b"), code("c")] }), "create", { limits }).errors).toEqual([
+      { path: "body.nodes", message: "must have at most 2 nodes" },
+    ]);
+    expect(
+      refuse(body({ edges: [1, 2, 3].map((i) => ({ id: `e${i}`, source: "a", target: "a" })) }), "create", { limits }).errors,
+    ).toContainEqual({
       path: "body.edges",
       message: "must have at most 2 edges",
     });
-    invalid(body({ trigger: { id: "a", ...manual() } }), "body.nodes[0].id", /unique among the trigger and node ids \(body.trigger.id is also a\)/);
+    invalid(
+      body({ trigger: { id: "a", ...manual() } }),
+      "body.nodes[0].id",
+      /unique among the trigger and node ids \(body.trigger.id is also a\)/,
+    );
     invalid(body({ nodes: [code("a"), code("b", "1", "a")] }), "body.nodes[1].name", /unique among the trigger and node names/);
     invalid(body({ nodes: [code("a", "1", "start")] }), "body.nodes[0].name");
   });
@@ -717,25 +1047,42 @@ describe("§8.7 validation order and items 2-4", () => {
     invalid(body({ inputVariables: { "api-base": 1 } }), "body.inputVariables.api-base", "must be an identifier");
     invalid(body({ inputVariables: { a: 1 } }), "body.inputVariables.a", "must not equal a trigger or node name");
     invalid(body({ inputVariables: { start: 1 } }), "body.inputVariables.start");
-    for (const key of ["secrets", "apContext", "context", "date", "value", "index"]) invalid(body({ inputVariables: { [key]: 1 } }), `body.inputVariables.${key}`);
+    for (const key of ["secrets", "apContext", "context", "date", "value", "index"])
+      invalid(body({ inputVariables: { [key]: 1 } }), `body.inputVariables.${key}`);
     invalid(body({ inputVariables: { settings: "x" } }), "body.inputVariables.settings", "must be an object");
     invalid(body({ inputVariables: [] }), "body.inputVariables", "must be an object");
   });
 
   it("item 3: the service writes settings.runner and settings.chainId, keeping other members; sent values must agree", () => {
-    const { definition } = accept(body({ chainId: 8453, inputVariables: { settings: { runner: WALLET.toUpperCase().replace("0X", "0x"), chainId: 8453, mode: "x" }, k: 1 } }));
+    const { definition } = accept(
+      body({
+        chainId: 8453,
+        inputVariables: { settings: { runner: WALLET.toUpperCase().replace("0X", "0x"), chainId: 8453, mode: "x" }, k: 1 },
+      }),
+    );
     expect(definition.inputVariables).toEqual({ settings: { runner: WALLET, chainId: 8453, mode: "x" }, k: 1 });
     expect(definition.chainId).toBe(8453);
     expect(accept(body()).definition.inputVariables).toEqual({ settings: { runner: WALLET, chainId: 31337 } });
-    invalid(body({ inputVariables: { settings: { runner: OTHER } } }), "body.inputVariables.settings.runner", "must equal smartWalletAddress");
+    invalid(
+      body({ inputVariables: { settings: { runner: OTHER } } }),
+      "body.inputVariables.settings.runner",
+      "must equal smartWalletAddress",
+    );
     invalid(body({ inputVariables: { settings: { runner: "me" } } }), "body.inputVariables.settings.runner", "must be an address");
-    invalid(body({ chainId: 1, inputVariables: { settings: { chainId: 8453 } } }), "body.inputVariables.settings.chainId", "must equal the workflow chain (1)");
+    invalid(
+      body({ chainId: 1, inputVariables: { settings: { chainId: 8453 } } }),
+      "body.inputVariables.settings.chainId",
+      "must equal the workflow chain (1)",
+    );
     invalid(body({ inputVariables: { settings: { chainId: "31337" } } }), "body.inputVariables.settings.chainId");
   });
 
   it("item 4: maxExecution at least 1 (default 51,840), expiredAt after now and after startAt, startAt past or future", () => {
     expect(accept(body()).definition.maxExecution).toBe(51_840);
-    expect(accept(body({ maxExecution: 1, startAt: NOW - 86_400_000 })).definition).toMatchObject({ maxExecution: 1, startAt: NOW - 86_400_000 });
+    expect(accept(body({ maxExecution: 1, startAt: NOW - 86_400_000 })).definition).toMatchObject({
+      maxExecution: 1,
+      startAt: NOW - 86_400_000,
+    });
     invalid(body({ maxExecution: 0 }), "body.maxExecution", "must be at least 1");
     invalid(body({ expiredAt: NOW }), "body.expiredAt", "must be after now");
     invalid(body({ startAt: NOW + 10_000, expiredAt: NOW + 5_000 }), "body.expiredAt", "must be after startAt");
@@ -791,7 +1138,18 @@ describe("§8.7 validation order and items 2-4", () => {
         trigger: { name: "start", type: "block", config: { interval: 100, chainId: 7 } },
         nodes: [
           node("t", "ethTransfer", { destination: OTHER, amount: "1", chainId: 9 }),
-          node("l", "loop", { inputVariable: "start.data", runner: { type: "contractRead", config: { contractAddress: OTHER, contractAbi: ERC20_ABI, methodCalls: [{ methodName: "balanceOf", methodParams: [WALLET] }], chainId: 11 } } }),
+          node("l", "loop", {
+            inputVariable: "start.data",
+            runner: {
+              type: "contractRead",
+              config: {
+                contractAddress: OTHER,
+                contractAbi: ERC20_ABI,
+                methodCalls: [{ methodName: "balanceOf", methodParams: [WALLET] }],
+                chainId: 11,
+              },
+            },
+          }),
           node("b", "balance", { address: WALLET, chain: "13" }),
         ],
       }),
@@ -804,7 +1162,9 @@ describe("§8.7 validation order and items 2-4", () => {
       { path: "body.nodes[1].config.runner.config.chainId", message: "chain 11 is not supported by this service" },
       { path: "body.nodes[2].config.chain", message: "chain 13 is not supported by this service" },
     ]);
-    expect(accept(body({ chainId: 0, nodes: [node("t", "ethTransfer", { destination: OTHER, amount: "1", chainId: 0 })] })).definition.chainId).toBe(31337);
+    expect(
+      accept(body({ chainId: 0, nodes: [node("t", "ethTransfer", { destination: OTHER, amount: "1", chainId: 0 })] })).definition.chainId,
+    ).toBe(31337);
   });
 
   it("answers with the first failing item: fields before chains before graph before frequency", () => {
@@ -835,27 +1195,60 @@ describe("simulate and estimateFees bodies", () => {
     const sim = accept(definitionOnly({ inputVariables: {} }), "simulate").definition;
     expect(sim.inputVariables).toEqual({ settings: { chainId: 31337 } });
     expect(sim).not.toHaveProperty("runner");
-    invalid(definitionOnly({ nodes: [transfer], inputVariables: {} }), "body.inputVariables.settings.runner", /is required when a node sends a user operation/, "simulate");
-    const loop = node("l", "loop", { inputVariable: "start.data", runner: { type: "ethTransfer", config: { destination: OTHER, amount: "1" } } });
+    invalid(
+      definitionOnly({ nodes: [transfer], inputVariables: {} }),
+      "body.inputVariables.settings.runner",
+      /is required when a node sends a user operation/,
+      "simulate",
+    );
+    const loop = node("l", "loop", {
+      inputVariable: "start.data",
+      runner: { type: "ethTransfer", config: { destination: OTHER, amount: "1" } },
+    });
     invalid(definitionOnly({ nodes: [loop], inputVariables: {} }), "body.inputVariables.settings.runner", undefined, "simulate");
-    const withRunner = accept(definitionOnly({ nodes: [transfer], inputVariables: { settings: { runner: OTHER.toLowerCase() } } }), "simulate").definition;
+    const withRunner = accept(
+      definitionOnly({ nodes: [transfer], inputVariables: { settings: { runner: OTHER.toLowerCase() } } }),
+      "simulate",
+    ).definition;
     expect(withRunner).toMatchObject({ runner: OTHER, inputVariables: { settings: { runner: OTHER, chainId: 31337 } } });
   });
 
   it("simulate refuses create-only members and checks a manual triggerOutput", () => {
-    invalid(definitionOnly({ inputVariables: {}, smartWalletAddress: WALLET }), "body.smartWalletAddress", "is not a known member", "simulate");
+    invalid(
+      definitionOnly({ inputVariables: {}, smartWalletAddress: WALLET }),
+      "body.smartWalletAddress",
+      "is not a known member",
+      "simulate",
+    );
     invalid(definitionOnly({ inputVariables: {}, maxExecution: 1 }), "body.maxExecution", "is not a known member", "simulate");
-    const out = accept(definitionOnly({ inputVariables: {}, triggerOutput: { data: { x: 1 }, headers: { a: "b" } } }), "simulate").definition;
+    const out = accept(
+      definitionOnly({ inputVariables: {}, triggerOutput: { data: { x: 1 }, headers: { a: "b" } } }),
+      "simulate",
+    ).definition;
     expect(out.triggerOutput).toEqual({ data: { x: 1 }, headers: { a: "b" } });
-    invalid(definitionOnly({ inputVariables: {}, triggerOutput: { data: 1, extra: 2 } }), "body.triggerOutput.extra", "is not a known member", "simulate");
+    invalid(
+      definitionOnly({ inputVariables: {}, triggerOutput: { data: 1, extra: 2 } }),
+      "body.triggerOutput.extra",
+      "is not a known member",
+      "simulate",
+    );
     const block = { name: "start", type: "block", config: { interval: 1 } };
-    expect(accept(definitionOnly({ trigger: block, inputVariables: {}, triggerOutput: { blockNumber: 5 } }), "simulate").definition.triggerOutput).toEqual({ blockNumber: 5 });
+    expect(
+      accept(definitionOnly({ trigger: block, inputVariables: {}, triggerOutput: { blockNumber: 5 } }), "simulate").definition
+        .triggerOutput,
+    ).toEqual({ blockNumber: 5 });
   });
 
   it("estimateFees requires createdAt, expireAt after it and maxExecution; runner overrides settings.runner", () => {
     const fees = (extra: Body) => definitionOnly({ createdAt: NOW, expireAt: NOW + 1, maxExecution: 1, ...extra });
     const est = accept(fees({ runner: OTHER.toLowerCase(), inputVariables: { settings: { runner: WALLET } } }), "estimateFees").definition;
-    expect(est).toMatchObject({ runner: OTHER, createdAt: NOW, expireAt: NOW + 1, maxExecution: 1, inputVariables: { settings: { runner: OTHER } } });
+    expect(est).toMatchObject({
+      runner: OTHER,
+      createdAt: NOW,
+      expireAt: NOW + 1,
+      maxExecution: 1,
+      inputVariables: { settings: { runner: OTHER } },
+    });
     expect(accept(fees({ inputVariables: { settings: { runner: WALLET } } }), "estimateFees").definition.runner).toBe(WALLET);
     invalid(fees({ expireAt: NOW }), "body.expireAt", "must be after createdAt", "estimateFees");
     invalid(fees({ maxExecution: 0 }), "body.maxExecution", undefined, "estimateFees");

@@ -104,5 +104,4 @@ export function loadAccountAbstractionArtifact(name: AccountAbstractionArtifactN
 /** EntryPoint v0.7 (deploys at entryPoint07Address with ENTRYPOINT_V07_SALT). */
 export const loadEntryPointArtifact = (): ContractArtifact => loadAccountAbstractionArtifact("EntryPoint");
 /** VerifyingPaymaster v0.7 sample: constructor(IEntryPoint, address verifyingSigner). */
-export const loadVerifyingPaymasterArtifact = (): ContractArtifact =>
-  loadAccountAbstractionArtifact("VerifyingPaymaster");
+export const loadVerifyingPaymasterArtifact = (): ContractArtifact => loadAccountAbstractionArtifact("VerifyingPaymaster");

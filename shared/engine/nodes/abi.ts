@@ -24,9 +24,9 @@ const signatureOf = (fn: AbiFunction) => `${fn.name}(${fn.inputs.map((p) => cano
 
 /** The function a MethodCall names: a name (with `paramCount` inputs when overloaded) or a full signature. */
 export function findFunction(abi: readonly unknown[] | undefined, methodName: string, paramCount?: number): AbiFunction | undefined {
-  const functions = (abi ?? []).filter(
-    (item): item is AbiFunction => isObject(item) && (item.type ?? "function") === "function" && typeof item.name === "string",
-  ).map((fn) => ({ ...fn, type: "function" as const, inputs: fn.inputs ?? [], outputs: fn.outputs ?? [] }));
+  const functions = (abi ?? [])
+    .filter((item): item is AbiFunction => isObject(item) && (item.type ?? "function") === "function" && typeof item.name === "string")
+    .map((fn) => ({ ...fn, type: "function" as const, inputs: fn.inputs ?? [], outputs: fn.outputs ?? [] }));
   if (methodName.includes("(")) {
     const signature = methodName.replace(/\s+/g, "");
     return functions.find((fn) => signatureOf(fn) === signature);
@@ -77,7 +77,8 @@ function parseArgument(param: RawParam, value: unknown, field: string, fromText:
   if (typeof scalar !== "string") throw bad(field, `must be a string for ${type}`);
   if (/^u?int[0-9]*$/.test(type)) {
     const text = scalar.trim();
-    if (!/^-?(?:0|[1-9][0-9]*)$/.test(text) && !/^0x[0-9a-fA-F]+$/.test(text)) throw bad(field, `must be an integer (decimal or 0x hex) for ${type}`);
+    if (!/^-?(?:0|[1-9][0-9]*)$/.test(text) && !/^0x[0-9a-fA-F]+$/.test(text))
+      throw bad(field, `must be an integer (decimal or 0x hex) for ${type}`);
     const n = BigInt(text);
     const bits = Number(type.replace(/^u?int/, "") || 256);
     const signed = type.startsWith("int");

@@ -11,13 +11,16 @@ import type { NodeKind } from "./kind";
 
 type Config = NodeOf<"balance">["config"];
 
-const bytes32SymbolAbi = [{ type: "function", name: "symbol", stateMutability: "view", inputs: [], outputs: [{ type: "bytes32" }] }] as const;
+const bytes32SymbolAbi = [
+  { type: "function", name: "symbol", stateMutability: "view", inputs: [], outputs: [{ type: "bytes32" }] },
+] as const;
 
 export const balance: NodeKind<Config> = {
   async run(stored, env) {
     const config = env.render(stored);
     const alias = config.chain !== undefined && config.chain !== "0" ? Number(config.chain) : undefined;
-    if (alias !== undefined && config.chainId && alias !== config.chainId) throw invalid("chain", `must agree with chainId (${config.chainId})`);
+    if (alias !== undefined && config.chainId && alias !== config.chainId)
+      throw invalid("chain", `must agree with chainId (${config.chainId})`);
     const account = address(config.address, "address");
     const client = chainClient(env.chainId);
     const native = configuredChain(env.chainId).nativeToken;
@@ -27,7 +30,10 @@ export const balance: NodeKind<Config> = {
       ...tokens.map((token) => tokenBalance(client, token, account)),
     ]);
     return {
-      data: [{ tokenAddress: null, symbol: native.symbol, decimals: native.decimals, balance: (nativeBalance as bigint).toString() }, ...tokenElements],
+      data: [
+        { tokenAddress: null, symbol: native.symbol, decimals: native.decimals, balance: (nativeBalance as bigint).toString() },
+        ...tokenElements,
+      ],
     };
   },
 };

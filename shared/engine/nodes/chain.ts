@@ -83,7 +83,8 @@ function findRevertData(err: BaseError): Hex | undefined {
   err.walk((e) => {
     const data = (e as { data?: unknown }).data;
     if (typeof data === "string" && /^0x[0-9a-fA-F]*$/.test(data)) found = data as Hex;
-    else if (typeof data === "object" && data !== null && typeof (data as { data?: unknown }).data === "string") found = (data as { data: Hex }).data;
+    else if (typeof data === "object" && data !== null && typeof (data as { data?: unknown }).data === "string")
+      found = (data as { data: Hex }).data;
     return false;
   });
   return found;

@@ -22,13 +22,19 @@ export interface PreparedCall {
 }
 
 /** Expanded MethodCalls → targets and call data (ABI-encoded from `methodParams` unless `callData` is given). */
-export function prepareCalls(calls: readonly MethodCall[], defaultAddress: string, abi: readonly unknown[] | undefined, field = "methodCalls"): PreparedCall[] {
+export function prepareCalls(
+  calls: readonly MethodCall[],
+  defaultAddress: string,
+  abi: readonly unknown[] | undefined,
+  field = "methodCalls",
+): PreparedCall[] {
   const fallback = address(defaultAddress, "contractAddress");
   return calls.map((call, i) => {
     const at = `${field}[${i}]`;
     const contractAddress = call.contractAddress !== undefined ? address(call.contractAddress, `${at}.contractAddress`) : fallback;
     const fn = findFunction(abi, call.methodName, call.methodParams?.length ?? 0);
-    if (call.callData !== undefined) return { methodName: call.methodName, contractAddress, data: hex(call.callData, `${at}.callData`), ...(fn ? { fn } : {}) };
+    if (call.callData !== undefined)
+      return { methodName: call.methodName, contractAddress, data: hex(call.callData, `${at}.callData`), ...(fn ? { fn } : {}) };
     if (!fn) throw invalid(`${at}.methodName`, `names no function of contractAbi: ${call.methodName}`);
     const args = parseParams(fn, call.methodParams ?? [], `${at}.methodParams`);
     let data: Hex;
@@ -50,7 +56,12 @@ export async function callAll(chainId: number, calls: readonly PreparedCall[], f
   const elements = await Promise.all(
     calls.map(async (call): Promise<CallElement> => {
       const base = { methodName: call.methodName, contractAddress: call.contractAddress };
-      const result = await ethCall(client, { ...(from ? { from } : {}), to: call.contractAddress, data: call.data, ...(value ? { value } : {}) });
+      const result = await ethCall(client, {
+        ...(from ? { from } : {}),
+        to: call.contractAddress,
+        data: call.data,
+        ...(value ? { value } : {}),
+      });
       if (!result.ok) {
         failures.push(result);
         return { ...base, success: false, error: result.message, value: null };
@@ -62,7 +73,12 @@ export async function callAll(chainId: number, calls: readonly PreparedCall[], f
       } catch (err) {
         const failure = callFailure(err);
         failures.push({ code: "CALL_REVERTED", message: failure.message });
-        return { ...base, success: false, error: failure.code === "CALL_REVERTED" ? failure.message : "the result does not decode with contractAbi", value: null };
+        return {
+          ...base,
+          success: false,
+          error: failure.code === "CALL_REVERTED" ? failure.message : "the result does not decode with contractAbi",
+          value: null,
+        };
       }
     }),
   );

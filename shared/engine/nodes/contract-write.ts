@@ -21,7 +21,10 @@ export const contractWrite: NodeKind<Config> = {
       config.callData !== undefined
         ? [{ methodName: "", contractAddress: address(config.contractAddress, "contractAddress"), data: hex(config.callData, "callData") }]
         : prepareCalls(config.methodCalls ?? [], config.contractAddress, config.contractAbi);
-    const named = (call: PreparedCall) => ({ ...(call.methodName ? { methodName: call.methodName } : {}), contractAddress: call.contractAddress });
+    const named = (call: PreparedCall) => ({
+      ...(call.methodName ? { methodName: call.methodName } : {}),
+      contractAddress: call.contractAddress,
+    });
 
     if (simulated(env, config.isSimulated)) {
       const { elements, failures } = await callAll(env.chainId, calls, env.runner, value);

@@ -20,10 +20,19 @@ export const filter: NodeKind<Config> = {
     const items: unknown[] | undefined = held ? elements(held, FILTER_MAX_ITEMS) : Array.isArray(input) ? input : undefined;
     if (!items) throw new StepFailure("INVALID_INPUT", `filter input ${config.inputVariable} is not an array`);
     if (items.length > FILTER_MAX_ITEMS) {
-      throw new StepFailure("INVALID_INPUT", `filter input has ${held ? arrayLength(held) : items.length} items; the limit is ${FILTER_MAX_ITEMS}`);
+      throw new StepFailure(
+        "INVALID_INPUT",
+        `filter input has ${held ? arrayLength(held) : items.length} items; the limit is ${FILTER_MAX_ITEMS}`,
+      );
     }
     const source = env.renderText(config.expression);
-    const result = await env.sandbox.filter({ source, items, ...(held ? { itemsJson: held.text } : {}), globals: env.variables, ...sandboxLimits(env) });
+    const result = await env.sandbox.filter({
+      source,
+      items,
+      ...(held ? { itemsJson: held.text } : {}),
+      globals: env.variables,
+      ...sandboxLimits(env),
+    });
     if (!result.ok) throw new SandboxFailure(result.errorCode, result.error, result.log);
     return { data: result.value, log: result.log };
   },

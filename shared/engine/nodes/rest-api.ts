@@ -36,7 +36,8 @@ export function sensitiveHeaders(
 ): string[] {
   if (!rendered) return [];
   const secrets = env.variables.secrets;
-  const values = secrets !== null && typeof secrets === "object" ? Object.values(secrets).filter((v): v is string => typeof v === "string") : [];
+  const values =
+    secrets !== null && typeof secrets === "object" ? Object.values(secrets).filter((v): v is string => typeof v === "string") : [];
   const redactor = values.length > 0 ? createRedactor(values) : undefined;
   return Object.entries(rendered)
     .filter(([name, value]) => {

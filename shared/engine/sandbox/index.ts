@@ -31,9 +31,7 @@ export interface SandboxLimits {
   engineMemoryLimit?: false;
 }
 
-export type SandboxResult<T> =
-  | { ok: true; value: T; log: string }
-  | { ok: false; errorCode: SandboxErrorCode; error: string; log: string };
+export type SandboxResult<T> = { ok: true; value: T; log: string } | { ok: false; errorCode: SandboxErrorCode; error: string; log: string };
 
 /** The variables of API.md §8.6, by root name; JSON values (a BigInt is passed as its decimal string). */
 export type SandboxGlobals = Readonly<Record<string, unknown>>;
@@ -163,7 +161,12 @@ export class SandboxSession {
     try {
       return { ok: true, value: decode(answer.raw), log: answer.log };
     } catch (e) {
-      return { ok: false, errorCode: "SANDBOX_ERROR", error: `the sandbox failed: ${e instanceof Error ? e.message : String(e)}`, log: answer.log };
+      return {
+        ok: false,
+        errorCode: "SANDBOX_ERROR",
+        error: `the sandbox failed: ${e instanceof Error ? e.message : String(e)}`,
+        log: answer.log,
+      };
     }
   }
 }

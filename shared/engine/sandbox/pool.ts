@@ -60,7 +60,8 @@ export function defaultPoolOptions(env: Record<string, string | undefined> = pro
     // Half the cores (and half the workers): however hard one owner's scripts spin, at least half the machine's
     // CPU stays with the serving thread, the database and other owners (measured: with one owner on both cores
     // of this machine, a neighbour's requests took 2x as long even at nice 19; with one core, 1.1x).
-    perOwner: Number(env.SANDBOX_WORKERS_PER_OWNER) || Math.max(1, Math.min(Math.floor(workers / 2), Math.floor(availableParallelism() / 2))),
+    perOwner:
+      Number(env.SANDBOX_WORKERS_PER_OWNER) || Math.max(1, Math.min(Math.floor(workers / 2), Math.floor(availableParallelism() / 2))),
     memoryLimitMib: Number(env.SANDBOX_MEMORY_LIMIT_MIB) || 64,
     logLimitBytes: Number(env.MAX_STEP_LOG_BYTES) || 65_536,
     graceMs: 1_000,
@@ -158,7 +159,8 @@ export class SandboxPool {
 
   async close(): Promise<void> {
     this.closed = true;
-    for (const queue of this.queues.values()) for (const job of queue) this.settle(job, failure("SANDBOX_ERROR", "the sandbox is shut down"), 0);
+    for (const queue of this.queues.values())
+      for (const job of queue) this.settle(job, failure("SANDBOX_ERROR", "the sandbox is shut down"), 0);
     this.queues.clear();
     await Promise.all(
       this.slots.map((slot) => {
@@ -280,7 +282,12 @@ export class SandboxPool {
       if (!this.slots.includes(slot)) return;
       const outOfMemory = err.code === "ERR_WORKER_OUT_OF_MEMORY";
       const limit = slot.job?.evaluation.limits.memoryLimitMib ?? this.options.memoryLimitMib;
-      this.died(slot, outOfMemory ? failure("SANDBOX_MEMORY", `script exceeded memory limit of ${limit} MiB`) : failure("SANDBOX_ERROR", "the sandbox failed"));
+      this.died(
+        slot,
+        outOfMemory
+          ? failure("SANDBOX_MEMORY", `script exceeded memory limit of ${limit} MiB`)
+          : failure("SANDBOX_ERROR", "the sandbox failed"),
+      );
     });
     slot.worker.on("exit", () => {
       if (this.slots.includes(slot) && !this.closed) this.died(slot, failure("SANDBOX_ERROR", "the sandbox failed"));
@@ -296,7 +303,8 @@ export class SandboxPool {
     // A worker that could not even start: after as many failures as workers (a broken install), fail what
     // waits; and start the next one a second later instead of spinning on restarts.
     if (++this.failedStarts >= this.options.workers) {
-      for (const queue of this.queues.values()) for (const job of queue) this.settle(job, failure("SANDBOX_ERROR", "the sandbox could not start"), 0);
+      for (const queue of this.queues.values())
+        for (const job of queue) this.settle(job, failure("SANDBOX_ERROR", "the sandbox could not start"), 0);
       this.queues.clear();
     }
     setTimeout(() => {

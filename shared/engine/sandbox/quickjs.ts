@@ -31,7 +31,14 @@
  * Nothing here logs, and no error message this module writes contains a variable's value (secrets may be
  * among them); messages the script itself throws are passed through, and the caller redacts them.
  */
-import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSContext, type QuickJSHandle, type QuickJSRuntime, type QuickJSWASMModule } from "quickjs-emscripten-core";
+import {
+  newQuickJSWASMModuleFromVariant,
+  newVariant,
+  type QuickJSContext,
+  type QuickJSHandle,
+  type QuickJSRuntime,
+  type QuickJSWASMModule,
+} from "quickjs-emscripten-core";
 import RELEASE_SYNC from "@jitl/quickjs-singlefile-mjs-release-sync";
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -65,7 +72,8 @@ export type Evaluation = { limits: EvaluationLimits; globalsJson: string } & (
   | { op: "branch"; expressions: readonly string[] }
 );
 
-export type Answer = { ok: true; raw: string | number; log: string } | { ok: false; errorCode: SandboxErrorCode; error: string; log: string };
+export type Answer =
+  { ok: true; raw: string | number; log: string } | { ok: false; errorCode: SandboxErrorCode; error: string; log: string };
 
 /** Whether a filter expression is a function body: API.md §8.4.8 says so when it contains the keyword `return`. */
 export const isFunctionBody = (source: string): boolean => /\breturn\b/.test(source);
@@ -228,7 +236,10 @@ function compiledModule(): Promise<WasmModule | undefined> {
     let captured: WasmModule | undefined;
     const observer = async (source: unknown, imports?: unknown): Promise<unknown> => {
       const result = await original.call(wasm, source, imports);
-      const own = typeof imports === "object" && imports !== null && Object.values(imports).some((ns) => typeof ns === "object" && ns !== null && Object.values(ns).includes(memory));
+      const own =
+        typeof imports === "object" &&
+        imports !== null &&
+        Object.values(imports).some((ns) => typeof ns === "object" && ns !== null && Object.values(ns).includes(memory));
       if (own && typeof result === "object" && result !== null && "module" in result) captured = result.module as WasmModule;
       return result;
     };
@@ -253,7 +264,11 @@ function compiledModule(): Promise<WasmModule | undefined> {
 export async function createInstance(limitMib: number, logLimitBytes?: number): Promise<Instance> {
   const wasmModule = await compiledModule();
   const memory = newMemory(limitMib);
-  const variant = newVariant(RELEASE_SYNC, { wasmMemory: memory as never, ...(wasmModule ? { wasmModule: wasmModule as never } : {}), emscriptenModule: quiet });
+  const variant = newVariant(RELEASE_SYNC, {
+    wasmMemory: memory as never,
+    ...(wasmModule ? { wasmModule: wasmModule as never } : {}),
+    emscriptenModule: quiet,
+  });
   const instance: Instance = { limitMib, module: await newQuickJSWASMModuleFromVariant(variant), memory };
   if (logLimitBytes !== undefined) instance.vm = newVm(instance, logLimitBytes);
   return instance;
@@ -385,7 +400,8 @@ function run(instance: Instance, evaluation: Evaluation, program: (vm: Vm) => st
     const heapFull = instance.memory.buffer.byteLength >= BASE_PAGES * PAGE + NEARLY_FULL * memoryLimitMib * MIB;
     if (described?.[0] === "InternalError" && described[1] === "out of memory") return outOfMemory();
     // An exhausted heap cannot build its error object: QuickJS throws null, or the description fails.
-    if (heapFull && (described === undefined || (described[0] === "" && (described[1] === "null" || described[1] === "")))) return outOfMemory();
+    if (heapFull && (described === undefined || (described[0] === "" && (described[1] === "null" || described[1] === ""))))
+      return outOfMemory();
     if (now() > deadline) return timeout();
     if (described) return fail("SANDBOX_ERROR", described[1] || described[0] || "script threw");
     if (e instanceof NeverSettled) return fail("SANDBOX_ERROR", "the returned promise never settles");

@@ -85,6 +85,12 @@ function serve(port: NonNullable<typeof parentPort>, data: WorkerData): void {
 }
 
 const data = workerData as Partial<WorkerData> | undefined;
-if (!isMainThread && parentPort && data?.role === SANDBOX_WORKER_ROLE && typeof data.memoryLimitMib === "number" && typeof data.logLimitBytes === "number") {
+if (
+  !isMainThread &&
+  parentPort &&
+  data?.role === SANDBOX_WORKER_ROLE &&
+  typeof data.memoryLimitMib === "number" &&
+  typeof data.logLimitBytes === "number"
+) {
   serve(parentPort, data as WorkerData);
 }
