@@ -14,6 +14,7 @@ import { GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
 import { startService, type TestService } from "./support/service";
 import { startUpstream, type Upstream } from "./support/upstream";
 import { jsonClient, type Json, type Owner } from "./support/client";
+import { canonicalJson } from "../shared/workflow/create";
 import { Keys } from "../shared/store/keys";
 import { watchersOf } from "../shared/workflow/watch-registry";
 
@@ -63,21 +64,7 @@ async function send(who: Owner, method: string, path: string, body?: string | Js
   return { status: res.status, text: answer, body: answer ? (JSON.parse(answer) as Json) : {} };
 }
 
-/** The same JSON value: members sorted at every level, then compared as text (own keys only, as JSON sees them). */
-function canonical(value: unknown): string {
-  const sort = (x: unknown): unknown =>
-    Array.isArray(x)
-      ? x.map(sort)
-      : x !== null && typeof x === "object"
-        ? Object.fromEntries(
-            Object.keys(x)
-              .sort()
-              .map((k) => [k, sort((x as Json)[k])]),
-          )
-        : x;
-  return JSON.stringify(sort(value));
-}
-const expectSame = (actual: unknown, expected: unknown) => expect(canonical(actual)).toBe(canonical(expected));
+const expectSame = (actual: unknown, expected: unknown) => expect(canonicalJson(actual)).toBe(canonicalJson(expected));
 
 // Keys that DynamoDB, the AWS marshaller, valibot or a careless `out[key] = value` would drop, refuse or misread.
 const WEIRD_MEMBERS =

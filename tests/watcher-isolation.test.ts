@@ -10,7 +10,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomBytes } from "node:crypto";
 import { ulid } from "ulid";
-import { encodeEventTopics, pad, type Address, type Hex } from "viem";
+import { pad, type Address, type Hex } from "viem";
+import { TRANSFER } from "./support/chain";
 import { useTestRuntime } from "./support/runtime";
 import { startTestServer, type TestServer } from "./support/server";
 import { jsonClient, type Json, type Owner } from "./support/client";
@@ -40,16 +41,6 @@ afterAll(async () => {
   await server?.close();
 });
 
-const transferEvent = {
-  type: "event",
-  name: "Transfer",
-  inputs: [
-    { name: "from", type: "address", indexed: true },
-    { name: "to", type: "address", indexed: true },
-    { name: "value", type: "uint256", indexed: false },
-  ],
-} as const;
-const TRANSFER = encodeEventTopics({ abi: [transferEvent], eventName: "Transfer" })[0];
 const randomAddress = () => `0x${randomBytes(20).toString("hex")}` as Address;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const code = { id: "after", name: "after", type: "customCode", config: { source: "return 1" } };

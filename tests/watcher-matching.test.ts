@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { encodeEventTopics, pad, type Address, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { TRANSFER } from "./support/chain";
 import { useTestRuntime } from "./support/runtime";
 import { startTestServer, type TestServer } from "./support/server";
 import { jsonClient, type Owner } from "./support/client";
@@ -54,16 +55,6 @@ const burstAbi = [
   { type: "function", name: "burst", stateMutability: "nonpayable", inputs: [{ name: "n", type: "uint256" }], outputs: [] },
 ] as const;
 const PING = encodeEventTopics({ abi: [pingEvent], eventName: "Ping" })[0];
-const transferEvent = {
-  type: "event",
-  name: "Transfer",
-  inputs: [
-    { name: "from", type: "address", indexed: true },
-    { name: "to", type: "address", indexed: true },
-    { name: "value", type: "uint256", indexed: false },
-  ],
-} as const;
-const TRANSFER = encodeEventTopics({ abi: [transferEvent], eventName: "Transfer" })[0];
 const code = { id: "after", name: "after", type: "customCode", config: { source: "return 1" } };
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;

@@ -6,8 +6,9 @@
  * from it), is retried with backoff, and is logged once per backoff step, not once per pass.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { createPublicClient, encodeEventTopics, http, pad, zeroAddress, type Address, type PublicClient } from "viem";
+import { createPublicClient, http, pad, zeroAddress, type Address, type PublicClient } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { TRANSFER } from "./support/chain";
 import { useTestRuntime } from "./support/runtime";
 import { startTestServer, type TestServer } from "./support/server";
 import { jsonClient, type Json, type Owner } from "./support/client";
@@ -36,16 +37,6 @@ afterAll(async () => {
   await server?.close();
 });
 
-const transferEvent = {
-  type: "event",
-  name: "Transfer",
-  inputs: [
-    { name: "from", type: "address", indexed: true },
-    { name: "to", type: "address", indexed: true },
-    { name: "value", type: "uint256", indexed: false },
-  ],
-} as const;
-const TRANSFER = encodeEventTopics({ abi: [transferEvent], eventName: "Transfer" })[0];
 const randomAddress = () => privateKeyToAccount(generatePrivateKey()).address;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const code = { id: "after", name: "after", type: "customCode", config: { source: "return 1" } };

@@ -19,6 +19,7 @@ import {
   type PublicClient,
 } from "viem";
 import { privateKeyToAccount, generatePrivateKey } from "viem/accounts";
+import { TRANSFER, transferEvent } from "./support/chain";
 import { useTestRuntime } from "./support/runtime";
 import { startTestServer, type TestServer } from "./support/server";
 import { jsonClient, type Json, type Owner } from "./support/client";
@@ -51,15 +52,6 @@ afterAll(async () => {
   await server?.close();
 });
 
-const transferEvent = {
-  type: "event",
-  name: "Transfer",
-  inputs: [
-    { name: "from", type: "address", indexed: true },
-    { name: "to", type: "address", indexed: true },
-    { name: "value", type: "uint256", indexed: false },
-  ],
-} as const;
 const balanceOf = {
   type: "function",
   name: "balanceOf",
@@ -67,7 +59,6 @@ const balanceOf = {
   inputs: [{ name: "who", type: "address" }],
   outputs: [{ name: "", type: "uint256" }],
 };
-const TRANSFER = encodeEventTopics({ abi: [transferEvent], eventName: "Transfer" })[0];
 const randomAddress = () => privateKeyToAccount(generatePrivateKey()).address;
 const code = { id: "after", name: "after", type: "customCode", config: { source: "return 1" } };
 

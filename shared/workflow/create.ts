@@ -17,7 +17,7 @@ import { takeSlot } from "./slots";
 // Create (§8.8.1)
 
 /** Canonical JSON (members sorted at every level, no spaces): the form whose UTF-8 size §4.1 limits. */
-function canonicalJson(value: unknown): string {
+export function canonicalJson(value: unknown): string {
   const sort = (x: unknown): unknown =>
     Array.isArray(x)
       ? x.map(sort)

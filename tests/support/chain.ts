@@ -6,6 +6,7 @@ import {
   createPublicClient,
   createTestClient,
   createWalletClient,
+  encodeEventTopics,
   http,
   parseEther,
   type Address,
@@ -66,6 +67,18 @@ contract TestToken {
         return true;
     }
 }`;
+
+/** The ERC-20 Transfer event, and its topic0, as the watcher tests name it. */
+export const transferEvent = {
+  type: "event",
+  name: "Transfer",
+  inputs: [
+    { name: "from", type: "address", indexed: true },
+    { name: "to", type: "address", indexed: true },
+    { name: "value", type: "uint256", indexed: false },
+  ],
+} as const;
+export const TRANSFER = encodeEventTopics({ abi: [transferEvent], eventName: "Transfer" })[0]!;
 
 export const testTokenAbi = [
   { type: "function", name: "balanceOf", stateMutability: "view", inputs: [{ type: "address" }], outputs: [{ type: "uint256" }] },
