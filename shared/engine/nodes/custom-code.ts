@@ -19,7 +19,9 @@ export const customCode: NodeKind<Config> = {
     const source = env.renderText(config.source);
     const result = await env.sandbox.runToText({ kind: "function-body", source, globals: env.variables, ...sandboxLimits(env) });
     if (!result.ok) throw new SandboxFailure(result.errorCode, result.error, result.log);
+    // Held against the execution's state like a response body, whatever the result's type (§18.2).
     if (result.value instanceof JsonText) env.holdState(result.value.text.length);
+    else if (typeof result.value === "string") env.holdState(result.value.length);
     return { data: result.value, log: result.log };
   },
 };
