@@ -159,7 +159,6 @@ export async function put(name: unknown, body: Record<string, unknown>): Promise
   const { db, config, now } = useRuntime();
   const sealed = await seal(input.value, encryptionContext(owner, input.name, input.workflowId));
   const key = Keys.secret(owner, input.name, input.workflowId);
-  const counter = Keys.counter(owner, "secrets");
   const max = config.limits.maxSecretsPerOwner;
 
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
@@ -219,7 +218,7 @@ export async function put(name: unknown, body: Record<string, unknown>): Promise
         new TransactWriteCommand({
           TransactItems: [
             { Put: { TableName: config.tableName, Item: item, ConditionExpression: "attribute_not_exists(pk)" } },
-            incrementBelow(config.tableName, counter, max),
+            incrementBelow(owner, "secrets", max),
           ],
         }),
       );
@@ -310,7 +309,7 @@ export async function remove(name: unknown, query: Record<string, string | undef
         new TransactWriteCommand({
           TransactItems: [
             { Delete: { TableName: config.tableName, Key: key, ConditionExpression: "attribute_exists(pk)" } },
-            decrement(config.tableName, Keys.counter(owner, "secrets")),
+            decrement(owner, "secrets"),
           ],
         }),
       );

@@ -5,11 +5,19 @@
  * itself is declared and checked with the route (shared/http/schemas.ts IdempotencyKey).
  */
 import { createHash } from "node:crypto";
-import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { ApiError } from "../errors";
 import { useConfig, useRuntime } from "../runtime";
+import { defineEntity } from "./entity";
+import { set, when } from "./expression";
 import { Keys } from "./keys";
 import { isConditionFailure } from "./table";
+
+/** One record per (owner, scope, key) (pattern 9). */
+const IdempotencyRecord = defineEntity({
+  type: "idempotency",
+  version: 1,
+  key: ({ owner, scope, key }: { owner: string; scope: string; key: string }) => Keys.idempotency(owner, scope, key),
+});
 
 /** Canonical JSON (sorted keys) hash of a request body. */
 export function bodyFingerprint(body: unknown): string {
@@ -31,24 +39,17 @@ export function bodyFingerprint(body: unknown): string {
 export type Claim = { kind: "claimed" } | { kind: "replay"; outcome: Record<string, unknown> };
 
 export async function claim(owner: string, scope: string, key: string, fingerprint: string): Promise<Claim> {
-  const { db, now } = useRuntime();
-  const { tableName, limits } = useConfig();
-  const itemKey = Keys.idempotency(owner, scope, key);
-  const nowSeconds = Math.floor(now() / 1000);
+  const id = { owner, scope, key };
+  const nowSeconds = Math.floor(useRuntime().now() / 1000);
   try {
-    await db.send(
-      new PutCommand({
-        TableName: tableName,
-        Item: { ...itemKey, type: "idempotency", v: 1, fingerprint, state: "in_progress", expiresAt: nowSeconds + limits.idempotencyTtlS },
-        ConditionExpression: "attribute_not_exists(pk) OR expiresAt < :now",
-        ExpressionAttributeValues: { ":now": nowSeconds },
-      }),
-    );
+    const item = { fingerprint, state: "in_progress", expiresAt: nowSeconds + useConfig().limits.idempotencyTtlS };
+    // Expired records count as absent: DynamoDB's TTL deletion is late.
+    await IdempotencyRecord.put(id, item, { if: when.or(when.notExists(), when.lt("expiresAt", nowSeconds)) });
     return { kind: "claimed" };
   } catch (err) {
     if (!isConditionFailure(err)) throw err;
   }
-  const existing = (await db.send(new GetCommand({ TableName: tableName, Key: itemKey, ConsistentRead: true }))).Item;
+  const existing = await IdempotencyRecord.get(id, { consistent: true });
   if (!existing) return claim(owner, scope, key, fingerprint); // released meanwhile
   if (existing.fingerprint !== fingerprint) {
     throw new ApiError(422, "IDEMPOTENCY_KEY_MISMATCH", "This Idempotency-Key was used with a different request body.");
@@ -61,18 +62,10 @@ export async function claim(owner: string, scope: string, key: string, fingerpri
 
 /** Stores the outcome that repeats will be answered with. */
 export async function complete(owner: string, scope: string, key: string, outcome: Record<string, unknown>) {
-  await useRuntime().db.send(
-    new UpdateCommand({
-      TableName: useConfig().tableName,
-      Key: Keys.idempotency(owner, scope, key),
-      UpdateExpression: "SET #state = :done, outcome = :outcome",
-      ExpressionAttributeNames: { "#state": "state" },
-      ExpressionAttributeValues: { ":done": "done", ":outcome": outcome },
-    }),
-  );
+  await IdempotencyRecord.update({ owner, scope, key }, [set("state", "done"), set("outcome", outcome)]);
 }
 
 /** Forgets a claim whose request failed before any side effect (e.g. a preflight 400). */
 export async function release(owner: string, scope: string, key: string) {
-  await useRuntime().db.send(new DeleteCommand({ TableName: useConfig().tableName, Key: Keys.idempotency(owner, scope, key) }));
+  await IdempotencyRecord.delete({ owner, scope, key });
 }

@@ -94,7 +94,7 @@ export async function create(input: v.InferOutput<typeof CreateInput>): Promise<
           {
             Put: { TableName: table(), Item: { ...key, type: "wallet", v: 1, ...record }, ConditionExpression: "attribute_not_exists(pk)" },
           },
-          incrementBelow(table(), Keys.counter(owner, `wallets#${chain.chainId}`), max),
+          incrementBelow(owner, `wallets#${chain.chainId}`, max),
         ],
       }),
     );

@@ -13,7 +13,7 @@ import { Index, cancellationReasons } from "../store/table";
 import { type Address } from "../address";
 import { log } from "../log";
 import type { CompletionReason } from "./record";
-import { MAX_ATTEMPTS, table, counterKey, errorName, backoff, slotIs } from "./stored";
+import { MAX_ATTEMPTS, table, ACTIVE_WORKFLOWS, errorName, backoff, slotIs } from "./stored";
 
 /**
  * Runs `write` (one transaction item) together with +1 on the owner's active counter below the cap. At the cap the
@@ -31,7 +31,7 @@ export async function takeSlot(
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
     try {
       await useRuntime().db.send(
-        new TransactWriteCommand({ TransactItems: [write(), incrementBelow(table(), counterKey(owner), max), ...also] as never }),
+        new TransactWriteCommand({ TransactItems: [write(), incrementBelow(owner, ACTIVE_WORKFLOWS, max), ...also] as never }),
       );
       return true;
     } catch (err) {
@@ -75,7 +75,7 @@ async function releaseExpiredSlots(owner: Address, now: number): Promise<number>
                   ExpressionAttributeValues: { ":true": true, ":false": false, ":now": now },
                 },
               },
-              decrement(table(), counterKey(owner)),
+              decrement(owner, ACTIVE_WORKFLOWS),
             ],
           }),
         );
@@ -97,7 +97,7 @@ async function releaseExpiredSlots(owner: Address, now: number): Promise<number>
 export async function writeReleasingSlot(owner: Address, write: Record<string, unknown>, release: boolean): Promise<boolean> {
   const { db } = useRuntime();
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-    const items = release ? [write, decrement(table(), counterKey(owner))] : [write];
+    const items = release ? [write, decrement(owner, ACTIVE_WORKFLOWS)] : [write];
     try {
       await db.send(new TransactWriteCommand({ TransactItems: items as never }));
       return true;

@@ -15,7 +15,7 @@ export const ENTITY = "workflow";
 export const VERSION = 1;
 /** Version of the workflow item: 2 keeps the client's document as JSON text (./workflow.ts, module header). */
 export const RECORD_VERSION = 2;
-const COUNTER = "activeWorkflows";
+export const ACTIVE_WORKFLOWS = "activeWorkflows";
 export const MAX_ATTEMPTS = 60;
 export const ULID_PATTERN = /^[0-9A-HJKMNP-TV-Z]{26}$/;
 
@@ -28,7 +28,6 @@ export const table = () => useRuntime().config.tableName;
 export const workflowNotFound = () => notFound("WORKFLOW_NOT_FOUND", "The workflow");
 export const terminal = () =>
   new ApiError(409, "WORKFLOW_TERMINAL", "The workflow is completed or failed; its status can no longer change.");
-export const counterKey = (owner: string) => Keys.counter(owner, COUNTER);
 export const errorName = (err: unknown) => (err as { name?: string }).name;
 export const backoff = (attempt: number) => new Promise((r) => setTimeout(r, Math.random() * 5 * Math.min(attempt, 10)));
 
