@@ -14,8 +14,8 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Worker } from "node:worker_threads";
-import { SandboxSession } from "../shared/engine/sandbox";
-import { sandboxPool } from "../shared/engine/sandbox/pool";
+import { SandboxSession } from "../shared/kinds/sandbox";
+import { sandboxPool } from "../shared/kinds/sandbox/pool";
 import { createInProcessBus, currentBus, setBus } from "../shared/execution/bus";
 import { withRunner } from "../shared/execution/runner";
 import { newOwner, note, stat, type BenchContext, type Owner as Who, type Stat } from "./workflows";

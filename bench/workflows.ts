@@ -28,12 +28,12 @@ import { DEFAULT_LIMITS } from "../shared/workflow/schemas";
 import * as Workflow from "../shared/workflow/workflow";
 import * as Executions from "../shared/execution/execution";
 import { runWorkflow } from "../shared/engine/run";
-import { SandboxSession } from "../shared/engine/sandbox";
+import { SandboxSession } from "../shared/kinds/sandbox";
 import type { RunInput } from "../shared/engine/types";
 import { executionFee, valueFeeFor } from "../shared/engine/fees";
 import { renderConfig, renderString, resolvePath, wholeTemplatePath, TemplateUnresolvedError } from "../shared/templates";
 import { runVariables, stepVariables } from "../shared/engine/variables";
-import { chosenCondition, nodeKinds, type NodeEnv, type NodeResult } from "../shared/engine/nodes";
+import { kinds, type NodeEnv, type NodeResult } from "../shared/kinds";
 
 export interface Stat {
   p50: number;
@@ -239,7 +239,8 @@ async function benchEngine(ctx: BenchContext, rounds: number, origin: string) {
     takeRequest: () => undefined,
     allowPrivateNetwork,
     child: (extra) => envOf(nodeId, { ...variables, ...extra }),
-    runKind: (type, config, env) => (nodeKinds[type as keyof typeof nodeKinds] as PlainKind).run(config, env),
+    runKind: (type, config, env) => kinds.node(type)!.run(config, env),
+    writesOnChain: (type) => kinds.node(type)?.writesOnChain === true,
   });
   const direct = timed(async () => {
     const input = runInput();
@@ -247,10 +248,12 @@ async function benchEngine(ctx: BenchContext, rounds: number, origin: string) {
     const outputs: [string, Record<string, unknown>][] = [];
     for (const id of graph.order) {
       const node = nodes.get(id)!;
-      const kind = nodeKinds[node.type] as PlainKind;
-      const result = await kind.run(node.config, envOf(id, stepVariables(shared, outputs, Date.now())));
+      const kind = kinds.node(node.type)!;
+      const outcome = await kind.run(node.config, envOf(id, stepVariables(shared, outputs, Date.now())));
+      if (!("done" in outcome)) throw new Error("baseline: a node waits");
+      const result: NodeResult = outcome.done;
       outputs.push([node.name, { data: result.data }]);
-      if (node.type === "branch" && chosenCondition(result.data, id) !== "many") throw new Error("baseline: the branch chose another path");
+      if (kind.chosen && kind.chosen(result.data, id) !== "many") throw new Error("baseline: the branch chose another path");
     }
     if (JSON.stringify(outputs.at(-1)![1].data) !== EXPECTED_DONE) throw new Error(`baseline: ${JSON.stringify(outputs.at(-1))}`);
   });
@@ -262,8 +265,6 @@ async function benchEngine(ctx: BenchContext, rounds: number, origin: string) {
   note(ctx, verdict);
   console.log(`engine throughput (runs/s at p50, runWorkflow vs plain node calls): ${verdict}`);
 }
-
-type PlainKind = { run(config: unknown, env: NodeEnv): Promise<NodeResult> };
 
 // ---------------------------------------------------------------------------------------------------------
 // 2. Blocking trigger → terminal

@@ -20,7 +20,7 @@ import { recoverInterruptedClaims } from "../shared/execution/claim";
 import { createLocalScheduler } from "../shared/schedule/local";
 import { setScheduler } from "../shared/workflow/scheduler";
 import { startWatching } from "../shared/watch/watcher";
-import { sandboxPool } from "../shared/engine/sandbox/pool";
+import { sandboxPool } from "../shared/kinds/sandbox/pool";
 
 async function main() {
   // The pinned AWS SDK runs on Node 20; its notice about later releases needing Node 22 is noise here.

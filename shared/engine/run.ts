@@ -7,7 +7,8 @@
  * what depends only on it). Decided nodes start at once, so independent nodes run concurrently. Skipped
  * nodes leave no step.
  *
- * Each step: variables (§8.6) at its start, the node kind (./nodes) renders its config, the output `{data}`
+ * Each step: variables (§8.6) at its start, the node's kind (shared/kinds, from the run's registry) renders
+ * its config and answers an outcome (shared/kinds/kind.ts: done, or a suspension no kind uses yet), the output `{data}`
  * is kept whole for later nodes, and the record is redacted (every resolved secret → `***`), truncated
  * (output and log limits) and handed to `onStep` as it finishes, in finishing order.
  *
@@ -21,16 +22,16 @@ import { log } from "../log";
 import type { Cost, Step, StepErrorCode } from "./schemas";
 import type { Node } from "../workflow/schemas";
 import { partChainId } from "../workflow/definition";
-import { OutboundError } from "./http";
+import { OutboundError } from "../kinds/http";
 import { TemplateUnresolvedError, renderConfig, renderString, resolvePath, wholeTemplatePath, type Variables } from "../templates";
-import { createRedactor, type Redactor } from "./redact";
+import { createRedactor, type Redactor } from "../kinds/redact";
 import { ExecutionBudget, type HeldState } from "./budget";
 import { JsonText, stringify } from "../json-text";
-import { SandboxSession } from "./sandbox";
-import { cutOffMessage } from "./sandbox/pool";
+import { SandboxSession } from "../kinds/sandbox";
+import { cutOffMessage } from "../kinds/sandbox/pool";
 import { limitLog, recordedOutput } from "./step";
 import { definitionSecretNames, runVariables, stepVariables } from "./variables";
-import { chosenCondition, nodeKinds, StepFailure, type Gas, type NodeEnv, type NodeResult } from "./nodes";
+import { kinds as defaultKinds, StepFailure, type Gas, type NodeEnv, type NodeOutcome, type NodeResult, type Registry } from "../kinds";
 import type { RunInput, RunResult } from "./types";
 
 export const DEFAULT_STOP_REASON = "execution stopped";
@@ -52,6 +53,7 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
   const now = () => runtime.now();
   const { limits, allowPrivateNetwork } = runtime.config;
   const { definition, graph } = input;
+  const kinds = input.kinds ?? defaultKinds;
   const nodes = new Map(definition.nodes.map((n) => [n.id, n]));
   const position = new Map(definition.nodes.map((n, i) => [n.id, i]));
 
@@ -78,7 +80,7 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
   let internal: unknown;
 
   try {
-    const secrets = await input.secrets(definitionSecretNames(definition));
+    const secrets = await input.secrets(definitionSecretNames(definition, kinds));
     redactor = createRedactor(Object.values(secrets));
     const shared = runVariables(input, secrets);
     const runner = (input.context.smartWalletAddress ?? settingsRunner(definition.inputVariables)) as Address | undefined;
@@ -121,7 +123,7 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
         };
         const held = budget.step();
         const env = nodeEnv({ nodeId: node.id, chainId: partChainId(node.config, definition.chainId), variables, onResolved, held });
-        let outcome = await execute(node, env, signal);
+        let outcome = await execute(kinds, node, env, signal);
         const endAt = now();
 
         const data = outcome.ok ? outcome.result.data : outcome.failure.data;
@@ -144,12 +146,14 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
         }
         outputs.set(node.id, new JsonText(outputText));
         state.set(node.id, outcome.ok ? "succeeded" : "failed");
-        if (outcome.ok && node.type === "branch") choices.set(node.id, chosenCondition(data, node.id));
+        const chosen = kinds.node(node.type)?.chosen;
+        if (outcome.ok && chosen) choices.set(node.id, chosen(data, node.id));
 
         const gas = outcome.ok ? outcome.result.gas : outcome.failure.gas;
         const rawLog = outcome.ok ? outcome.result.log : outcome.failure.log;
         const stepLog = rawLog ? redactor.log(limitLog(rawLog, limits.maxStepLogBytes)) : "";
-        const chainId = partChainId(node.type === "loop" ? node.config.runner.config : node.config, definition.chainId);
+        const costChain = kinds.node(node.type)?.costChainConfig;
+        const chainId = partChainId(costChain ? costChain(node.config) : node.config, definition.chainId);
         const step: Step = {
           id: node.id,
           type: node.type,
@@ -212,7 +216,8 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
       ...(signal ? { signal } : {}),
       allowPrivateNetwork,
       child: (extra, chainId) => nodeEnv({ ...base, chainId, variables: { ...base.variables, ...extra } }),
-      runKind: (type, config, env) => runKind(type, config, env, signal),
+      runKind: (type, config, env) => runKind(kinds, type, config, env, signal),
+      writesOnChain: (type) => kinds.node(type)?.writesOnChain === true,
     });
 
     // Decide every node whose sources have settled; start the runnable ones; wait for one to finish; repeat.
@@ -275,25 +280,31 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
 
 /** Runs a node kind; expected failures become a Failure, anything else is thrown (an internal failure). */
 async function execute(
+  kinds: Registry,
   node: Node,
   env: NodeEnv,
   signal: AbortSignal | undefined,
 ): Promise<{ ok: true; result: NodeResult } | { ok: false; failure: Failure }> {
+  let outcome: NodeOutcome;
   try {
-    return { ok: true, result: await runKind(node.type, node.config, env, signal) };
+    outcome = await runKind(kinds, node.type, node.config, env, signal);
   } catch (err) {
     const failure = asFailure(err);
     if (!failure) throw err;
     return { ok: false, failure };
   }
+  if ("done" in outcome) return { ok: true, result: outcome.done };
+  // A suspension (API.md §17.1): no kind waits yet, and this engine cannot keep a step open across passes.
+  throw new Error(`node ${node.id} (${node.type}) asked to wait; this engine does not suspend runs`);
 }
 
-function runKind(type: string, config: unknown, env: NodeEnv, signal: AbortSignal | undefined): Promise<NodeResult> {
-  const kind = nodeKinds[type as keyof typeof nodeKinds] as { run(config: unknown, env: NodeEnv): Promise<NodeResult> } | undefined;
+function runKind(kinds: Registry, type: string, config: unknown, env: NodeEnv, signal: AbortSignal | undefined): Promise<NodeOutcome> {
+  const kind = kinds.node(type);
   if (!kind) throw new Error(`no node kind ${type}`);
   // A loop is cut off through its iterations (each fails with its runner's code); every other kind at once.
-  if (!signal || type === "loop") return kind.run(config, env);
-  const cutOff = () => new StepFailure(CUT_OFF_CODES[type] ?? "RPC_ERROR", cutOffMessage(signal));
+  if (!signal || kind.cutOff === "iterations") return kind.run(config, env);
+  const code = kind.cutOff;
+  const cutOff = () => new StepFailure(code, cutOffMessage(signal));
   if (signal.aborted) return Promise.reject(cutOff());
   return new Promise((resolve, reject) => {
     const onAbort = () => reject(cutOff());
@@ -304,15 +315,6 @@ function runKind(type: string, config: unknown, env: NodeEnv, signal: AbortSigna
       .finally(() => signal.removeEventListener("abort", onAbort));
   });
 }
-
-/** The errorCode of a step stopped by a cut-off, by kind (API.md §18.1); chain reads and writes: RPC_ERROR. */
-const CUT_OFF_CODES: Partial<Record<string, StepErrorCode>> = {
-  customCode: "SANDBOX_TIMEOUT",
-  branch: "SANDBOX_TIMEOUT",
-  filter: "SANDBOX_TIMEOUT",
-  restApi: "NETWORK_ERROR",
-  graphqlQuery: "NETWORK_ERROR",
-};
 
 function asFailure(err: unknown): Failure | undefined {
   if (err instanceof StepFailure) {

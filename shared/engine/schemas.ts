@@ -6,39 +6,15 @@
 import * as v from "valibot";
 import { component, described } from "../http/contract";
 import { ChainId, TimeMs, Uint256 } from "../http/schemas";
+import { STEP_ERROR_CODES } from "../kinds/kind";
 
 export const EXECUTION_STATUSES = ["pending", "success", "failed", "error"] as const;
 export type ExecutionStatus = (typeof EXECUTION_STATUSES)[number];
 export const TERMINAL_STATUSES: readonly ExecutionStatus[] = ["success", "failed", "error"];
 export const isTerminal = (status: ExecutionStatus) => status !== "pending";
 
-/** Step `errorCode` values (API.md §10.2); never HTTP error codes. */
-export const STEP_ERROR_CODES = [
-  "TEMPLATE_UNRESOLVED",
-  "INVALID_INPUT",
-  "SANDBOX_ERROR",
-  "SANDBOX_TIMEOUT",
-  "SANDBOX_MEMORY",
-  "HTTP_ERROR",
-  "NETWORK_ERROR",
-  "DESTINATION_NOT_ALLOWED",
-  "RESPONSE_TOO_LARGE",
-  "RPC_ERROR",
-  "CALL_REVERTED",
-  "INSUFFICIENT_BALANCE",
-  "USEROP_REJECTED",
-  "USEROP_REVERTED",
-  "USEROP_TIMEOUT",
-  "LOOP_LIMIT_EXCEEDED",
-  "ITERATION_FAILED",
-  // API.md §11.3: a run's on-chain step fails with this message when the runner is not provably the caller's.
-  "WALLET_NOT_OWNED",
-  // API.md §18.7: the execution's budgets.
-  "OUTPUT_TOO_LARGE",
-  "INVALID_RESPONSE",
-  "HTTP_BUDGET_EXCEEDED",
-] as const;
-export type StepErrorCode = (typeof STEP_ERROR_CODES)[number];
+/** Step `errorCode` values (API.md §10.2), declared with the kinds that fail with them. */
+export { STEP_ERROR_CODES, type StepErrorCode } from "../kinds/kind";
 
 // ---------------------------------------------------------------------------------------------------------
 // Fees (§9)

@@ -7,6 +7,7 @@ import type { Address } from "viem";
 import type { Cost, ExecutionStatus, Step } from "./schemas";
 import type { Trigger, Node, Edge } from "../workflow/schemas";
 import type { CompiledGraph } from "../workflow/graph";
+import type { Registry } from "../kinds";
 
 /** The sending port: declared by the sender's module (shared/wallet/send.ts), which the engine sits above. */
 import type { SendCalls } from "../wallet/send";
@@ -23,6 +24,8 @@ export interface RunDefinition {
 
 export interface RunInput {
   mode: "run" | "simulate";
+  /** The kinds the definition uses; default the service's (shared/kinds). */
+  kinds?: Registry;
   definition: RunDefinition;
   graph: CompiledGraph;
   /** `context` of API.md §8.6. */

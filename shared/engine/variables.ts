@@ -11,6 +11,7 @@
  */
 import { referencedPaths, referencedSecretNames, parsePath, type TemplatePath, type Variables } from "../templates";
 import type { RunDefinition, RunInput } from "./types";
+import { kinds as defaultKinds, type Registry } from "../kinds";
 
 /**
  * The secret names a definition refers to: `{{secrets.NAME}}` / `{{apContext.configVars.NAME}}` templates in
@@ -18,28 +19,14 @@ import type { RunDefinition, RunInput } from "./types";
  * expressions, a loop runner's source) the same paths written as code, `secrets.NAME` or `secrets["NAME"]`,
  * since the variables are globals there. Only these are decrypted for the run (API.md §12.5).
  */
-export function definitionSecretNames(definition: Pick<RunDefinition, "nodes">): string[] {
+export function definitionSecretNames(definition: Pick<RunDefinition, "nodes">, kinds: Registry = defaultKinds): string[] {
   const paths: TemplatePath[] = [];
   for (const node of definition.nodes) {
     paths.push(...referencedPaths(node.config));
-    for (const code of javaScriptTexts(node)) paths.push(...codePaths(code));
+    // The JavaScript each kind runs (customCode sources, branch and filter expressions, a loop runner's).
+    for (const code of kinds.javaScript(node)) paths.push(...codePaths(code));
   }
   return referencedSecretNames(paths);
-}
-
-function javaScriptTexts(node: RunDefinition["nodes"][number]): string[] {
-  switch (node.type) {
-    case "customCode":
-      return [node.config.source];
-    case "branch":
-      return node.config.conditions.map((c) => c.expression);
-    case "filter":
-      return [node.config.expression];
-    case "loop":
-      return node.config.runner.type === "customCode" ? [node.config.runner.config.source] : [];
-    default:
-      return [];
-  }
 }
 
 const CODE_PATH = /\b(?:secrets|apContext\s*\.\s*configVars)\s*(?:\.\s*[A-Za-z_$][A-Za-z0-9_$]*|\[\s*(?:'[^']*'|"[^"]*")\s*\])/g;

@@ -5,22 +5,15 @@
 import { Cron } from "croner";
 import type { FieldError } from "../errors";
 import { cronMinimumGap, firstGapBelow } from "./cron-gap";
-import { CHAIN_AWARE_TYPES, CRONER_OPTIONS } from "./schemas";
+import { CRONER_OPTIONS, partChainId } from "./schemas";
 import type { Mode, ChainInfo, ValidateOptions, Definition } from "./definition-types";
 import { isObject } from "./field-rules";
+import type { Registry } from "../kinds";
 
 // ---------------------------------------------------------------------------------------------------------
 // Item 5: chains
 
-/** The chain a trigger, node or loop runner acts on: its `config.chainId` (or balance `chain`) if non-zero, else the workflow chain. */
-export function partChainId(config: unknown, workflowChainId: number): number {
-  const c = isObject(config) ? config : {};
-  const chainId = typeof c.chainId === "number" ? c.chainId : 0;
-  const alias = typeof c.chain === "string" && /^[0-9]+$/.test(c.chain) ? Number(c.chain) : 0;
-  return chainId || alias || workflowChainId;
-}
-
-export function unsupportedChains(definition: Definition, chains: readonly ChainInfo[]): FieldError[] {
+export function unsupportedChains(definition: Definition, chains: readonly ChainInfo[], kinds: Registry): FieldError[] {
   const configured = new Set(chains.map((c) => c.chainId));
   const problems: FieldError[] = [];
   const check = (path: string, chainId: unknown) => {
@@ -28,16 +21,19 @@ export function unsupportedChains(definition: Definition, chains: readonly Chain
       problems.push({ path, message: `chain ${chainId} is not supported by this service` });
     }
   };
-  const checkConfig = (type: string, config: unknown, at: string) => {
-    if (!CHAIN_AWARE_TYPES.includes(type) || !isObject(config)) return;
+  const checkConfig = (chainAware: boolean | undefined, config: unknown, at: string) => {
+    if (!chainAware || !isObject(config)) return;
     check(`${at}.chainId`, config.chainId);
     if (typeof config.chain === "string" && /^[0-9]+$/.test(config.chain)) check(`${at}.chain`, Number(config.chain));
   };
   check("body.chainId", definition.chainId);
-  checkConfig(definition.trigger.type, definition.trigger.config, "body.trigger.config");
+  checkConfig(kinds.trigger(definition.trigger.type)?.chainAware, definition.trigger.config, "body.trigger.config");
   definition.nodes.forEach((node, i) => {
-    checkConfig(node.type, node.config, `body.nodes[${i}].config`);
-    if (node.type === "loop") checkConfig(node.config.runner.type, node.config.runner.config, `body.nodes[${i}].config.runner.config`);
+    checkConfig(kinds.node(node.type)?.chainAware, node.config, `body.nodes[${i}].config`);
+    // A kind that holds another (the loop's runner).
+    const runner = (node.config as { runner?: unknown }).runner;
+    if (isObject(runner) && typeof runner.type === "string")
+      checkConfig(kinds.node(runner.type)?.chainAware, runner.config, `body.nodes[${i}].config.runner.config`);
   });
   return problems;
 }

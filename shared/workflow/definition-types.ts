@@ -1,6 +1,7 @@
 /** The types of a validated workflow definition and of its validation's options (./definition.ts). */
 import type { CompiledGraph } from "./graph";
 import type { DefinitionLimits, Edge, Node, Trigger } from "./schemas";
+import type { Registry } from "../kinds";
 
 export type Mode = "create" | "simulate" | "estimateFees";
 
@@ -19,6 +20,8 @@ export interface ValidateOptions<M extends Mode> {
   defaultChainId: number;
   /** Id for a trigger sent without one; default a ULID of `now`. */
   newId?: () => string;
+  /** The kinds a definition may use; default the service's (shared/kinds). */
+  kinds?: Registry;
 }
 
 export type Settings = Record<string, unknown> & { runner?: string; chainId: number };

@@ -34,7 +34,8 @@ import type {
   DefinitionFor,
   ValidatedDefinition,
 } from "./definition-types";
-import { address, inferConditionType, crossFieldProblems } from "./field-rules";
+import { address, crossFieldProblems } from "./field-rules";
+import { kinds as defaultKinds, type Registry } from "../kinds";
 import { unsupportedChains, frequencyProblems } from "./chain-rules";
 export type {
   Mode,
@@ -48,8 +49,9 @@ export type {
   DefinitionFor,
   ValidatedDefinition,
 } from "./definition-types";
-export { inferConditionType, sendsUserOperation } from "./field-rules";
-export { partChainId, DEFAULT_BLOCK_TIMES, blockTimeSeconds, type CronFire, cronFires } from "./chain-rules";
+export { inferConditionType } from "./field-rules";
+export { partChainId } from "./schemas";
+export { DEFAULT_BLOCK_TIMES, blockTimeSeconds, type CronFire, cronFires } from "./chain-rules";
 
 /**
  * §8.7 items 1-7 in order; throws ApiError (400 VALIDATION_FAILED, UNSUPPORTED_CHAIN, WORKFLOW_GRAPH_INVALID,
@@ -59,7 +61,8 @@ export { partChainId, DEFAULT_BLOCK_TIMES, blockTimeSeconds, type CronFire, cron
  */
 export function validateDefinition<M extends Mode>(input: unknown, options: ValidateOptions<M>): ValidatedDefinition<M> {
   const { mode, limits } = options;
-  const schemas = workflowSchemas(limits);
+  const kinds = options.kinds ?? defaultKinds;
+  const schemas = workflowSchemas(limits, kinds);
   const schema = mode === "create" ? schemas.CreateBody : mode === "simulate" ? schemas.SimulateBody : schemas.EstimateFeesBody;
 
   // Items 1-4: every problem together.
@@ -72,11 +75,11 @@ export function validateDefinition<M extends Mode>(input: unknown, options: Vali
   const definition = normalise(body, options);
 
   // Item 5.
-  const chainProblems = unsupportedChains(definition, options.chains);
+  const chainProblems = unsupportedChains(definition, options.chains, kinds);
   if (chainProblems.length) throw validationFailed(chainProblems, "UNSUPPORTED_CHAIN");
 
   // Item 6.
-  const graphProblems = graphRules(definition, body.edges as Edge[] | undefined);
+  const graphProblems = graphRules(definition, body.edges as Edge[] | undefined, kinds);
   if (graphProblems.length) throw validationFailed(graphProblems, "WORKFLOW_GRAPH_INVALID");
   const graph = compileGraph(definition);
 
@@ -105,7 +108,8 @@ function normalise(body: Record<string, unknown>, options: ValidateOptions<Mode>
   const chainId = (body.chainId as number | undefined) || options.defaultChainId;
   const trigger = body.trigger as Trigger;
   const withId = { id: trigger.id ?? options.newId?.() ?? ulid(options.now), ...trigger } as Trigger & { id: string };
-  const nodes = (body.nodes as Node[]).map(normaliseNode);
+  const kinds = options.kinds ?? defaultKinds;
+  const nodes = (body.nodes as Node[]).map((node) => normaliseNode(node, kinds));
   const sentEdges = body.edges as Edge[] | undefined;
   // With a branch node the generated chain is refused by the graph rules (item 6), which see that edges were omitted.
   const edges = sentEdges?.length ? sentEdges : chainEdges(withId.id, nodes);
@@ -154,37 +158,19 @@ function triggerOutput(value: unknown, trigger: Trigger, limits: DefinitionLimit
   return v.parse(workflowSchemas(limits).ManualTriggerOutput, value) as Record<string, unknown>;
 }
 
-function normaliseNode(node: Node): Node {
-  if (node.type === "loop") {
-    const runner = node.config.runner;
-    return { ...node, config: { ...node.config, runner: { ...runner, config: normaliseConfig(runner.type, runner.config) } } } as Node;
-  }
-  return { ...node, config: normaliseConfig(node.type, node.config) } as Node;
-}
-
-function normaliseConfig<C>(type: string, config: C): C {
-  const c = config as Record<string, unknown>;
-  if (type === "contractWrite" && c.value === undefined) {
-    const calls = c.methodCalls as unknown[] | undefined;
-    if (c.callData !== undefined || calls?.length === 1) return { ...c, value: "0" } as C;
-  }
-  if (type === "branch") {
-    const conditions = c.conditions as { type?: string; expression: string }[];
-    return {
-      ...c,
-      conditions: conditions.map((cond, i) => ({ ...cond, type: cond.type ?? inferConditionType(i, conditions.length, cond.expression) })),
-    } as C;
-  }
-  return config;
+/** What the stored document fills in, by the node's kind. */
+function normaliseNode(node: Node, kinds: Registry): Node {
+  const normalise = kinds.node(node.type)?.normalise;
+  return normalise ? ({ ...node, config: normalise(node.config, kinds) } as Node) : node;
 }
 
 // ---------------------------------------------------------------------------------------------------------
 // Item 6: graph
 
-function graphRules(definition: Definition, sentEdges: Edge[] | undefined): FieldError[] {
+function graphRules(definition: Definition, sentEdges: Edge[] | undefined, kinds: Registry): FieldError[] {
   const prefix = (problems: { path: string; message: string }[]) => problems.map((p) => ({ path: `body.${p.path}`, message: p.message }));
   if (!sentEdges?.length) {
-    const branches = definition.nodes.flatMap((n, i) => (n.type === "branch" ? [i] : []));
+    const branches = definition.nodes.flatMap((n, i) => (kinds.node(n.type)?.conditions ? [i] : []));
     if (branches.length) {
       return branches.map((i) => ({
         path: `body.nodes[${i}]`,
@@ -192,5 +178,5 @@ function graphRules(definition: Definition, sentEdges: Edge[] | undefined): Fiel
       }));
     }
   }
-  return prefix(checkGraph(definition));
+  return prefix(checkGraph(definition, kinds));
 }

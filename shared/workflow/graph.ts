@@ -6,6 +6,7 @@
  * Pure. Problems carry paths relative to the body (`edges[3].source`, `nodes[2]`); the caller prefixes them.
  */
 import { findTemplates, forEachString, wholeTemplatePath, type TemplatePath, type ValuePath } from "../templates";
+import { kinds as defaultKinds, type Registry } from "../kinds";
 
 export interface GraphNode {
   id: string;
@@ -73,8 +74,8 @@ function splitSource(source: string): Endpoint {
  * the ancestor rule of templates. A stage reports only when the previous ones passed, so one mistake is not
  * reported three times.
  */
-export function checkGraph(input: GraphInput): GraphProblem[] {
-  const referenceProblems = checkReferences(input);
+export function checkGraph(input: GraphInput, kinds: Registry = defaultKinds): GraphProblem[] {
+  const referenceProblems = checkReferences(input, kinds);
   if (referenceProblems.length) return referenceProblems;
   const cycle = findCycle(input);
   if (cycle) return [cycle];
@@ -82,9 +83,11 @@ export function checkGraph(input: GraphInput): GraphProblem[] {
   return [...checkReachable(input, graph), ...checkTemplateAncestors(input, graph)];
 }
 
-function checkReferences({ trigger, nodes, edges }: GraphInput): GraphProblem[] {
+function checkReferences({ trigger, nodes, edges }: GraphInput, kinds: Registry): GraphProblem[] {
   const problems: GraphProblem[] = [];
   const byId = new Map(nodes.map((n) => [n.id, n]));
+  // A branching kind (the branch): edges leave it from one of its conditions, never plainly.
+  const branching = (node: GraphNode | undefined) => (node ? kinds.node(node.type)?.conditions !== undefined : false);
   const seen = new Map<string, number>();
   edges.forEach((edge, i) => {
     const { node, condition } = splitSource(edge.source);
@@ -92,15 +95,15 @@ function checkReferences({ trigger, nodes, edges }: GraphInput): GraphProblem[] 
     if (condition === undefined) {
       if (node !== trigger.id && !sourceNode) {
         problems.push({ path: `edges[${i}].source`, message: `names no trigger or node: ${edge.source}` });
-      } else if (sourceNode?.type === "branch") {
+      } else if (branching(sourceNode)) {
         problems.push({
           path: `edges[${i}].source`,
           message: `is the branch node ${node}: an edge out of a branch must name one of its conditions as ${node}.<conditionId>`,
         });
       }
-    } else if (sourceNode?.type !== "branch") {
+    } else if (!sourceNode || !branching(sourceNode)) {
       problems.push({ path: `edges[${i}].source`, message: `names no branch condition: ${node} is not a branch node` });
-    } else if (!branchConditionIds(sourceNode).includes(condition)) {
+    } else if (!conditionIds(sourceNode, kinds).includes(condition)) {
       problems.push({ path: `edges[${i}].source`, message: `names no condition of branch ${node}: ${condition}` });
     }
     if (edge.target === trigger.id) {
@@ -119,10 +122,9 @@ function checkReferences({ trigger, nodes, edges }: GraphInput): GraphProblem[] 
   return problems;
 }
 
-export function branchConditionIds(node: GraphNode): string[] {
-  const conditions = (node.config as { conditions?: unknown } | null)?.conditions;
-  if (!Array.isArray(conditions)) return [];
-  return conditions.map((c) => (c as { id?: unknown })?.id).filter((id): id is string => typeof id === "string");
+/** The condition ids of a branching node (its kind reads them from its validated config). */
+function conditionIds(node: GraphNode, kinds: Registry): string[] {
+  return kinds.node(node.type)?.conditions?.(node.config) ?? [];
 }
 
 /** The first cycle found (depth-first, in node order), named by node ids: `cycle: a -> b -> c -> a`. */

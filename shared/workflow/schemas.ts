@@ -5,7 +5,7 @@
  * cannot say is in `description`).
  *
  * Scope: field shapes and formats (§8.7 item 1). Rules that relate several fields (ids unique, ABI lookups,
- * branch condition order...) are in definition.ts, which reports them together with these.
+ * branch condition order...) are in definition.ts and the kinds, reported together with these.
  *
  * Conventions of the contract applied here:
  * - Unknown members are rejected (strict objects) except in free-form objects: `inputVariables`, manual `data`,
@@ -16,20 +16,18 @@
  *   any other string is checked as the literal it stands for (Address, Uint256, Hex, URL). Addresses are
  *   returned in EIP-55 form, templates as sent. Trigger configs are never templated.
  *
- * This module builds the schemas that depend on the limits and re-exports the shared pieces: those sit in
- * ./schema-kit.ts, the trigger configs in ./trigger-schemas.ts and the node configs in ./node-schemas.ts.
+ * This module builds the definition's schemas around the kinds' (shared/kinds: each trigger and node kind
+ * declares its config schema, its registry builds the Trigger and Node unions) and re-exports the pieces they
+ * share (shared/kinds/schema-kit.ts).
  */
 import * as v from "valibot";
 import { UlidString } from "../http/validate";
 import { AddressString } from "../http/address-schemas";
+import { kinds as defaultKinds, type Registry, type Node, type Trigger, type TriggerType } from "../kinds";
+import { manualData } from "../kinds/triggers/manual";
 import {
   type DefinitionLimits,
   DEFAULT_LIMITS,
-  type TriggerType,
-  type NodeType,
-  RESERVED_INPUT_KEYS,
-  WORKFLOW_STATUSES,
-  COMPLETION_REASONS,
   record,
   ID_PATTERN,
   IdString,
@@ -41,19 +39,9 @@ import {
   str,
   stringMap,
   IDENTIFIER_PATTERN,
-} from "./schema-kit";
-import { triggerSchemas } from "./trigger-schemas";
-import { nodeSchemas } from "./node-schemas";
+} from "../kinds/schema-kit";
 export {
   DEFAULT_LIMITS,
-  TRIGGER_TYPES,
-  NODE_TYPES,
-  RUNNER_TYPES,
-  WRITE_NODE_TYPES,
-  CHAIN_AWARE_TYPES,
-  RESERVED_INPUT_KEYS,
-  WORKFLOW_STATUSES,
-  COMPLETION_REASONS,
   record,
   setMember,
   ID_PATTERN,
@@ -73,54 +61,50 @@ export {
   UrlOrTemplate,
   TemplateText,
   WholeTemplate,
-  CRON_DESCRIPTORS,
-  CRONER_OPTIONS,
-  isCronExpression,
-  CronExpression,
-  isTimeZone,
-  TimeZone,
   ContractAbi,
   MethodCall,
   LiteralMethodCall,
   AddressString,
   Uint256String,
   UlidString,
-} from "./schema-kit";
-export type { DefinitionLimits, TriggerType, NodeType } from "./schema-kit";
+  partChainId,
+} from "../kinds/schema-kit";
+export { CRON_DESCRIPTORS, CRONER_OPTIONS, isCronExpression, CronExpression, isTimeZone, TimeZone } from "../kinds/triggers/cron";
+export type { DefinitionLimits } from "../kinds/schema-kit";
+export type { NodeType, TriggerType, Node, Trigger, NodeOf, TriggerOf, LoopRunner } from "../kinds";
+export type { BranchCondition } from "../kinds/nodes/branch";
+export type { EventQuery } from "../kinds/triggers/event";
+
+/** Names that `inputVariables` keys may not take (§8.7 item 3); trigger and node names are checked too. */
+export const RESERVED_INPUT_KEYS = ["secrets", "apContext", "context", "date", "value", "index"] as const;
+export const WORKFLOW_STATUSES = ["enabled", "disabled", "completed", "failed"] as const;
+export const COMPLETION_REASONS = ["MAX_EXECUTIONS_REACHED", "EXPIRED", "CONSECUTIVE_ERRORS"] as const;
+/** The trigger types of the service's kinds (shared/kinds/index.ts), in order. */
+export const TRIGGER_TYPES = defaultKinds.triggerTypes as readonly TriggerType[];
 
 // ---------------------------------------------------------------------------------------------------------
-// The schemas that depend on the limits
+// The schemas that depend on the limits (and on the registry of kinds)
 
-/** Every schema of a definition for the given limits (cached per distinct limits). */
-export function workflowSchemas(limits: DefinitionLimits = DEFAULT_LIMITS) {
+/** Every schema of a definition for the given limits and kinds (cached per distinct limits and registry). */
+export function workflowSchemas(limits: DefinitionLimits = DEFAULT_LIMITS, kinds: Registry = defaultKinds) {
   const key = `${limits.maxManualDataBytes}/${limits.maxSourceBytes}/${limits.maxNodes}/${limits.maxEdges}/${limits.defaultMaxExecution}`;
-  let schemas = cache.get(key);
+  let byLimits = cache.get(kinds);
+  if (!byLimits) cache.set(kinds, (byLimits = new Map()));
+  let schemas = byLimits.get(key);
   if (!schemas) {
-    schemas = build(limits);
-    cache.set(key, schemas);
+    schemas = build(limits, kinds);
+    byLimits.set(key, schemas);
   }
   return schemas;
 }
-const cache = new Map<string, ReturnType<typeof build>>();
+const cache = new WeakMap<Registry, Map<string, ReturnType<typeof build>>>();
 
-function build(limits: DefinitionLimits) {
-  const { manualData, ManualConfig, FixedTimeConfig, CronConfig, BlockConfig, EventCondition, EventQuery, EventConfig, Trigger } =
-    triggerSchemas(limits);
-  const {
-    EthTransferConfig,
-    ContractWriteConfig,
-    ContractReadConfig,
-    GraphqlQueryConfig,
-    RestApiConfig,
-    CustomCodeConfig,
-    BranchCondition,
-    BranchConfig,
-    FilterConfig,
-    LoopRunner,
-    LoopConfig,
-    BalanceConfig,
-    Node,
-  } = nodeSchemas(limits);
+function build(limits: DefinitionLimits, kinds: Registry) {
+  const { nodeOptions, triggerOptions, LoopRunner } = kinds.schemas(limits);
+  // Typed as the service's kinds' union (another registry's extra kinds are checked alike at run time).
+  const Node = kinds.schemas(limits).Node as v.GenericSchema<unknown, Node>;
+  const Trigger = kinds.schemas(limits).Trigger as v.GenericSchema<unknown, Trigger>;
+  const manualData_ = manualData(limits);
 
   // Edges (§8.5) -----------------------------------------------------------------------------------------
   const Edge = strict(
@@ -205,7 +189,7 @@ function build(limits: DefinitionLimits) {
     inputVariables: opt(InputVariables),
   });
   const ManualTriggerOutput = strict({
-    data: opt(manualData),
+    data: opt(manualData_),
     headers: opt(stringMap(str("must be a string"), 50)),
     pathParams: opt(stringMap(str("must be a string"), 50)),
   });
@@ -234,26 +218,10 @@ function build(limits: DefinitionLimits) {
   });
 
   return {
-    ManualConfig,
-    FixedTimeConfig,
-    CronConfig,
-    BlockConfig,
-    EventConfig,
-    EventQuery,
-    EventCondition,
+    nodeOptions,
+    triggerOptions,
     Trigger,
-    EthTransferConfig,
-    ContractWriteConfig,
-    ContractReadConfig,
-    GraphqlQueryConfig,
-    RestApiConfig,
-    CustomCodeConfig,
-    BranchCondition,
-    BranchConfig,
-    FilterConfig,
     LoopRunner,
-    LoopConfig,
-    BalanceConfig,
     Node,
     Edge,
     InputVariables,
@@ -270,16 +238,9 @@ function build(limits: DefinitionLimits) {
 // Types (outputs: defaults filled in, addresses EIP-55, null members dropped)
 
 export type WorkflowSchemas = ReturnType<typeof build>;
-type Out<K extends keyof WorkflowSchemas> = v.InferOutput<WorkflowSchemas[K]>;
-export type Trigger = Out<"Trigger">;
-export type Node = Out<"Node">;
+type Out<K extends keyof WorkflowSchemas> = WorkflowSchemas[K] extends v.GenericSchema ? v.InferOutput<WorkflowSchemas[K]> : never;
 export type Edge = Out<"Edge">;
-export type LoopRunner = Out<"LoopRunner">;
-export type BranchCondition = Out<"BranchCondition">;
-export type EventQuery = Out<"EventQuery">;
 export type CreateBody = Out<"CreateBody">;
 export type SimulateBody = Out<"SimulateBody">;
 export type EstimateFeesBody = Out<"EstimateFeesBody">;
 export type Workflow = Out<"Workflow">;
-export type TriggerOf<T extends TriggerType> = Extract<Trigger, { type: T }>;
-export type NodeOf<T extends NodeType> = Extract<Node, { type: T }>;

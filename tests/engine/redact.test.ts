@@ -6,8 +6,8 @@
  * secrets keep their whole-string rule, colliding keys are numbered, a cut log loses the beginning of a form.
  */
 import { describe, expect, it } from "vitest";
-import { createRedactor, REDACTED, secretForms } from "../../shared/engine/redact";
-import { LOG_TRUNCATED_MARKER } from "../../shared/engine/sandbox";
+import { createRedactor, REDACTED, secretForms } from "../../shared/kinds/redact";
+import { LOG_TRUNCATED_MARKER } from "../../shared/kinds/sandbox";
 
 /** 11 bytes: a quote and a backslash (JSON escapes), `€` and `?` (percent-encoding with hex letters), and a
  * base64 form with `+`, `/` and one `=`, so every form differs from every other. */

@@ -5,7 +5,8 @@
 import { describe, expect, it } from "vitest";
 import * as v from "valibot";
 import { toJsonSchema } from "@valibot/to-json-schema";
-import { DEFAULT_LIMITS, NODE_TYPES, TRIGGER_TYPES, workflowSchemas } from "../../shared/workflow/schemas";
+import { DEFAULT_LIMITS, workflowSchemas } from "../../shared/workflow/schemas";
+import { kinds as registry } from "../../shared/kinds";
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -21,7 +22,7 @@ describe("JSON Schema conversion", () => {
       expect(schema.properties.smartWalletAddress.pattern).toBe("^0x[0-9a-fA-F]{40}$");
 
       const triggers = schema.properties.trigger.oneOf as Json[];
-      expect(triggers.map((t) => t.properties.type.const)).toEqual([...TRIGGER_TYPES]);
+      expect(triggers.map((t) => t.properties.type.const)).toEqual([...registry.triggerTypes]);
       const cron = triggers.find((t) => t.properties.type.const === "cron")!.properties.config;
       expect(cron.additionalProperties).toBe(false);
       expect(cron.properties.schedules).toMatchObject({ type: "array", minItems: 1, maxItems: 10 });
@@ -30,7 +31,7 @@ describe("JSON Schema conversion", () => {
       const nodes = schema.properties.nodes as Json;
       expect(nodes).toMatchObject({ type: "array", minItems: 1, maxItems: DEFAULT_LIMITS.maxNodes });
       const kinds = nodes.items.oneOf as Json[];
-      expect(kinds.map((n) => n.properties.type.const)).toEqual([...NODE_TYPES]);
+      expect(kinds.map((n) => n.properties.type.const)).toEqual([...registry.nodeTypes]);
       const transfer = kinds[0]!.properties.config;
       expect(transfer.required).toEqual(["destination", "amount"]);
       expect(transfer.properties.destination).toMatchObject({ type: "string", "x-templated": true });

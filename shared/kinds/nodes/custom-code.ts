@@ -2,11 +2,21 @@
  * customCode (API.md §8.4.6): templates substituted into the source as text, then the body runs in the
  * sandbox with the §8.6 variables as globals; console output is the step log.
  */
-import type { NodeOf } from "../../workflow/schemas";
+import * as v from "valibot";
 import { JsonText } from "../../json-text";
-import { StepFailure, type NodeEnv, type NodeKind } from "./kind";
+import { StepFailure, defineNode, finishes, type NodeEnv, type SchemaContext } from "../kind";
+import { opt, str, strict } from "../schema-kit";
 
-type Config = NodeOf<"customCode">["config"];
+/** A JavaScript source of 1 to `maxSourceBytes` bytes. */
+export const sourceText = ({ limits }: Pick<SchemaContext, "limits">) =>
+  v.pipe(str(), v.minBytes(1, "must not be empty"), v.maxBytes(limits.maxSourceBytes, `must be at most ${limits.maxSourceBytes} bytes`));
+
+const config = (ctx: Pick<SchemaContext, "limits">) =>
+  strict({
+    lang: opt(v.literal("javascript", "must be javascript"), "javascript"),
+    source: v.pipe(sourceText(ctx), v.description(`JavaScript function body, 1 to ${ctx.limits.maxSourceBytes} bytes.`)),
+  });
+type Config = v.InferOutput<ReturnType<typeof config>>;
 
 export const sandboxLimits = (env: NodeEnv) => ({
   timeLimitMs: env.limits.sandboxTimeLimitMs,
@@ -14,8 +24,15 @@ export const sandboxLimits = (env: NodeEnv) => ({
   logLimitBytes: env.limits.maxStepLogBytes,
 });
 
-export const customCode: NodeKind<Config> = {
-  async run(config, env) {
+export const customCode = defineNode({
+  type: "customCode",
+  doc: "Runs a JavaScript function body in the sandbox; its return value is the output.",
+  config,
+  javaScript: (config) => [config.source],
+  writesOnChain: false,
+  inLoop: true,
+  cutOff: "SANDBOX_TIMEOUT",
+  run: finishes(async (config: Config, env) => {
     const source = env.renderText(config.source);
     const result = await env.sandbox.runToText({ kind: "function-body", source, globals: env.variables, ...sandboxLimits(env) });
     if (!result.ok) throw new SandboxFailure(result.errorCode, result.error, result.log);
@@ -23,8 +40,8 @@ export const customCode: NodeKind<Config> = {
     if (result.value instanceof JsonText) env.holdState(result.value.text.length);
     else if (typeof result.value === "string") env.holdState(result.value.length);
     return { data: result.value, log: result.log };
-  },
-};
+  }),
+});
 
 /** A sandbox failure keeps the console output written before it. */
 export class SandboxFailure extends StepFailure {

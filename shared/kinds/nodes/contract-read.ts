@@ -5,13 +5,20 @@
  * still listing every element.
  */
 import { BaseError, decodeFunctionResult, encodeFunctionData, type AbiFunction, type Address, type Hex } from "viem";
-import type { MethodCall, NodeOf } from "../../workflow/schemas";
-import { address, hex, invalid } from "./inputs";
-import { findFunction, outputValue, parseParams } from "./abi";
-import { callFailure, chainClient, ethCall, type CallFailure } from "./chain";
-import { StepFailure, type NodeKind } from "./kind";
+import * as v from "valibot";
+import { address, hex, invalid } from "../inputs";
+import { findFunction, methodCallProblems, outputValue, parseParams } from "../abi";
+import { callFailure, chainClient, ethCall, type CallFailure } from "../chain";
+import { StepFailure, defineNode, finishes } from "../kind";
+import { AddressOrTemplate, ChainId, ContractAbi, MethodCall, list, opt, strict } from "../schema-kit";
 
-type Config = NodeOf<"contractRead">["config"];
+const config = strict({
+  contractAddress: AddressOrTemplate,
+  contractAbi: ContractAbi,
+  methodCalls: list(MethodCall, 1, 50, "method calls"),
+  chainId: opt(ChainId),
+});
+type Config = v.InferOutput<typeof config>;
 
 /** A method call ready to send: target, call data, and the function (when known) to decode the result. */
 export interface PreparedCall {
@@ -92,13 +99,24 @@ export function callsFailure(failures: CallFailure[], total: number, data: unkno
   return new StepFailure(code, `${failures.length} of ${total} method calls failed`, data);
 }
 
-export const contractRead: NodeKind<Config> = {
-  async run(stored, env) {
+export const contractRead = defineNode({
+  type: "contractRead",
+  doc: "Reads contract methods with eth_call.",
+  config: () => config,
+  problems(config, at, add) {
+    const abi = Array.isArray(config.contractAbi) ? config.contractAbi : undefined;
+    methodCallProblems(Array.isArray(config.methodCalls) ? config.methodCalls : [], abi, `${at}.methodCalls`, add);
+  },
+  writesOnChain: false,
+  chainAware: true,
+  inLoop: true,
+  cutOff: "RPC_ERROR",
+  run: finishes(async (stored: Config, env) => {
     const config = env.render(stored);
     const calls = prepareCalls(config.methodCalls, config.contractAddress, config.contractAbi);
     const { elements, failures } = await callAll(env.chainId, calls);
     const failure = callsFailure(failures, calls.length, elements);
     if (failure) throw failure;
     return { data: elements };
-  },
-};
+  }),
+});

@@ -2,11 +2,30 @@
 import { fetchGuarded, type GuardOptions } from "../http";
 import { createRedactor } from "../redact";
 import { referencedPaths } from "../../templates";
-import type { NodeOf } from "../../workflow/schemas";
-import { httpUrl } from "./inputs";
-import { StepFailure, type NodeEnv, type NodeKind } from "./kind";
+import * as v from "valibot";
+import { httpUrl } from "../inputs";
+import { StepFailure, defineNode, finishes, type NodeEnv } from "../kind";
+import { TemplateText, TemplatedAny, UrlOrTemplate, opt, record, str, strict, stringMap } from "../schema-kit";
 
-type Config = NodeOf<"restApi">["config"];
+const methodPattern = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+  .map((m) => [...m].map((c) => `[${c}${c.toLowerCase()}]`).join(""))
+  .join("|");
+const config = strict(
+  {
+    url: UrlOrTemplate,
+    method: v.pipe(
+      str(),
+      v.regex(new RegExp(`^(?:${methodPattern})$`), "must be one of GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS"),
+      v.description("GET, POST, PUT, PATCH, DELETE, HEAD or OPTIONS, case-insensitive, stored uppercase."),
+      v.transform((m) => m.toUpperCase() as "GET" | "POST" | "PUT" | "PATCH" | "DELETE" | "HEAD" | "OPTIONS"),
+    ),
+    headers: opt(stringMap(TemplateText, 50)),
+    body: opt(TemplateText),
+    options: opt(v.pipe(record(str(), TemplatedAny), v.description("Accepted for client compatibility; no effect."))),
+  },
+  "restApi. `body` is not allowed with GET or HEAD.",
+);
+type Config = v.InferOutput<typeof config>;
 
 export const guardOptions = (env: NodeEnv): GuardOptions => ({
   timeoutMs: env.limits.httpNodeTimeoutMs,
@@ -48,8 +67,19 @@ export function sensitiveHeaders(
     .map(([name]) => name);
 }
 
-export const restApi: NodeKind<Config> = {
-  async run(stored, env) {
+export const restApi = defineNode({
+  type: "restApi",
+  doc: "One HTTP request through the guarded outbound client; status 400 or above fails the step.",
+  config: () => config,
+  problems(config, at, add) {
+    const method = typeof config.method === "string" ? config.method.toUpperCase() : undefined;
+    const body = config.body !== undefined && config.body !== null;
+    if (body && (method === "GET" || method === "HEAD")) add(`${at}.body`, `is not allowed with ${method}`);
+  },
+  writesOnChain: false,
+  inLoop: true,
+  cutOff: "NETWORK_ERROR",
+  run: finishes(async (stored: Config, env) => {
     const config = env.render(stored);
     const sensitive = sensitiveHeaders(env, stored.headers, config.headers);
     const response = await fetchGuarded(
@@ -64,5 +94,5 @@ export const restApi: NodeKind<Config> = {
     );
     if (response.status >= 400) throw new StepFailure("HTTP_ERROR", httpError(response.status, response.statusText), response);
     return { data: response };
-  },
-};
+  }),
+});

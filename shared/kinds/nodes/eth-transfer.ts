@@ -3,16 +3,40 @@
  * `destination`. Simulated (inside `:simulate`), it is only checked against the runner's balance.
  * `X` = `{from, to, value, chainId, isSimulated, userOpHash?, transactionHash?}`.
  */
-import type { NodeOf } from "../../workflow/schemas";
-import { address, wei } from "./inputs";
-import { chainClient, read } from "./chain";
-import { StepFailure, type NodeKind } from "./kind";
-import { outcomeGas, outcomeHashes, requireRunner, sendFailure, simulated } from "./send";
+import * as v from "valibot";
+import { getAddress, isAddress } from "viem";
+import type { AccountCall } from "../../chain/userop";
+import { hasTemplate } from "../../templates";
+import { address, wei } from "../inputs";
+import { chainClient, read } from "../chain";
+import { StepFailure, defineNode, finishes } from "../kind";
+import { outcomeGas, outcomeHashes, requireRunner, sendFailure, simulated } from "../send";
+import { AmountOrTemplate, ChainId, NonZeroAddressOrTemplate, opt, strict } from "../schema-kit";
 
-type Config = NodeOf<"ethTransfer">["config"];
+const config = strict({
+  destination: NonZeroAddressOrTemplate,
+  amount: AmountOrTemplate,
+  chainId: opt(ChainId),
+});
+type Config = v.InferOutput<typeof config>;
 
-export const ethTransfer: NodeKind<Config> = {
-  async run(stored, env) {
+/** The transfer as a call when its inputs are literal (`max` moves the balance: any non-zero value costs the same gas). */
+function literalTransfer({ destination, amount }: Config): AccountCall[] | undefined {
+  if (hasTemplate(destination) || hasTemplate(amount) || !isAddress(destination)) return undefined;
+  return [{ to: getAddress(destination), value: amount === "max" ? 1n : BigInt(amount) }];
+}
+
+export const ethTransfer = defineNode({
+  type: "ethTransfer",
+  doc: "Sends native tokens from the runner wallet in one user operation.",
+  config: () => config,
+  writesOnChain: true,
+  chainAware: true,
+  inLoop: true,
+  cutOff: "RPC_ERROR",
+  fallbackGas: 50_000n,
+  fee: (config) => ({ fallbackGas: 50_000n, calls: literalTransfer(config), chainConfig: config }),
+  run: finishes(async (stored: Config, env) => {
     const config = env.render(stored);
     const to = address(config.destination, "destination", { nonZero: true });
     const max = config.amount === "max";
@@ -39,5 +63,5 @@ export const ethTransfer: NodeKind<Config> = {
     if (!outcome.ok) throw sendFailure(outcome, data);
     const gas = outcomeGas(outcome);
     return { data, ...(gas ? { gas } : {}) };
-  },
-};
+  }),
+});

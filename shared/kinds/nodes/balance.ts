@@ -4,19 +4,51 @@
  * implement them) and `balanceOf`. An RPC failure or a reverting `balanceOf` fails the step.
  */
 import { erc20Abi, hexToString, type Address, type PublicClient } from "viem";
-import type { NodeOf } from "../../workflow/schemas";
-import { address, invalid } from "./inputs";
-import { chainClient, configuredChain, isRevert, read } from "./chain";
-import type { NodeKind } from "./kind";
+import * as v from "valibot";
+import { address, invalid } from "../inputs";
+import { chainClient, configuredChain, isRevert, read } from "../chain";
+import { defineNode, finishes } from "../kind";
+import { AddressOrTemplate, AddressString, ChainId, TemplatedAny, list, opt, str, strict } from "../schema-kit";
 
-type Config = NodeOf<"balance">["config"];
+const config = strict(
+  {
+    address: AddressOrTemplate,
+    chainId: opt(ChainId),
+    chain: opt(
+      v.pipe(
+        str(),
+        v.regex(/^(?:0|[1-9][0-9]{0,15})$/, "must be a chain id as a decimal string"),
+        v.description("Compatibility alias of `chainId`; must agree with it when both are set."),
+      ),
+    ),
+    tokenAddresses: opt(list(AddressString, 0, 50, "addresses")),
+    includeSpam: opt(TemplatedAny),
+    includeZeroBalances: opt(TemplatedAny),
+    minUsdValueCents: opt(TemplatedAny),
+  },
+  "balance. `includeSpam`, `includeZeroBalances` and `minUsdValueCents` are accepted for client compatibility and have no effect.",
+);
+type Config = v.InferOutput<typeof config>;
 
 const bytes32SymbolAbi = [
   { type: "function", name: "symbol", stateMutability: "view", inputs: [], outputs: [{ type: "bytes32" }] },
 ] as const;
 
-export const balance: NodeKind<Config> = {
-  async run(stored, env) {
+export const balance = defineNode({
+  type: "balance",
+  doc: "Reads the native balance and ERC-20 balances of an address.",
+  config: () => config,
+  problems(config, at, add) {
+    const chain = typeof config.chain === "string" ? config.chain : undefined;
+    const chainId = typeof config.chainId === "number" ? config.chainId : 0;
+    if (chain !== undefined && /^[0-9]+$/.test(chain) && Number(chain) !== 0 && chainId !== 0 && Number(chain) !== chainId) {
+      add(`${at}.chain`, "must agree with chainId");
+    }
+  },
+  writesOnChain: false,
+  chainAware: true,
+  cutOff: "RPC_ERROR",
+  run: finishes(async (stored: Config, env) => {
     const config = env.render(stored);
     const alias = config.chain !== undefined && config.chain !== "0" ? Number(config.chain) : undefined;
     if (alias !== undefined && config.chainId && alias !== config.chainId)
@@ -35,8 +67,8 @@ export const balance: NodeKind<Config> = {
         ...tokenElements,
       ],
     };
-  },
-};
+  }),
+});
 
 async function tokenBalance(client: PublicClient, token: Address, account: Address) {
   const [symbol, decimals, amount] = await Promise.all([

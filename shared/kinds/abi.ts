@@ -1,11 +1,12 @@
 /**
- * ABI work of contractRead and contractWrite (API.md §8.4.2-§8.4.3): finding a MethodCall's function,
- * parsing `methodParams` strings by ABI type after expansion, and turning decoded values into JSON
+ * The one copy of the ABI work of the kinds (API.md §8.4.2-§8.4.3, §8.3.5): finding a MethodCall's function
+ * (validation, runners and fees alike), the validation of method calls and event conditions against
+ * `contractAbi`, parsing `methodParams` strings by ABI type after expansion, and turning decoded values into JSON
  * (integers as decimal strings, addresses EIP-55, bools, bytes as Hex, strings; arrays as arrays, tuples as
- * objects keyed by component name).
+ * objects keyed by component name). Standard contracts' ABIs come from viem (`erc20Abi`).
  */
 import { getAddress, isAddress, type AbiFunction, type AbiParameter } from "viem";
-import { StepFailure } from "./kind";
+import { StepFailure, type Add } from "./kind";
 
 interface RawParam {
   name?: string;
@@ -136,4 +137,69 @@ export function toJson(param: RawParam | AbiParameter, value: unknown): unknown 
   if (typeof value === "bigint" || (typeof value === "number" && /^u?int/.test(p.type))) return value.toString();
   if (p.type === "address" && typeof value === "string") return getAddress(value);
   return value;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Validation against `contractAbi` (§8.7 items 1-4), on raw configs
+
+const arrayOf = (x: unknown): unknown[] => (Array.isArray(x) ? x : []);
+const present = (x: unknown) => x !== undefined && x !== null;
+
+function abiEntries(abi: unknown[], kind: "function" | "event") {
+  return abi.flatMap((item) => {
+    if (!isObject(item) || typeof item.name !== "string") return [];
+    const type = item.type ?? "function";
+    if (type !== kind) return [];
+    const inputs = arrayOf(item.inputs).filter((p): p is RawParam & Record<string, unknown> => isObject(p) && typeof p.type === "string");
+    return [{ name: item.name, inputs, signature: `${item.name}(${inputs.map(canonicalType).join(",")})` }];
+  });
+}
+
+/** MethodCalls against `abi`: callData excludes methodParams; a named method exists with a matching input count. */
+export function methodCallProblems(calls: unknown[], abi: unknown[] | undefined, at: string, add: Add) {
+  calls.forEach((call, m) => {
+    if (!isObject(call)) return;
+    const here = `${at}[${m}]`;
+    if (present(call.callData)) {
+      if (present(call.methodParams)) add(`${here}.methodParams`, "must be absent when callData is given");
+      return;
+    }
+    const name = typeof call.methodName === "string" ? call.methodName : undefined;
+    if (!abi || name === undefined || name === "") return;
+    const params = arrayOf(call.methodParams).length;
+    const functions = abiEntries(abi, "function");
+    if (name.includes("(")) {
+      const signature = name.replace(/\s+/g, "");
+      const fn = functions.find((f) => f.signature === signature);
+      if (!fn) add(`${here}.methodName`, `names no function of contractAbi: ${name}`);
+      else if (fn.inputs.length !== params)
+        add(`${here}.methodParams`, `must have ${fn.inputs.length} items, one per input of ${fn.signature}`);
+      return;
+    }
+    const candidates = functions.filter((f) => f.name === name);
+    if (candidates.length === 0) {
+      add(`${here}.methodName`, `names no function of contractAbi: ${name}`);
+      return;
+    }
+    const matching = candidates.filter((f) => f.inputs.length === params);
+    if (matching.length === 0) {
+      const counts = [...new Set(candidates.map((f) => f.inputs.length))].join(" or ");
+      add(`${here}.methodParams`, `must have ${counts} items, one per input of ${name}`);
+    } else if (matching.length > 1) {
+      add(`${here}.methodName`, `is overloaded in contractAbi; use the full signature, e.g. ${matching[0]!.signature}`);
+    }
+  });
+}
+
+/** The event argument a condition names: `value`, `Transfer.value`, or `argN` for an unnamed input. */
+export function eventArgument(abi: unknown[], fieldName: string): RawParam | undefined {
+  const dot = fieldName.indexOf(".");
+  const eventName = dot < 0 ? undefined : fieldName.slice(0, dot);
+  const argName = dot < 0 ? fieldName : fieldName.slice(dot + 1);
+  for (const event of abiEntries(abi, "event")) {
+    if (eventName !== undefined && event.name !== eventName) continue;
+    const found = event.inputs.find((p, i) => (typeof p.name === "string" && p.name !== "" ? p.name === argName : `arg${i}` === argName));
+    if (found) return found;
+  }
+  return undefined;
 }

@@ -1,9 +1,9 @@
 /**
- * The shared pieces of the workflow schemas (./schemas.ts, module header): the limits and type lists, building
- * blocks, scalars (§1.5), templated fields (§8.4, §8.6), cron (§8.3.3) and the config parts several nodes share.
+ * The pieces the kinds' config schemas are built from (shared/workflow/schemas.ts, module header, says what
+ * they follow): the definition limits, building blocks, scalars (§1.5), templated fields (§8.4, §8.6) and the
+ * config parts several kinds share.
  */
 import * as v from "valibot";
-import { Cron } from "croner";
 import { ChainIdNumber, Uint256String, UlidString } from "../http/validate";
 import { AddressString } from "../http/address-schemas";
 import {
@@ -34,31 +34,6 @@ export const DEFAULT_LIMITS: DefinitionLimits = {
   minCronIntervalS: 300,
   minBlockIntervalS: 60,
 };
-
-export const TRIGGER_TYPES = ["manual", "fixedTime", "cron", "block", "event"] as const;
-export type TriggerType = (typeof TRIGGER_TYPES)[number];
-export const NODE_TYPES = [
-  "ethTransfer",
-  "contractWrite",
-  "contractRead",
-  "graphqlQuery",
-  "restApi",
-  "customCode",
-  "branch",
-  "filter",
-  "loop",
-  "balance",
-] as const;
-export type NodeType = (typeof NODE_TYPES)[number];
-export const RUNNER_TYPES = ["ethTransfer", "contractWrite", "contractRead", "graphqlQuery", "restApi", "customCode"] as const;
-/** Node kinds that send a user operation from the runner wallet. */
-export const WRITE_NODE_TYPES: readonly string[] = ["ethTransfer", "contractWrite"];
-/** Trigger and node kinds that act on a chain, and so have a `chainId` (§5). */
-export const CHAIN_AWARE_TYPES: readonly string[] = ["block", "event", "ethTransfer", "contractWrite", "contractRead", "balance"];
-/** Names that `inputVariables` keys may not take (§8.7 item 3); trigger and node names are checked too. */
-export const RESERVED_INPUT_KEYS = ["secrets", "apContext", "context", "date", "value", "index"] as const;
-export const WORKFLOW_STATUSES = ["enabled", "disabled", "completed", "failed"] as const;
-export const COMPLETION_REASONS = ["MAX_EXECUTIONS_REACHED", "EXPIRED", "CONSECUTIVE_ERRORS"] as const;
 
 // ---------------------------------------------------------------------------------------------------------
 // Building blocks
@@ -329,58 +304,15 @@ export const WholeTemplate = v.pipe(
 );
 
 // ---------------------------------------------------------------------------------------------------------
-// Cron (§8.3.3)
-
-export const CRON_VALUE = "(?:[0-9]+|[A-Za-z]{3})";
-export const CRON_ITEM = `(?:\\*|${CRON_VALUE}(?:-${CRON_VALUE})?)(?:/[0-9]+)?`;
-export const CRON_FIELD = `${CRON_ITEM}(?:,${CRON_ITEM})*`;
-export const CRON_DESCRIPTORS = ["@yearly", "@annually", "@monthly", "@weekly", "@daily", "@hourly"] as const;
-export const CRON_PATTERN = new RegExp(`^(?:${CRON_DESCRIPTORS.join("|")}|${CRON_FIELD}(?:[ \\t]+${CRON_FIELD}){4})$`);
-export const CRON_MESSAGE =
-  "must be a cron expression: five fields (minute hour day-of-month month day-of-week) with *, lists, ranges, steps and JAN-DEC/SUN-SAT names, or @yearly, @annually, @monthly, @weekly, @daily, @hourly";
-
-/**
- * Options for croner that give the contract's reading of an expression: five fields only, day-of-month OR
- * day-of-week when both are restricted (croner's `domAndDow: false`, the former `legacyMode: true`), 0 and 7
- * both Sunday (croner's standard weekday numbering).
- */
-export const CRONER_OPTIONS = { mode: "5-part", domAndDow: false, alternativeWeekdays: false, paused: true } as const;
-
-export function isCronExpression(expression: string): boolean {
-  if (!CRON_PATTERN.test(expression)) return false;
-  try {
-    // An expression that can never fire (`0 0 30 2 *`) is refused too: 28 years from 2000 cover every calendar.
-    return new Cron(expression, CRONER_OPTIONS).nextRun(new Date(Date.UTC(2000, 0, 1))) !== null;
-  } catch {
-    return false;
-  }
-}
-
-export const CronExpression = v.pipe(
-  str(),
-  v.regex(CRON_PATTERN, CRON_MESSAGE),
-  v.check(isCronExpression, CRON_MESSAGE),
-  v.description(
-    "Five-field cron expression (minute hour day-of-month month day-of-week; `*`, `,`, `-`, `/`, JAN-DEC, SUN-SAT case-insensitive, day of week 0-7 with 0 and 7 Sunday; day-of-month and day-of-week both restricted means either may match), or @yearly, @annually, @monthly, @weekly, @daily, @hourly.",
-  ),
-);
-
-export function isTimeZone(name: string): boolean {
-  try {
-    new Intl.DateTimeFormat("en-US", { timeZone: name });
-    return true;
-  } catch {
-    return false;
-  }
-}
-export const TimeZone = v.pipe(
-  str(),
-  v.regex(/^[A-Za-z][A-Za-z0-9_+-]*(?:\/[A-Za-z0-9_+-]+)*$/, "must be an IANA time zone name such as Europe/Paris"),
-  v.check(isTimeZone, "must be an IANA time zone name such as Europe/Paris"),
-);
-
-// ---------------------------------------------------------------------------------------------------------
 // Shared config parts
+
+/** The chain a trigger, node or loop runner acts on: its `config.chainId` (or balance `chain`) if non-zero, else the workflow chain. */
+export function partChainId(config: unknown, workflowChainId: number): number {
+  const c = typeof config === "object" && config !== null ? (config as Record<string, unknown>) : {};
+  const chainId = typeof c.chainId === "number" ? c.chainId : 0;
+  const alias = typeof c.chain === "string" && /^[0-9]+$/.test(c.chain) ? Number(c.chain) : 0;
+  return chainId || alias || workflowChainId;
+}
 
 /** ABI items (free-form objects). Never templated. */
 export const ContractAbi = v.pipe(

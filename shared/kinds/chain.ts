@@ -16,7 +16,7 @@ import {
   type Hex,
   type PublicClient,
 } from "viem";
-import { chainSettings, publicClient } from "../../chain/chains";
+import { chainSettings, publicClient } from "../chain/chains";
 import { StepFailure } from "./kind";
 
 export function chainClient(chainId: number): PublicClient {

@@ -6,18 +6,65 @@
  * time (user operations from one wallet are serialised). Failed iterations are null; the step fails
  * ITERATION_FAILED naming the first failed index. Gas of every iteration is summed.
  */
-import type { NodeOf } from "../../workflow/schemas";
-import { WRITE_NODE_TYPES } from "../../workflow/schemas";
-import { partChainId } from "../../workflow/definition";
-import { StepFailure, type Gas, type NodeKind, type NodeResult } from "./kind";
+import * as v from "valibot";
+import { RESERVED_WORDS } from "../../templates";
+import { StepFailure, defineNode, finishes, type Gas, type NodeResult, type Raw, type SchemaContext } from "../kind";
 import { arrayLength, elements, JsonText, parse } from "../../json-text";
+import { NAME_PATTERN, WholeTemplate, opt, str, strict, partChainId } from "../schema-kit";
 
-type Config = NodeOf<"loop">["config"];
+/** A loop's runner: a kind that may run in a loop (`inLoop`), its config, and optionally an id and a name. */
+export interface LoopRunner {
+  type: string;
+  config: unknown;
+  id?: string;
+  name?: string;
+}
+
+const config = (ctx: SchemaContext) =>
+  strict({
+    inputVariable: WholeTemplate,
+    iterVar: opt(
+      v.pipe(
+        str(),
+        v.regex(NAME_PATTERN, "must be a JavaScript identifier that is not a reserved word (value is allowed)"),
+        v.notValues(
+          RESERVED_WORDS.filter((w) => w !== "value"),
+          "must be a JavaScript identifier that is not a reserved word (value is allowed)",
+        ),
+        v.description("Default `value`. Must not equal a trigger or node name or `index`."),
+      ),
+      "value",
+    ),
+    executionMode: opt(v.picklist(["sequential", "parallel"], "must be sequential or parallel"), "sequential"),
+    runner: ctx.loopRunner as v.GenericSchema<unknown, LoopRunner>,
+  });
+type Config = v.InferOutput<ReturnType<typeof config>>;
 
 type Iteration = { ok: true; result: NodeResult } | { ok: false; error: unknown };
 
-export const loop: NodeKind<Config> = {
-  async run(config, env) {
+const isObject = (x: unknown): x is Raw => typeof x === "object" && x !== null && !Array.isArray(x);
+
+export const loop = defineNode({
+  type: "loop",
+  doc: "Runs its runner (another kind) once per element of an array, sequentially or in parallel.",
+  config,
+  problems(config, at, add, ctx) {
+    const iterVar = typeof config.iterVar === "string" ? config.iterVar : undefined;
+    if (iterVar !== undefined && ctx.names.has(iterVar)) add(`${at}.iterVar`, "must not equal a trigger or node name");
+    const runner = config.runner;
+    if (isObject(runner) && isObject(runner.config)) ctx.nodeProblems(String(runner.type), runner.config, `${at}.runner.config`, add);
+  },
+  normalise: (config, kinds) => {
+    const runner = config.runner;
+    const normalise = kinds.node(runner.type)?.normalise;
+    return normalise ? { ...config, runner: { ...runner, config: normalise(runner.config, kinds) } } : config;
+  },
+  javaScript: (config, kinds) => kinds.node(config.runner.type)?.javaScript?.(config.runner.config, kinds) ?? [],
+  costChainConfig: (config) => config.runner.config,
+  fee: (config, kinds) => kinds.node(config.runner.type)?.fee?.(config.runner.config, kinds),
+  writesOnChain: (config, kinds) => isObject(config.runner) && kinds.node(String(config.runner.type))?.writesOnChain === true,
+  cutOff: "iterations",
+  run: finishes(async (config: Config, env) => {
     const input = env.resolveWhole(config.inputVariable);
     const limit = env.limits.loopMaxIterations;
     // An array held as text is split into its elements' texts (§18.2); each is parsed only if it is a scalar.
@@ -31,14 +78,16 @@ export const loop: NodeKind<Config> = {
     const { runner } = config;
     const iterVar = config.iterVar ?? "value";
     const chainId = partChainId(runner.config, env.chainId);
-    const sequential = config.executionMode !== "parallel" || WRITE_NODE_TYPES.includes(runner.type);
+    const sequential = config.executionMode !== "parallel" || env.writesOnChain(runner.type);
     const width = sequential ? 1 : Math.max(1, env.limits.loopMaxParallel);
 
     const outcomes: (Iteration | undefined)[] = Array.from({ length: items.length }, () => undefined);
     const runOne = async (i: number): Promise<Iteration> => {
       try {
         const child = env.child({ [iterVar]: items[i], index: i }, chainId);
-        return { ok: true, result: await env.runKind(runner.type, runner.config, child) };
+        const outcome = await env.runKind(runner.type, runner.config, child);
+        if ("suspend" in outcome) throw new Error(`a ${runner.type} runner cannot wait inside a loop`);
+        return { ok: true, result: outcome.done };
       } catch (error) {
         return { ok: false, error };
       }
@@ -69,8 +118,8 @@ export const loop: NodeKind<Config> = {
       throw new LoopFailure(`iteration ${failed}: ${error.message}`, data, gas, logs.join("\n"));
     }
     return { data, ...(logs.length ? { log: logs.join("\n") } : {}), ...(gas ? { gas } : {}) };
-  },
-};
+  }),
+});
 
 class LoopFailure extends StepFailure {
   constructor(

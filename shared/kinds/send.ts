@@ -3,7 +3,7 @@
  * turning a SendOutcome into hashes, gas and a step failure with the sender's errorCode.
  */
 import type { Address } from "viem";
-import type { SendOutcome } from "../types";
+import type { SendOutcome } from "../wallet/send";
 import { StepFailure, type Gas, type NodeEnv } from "./kind";
 
 /** Simulated: inside `:simulate`, or when the run has no sender. */

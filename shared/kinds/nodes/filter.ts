@@ -3,17 +3,32 @@
  * the expression (templates substituted as text) runs once per element with `value` and `index`. `X` = the
  * elements for which it gave the boolean `true`.
  */
-import type { NodeOf } from "../../workflow/schemas";
-import { StepFailure, type NodeKind } from "./kind";
+import * as v from "valibot";
+import { StepFailure, defineNode, finishes } from "../kind";
 import { arrayLength, elements, JsonText } from "../../json-text";
 import { SandboxFailure, sandboxLimits } from "./custom-code";
+import { expressionText } from "./branch";
+import { WholeTemplate, strict } from "../schema-kit";
 
-type Config = NodeOf<"filter">["config"];
+const config = strict({
+  inputVariable: WholeTemplate,
+  expression: v.pipe(
+    expressionText,
+    v.check((s) => s.trim() !== "", "must not be empty"),
+  ),
+});
+type Config = v.InferOutput<typeof config>;
 
 export const FILTER_MAX_ITEMS = 10_000;
 
-export const filter: NodeKind<Config> = {
-  async run(config, env) {
+export const filter = defineNode({
+  type: "filter",
+  doc: "Keeps the elements of an array for which a JavaScript expression is true.",
+  config: () => config,
+  javaScript: (config) => [config.expression],
+  writesOnChain: false,
+  cutOff: "SANDBOX_TIMEOUT",
+  run: finishes(async (config: Config, env) => {
     const input = env.resolveWhole(config.inputVariable);
     const held = input instanceof JsonText && input.isArray ? input : undefined;
     // An array held as text is split into its elements' texts, not parsed (§18.2).
@@ -35,5 +50,5 @@ export const filter: NodeKind<Config> = {
     });
     if (!result.ok) throw new SandboxFailure(result.errorCode, result.error, result.log);
     return { data: result.value, log: result.log };
-  },
-};
+  }),
+});

@@ -4,16 +4,29 @@
  * either way.
  */
 import { fetchGuarded } from "../http";
-import type { NodeOf } from "../../workflow/schemas";
-import { httpUrl } from "./inputs";
+import * as v from "valibot";
+import { httpUrl } from "../inputs";
 import { JsonText, member, parse } from "../../json-text";
-import { StepFailure, type NodeKind } from "./kind";
+import { StepFailure, defineNode, finishes, type SchemaContext } from "../kind";
 import { guardOptions, httpError, sensitiveHeaders } from "./rest-api";
+import { TemplateText, UrlOrTemplate, opt, record, str, strict } from "../schema-kit";
 
-type Config = NodeOf<"graphqlQuery">["config"];
+const config = ({ limits }: Pick<SchemaContext, "limits">) =>
+  strict({
+    url: UrlOrTemplate,
+    query: v.pipe(TemplateText, v.maxBytes(limits.maxSourceBytes, `must be at most ${limits.maxSourceBytes} bytes`)),
+    variables: opt(record(str(), TemplateText, "must be an object of strings")),
+  });
+type Config = v.InferOutput<ReturnType<typeof config>>;
 
-export const graphqlQuery: NodeKind<Config> = {
-  async run(stored, env) {
+export const graphqlQuery = defineNode({
+  type: "graphqlQuery",
+  doc: "POSTs a GraphQL query through the guarded outbound client.",
+  config,
+  writesOnChain: false,
+  inLoop: true,
+  cutOff: "NETWORK_ERROR",
+  run: finishes(async (stored: Config, env) => {
     const config = env.render(stored);
     // The headers are the service's own today (the config has none to template), so none should carry a
     // secret; they go through the same check as restApi's so that stays true if the config gains headers.
@@ -42,5 +55,5 @@ export const graphqlQuery: NodeKind<Config> = {
       throw new StepFailure("HTTP_ERROR", `GraphQL error: ${typeof first === "string" ? first : JSON.stringify(errors[0])}${more}`, body);
     }
     return { data: body };
-  },
-};
+  }),
+});

@@ -1,0 +1,249 @@
+/**
+ * What a node kind and a trigger kind are (API.md §8.3, §8.4): one object per kind, in one file of ./nodes or
+ * ./triggers, listed once in ./index.ts. Everything the service knows about a kind is declared there: its
+ * config schema (valibot: request validation, the stored document's types and the OpenAPI document), the rules
+ * across its fields, the JavaScript it runs (for the secrets a run decrypts), whether it writes on-chain, its
+ * fee rule (API.md §9.6) and its runner. Validation (shared/workflow), the engine, fees, simulate and the
+ * OpenAPI document iterate a Registry (./registry.ts) and never name a kind.
+ *
+ * The runner: given the node's stored config and the step's environment, it produces an outcome or fails with
+ * a step errorCode (§10.2). A kind renders its own config through the environment (which records the resolved
+ * paths for the step's `inputs`), because kinds differ in what is templated: most render every string value,
+ * customCode and the expressions of branch and filter substitute templates as text, filter and loop resolve
+ * `inputVariable` to the value itself. Expected failures are thrown as StepFailure (or
+ * TemplateUnresolvedError, OutboundError, which the engine maps to their codes); anything else is an internal
+ * failure of the engine.
+ *
+ * The outcome is a discriminated union, designed for kinds that do not finish in one go: `{done: NodeResult}`
+ * ends the step; `{suspend: Suspension}` asks the engine to end the run's current pass with the step open and
+ * to resume the node later (API.md §17.1, the `await` node: a signal or a chain event ends the wait, or its
+ * deadline does), calling the kind's `resume` with what ended it. Today's engine supports `done` only: a
+ * suspension is refused as an internal failure (no kind suspends yet), but its place in the engine's switch is
+ * there.
+ */
+import type { Address } from "viem";
+import type * as v from "valibot";
+import type { Config } from "../config";
+import type { Variables } from "../templates";
+import type { AccountCall } from "../chain/userop";
+import type { SendCalls } from "../wallet/send";
+import type { SandboxSession } from "./sandbox";
+import type { DefinitionLimits } from "./schema-kit";
+
+/** Step `errorCode` values (API.md §10.2); never HTTP error codes. */
+export const STEP_ERROR_CODES = [
+  "TEMPLATE_UNRESOLVED",
+  "INVALID_INPUT",
+  "SANDBOX_ERROR",
+  "SANDBOX_TIMEOUT",
+  "SANDBOX_MEMORY",
+  "HTTP_ERROR",
+  "NETWORK_ERROR",
+  "DESTINATION_NOT_ALLOWED",
+  "RESPONSE_TOO_LARGE",
+  "RPC_ERROR",
+  "CALL_REVERTED",
+  "INSUFFICIENT_BALANCE",
+  "USEROP_REJECTED",
+  "USEROP_REVERTED",
+  "USEROP_TIMEOUT",
+  "LOOP_LIMIT_EXCEEDED",
+  "ITERATION_FAILED",
+  // API.md §11.3: a run's on-chain step fails with this message when the runner is not provably the caller's.
+  "WALLET_NOT_OWNED",
+  // API.md §18.7: the execution's budgets.
+  "OUTPUT_TOO_LARGE",
+  "INVALID_RESPONSE",
+  "HTTP_BUDGET_EXCEEDED",
+] as const;
+export type StepErrorCode = (typeof STEP_ERROR_CODES)[number];
+
+/** A failed step: its errorCode, message, and whatever output it produced (`data`, default null). */
+export class StepFailure extends Error {
+  constructor(
+    readonly code: StepErrorCode,
+    message: string,
+    readonly data: unknown = null,
+    readonly gas?: Gas,
+  ) {
+    super(message);
+    this.name = "StepFailure";
+  }
+}
+
+/** Gas of the user operations a step sent (loops: summed). */
+export interface Gas {
+  gasUsed: bigint;
+  totalGasCost: bigint;
+}
+
+/** A finished step: its output's `data`, its log, the gas it spent. */
+export interface NodeResult {
+  data: unknown;
+  log?: string;
+  gas?: Gas;
+}
+
+/**
+ * A step that waits (API.md §17.1.2): the run's current pass ends with the node open, nothing downstream of it
+ * runs, and the node is resumed when the wait ends (a signal, a chain event, or `deadline`). `state` is what the
+ * kind needs to resume (JSON), kept with the execution.
+ */
+export interface Suspension {
+  waitFor: "signal" | "chainEvent";
+  /** TimeMs at which the wait ends by itself (the step then fails AWAIT_TIMEOUT). */
+  deadline: number;
+  prompt?: string;
+  approvers?: Address[];
+  /** chainEvent: the event query (API.md §8.3.5) whose first matching log ends the wait. */
+  query?: unknown;
+  state?: unknown;
+}
+
+/** What a runner answers: the step is done, or it waits (see the module header). */
+export type NodeOutcome = { done: NodeResult } | { suspend: Suspension };
+
+export interface NodeEnv {
+  /** The node id (for messages) and the chain it acts on (§5: its config.chainId, else the workflow chain). */
+  nodeId: string;
+  chainId: number;
+  variables: Variables;
+  /** Renders every string value of a config (contractAbi never), recording the paths. */
+  render<T>(config: T): T;
+  /** Template substitution as text in JavaScript (non-path `{{ … }}` left as it is). */
+  renderText(text: string): string;
+  /** filter/loop `inputVariable`: the resolved value itself. */
+  resolveWhole(inputVariable: string): unknown;
+  mode: "run" | "simulate";
+  /** The run's wallet: context.smartWalletAddress, else settings.runner. */
+  runner?: Address;
+  /** Absent in simulate mode: writes are then simulated. */
+  sendCalls?: SendCalls;
+  limits: Config["limits"];
+  /**
+   * Counts `bytes` of data the step holds (a response body, a script's result, loop iterations) against the
+   * execution state budget until the step ends (§18.2); throws StepFailure OUTPUT_TOO_LARGE past it.
+   */
+  holdState(bytes: number): void;
+  /** Counts one outbound HTTP request against the execution's budget (§18.3); throws HTTP_BUDGET_EXCEEDED past it. */
+  takeRequest(): void;
+  /** The execution's JavaScript: its owner's fair share of the sandbox pool and its time budget (§18.1). */
+  sandbox: SandboxSession;
+  /** Aborted when the run is cut off (a simulation at its cap): work in flight stops, its reason is the error. */
+  signal?: AbortSignal;
+  allowPrivateNetwork: boolean;
+  /** The environment of a loop iteration: these variables added, acting on `chainId`. */
+  child(extra: Record<string, unknown>, chainId: number): NodeEnv;
+  /** Runs another kind (a loop's runner) in `env`. */
+  runKind(type: string, config: unknown, env: NodeEnv): Promise<NodeOutcome>;
+  /** Whether a kind of the run's registry writes on-chain (a loop runs such runners one at a time). */
+  writesOnChain(type: string): boolean;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Declarations
+
+/** What a config schema is built from: the deployment's limits, and (for the loop) the runner variant. */
+export interface SchemaContext {
+  limits: DefinitionLimits;
+  /** `{type, config, id?, name?}` of every kind that may run inside a loop (`inLoop`). */
+  loopRunner: v.GenericSchema;
+  /** The types of those kinds, in registry order. */
+  loopRunnerTypes: readonly string[];
+}
+
+/** Reports one problem at `path` (below `body.`). */
+export type Add = (path: string, message: string) => void;
+export type Raw = Record<string, unknown>;
+
+/** What the cross-field rules of a config may ask of the registry (a loop checks its runner's rules). */
+export interface RuleContext {
+  /** The names of the trigger and the nodes. */
+  names: ReadonlySet<string>;
+  nodeProblems(type: string, config: Raw, at: string, add: Add): void;
+}
+
+/** A write's fee rule (API.md §9.6): the gas it spends, estimated from its calls when they are literal. */
+export interface WriteCost {
+  /** Gas units when estimation is impossible. */
+  fallbackGas: bigint;
+  /** The calls from the runner's account, or undefined when an input is templated (then `fallbackGas`). */
+  calls: AccountCall[] | undefined;
+  /** The config whose `chainId` (else the workflow's) the write acts on. */
+  chainConfig: unknown;
+}
+
+/** What a kind's hooks may ask of the other kinds of the registry (a loop delegates to its runner). */
+export interface KindLookup {
+  node(type: string): AnyNodeKind | undefined;
+}
+
+export interface NodeKind<T extends string = string, C = unknown> {
+  type: T;
+  /** One line on what the kind does (API.md §8.4), for the reader and the OpenAPI document. */
+  doc: string;
+  /** The config schema for the given limits. */
+  config(ctx: SchemaContext): v.GenericSchema<unknown, C>;
+  /** Rules across fields, on the raw config (found even when some shapes are wrong); paths below `body.`. */
+  problems?(config: Raw, at: string, add: Add, ctx: RuleContext): void;
+  /** After validation: what the stored document fills in (defaults that depend on other fields). */
+  normalise?(config: C, kinds: KindLookup): C;
+  /**
+   * Sends user operations from the runner wallet (`settings.runner` is then required by `:simulate`, and the
+   * value fee applies); a kind that holds another (the loop) answers from its raw config.
+   */
+  writesOnChain: boolean | ((config: Raw, kinds: KindLookup) => boolean);
+  /** Acts on a chain, so `chainId` may be set (API.md §5). */
+  chainAware?: boolean;
+  /** May be a loop's runner (API.md §8.4.9). */
+  inLoop?: boolean;
+  /** JavaScript texts it runs (variables are globals there, so `secrets.X` in them is a reference). */
+  javaScript?(config: C, kinds: KindLookup): string[];
+  /** Branching kinds: the ids of the conditions edges leave from (`<nodeId>.<conditionId>`, §8.5). */
+  conditions?(config: C): string[];
+  /** Branching kinds: the condition a step output chose, or null. */
+  chosen?(data: unknown, nodeId: string): string | null;
+  /** The config whose chain a step's gas is counted on (a loop: its runner's); default the node's own. */
+  costChainConfig?(config: C): unknown;
+  /** A writing kind: the gas units its write is counted at when the estimate is impossible (API.md §9.6). */
+  fallbackGas?: bigint;
+  /** The fee rule when the step sends a user operation (undefined: it sends none this time). */
+  fee?(config: C, kinds: KindLookup): WriteCost | undefined;
+  /** The errorCode of a step stopped by a cut-off (§18.1); "iterations": it stops through its runner's. */
+  cutOff: StepErrorCode | "iterations";
+  run(config: C, env: NodeEnv): Promise<NodeOutcome>;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyNodeKind = NodeKind<string, any>;
+
+/** The window a create checks a trigger against (§8.7 item 4). */
+export interface CreateWindow {
+  now: number;
+  startAt?: number;
+  expiredAt?: number;
+}
+
+export interface TriggerKind<T extends string = string, C = unknown> {
+  type: T;
+  /** One line on when it fires and what its step output (`<triggerName>.data`, API.md §8.3.6) carries. */
+  doc: string;
+  config(ctx: SchemaContext): v.GenericSchema<unknown, C>;
+  problems?(config: Raw, at: string, add: Add): void;
+  /** Rules a create adds (the trigger must be able to fire inside the workflow's window). */
+  createProblems?(config: Raw, window: CreateWindow, at: string, add: Add): void;
+  chainAware?: boolean;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyTriggerKind = TriggerKind<string, any>;
+
+/** Declares a node kind (identity; keeps the literal type and checks the hooks against the config type). */
+export const defineNode = <const T extends string, C>(kind: NodeKind<T, C>) => kind;
+export const defineTrigger = <const T extends string, C>(kind: TriggerKind<T, C>) => kind;
+export const done = (result: NodeResult): NodeOutcome => ({ done: result });
+
+/** A runner that always finishes its step (every kind today): its NodeResult as `{done}`. */
+export const finishes =
+  <C>(run: (config: C, env: NodeEnv) => Promise<NodeResult>) =>
+  async (config: C, env: NodeEnv): Promise<NodeOutcome> => ({ done: await run(config, env) });
