@@ -33,7 +33,7 @@ import type { RunInput } from "../shared/engine/types";
 import { executionFee, valueFeeFor } from "../shared/engine/fees";
 import { renderConfig, renderString, resolvePath, wholeTemplatePath, TemplateUnresolvedError } from "../shared/templates";
 import { runVariables, stepVariables } from "../shared/engine/variables";
-import { kinds, type NodeEnv, type NodeResult } from "../shared/kinds";
+import { isSuspend, kinds, type NodeEnv, type NodeResult } from "../shared/kinds";
 
 export interface Stat {
   p50: number;
@@ -250,8 +250,8 @@ async function benchEngine(ctx: BenchContext, rounds: number, origin: string) {
       const node = nodes.get(id)!;
       const kind = kinds.node(node.type)!;
       const outcome = await kind.run(node.config, envOf(id, stepVariables(shared, outputs, Date.now())));
-      if (!("done" in outcome)) throw new Error("baseline: a node waits");
-      const result: NodeResult = outcome.done;
+      if (isSuspend(outcome)) throw new Error("baseline: a node waits");
+      const result: NodeResult = outcome;
       outputs.push([node.name, { data: result.data }]);
       if (kind.chosen && kind.chosen(result.data, id) !== "many") throw new Error("baseline: the branch chose another path");
     }

@@ -8,7 +8,7 @@
  * nodes leave no step.
  *
  * Each step: variables (§8.6) at its start, the node's kind (shared/kinds, from the run's registry) renders
- * its config and answers an outcome (shared/kinds/kind.ts: done, or a suspension no kind uses yet), the output `{data}`
+ * its config and answers an outcome (shared/kinds/kind.ts: its result, or a suspension no kind uses yet), the output `{data}`
  * is kept whole for later nodes, and the record is redacted (every resolved secret → `***`), truncated
  * (output and log limits) and handed to `onStep` as it finishes, in finishing order.
  *
@@ -31,7 +31,16 @@ import { SandboxSession } from "../kinds/sandbox";
 import { cutOffMessage } from "../kinds/sandbox/pool";
 import { limitLog, recordedOutput } from "./step";
 import { definitionSecretNames, runVariables, stepVariables } from "./variables";
-import { kinds as defaultKinds, StepFailure, type Gas, type NodeEnv, type NodeOutcome, type NodeResult, type Registry } from "../kinds";
+import {
+  kinds as defaultKinds,
+  isSuspend,
+  StepFailure,
+  type Gas,
+  type NodeEnv,
+  type NodeOutcome,
+  type NodeResult,
+  type Registry,
+} from "../kinds";
 import type { RunInput, RunResult } from "./types";
 
 export const DEFAULT_STOP_REASON = "execution stopped";
@@ -293,7 +302,7 @@ async function execute(
     if (!failure) throw err;
     return { ok: false, failure };
   }
-  if ("done" in outcome) return { ok: true, result: outcome.done };
+  if (!isSuspend(outcome)) return { ok: true, result: outcome };
   // A suspension (API.md §17.1): no kind waits yet, and this engine cannot keep a step open across passes.
   throw new Error(`node ${node.id} (${node.type}) asked to wait; this engine does not suspend runs`);
 }

@@ -14,10 +14,10 @@
  * TemplateUnresolvedError, OutboundError, which the engine maps to their codes); anything else is an internal
  * failure of the engine.
  *
- * The outcome is a discriminated union, designed for kinds that do not finish in one go: `{done: NodeResult}`
- * ends the step; `{suspend: Suspension}` asks the engine to end the run's current pass with the step open and
+ * The outcome is designed for kinds that do not finish in one go: a NodeResult ends the step;
+ * `{suspend: Suspension}` asks the engine to end the run's current pass with the step open and
  * to resume the node later (API.md §17.1, the `await` node: a signal or a chain event ends the wait, or its
- * deadline does), calling the kind's `resume` with what ended it. Today's engine supports `done` only: a
+ * deadline does), calling the kind's `resume` with what ended it. Today's engine supports finished steps only: a
  * suspension is refused as an internal failure (no kind suspends yet), but its place in the engine's switch is
  * there.
  */
@@ -100,8 +100,15 @@ export interface Suspension {
   state?: unknown;
 }
 
-/** What a runner answers: the step is done, or it waits (see the module header). */
-export type NodeOutcome = { done: NodeResult } | { suspend: Suspension };
+/** A runner's answer when its step waits instead of finishing. */
+export interface Suspend {
+  suspend: Suspension;
+}
+
+/** What a runner answers: the step's result (it is done), or a suspension (see the module header). */
+export type NodeOutcome = NodeResult | Suspend;
+
+export const isSuspend = (outcome: NodeOutcome): outcome is Suspend => "suspend" in outcome;
 
 export interface NodeEnv {
   /** The node id (for messages) and the chain it acts on (§5: its config.chainId, else the workflow chain). */
@@ -178,12 +185,25 @@ export interface KindLookup {
   node(type: string): AnyNodeKind | undefined;
 }
 
-export interface NodeKind<T extends string = string, C = unknown> {
+/**
+ * What the request schemas and the OpenAPI document need of a node kind: its type, doc and config schema. It
+ * is declared apart from the rest (`defineNode(shape, behaviour)`) so that a function that only validates
+ * shapes (the catch-all serving the API document) bundles none of the runners' code (the chain client, HTTP).
+ */
+export interface NodeShape<T extends string = string, C = unknown> {
   type: T;
   /** One line on what the kind does (API.md §8.4), for the reader and the OpenAPI document. */
   doc: string;
   /** The config schema for the given limits. */
   config(ctx: SchemaContext): v.GenericSchema<unknown, C>;
+  /** Acts on a chain, so `chainId` may be set (API.md §5). */
+  chainAware?: boolean;
+  /** May be a loop's runner (API.md §8.4.9). */
+  inLoop?: boolean;
+}
+
+/** Everything else about a node kind: its rules, fee and runner. */
+export interface NodeBehaviour<C = unknown> {
   /** Rules across fields, on the raw config (found even when some shapes are wrong); paths below `body.`. */
   problems?(config: Raw, at: string, add: Add, ctx: RuleContext): void;
   /** After validation: what the stored document fills in (defaults that depend on other fields). */
@@ -193,10 +213,6 @@ export interface NodeKind<T extends string = string, C = unknown> {
    * value fee applies); a kind that holds another (the loop) answers from its raw config.
    */
   writesOnChain: boolean | ((config: Raw, kinds: KindLookup) => boolean);
-  /** Acts on a chain, so `chainId` may be set (API.md §5). */
-  chainAware?: boolean;
-  /** May be a loop's runner (API.md §8.4.9). */
-  inLoop?: boolean;
   /** JavaScript texts it runs (variables are globals there, so `secrets.X` in them is a reference). */
   javaScript?(config: C, kinds: KindLookup): string[];
   /** Branching kinds: the ids of the conditions edges leave from (`<nodeId>.<conditionId>`, §8.5). */
@@ -214,6 +230,13 @@ export interface NodeKind<T extends string = string, C = unknown> {
   run(config: C, env: NodeEnv): Promise<NodeOutcome>;
 }
 
+export interface NodeKind<T extends string = string, C = unknown> extends NodeShape<T, C>, NodeBehaviour<C> {
+  /** The shape it was defined from (the registry checks it is the one listed in ./shapes.ts). */
+  shape: NodeShape<T, C>;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyNodeShape = NodeShape<string, any>;
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyNodeKind = NodeKind<string, any>;
 
@@ -224,26 +247,47 @@ export interface CreateWindow {
   expiredAt?: number;
 }
 
-export interface TriggerKind<T extends string = string, C = unknown> {
+export interface TriggerShape<T extends string = string, C = unknown> {
   type: T;
   /** One line on when it fires and what its step output (`<triggerName>.data`, API.md §8.3.6) carries. */
   doc: string;
   config(ctx: SchemaContext): v.GenericSchema<unknown, C>;
-  problems?(config: Raw, at: string, add: Add): void;
-  /** Rules a create adds (the trigger must be able to fire inside the workflow's window). */
-  createProblems?(config: Raw, window: CreateWindow, at: string, add: Add): void;
   chainAware?: boolean;
 }
 
+export interface TriggerBehaviour {
+  problems?(config: Raw, at: string, add: Add): void;
+  /** Rules a create adds (the trigger must be able to fire inside the workflow's window). */
+  createProblems?(config: Raw, window: CreateWindow, at: string, add: Add): void;
+}
+
+export interface TriggerKind<T extends string = string, C = unknown> extends TriggerShape<T, C>, TriggerBehaviour {
+  shape: TriggerShape<T, C>;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyTriggerShape = TriggerShape<string, any>;
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyTriggerKind = TriggerKind<string, any>;
 
-/** Declares a node kind (identity; keeps the literal type and checks the hooks against the config type). */
-export const defineNode = <const T extends string, C>(kind: NodeKind<T, C>) => kind;
-export const defineTrigger = <const T extends string, C>(kind: TriggerKind<T, C>) => kind;
-export const done = (result: NodeResult): NodeOutcome => ({ done: result });
+// The declarations are pure (identity and a spread), marked so for the bundler: a module that imports a kind's
+// shape only drops the unused kind and everything its hooks import.
 
-/** A runner that always finishes its step (every kind today): its NodeResult as `{done}`. */
-export const finishes =
-  <C>(run: (config: C, env: NodeEnv) => Promise<NodeResult>) =>
-  async (config: C, env: NodeEnv): Promise<NodeOutcome> => ({ done: await run(config, env) });
+/** Declares a node kind's shape (identity; keeps the literal type). */
+/* @__NO_SIDE_EFFECTS__ */
+export function nodeShape<const T extends string, C>(shape: NodeShape<T, C>): NodeShape<T, C> {
+  return shape;
+}
+/** Declares a node kind: its shape and its behaviour (the hooks are checked against the config type). */
+/* @__NO_SIDE_EFFECTS__ */
+export function defineNode<const T extends string, C>(shape: NodeShape<T, C>, behaviour: NodeBehaviour<C>): NodeKind<T, C> {
+  return { ...shape, ...behaviour, shape };
+}
+/* @__NO_SIDE_EFFECTS__ */
+export function triggerShape<const T extends string, C>(shape: TriggerShape<T, C>): TriggerShape<T, C> {
+  return shape;
+}
+/* @__NO_SIDE_EFFECTS__ */
+export function defineTrigger<const T extends string, C>(shape: TriggerShape<T, C>, behaviour: TriggerBehaviour = {}): TriggerKind<T, C> {
+  return { ...shape, ...behaviour, shape };
+}

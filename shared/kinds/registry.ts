@@ -2,10 +2,13 @@
  * A registry of node and trigger kinds (./kind.ts): the one list validation, the engine, fees and the OpenAPI
  * document iterate. The service's own is ./index.ts; `withKinds` makes another from it (a test's extra kind)
  * without touching it, and every consumer takes a registry as an option, the service's by default.
+ *
+ * `Shapes` is the part of a registry that only builds schemas (./shapes.ts lists the service's): the request
+ * schemas and the OpenAPI document take it, so the functions that only validate shapes bundle no runner.
  */
 import * as v from "valibot";
 import { IdString, NameString, opt, strict, type DefinitionLimits } from "./schema-kit";
-import type { AnyNodeKind, AnyTriggerKind, KindLookup, Raw, SchemaContext, WriteCost } from "./kind";
+import type { AnyNodeKind, AnyNodeShape, AnyTriggerKind, AnyTriggerShape, KindLookup, Raw, SchemaContext, WriteCost } from "./kind";
 
 export interface KindSchemas {
   /** `{id, name, type, config}` per node kind, by type (registry order). */
@@ -18,14 +21,19 @@ export interface KindSchemas {
   Trigger: v.GenericSchema;
 }
 
-export interface Registry extends KindLookup {
-  readonly nodes: readonly AnyNodeKind[];
-  readonly triggers: readonly AnyTriggerKind[];
+export interface Shapes {
+  readonly nodes: readonly AnyNodeShape[];
+  readonly triggers: readonly AnyTriggerShape[];
   readonly nodeTypes: readonly string[];
   readonly triggerTypes: readonly string[];
-  trigger(type: string): AnyTriggerKind | undefined;
   /** The schemas for these limits (built once per distinct limits). */
   schemas(limits: DefinitionLimits): KindSchemas;
+}
+
+export interface Registry extends Shapes, KindLookup {
+  readonly nodes: readonly AnyNodeKind[];
+  readonly triggers: readonly AnyTriggerKind[];
+  trigger(type: string): AnyTriggerKind | undefined;
   /** A node (raw or validated) that sends a user operation when it runs (a writing kind, or a loop of one). */
   sendsUserOperation(node: unknown): boolean;
   /** The fee rule of a node when it sends a user operation. */
@@ -36,26 +44,47 @@ export interface Registry extends KindLookup {
 
 const isObject = (x: unknown): x is Raw => typeof x === "object" && x !== null && !Array.isArray(x);
 
-/** A registry of these kinds, in this order (the order of `must be one of ...` and of the OpenAPI unions). */
-export function buildRegistry(list: { nodes: readonly AnyNodeKind[]; triggers: readonly AnyTriggerKind[] }): Registry {
-  const nodes = new Map(list.nodes.map((k) => [k.type, k]));
-  const triggers = new Map(list.triggers.map((k) => [k.type, k]));
-  if (nodes.size !== list.nodes.length || triggers.size !== list.triggers.length) throw new Error("two kinds share a type");
+/** The shapes of these kinds, in this order (the order of `must be one of ...` and of the OpenAPI unions). */
+export function buildShapes(list: { nodes: readonly AnyNodeShape[]; triggers: readonly AnyTriggerShape[] }): Shapes {
+  const nodeTypes = list.nodes.map((k) => k.type);
+  const triggerTypes = list.triggers.map((k) => k.type);
+  if (new Set(nodeTypes).size !== nodeTypes.length || new Set(triggerTypes).size !== triggerTypes.length) {
+    throw new Error("two kinds share a type");
+  }
   const cache = new Map<string, KindSchemas>();
-
-  const registry: Registry = {
+  return {
     nodes: list.nodes,
     triggers: list.triggers,
-    nodeTypes: list.nodes.map((k) => k.type),
-    triggerTypes: list.triggers.map((k) => k.type),
-    node: (type) => nodes.get(type),
-    trigger: (type) => triggers.get(type),
+    nodeTypes,
+    triggerTypes,
     schemas(limits) {
       const key = JSON.stringify(limits);
       let built = cache.get(key);
       if (!built) cache.set(key, (built = buildSchemas(list.nodes, list.triggers, limits)));
       return built;
     },
+  };
+}
+
+/**
+ * A registry of these kinds, in this order. Given `shapes` (the service's list of shapes), the kinds must be
+ * exactly the kinds defined from those shapes, in the same order: the two lists cannot drift apart.
+ */
+export function buildRegistry(list: { nodes: readonly AnyNodeKind[]; triggers: readonly AnyTriggerKind[] }, shapes?: Shapes): Registry {
+  if (shapes) {
+    const same = (a: readonly { shape: unknown }[], b: readonly unknown[]) => a.length === b.length && a.every((k, i) => k.shape === b[i]);
+    if (!same(list.nodes, shapes.nodes) || !same(list.triggers, shapes.triggers)) {
+      throw new Error("the kinds are not the ones defined from the listed shapes, in their order (shapes.ts, index.ts)");
+    }
+  }
+  const nodes = new Map(list.nodes.map((k) => [k.type, k]));
+  const triggers = new Map(list.triggers.map((k) => [k.type, k]));
+  const registry: Registry = {
+    ...(shapes ?? buildShapes(list)),
+    nodes: list.nodes,
+    triggers: list.triggers,
+    node: (type) => nodes.get(type),
+    trigger: (type) => triggers.get(type),
     sendsUserOperation(node) {
       if (!isObject(node)) return false;
       const writes = nodes.get(String(node.type))?.writesOnChain ?? false;
@@ -76,7 +105,7 @@ export function withKinds(base: Registry, more: { nodes?: readonly AnyNodeKind[]
   return buildRegistry({ nodes: merge(base.nodes, more.nodes), triggers: merge(base.triggers, more.triggers) });
 }
 
-function buildSchemas(nodes: readonly AnyNodeKind[], triggers: readonly AnyTriggerKind[], limits: DefinitionLimits): KindSchemas {
+function buildSchemas(nodes: readonly AnyNodeShape[], triggers: readonly AnyTriggerShape[], limits: DefinitionLimits): KindSchemas {
   const runners = nodes.filter((k) => k.inLoop);
   const runnerTypes = runners.map((k) => k.type);
   // The runner variant first (a loop's config holds it), then every node config.

@@ -23,7 +23,8 @@
 import * as v from "valibot";
 import { UlidString } from "../http/validate";
 import { AddressString } from "../http/address-schemas";
-import { kinds as defaultKinds, type Registry, type Node, type Trigger, type TriggerType } from "../kinds";
+import { shapes as defaultShapes, type Node, type Trigger, type TriggerType } from "../kinds/shapes";
+import type { Shapes } from "../kinds/registry";
 import { manualData } from "../kinds/triggers/manual";
 import {
   type DefinitionLimits,
@@ -71,7 +72,8 @@ export {
 } from "../kinds/schema-kit";
 export { CRON_DESCRIPTORS, CRONER_OPTIONS, isCronExpression, CronExpression, isTimeZone, TimeZone } from "../kinds/triggers/cron";
 export type { DefinitionLimits } from "../kinds/schema-kit";
-export type { NodeType, TriggerType, Node, Trigger, NodeOf, TriggerOf, LoopRunner } from "../kinds";
+export type { NodeType, TriggerType, Node, Trigger, NodeOf, TriggerOf } from "../kinds/shapes";
+export type { LoopRunner } from "../kinds/nodes/loop";
 export type { BranchCondition } from "../kinds/nodes/branch";
 export type { EventQuery } from "../kinds/triggers/event";
 
@@ -80,13 +82,13 @@ export const RESERVED_INPUT_KEYS = ["secrets", "apContext", "context", "date", "
 export const WORKFLOW_STATUSES = ["enabled", "disabled", "completed", "failed"] as const;
 export const COMPLETION_REASONS = ["MAX_EXECUTIONS_REACHED", "EXPIRED", "CONSECUTIVE_ERRORS"] as const;
 /** The trigger types of the service's kinds (shared/kinds/index.ts), in order. */
-export const TRIGGER_TYPES = defaultKinds.triggerTypes as readonly TriggerType[];
+export const TRIGGER_TYPES = defaultShapes.triggerTypes as readonly TriggerType[];
 
 // ---------------------------------------------------------------------------------------------------------
 // The schemas that depend on the limits (and on the registry of kinds)
 
 /** Every schema of a definition for the given limits and kinds (cached per distinct limits and registry). */
-export function workflowSchemas(limits: DefinitionLimits = DEFAULT_LIMITS, kinds: Registry = defaultKinds) {
+export function workflowSchemas(limits: DefinitionLimits = DEFAULT_LIMITS, kinds: Shapes = defaultShapes) {
   const key = `${limits.maxManualDataBytes}/${limits.maxSourceBytes}/${limits.maxNodes}/${limits.maxEdges}/${limits.defaultMaxExecution}`;
   let byLimits = cache.get(kinds);
   if (!byLimits) cache.set(kinds, (byLimits = new Map()));
@@ -97,9 +99,9 @@ export function workflowSchemas(limits: DefinitionLimits = DEFAULT_LIMITS, kinds
   }
   return schemas;
 }
-const cache = new WeakMap<Registry, Map<string, ReturnType<typeof build>>>();
+const cache = new WeakMap<Shapes, Map<string, ReturnType<typeof build>>>();
 
-function build(limits: DefinitionLimits, kinds: Registry) {
+function build(limits: DefinitionLimits, kinds: Shapes) {
   const { nodeOptions, triggerOptions, LoopRunner } = kinds.schemas(limits);
   // Typed as the service's kinds' union (another registry's extra kinds are checked alike at run time).
   const Node = kinds.schemas(limits).Node as v.GenericSchema<unknown, Node>;

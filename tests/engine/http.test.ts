@@ -15,7 +15,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { fetchGuarded, OutboundError, type GuardOptions, type OutboundRequest } from "../../shared/kinds/http";
 import { addressRefusal } from "../../shared/kinds/ip";
 import { JsonText, materialize } from "../../shared/json-text";
-import type { NodeEnv } from "../../shared/kinds/kind";
+import type { NodeEnv, NodeResult } from "../../shared/kinds/kind";
 import { graphqlQuery } from "../../shared/kinds/nodes/graphql-query";
 import { restApi, sensitiveHeaders } from "../../shared/kinds/nodes/rest-api";
 import { renderConfig } from "../../shared/templates";
@@ -408,7 +408,7 @@ describe("restApi and graphqlQuery: headers that carry a secret (API.md §18.3)"
       { url: `${a.origin}/gql-away`, query: "query { ok }", variables: { key: "{{secrets.API_KEY}}" } },
       env,
     );
-    expect(materialize((out as Extract<typeof out, { done: unknown }>).done.data)).toEqual({ data: { ok: true } });
+    expect(materialize((out as NodeResult).data)).toEqual({ data: { ok: true } });
     expect(b.seen[0]!.headers).toMatchObject({ "content-type": "application/json", accept: "application/json" });
   });
 });

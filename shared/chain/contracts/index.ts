@@ -38,7 +38,7 @@ export const CREATE2_DEPLOYER_RUNTIME_CODE: Hex =
 export const ENTRYPOINT_V07_SALT: Hex = "0x90d8084deab30c2a37c45e8d47f49f2f7965183cb6990a98943ef94940681de3";
 
 /** Typed subset of ControlledAccount's ABI. */
-export const controlledAccountAbi = parseAbi([
+export const controlledAccountAbi = /* @__PURE__ */ parseAbi([
   "function owner() view returns (address)",
   "function controller() view returns (address)",
   "function entryPoint() view returns (address)",
@@ -56,7 +56,7 @@ export const controlledAccountAbi = parseAbi([
 ]);
 
 /** Typed ABI of ControlledAccountFactory (complete). */
-export const controlledAccountFactoryAbi = parseAbi([
+export const controlledAccountFactoryAbi = /* @__PURE__ */ parseAbi([
   "constructor(address _entryPoint, address _controller)",
   "function accountImplementation() view returns (address)",
   "function controller() view returns (address)",
@@ -65,7 +65,7 @@ export const controlledAccountFactoryAbi = parseAbi([
 ]);
 
 /** Typed subset of the v0.7 VerifyingPaymaster sample's ABI. */
-export const verifyingPaymasterAbi = parseAbi([
+export const verifyingPaymasterAbi = /* @__PURE__ */ parseAbi([
   "struct PackedUserOperation { address sender; uint256 nonce; bytes initCode; bytes callData; bytes32 accountGasLimits; uint256 preVerificationGas; bytes32 gasFees; bytes paymasterAndData; bytes signature; }",
   "constructor(address _entryPoint, address _verifyingSigner)",
   "function entryPoint() view returns (address)",

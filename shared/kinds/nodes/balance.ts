@@ -7,7 +7,7 @@ import { erc20Abi, hexToString, type Address, type PublicClient } from "viem";
 import * as v from "valibot";
 import { address, invalid } from "../inputs";
 import { chainClient, configuredChain, isRevert, read } from "../chain";
-import { defineNode, finishes } from "../kind";
+import { defineNode, nodeShape } from "../kind";
 import { AddressOrTemplate, AddressString, ChainId, TemplatedAny, list, opt, str, strict } from "../schema-kit";
 
 const config = strict(
@@ -34,10 +34,14 @@ const bytes32SymbolAbi = [
   { type: "function", name: "symbol", stateMutability: "view", inputs: [], outputs: [{ type: "bytes32" }] },
 ] as const;
 
-export const balance = defineNode({
+export const balanceShape = nodeShape({
   type: "balance",
   doc: "Reads the native balance and ERC-20 balances of an address.",
   config: () => config,
+  chainAware: true,
+});
+
+export const balance = /* @__PURE__ */ defineNode(balanceShape, {
   problems(config, at, add) {
     const chain = typeof config.chain === "string" ? config.chain : undefined;
     const chainId = typeof config.chainId === "number" ? config.chainId : 0;
@@ -46,9 +50,8 @@ export const balance = defineNode({
     }
   },
   writesOnChain: false,
-  chainAware: true,
   cutOff: "RPC_ERROR",
-  run: finishes(async (stored: Config, env) => {
+  run: async (stored: Config, env) => {
     const config = env.render(stored);
     const alias = config.chain !== undefined && config.chain !== "0" ? Number(config.chain) : undefined;
     if (alias !== undefined && config.chainId && alias !== config.chainId)
@@ -67,7 +70,7 @@ export const balance = defineNode({
         ...tokenElements,
       ],
     };
-  }),
+  },
 });
 
 async function tokenBalance(client: PublicClient, token: Address, account: Address) {

@@ -4,7 +4,7 @@
  * "<branchNodeId>.<conditionId>"}` or `{conditionId: null}`.
  */
 import * as v from "valibot";
-import { defineNode, finishes, type Add, type Raw } from "../kind";
+import { defineNode, nodeShape, type Add, type Raw } from "../kind";
 import { SandboxFailure, sandboxLimits } from "./custom-code";
 import { IdString, list, opt, str, strict } from "../schema-kit";
 
@@ -53,10 +53,13 @@ function branchProblems(conditions: unknown[], at: string, add: Add) {
   });
 }
 
-export const branch = defineNode({
+export const branchShape = nodeShape({
   type: "branch",
   doc: "Evaluates if/elseIf/else expressions in order; edges leave from the chosen condition.",
   config: () => config,
+});
+
+export const branch = /* @__PURE__ */ defineNode(branchShape, {
   problems: (config, at, add) => branchProblems(Array.isArray(config.conditions) ? config.conditions : [], `${at}.conditions`, add),
   normalise: (config) => ({
     ...config,
@@ -67,7 +70,7 @@ export const branch = defineNode({
   chosen: (data, nodeId) => chosenCondition(data, nodeId),
   writesOnChain: false,
   cutOff: "SANDBOX_TIMEOUT",
-  run: finishes(async (config: Config, env) => {
+  run: async (config: Config, env) => {
     const conditions = config.conditions;
     const evaluated = conditions.filter((c) => c.type !== "else");
     const fallback = conditions.find((c) => c.type === "else");
@@ -76,7 +79,7 @@ export const branch = defineNode({
     if (!result.ok) throw new SandboxFailure(result.errorCode, result.error, result.log);
     const chosen = result.value === null ? fallback : evaluated[result.value];
     return { data: { conditionId: chosen ? `${env.nodeId}.${chosen.id}` : null }, log: result.log };
-  }),
+  },
 });
 
 /** The condition id a branch step output chose, or null. */

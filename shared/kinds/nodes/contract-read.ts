@@ -9,7 +9,7 @@ import * as v from "valibot";
 import { address, hex, invalid } from "../inputs";
 import { findFunction, methodCallProblems, outputValue, parseParams } from "../abi";
 import { callFailure, chainClient, ethCall, type CallFailure } from "../chain";
-import { StepFailure, defineNode, finishes } from "../kind";
+import { StepFailure, defineNode, nodeShape } from "../kind";
 import { AddressOrTemplate, ChainId, ContractAbi, MethodCall, list, opt, strict } from "../schema-kit";
 
 const config = strict({
@@ -99,24 +99,27 @@ export function callsFailure(failures: CallFailure[], total: number, data: unkno
   return new StepFailure(code, `${failures.length} of ${total} method calls failed`, data);
 }
 
-export const contractRead = defineNode({
+export const contractReadShape = nodeShape({
   type: "contractRead",
   doc: "Reads contract methods with eth_call.",
   config: () => config,
+  chainAware: true,
+  inLoop: true,
+});
+
+export const contractRead = /* @__PURE__ */ defineNode(contractReadShape, {
   problems(config, at, add) {
     const abi = Array.isArray(config.contractAbi) ? config.contractAbi : undefined;
     methodCallProblems(Array.isArray(config.methodCalls) ? config.methodCalls : [], abi, `${at}.methodCalls`, add);
   },
   writesOnChain: false,
-  chainAware: true,
-  inLoop: true,
   cutOff: "RPC_ERROR",
-  run: finishes(async (stored: Config, env) => {
+  run: async (stored: Config, env) => {
     const config = env.render(stored);
     const calls = prepareCalls(config.methodCalls, config.contractAddress, config.contractAbi);
     const { elements, failures } = await callAll(env.chainId, calls);
     const failure = callsFailure(failures, calls.length, elements);
     if (failure) throw failure;
     return { data: elements };
-  }),
+  },
 });

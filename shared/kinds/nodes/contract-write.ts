@@ -11,7 +11,7 @@ import type { AccountCall } from "../../chain/userop";
 import { hasTemplate } from "../../templates";
 import { address, hex, wei } from "../inputs";
 import { callAll, callsFailure, prepareCalls, type PreparedCall } from "./contract-read";
-import { defineNode, finishes, type Raw } from "../kind";
+import { defineNode, nodeShape, type Raw } from "../kind";
 import { outcomeGas, outcomeHashes, requireRunner, sendFailure, simulated } from "../send";
 import { findFunction, methodCallProblems, parseParams } from "../abi";
 import {
@@ -94,22 +94,25 @@ function literalCallData(call: MethodCall, abi: readonly unknown[] | undefined):
   }
 }
 
-export const contractWrite = defineNode({
+export const contractWriteShape = nodeShape({
   type: "contractWrite",
   doc: "Calls contract methods from the runner wallet in one user operation (or simulates them).",
   config: () => config,
+  chainAware: true,
+  inLoop: true,
+});
+
+export const contractWrite = /* @__PURE__ */ defineNode(contractWriteShape, {
   problems,
   normalise(config) {
     if (config.value !== undefined) return config;
     return config.callData !== undefined || config.methodCalls?.length === 1 ? { ...config, value: "0" } : config;
   },
   writesOnChain: true,
-  chainAware: true,
-  inLoop: true,
   cutOff: "RPC_ERROR",
   fallbackGas: 150_000n,
   fee: (config) => (config.isSimulated ? undefined : { fallbackGas: 150_000n, calls: literalCalls(config), chainConfig: config }),
-  run: finishes(async (stored: Config, env) => {
+  run: async (stored: Config, env) => {
     const config = env.render(stored);
     const value = config.value !== undefined ? wei(config.value, "value") : 0n;
     const calls: PreparedCall[] =
@@ -153,5 +156,5 @@ export const contractWrite = defineNode({
     if (!outcome.ok) throw sendFailure(outcome, data);
     const gas = outcomeGas(outcome);
     return { data, ...(gas ? { gas } : {}) };
-  }),
+  },
 });

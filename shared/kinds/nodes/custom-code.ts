@@ -4,7 +4,7 @@
  */
 import * as v from "valibot";
 import { JsonText } from "../../json-text";
-import { StepFailure, defineNode, finishes, type NodeEnv, type SchemaContext } from "../kind";
+import { StepFailure, defineNode, nodeShape, type NodeEnv, type SchemaContext } from "../kind";
 import { opt, str, strict } from "../schema-kit";
 
 /** A JavaScript source of 1 to `maxSourceBytes` bytes. */
@@ -24,15 +24,18 @@ export const sandboxLimits = (env: NodeEnv) => ({
   logLimitBytes: env.limits.maxStepLogBytes,
 });
 
-export const customCode = defineNode({
+export const customCodeShape = nodeShape({
   type: "customCode",
   doc: "Runs a JavaScript function body in the sandbox; its return value is the output.",
   config,
+  inLoop: true,
+});
+
+export const customCode = /* @__PURE__ */ defineNode(customCodeShape, {
   javaScript: (config) => [config.source],
   writesOnChain: false,
-  inLoop: true,
   cutOff: "SANDBOX_TIMEOUT",
-  run: finishes(async (config: Config, env) => {
+  run: async (config: Config, env) => {
     const source = env.renderText(config.source);
     const result = await env.sandbox.runToText({ kind: "function-body", source, globals: env.variables, ...sandboxLimits(env) });
     if (!result.ok) throw new SandboxFailure(result.errorCode, result.error, result.log);
@@ -40,7 +43,7 @@ export const customCode = defineNode({
     if (result.value instanceof JsonText) env.holdState(result.value.text.length);
     else if (typeof result.value === "string") env.holdState(result.value.length);
     return { data: result.value, log: result.log };
-  }),
+  },
 });
 
 /** A sandbox failure keeps the console output written before it. */

@@ -9,7 +9,7 @@ import type { AccountCall } from "../../chain/userop";
 import { hasTemplate } from "../../templates";
 import { address, wei } from "../inputs";
 import { chainClient, read } from "../chain";
-import { StepFailure, defineNode, finishes } from "../kind";
+import { StepFailure, defineNode, nodeShape } from "../kind";
 import { outcomeGas, outcomeHashes, requireRunner, sendFailure, simulated } from "../send";
 import { AmountOrTemplate, ChainId, NonZeroAddressOrTemplate, opt, strict } from "../schema-kit";
 
@@ -26,17 +26,20 @@ function literalTransfer({ destination, amount }: Config): AccountCall[] | undef
   return [{ to: getAddress(destination), value: amount === "max" ? 1n : BigInt(amount) }];
 }
 
-export const ethTransfer = defineNode({
+export const ethTransferShape = nodeShape({
   type: "ethTransfer",
   doc: "Sends native tokens from the runner wallet in one user operation.",
   config: () => config,
-  writesOnChain: true,
   chainAware: true,
   inLoop: true,
+});
+
+export const ethTransfer = /* @__PURE__ */ defineNode(ethTransferShape, {
+  writesOnChain: true,
   cutOff: "RPC_ERROR",
   fallbackGas: 50_000n,
   fee: (config) => ({ fallbackGas: 50_000n, calls: literalTransfer(config), chainConfig: config }),
-  run: finishes(async (stored: Config, env) => {
+  run: async (stored: Config, env) => {
     const config = env.render(stored);
     const to = address(config.destination, "destination", { nonZero: true });
     const max = config.amount === "max";
@@ -63,5 +66,5 @@ export const ethTransfer = defineNode({
     if (!outcome.ok) throw sendFailure(outcome, data);
     const gas = outcomeGas(outcome);
     return { data, ...(gas ? { gas } : {}) };
-  }),
+  },
 });

@@ -4,7 +4,7 @@
  * elements for which it gave the boolean `true`.
  */
 import * as v from "valibot";
-import { StepFailure, defineNode, finishes } from "../kind";
+import { StepFailure, defineNode, nodeShape } from "../kind";
 import { arrayLength, elements, JsonText } from "../../json-text";
 import { SandboxFailure, sandboxLimits } from "./custom-code";
 import { expressionText } from "./branch";
@@ -21,14 +21,17 @@ type Config = v.InferOutput<typeof config>;
 
 export const FILTER_MAX_ITEMS = 10_000;
 
-export const filter = defineNode({
+export const filterShape = nodeShape({
   type: "filter",
   doc: "Keeps the elements of an array for which a JavaScript expression is true.",
   config: () => config,
+});
+
+export const filter = /* @__PURE__ */ defineNode(filterShape, {
   javaScript: (config) => [config.expression],
   writesOnChain: false,
   cutOff: "SANDBOX_TIMEOUT",
-  run: finishes(async (config: Config, env) => {
+  run: async (config: Config, env) => {
     const input = env.resolveWhole(config.inputVariable);
     const held = input instanceof JsonText && input.isArray ? input : undefined;
     // An array held as text is split into its elements' texts, not parsed (§18.2).
@@ -50,5 +53,5 @@ export const filter = defineNode({
     });
     if (!result.ok) throw new SandboxFailure(result.errorCode, result.error, result.log);
     return { data: result.value, log: result.log };
-  }),
+  },
 });

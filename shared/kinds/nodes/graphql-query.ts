@@ -7,7 +7,7 @@ import { fetchGuarded } from "../http";
 import * as v from "valibot";
 import { httpUrl } from "../inputs";
 import { JsonText, member, parse } from "../../json-text";
-import { StepFailure, defineNode, finishes, type SchemaContext } from "../kind";
+import { StepFailure, defineNode, nodeShape, type SchemaContext } from "../kind";
 import { guardOptions, httpError, sensitiveHeaders } from "./rest-api";
 import { TemplateText, UrlOrTemplate, opt, record, str, strict } from "../schema-kit";
 
@@ -19,14 +19,17 @@ const config = ({ limits }: Pick<SchemaContext, "limits">) =>
   });
 type Config = v.InferOutput<ReturnType<typeof config>>;
 
-export const graphqlQuery = defineNode({
+export const graphqlQueryShape = nodeShape({
   type: "graphqlQuery",
   doc: "POSTs a GraphQL query through the guarded outbound client.",
   config,
-  writesOnChain: false,
   inLoop: true,
+});
+
+export const graphqlQuery = /* @__PURE__ */ defineNode(graphqlQueryShape, {
+  writesOnChain: false,
   cutOff: "NETWORK_ERROR",
-  run: finishes(async (stored: Config, env) => {
+  run: async (stored: Config, env) => {
     const config = env.render(stored);
     // The headers are the service's own today (the config has none to template), so none should carry a
     // secret; they go through the same check as restApi's so that stays true if the config gains headers.
@@ -55,5 +58,5 @@ export const graphqlQuery = defineNode({
       throw new StepFailure("HTTP_ERROR", `GraphQL error: ${typeof first === "string" ? first : JSON.stringify(errors[0])}${more}`, body);
     }
     return { data: body };
-  }),
+  },
 });

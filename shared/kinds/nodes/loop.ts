@@ -8,7 +8,7 @@
  */
 import * as v from "valibot";
 import { RESERVED_WORDS } from "../../templates";
-import { StepFailure, defineNode, finishes, type Gas, type NodeResult, type Raw, type SchemaContext } from "../kind";
+import { StepFailure, defineNode, isSuspend, nodeShape, type Gas, type NodeResult, type Raw, type SchemaContext } from "../kind";
 import { arrayLength, elements, JsonText, parse } from "../../json-text";
 import { NAME_PATTERN, WholeTemplate, opt, str, strict, partChainId } from "../schema-kit";
 
@@ -44,10 +44,13 @@ type Iteration = { ok: true; result: NodeResult } | { ok: false; error: unknown 
 
 const isObject = (x: unknown): x is Raw => typeof x === "object" && x !== null && !Array.isArray(x);
 
-export const loop = defineNode({
+export const loopShape = nodeShape({
   type: "loop",
   doc: "Runs its runner (another kind) once per element of an array, sequentially or in parallel.",
   config,
+});
+
+export const loop = /* @__PURE__ */ defineNode(loopShape, {
   problems(config, at, add, ctx) {
     const iterVar = typeof config.iterVar === "string" ? config.iterVar : undefined;
     if (iterVar !== undefined && ctx.names.has(iterVar)) add(`${at}.iterVar`, "must not equal a trigger or node name");
@@ -64,7 +67,7 @@ export const loop = defineNode({
   fee: (config, kinds) => kinds.node(config.runner.type)?.fee?.(config.runner.config, kinds),
   writesOnChain: (config, kinds) => isObject(config.runner) && kinds.node(String(config.runner.type))?.writesOnChain === true,
   cutOff: "iterations",
-  run: finishes(async (config: Config, env) => {
+  run: async (config: Config, env) => {
     const input = env.resolveWhole(config.inputVariable);
     const limit = env.limits.loopMaxIterations;
     // An array held as text is split into its elements' texts (§18.2); each is parsed only if it is a scalar.
@@ -86,8 +89,8 @@ export const loop = defineNode({
       try {
         const child = env.child({ [iterVar]: items[i], index: i }, chainId);
         const outcome = await env.runKind(runner.type, runner.config, child);
-        if ("suspend" in outcome) throw new Error(`a ${runner.type} runner cannot wait inside a loop`);
-        return { ok: true, result: outcome.done };
+        if (isSuspend(outcome)) throw new Error(`a ${runner.type} runner cannot wait inside a loop`);
+        return { ok: true, result: outcome };
       } catch (error) {
         return { ok: false, error };
       }
@@ -118,7 +121,7 @@ export const loop = defineNode({
       throw new LoopFailure(`iteration ${failed}: ${error.message}`, data, gas, logs.join("\n"));
     }
     return { data, ...(logs.length ? { log: logs.join("\n") } : {}), ...(gas ? { gas } : {}) };
-  }),
+  },
 });
 
 class LoopFailure extends StepFailure {

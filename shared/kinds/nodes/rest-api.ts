@@ -4,7 +4,7 @@ import { createRedactor } from "../redact";
 import { referencedPaths } from "../../templates";
 import * as v from "valibot";
 import { httpUrl } from "../inputs";
-import { StepFailure, defineNode, finishes, type NodeEnv } from "../kind";
+import { StepFailure, defineNode, nodeShape, type NodeEnv } from "../kind";
 import { TemplateText, TemplatedAny, UrlOrTemplate, opt, record, str, strict, stringMap } from "../schema-kit";
 
 const methodPattern = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
@@ -67,19 +67,22 @@ export function sensitiveHeaders(
     .map(([name]) => name);
 }
 
-export const restApi = defineNode({
+export const restApiShape = nodeShape({
   type: "restApi",
   doc: "One HTTP request through the guarded outbound client; status 400 or above fails the step.",
   config: () => config,
+  inLoop: true,
+});
+
+export const restApi = /* @__PURE__ */ defineNode(restApiShape, {
   problems(config, at, add) {
     const method = typeof config.method === "string" ? config.method.toUpperCase() : undefined;
     const body = config.body !== undefined && config.body !== null;
     if (body && (method === "GET" || method === "HEAD")) add(`${at}.body`, `is not allowed with ${method}`);
   },
   writesOnChain: false,
-  inLoop: true,
   cutOff: "NETWORK_ERROR",
-  run: finishes(async (stored: Config, env) => {
+  run: async (stored: Config, env) => {
     const config = env.render(stored);
     const sensitive = sensitiveHeaders(env, stored.headers, config.headers);
     const response = await fetchGuarded(
@@ -94,5 +97,5 @@ export const restApi = defineNode({
     );
     if (response.status >= 400) throw new StepFailure("HTTP_ERROR", httpError(response.status, response.statusText), response);
     return { data: response };
-  }),
+  },
 });

@@ -4,9 +4,9 @@
  * item 7) needs the chains' block times: shared/workflow/chain-rules.ts.
  */
 import { ChainId, int, opt, strict } from "../schema-kit";
-import { defineTrigger } from "../kind";
+import { defineTrigger, triggerShape } from "../kind";
 
-export const block = defineTrigger({
+export const blockShape = triggerShape({
   type: "block",
   doc: "Fires every `interval` blocks; output the block.",
   config: () =>
@@ -16,3 +16,5 @@ export const block = defineTrigger({
     ),
   chainAware: true,
 });
+
+export const block = /* @__PURE__ */ defineTrigger(blockShape);

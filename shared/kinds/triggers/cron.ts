@@ -6,7 +6,7 @@
 import * as v from "valibot";
 import { Cron } from "croner";
 import { list, opt, str, strict } from "../schema-kit";
-import { defineTrigger } from "../kind";
+import { defineTrigger, triggerShape } from "../kind";
 
 export const CRON_VALUE = "(?:[0-9]+|[A-Za-z]{3})";
 export const CRON_ITEM = `(?:\\*|${CRON_VALUE}(?:-${CRON_VALUE})?)(?:/[0-9]+)?`;
@@ -56,7 +56,7 @@ export const TimeZone = v.pipe(
   v.check(isTimeZone, "must be an IANA time zone name such as Europe/Paris"),
 );
 
-export const cron = defineTrigger({
+export const cronShape = triggerShape({
   type: "cron",
   doc: "Fires at each instant of its cron schedules in its time zone; output {timestamp, timestampIso}.",
   config: () =>
@@ -68,3 +68,5 @@ export const cron = defineTrigger({
       "cron trigger. Any two consecutive fires of the union of `schedules` in `timezone`, over a whole cycle of the expressions (daylight-saving changes included), must be at least `min_cron_interval_s` (300 s) apart (TRIGGER_TOO_FREQUENT).",
     ),
 });
+
+export const cron = /* @__PURE__ */ defineTrigger(cronShape);

@@ -5,7 +5,7 @@
  */
 import * as v from "valibot";
 import { ABI_TYPE, AddressString, Bytes32, ChainId, ContractAbi, LiteralMethodCall, int, list, opt, str, strict } from "../schema-kit";
-import { defineTrigger, type Add, type Raw } from "../kind";
+import { defineTrigger, triggerShape, type Add, type Raw } from "../kind";
 import { eventArgument, methodCallProblems } from "../abi";
 
 export const EventCondition = strict({
@@ -41,7 +41,7 @@ export type EventQuery = v.InferOutput<typeof EventQuery>;
 const arrayOf = (x: unknown): unknown[] => (Array.isArray(x) ? x : []);
 const isObject = (x: unknown): x is Raw => typeof x === "object" && x !== null && !Array.isArray(x);
 
-export const event = defineTrigger({
+export const eventShape = triggerShape({
   type: "event",
   doc: "Fires per matching log of its queries; output the log and its decoded arguments.",
   config: () =>
@@ -51,6 +51,9 @@ export const event = defineTrigger({
       chainId: opt(ChainId),
     }),
   chainAware: true,
+});
+
+export const event = /* @__PURE__ */ defineTrigger(eventShape, {
   problems(config, at, add) {
     arrayOf(config.queries).forEach((query, q) => {
       if (isObject(query)) eventQueryProblems(query, `${at}.queries[${q}]`, add);

@@ -4,7 +4,7 @@
  */
 import * as v from "valibot";
 import { opt, str, strict, stringMap, utf8Bytes, type DefinitionLimits } from "../schema-kit";
-import { defineTrigger } from "../kind";
+import { defineTrigger, triggerShape } from "../kind";
 
 /** Manual `data`: any JSON of at most `maxManualDataBytes` serialized (the config's and a run's alike). */
 export const manualData = (limits: DefinitionLimits) =>
@@ -25,10 +25,13 @@ const config = ({ limits }: { limits: DefinitionLimits }) =>
     "manual trigger. With `lang` javascript, `data` must be a string (source text, never evaluated).",
   );
 
-export const manual = defineTrigger({
+export const manualShape = triggerShape({
   type: "manual",
   doc: "Fires on POST /workflows/{id}:trigger; output {data, headers, pathParams}.",
   config,
+});
+
+export const manual = /* @__PURE__ */ defineTrigger(manualShape, {
   problems(config, at, add) {
     const present = config.data !== undefined && config.data !== null;
     if (config.lang === "javascript" && present && typeof config.data !== "string") {
