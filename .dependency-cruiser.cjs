@@ -4,7 +4,7 @@
  *   base      shared/*.ts (config, runtime, log, errors, context, address; pure: templates, json-text)
  *   adapters  shared/store, shared/keys → shared/chain
  *   http      shared/http (the HTTP kit: app factory, declarations, validation, paging, problems; no domain)
- *   domain    shared/{auth,secret,wallet} → workflow → engine → execution → {schedule,watch}
+ *   domain    shared/{auth,secret,wallet} → kinds → workflow → engine → execution → {schedule,watch}
  *   service   shared/service (the composition root: every group, health, the OpenAPI document, wiring)
  *   entry     functions/, local/
  *
@@ -13,7 +13,7 @@
  * (tsPreCompilationDeps). No known violations are kept: every rule holds for the whole tree. `npm run deps` also
  * cruises tests/ and bench/, where only the cycle rule applies.
  */
-const DOMAIN = "^shared/(auth|secret|wallet|workflow|engine|execution|schedule|watch)/";
+const DOMAIN = "^shared/(auth|secret|wallet|kinds|workflow|engine|execution|schedule|watch)/";
 const layer = (name, comment, from, to) => ({ name, comment, severity: "error", from: { path: from }, to: { path: to } });
 
 module.exports = {
@@ -79,8 +79,14 @@ module.exports = {
       to: { path: DOMAIN, pathNot: "^shared/$1/" },
     },
     layer(
+      "domain-kinds",
+      "The node and trigger kinds import auth, secret, wallet only.",
+      "^shared/kinds/",
+      "^shared/(workflow|engine|execution|schedule|watch)/",
+    ),
+    layer(
       "domain-workflow",
-      "workflow imports auth, secret, wallet only.",
+      "workflow imports kinds, auth, secret, wallet only.",
       "^shared/workflow/",
       "^shared/(engine|execution|schedule|watch)/",
     ),

@@ -1,5 +1,5 @@
 /**
- * The outbound response's body and headers (shared/engine/http.ts): read within the size limit, decoded
+ * The outbound response's body and headers (shared/kinds/http.ts): read within the size limit, decoded
  * (gzip, deflate, br), then parsed as JSON when it is JSON, else text in its charset.
  */
 import type { ClientRequest, IncomingMessage } from "node:http";

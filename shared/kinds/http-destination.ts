@@ -1,5 +1,5 @@
 /**
- * Where the outbound client connects (shared/engine/http.ts): each hop's destination checked (ports, host
+ * Where the outbound client connects (shared/kinds/http.ts): each hop's destination checked (ports, host
  * names, every resolved address) and the socket pinned to exactly the checked addresses, so the check and the
  * connection cannot disagree (DNS rebinding).
  */

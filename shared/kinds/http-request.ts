@@ -1,5 +1,5 @@
 /**
- * The outbound request as the author wrote it, checked (shared/engine/http.ts): the URL, the method and the
+ * The outbound request as the author wrote it, checked (shared/kinds/http.ts): the URL, the method and the
  * headers, and the headers a redirect drops.
  */
 import { METHODS, OutboundError, type Method } from "./http-types";

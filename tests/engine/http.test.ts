@@ -1,5 +1,5 @@
 /**
- * The outbound HTTP client of restApi and graphqlQuery (shared/engine/http.ts, API.md §8.4.4, §8.4.5, §4.1):
+ * The outbound HTTP client of restApi and graphqlQuery (shared/kinds/http.ts, API.md §8.4.4, §8.4.5, §4.1):
  * output shape, bodies, redirects, the time and size limits, and the destination checks that keep workflow
  * authors away from the host, its network and the cloud metadata service. Every server here listens on
  * 127.0.0.1; the functional cases allow private networks, the refusals do not, and where a test needs a

@@ -1,5 +1,5 @@
 /**
- * Secret redaction (shared/engine/redact.ts, API.md §10.2, §18.3): every form of a secret (raw, JSON-escaped,
+ * Secret redaction (shared/kinds/redact.ts, API.md §10.2, §18.3): every form of a secret (raw, JSON-escaped,
  * percent-encoded in both hex cases, base64 in both alphabets with and without padding, and the stable part of
  * its base64 inside a longer base64 text at each of the three byte alignments) is replaced in output keys and
  * values, logs and errors; each case has a control showing the form is there without a redactor. Short
