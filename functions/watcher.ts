@@ -2,13 +2,14 @@
  * The chain watcher (shared/watch/watcher.ts), started every minute by infra/watcher.ts: it passes over every
  * configured chain about twice per block time and stops just before the next start, so a fire follows its block
  * within about one block time. Each chain's checkpoint lease keeps an overlapping invocation off the same range.
+ * Everything it starts is awaited and the leases are released before it returns (nothing runs frozen).
  */
 import "./bootstrap";
 import "../shared/service/scheduler";
 import type { Context } from "aws-lambda";
 import { Resource } from "sst";
 import { createEventBridgeBus, setBus } from "../shared/execution/bus";
-import { startWatching } from "../shared/watch/watcher";
+import { startWatching, watchedChains } from "../shared/watch/watcher";
 
 // Fires reach the runner function through the app's bus (infra/bus.ts).
 setBus(createEventBridgeBus({ busName: (Resource as unknown as { Bus: { name: string } }).Bus.name }));
@@ -17,6 +18,8 @@ setBus(createEventBridgeBus({ busName: (Resource as unknown as { Bus: { name: st
 const MARGIN_MS = 8_000;
 
 export const handler = async (_event: unknown, context: Context) => {
+  // An idle stage (no block or event workflow on any chain) stops here: a Query per chain, no RPC, no lease.
+  if ((await watchedChains()).length === 0) return;
   const until = Date.now() + Math.min(context.getRemainingTimeInMillis() - MARGIN_MS, 55_000);
   await startWatching({ holder: `watcher-${context.awsRequestId}`, until }).done;
 };

@@ -23,6 +23,11 @@ export type BusEvent = ExecutionRequested;
 export type BusHandler = (event: BusEvent) => Promise<void>;
 
 export interface EventBus {
+  /**
+   * Delivers to another process (EventBridge → the runner function): a blocking trigger then hands its run over
+   * and waits for the record, instead of running it in this process, which a Lambda freezes once it answers.
+   */
+  readonly remote?: boolean;
   publish(event: BusEvent): Promise<void>;
   /** Adds a handler for every event published from now on; returns the unsubscribe function. */
   subscribe(handler: BusHandler): () => void;
@@ -76,6 +81,7 @@ export function createInProcessBus(): InProcessBus {
 export function createEventBridgeBus(options: { busName: string; client?: EventBridgeClient }): EventBus {
   const client = options.client ?? new EventBridgeClient({});
   return {
+    remote: true,
     async publish(event) {
       const { type, ...detail } = event;
       const out = await client.send(

@@ -1,8 +1,10 @@
 /**
  * The manual trigger (API.md §8.8.7): checks the request in the contract's order, claims one execution
  * (Workflow.claim: one conditional count update on the workflow item, the `pending` record written right after),
- * then hands the run to a runner through the bus (asynchronous: 202) or runs it in this process in the owner's
- * turn of the fair run queue and waits (blocking: 200).
+ * then hands the run to a runner through the bus (asynchronous: 202), or waits for it (blocking: 200): it runs
+ * in this process in the owner's turn of the fair run queue when the bus delivers in this process (`npm start`),
+ * else (AWS: EventBridge → the runner function) it is handed over like an asynchronous run and the record is
+ * read until it ends, so the HTTP function never has a run in flight when it answers and is frozen.
  *
  * Order: body fields (400) → workflow lookup (404) → `triggerType` (400 TRIGGER_TYPE_MISMATCH) → `triggerInput`
  * keys against the workflow's trigger and node names (400) → Idempotency-Key replay or conflict (409/422) →
@@ -27,6 +29,7 @@ import { runQueued } from "./runner";
 import { log } from "../log";
 import { isTerminal, type TriggerResult } from "./schemas";
 import { claimExecution, handOver } from "./claim";
+import { requireBus } from "./bus";
 
 export interface TriggerRequest {
   triggerType: TriggerType;
@@ -44,7 +47,8 @@ export interface TriggerAnswer {
 }
 
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
-const REPLAY_POLL_MS = 100;
+const POLL_MS = 100;
+const MAX_POLL_MS = 500;
 
 // ---------------------------------------------------------------------------------------------------------
 // The request
@@ -124,11 +128,18 @@ export async function trigger(rawId: string, body: Record<string, unknown>, idem
   if (idempotencyKey) await Idempotency.complete(owner, scope, idempotencyKey, { executionId, blocking: request.isBlocking });
 
   if (request.isBlocking) {
-    // In the owner's turn like any run (run-queue.ts): the wait counts from here, time queued included. When it
-    // runs out the answer is the current state (`pending`) and the run goes on, queued or running.
+    // The wait counts from here, time queued included. When it runs out the answer is the current state
+    // (`pending`) and the run goes on, queued or running, here or in the runner.
+    const deadline = useRuntime().now() + useConfig().limits.blockingTriggerWaitMs;
+    if (requireBus().remote) {
+      const handed = await handOver(workflow.id, executionId, workflow.owner);
+      const result = handed ? await resultBy(workflow.id, executionId, deadline) : await currentResult(workflow.id, executionId);
+      return { status: 200, result, replayed: false };
+    }
+    // In the owner's turn like any run (run-queue.ts).
     const run = runQueued(workflow.owner, workflow.id, executionId);
     run.catch((err: unknown) => log.error("blocking run failed", { workflowId: workflow.id, executionId, error: (err as Error).message }));
-    await Promise.race([run, sleep(useConfig().limits.blockingTriggerWaitMs)]);
+    await settledOrAt(run, deadline);
     return { status: 200, result: await currentResult(workflow.id, executionId), replayed: false };
   }
   const handed = await handOver(workflow.id, executionId, workflow.owner);
@@ -162,12 +173,7 @@ async function replay(workflowId: string, outcome: Record<string, unknown>): Pro
   const executionId = String(outcome.executionId);
   if (outcome.blocking === true) {
     const deadline = useRuntime().now() + useConfig().limits.blockingTriggerWaitMs;
-    let result = await currentResult(workflowId, executionId);
-    while (!isTerminal(result.status) && useRuntime().now() < deadline) {
-      await sleep(Math.min(REPLAY_POLL_MS, Math.max(0, deadline - useRuntime().now())));
-      result = await currentResult(workflowId, executionId);
-    }
-    return { status: 200, result, replayed: true };
+    return { status: 200, result: await resultBy(workflowId, executionId, deadline), replayed: true };
   }
   return {
     status: 202,
@@ -175,6 +181,31 @@ async function replay(workflowId: string, outcome: Record<string, unknown>): Pro
     location: locationOf(workflowId, executionId),
     replayed: true,
   };
+}
+
+/**
+ * The execution's result once it has ended, or at `deadline` as it stands then: the record read every 100 ms,
+ * backing off to 500 ms. The waits hold a timer that keeps the event loop alive, so a Lambda invocation waiting
+ * here is not ended as an empty event loop (Runtime.NodeJsExit).
+ */
+async function resultBy(workflowId: string, executionId: string, deadline: number): Promise<TriggerResult> {
+  let result = await currentResult(workflowId, executionId);
+  for (let pause = POLL_MS; !isTerminal(result.status) && useRuntime().now() < deadline; pause = Math.min(pause * 1.5, MAX_POLL_MS)) {
+    await delay(Math.min(pause, Math.max(0, deadline - useRuntime().now())));
+    result = await currentResult(workflowId, executionId);
+  }
+  return result;
+}
+
+/** Waits for `work` to settle or for `deadline`, whichever comes first, and leaves no timer behind. */
+async function settledOrAt(work: Promise<unknown>, deadline: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const expiry = new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, deadline - useRuntime().now()))));
+  try {
+    await Promise.race([work.then(noop, noop), expiry]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 async function currentResult(workflowId: string, executionId: string): Promise<TriggerResult> {
@@ -197,4 +228,5 @@ const locationOf = (workflowId: string, executionId: string) => `/executions/${e
 
 const isObject = (x: unknown): x is Record<string, unknown> => typeof x === "object" && x !== null && !Array.isArray(x);
 const dropNulls = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).filter(([, value]) => value !== null));
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref?.());
+const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+const noop = () => undefined;

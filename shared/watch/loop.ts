@@ -6,6 +6,7 @@ import { log } from "../log";
 import { release } from "./checkpoint";
 import { forget } from "./chain-watch";
 import { watchChain } from "./pass";
+import { isWatched } from "../workflow/watch-registry";
 import { brief } from "./provider";
 import type { WatchLimits } from "./types";
 
@@ -18,6 +19,16 @@ export interface LoopOptions {
   limits?: Partial<WatchLimits>;
   /** Clients by chain id (default: the configured RPCs'). */
   clients?: Record<number, PublicClient>;
+}
+
+/**
+ * Whether a chain has anything to watch (a block or event workflow): an invocation that finds none on any chain
+ * returns at once, so an idle stage costs one Query per chain a minute.
+ */
+export async function watchedChains(): Promise<number[]> {
+  const chains = useRuntime().config.chains.map((c) => c.chainId);
+  const watched = await Promise.all(chains.map((chainId) => isWatched(chainId)));
+  return chains.filter((_, i) => watched[i]);
 }
 
 /** Passes over every configured chain until `until` or `stop()`; leases are released at the end. */
@@ -51,7 +62,12 @@ export function startWatching(options: LoopOptions = {}): { stop: () => Promise<
         ),
       );
       const left = options.until === undefined ? pollMs : Math.min(pollMs, options.until - now());
-      if (left > 0 && !stopping) await new Promise<void>((resolve) => ((wake = resolve), setTimeout(resolve, left).unref?.()));
+      // A timer that holds the event loop: a Lambda invocation between passes is not an empty loop (NodeJsExit).
+      if (left > 0 && !stopping) {
+        let timer: NodeJS.Timeout | undefined;
+        await new Promise<void>((resolve) => ((wake = resolve), (timer = setTimeout(resolve, left))));
+        clearTimeout(timer);
+      }
     }
     await Promise.all(config.chains.map((c) => forget(c.chainId, holder)));
     await Promise.all(config.chains.map((c) => release(c.chainId, holder).catch(() => undefined)));

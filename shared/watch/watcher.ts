@@ -76,4 +76,4 @@ export { classify } from "./provider";
 export { fireExecution, type FireOutcome } from "./fire";
 export { forget } from "./chain-watch";
 export { watchChain } from "./pass";
-export { startWatching, type LoopOptions } from "./loop";
+export { startWatching, watchedChains, type LoopOptions } from "./loop";

@@ -163,6 +163,20 @@ export async function unwatch(workflowId: string, since?: number): Promise<void>
 /** Triggers already read, by workflow (with the `since` of the entry they were read for). */
 const triggerCache = new Map<string, { chainId: number; since: number; trigger: ChainTrigger }>();
 
+/** Whether any workflow watches `chainId` (one gsi2 Query of at most one item): an idle chain is not polled. */
+export async function isWatched(chainId: number): Promise<boolean> {
+  const out = await useRuntime().db.send(
+    new QueryCommand({
+      TableName: table(),
+      IndexName: Index.gsi2,
+      KeyConditionExpression: "gsi2pk = :pk",
+      ExpressionAttributeValues: { ":pk": Keys.watchByChain(chainId, "").gsi2pk },
+      Limit: 1,
+    }),
+  );
+  return (out.Items?.length ?? 0) > 0;
+}
+
 /**
  * Every workflow watching `chainId` (eventually consistent gsi2 Query, paged). Triggers kept in their own item
  * are read once per process (BatchGetItem); an entry whose trigger item cannot be read yet is left out.

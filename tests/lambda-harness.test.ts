@@ -1,0 +1,260 @@
+/**
+ * The bundled functions run as Lambda runs them (tests/support/lambda-host.ts): API Gateway and Function URL
+ * payloads, EventBridge deliveries, the response-streaming contract, and instances frozen between invocations.
+ * What these catch: work left running after an answer (it would be frozen, not finished), an invocation whose
+ * event loop empties while it waits (Runtime.NodeJsExit), a watcher that keeps its lease or never returns.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { randomUUID } from "node:crypto";
+import { createTestClient, http } from "viem";
+import { GetCommand } from "@aws-sdk/lib-dynamodb";
+import { stackEnv, useTestRuntime } from "./support/runtime";
+import { signIn, type SignedIn } from "./support/auth";
+import { LambdaHost, eventBridgeEvent, httpEvent } from "./support/lambda-host";
+import { startEventBridgeStub, type EventBridgeStub } from "./support/eventbridge-stub";
+import { createServiceApp } from "../shared/service/app";
+import { useRuntime } from "../shared/runtime";
+import { Keys } from "../shared/store/keys";
+
+const WAIT_MS = 2_000;
+let workflows: LambdaHost;
+let runner: LambdaHost;
+let stream: LambdaHost;
+let bridge: EventBridgeStub;
+let alice: SignedIn & { wallet: string };
+const app = createServiceApp();
+
+async function hostEnv(tableName: string): Promise<Record<string, string>> {
+  const env = stackEnv();
+  return {
+    ...env,
+    LOG_LEVEL: "error",
+    BLOCKING_TRIGGER_WAIT_MS: String(WAIT_MS),
+    MIN_BLOCK_INTERVAL_S: "0",
+    SST_RESOURCE_Table: JSON.stringify({ name: tableName }),
+    SST_RESOURCE_JwtSigningKey: JSON.stringify({ value: env.JWT_SIGNING_KEY }),
+    SST_RESOURCE_Bus: JSON.stringify({ name: "app-bus" }),
+    AWS_ENDPOINT_URL_EVENTBRIDGE: bridge.url,
+    AWS_REGION: "us-east-1",
+    AWS_ACCESS_KEY_ID: "AKIDHARNESS",
+    AWS_SECRET_ACCESS_KEY: "harness-secret",
+  };
+}
+
+beforeAll(async () => {
+  const tableName = `harness-${randomUUID()}`;
+  await useTestRuntime({ TABLE_NAME: tableName, MIN_BLOCK_INTERVAL_S: "0" });
+  bridge = await startEventBridgeStub(async (entry) => {
+    await runner.invoke(eventBridgeEvent(entry), { timeoutMs: 60_000 });
+  });
+  const env = await hostEnv(tableName);
+  [workflows, runner, stream] = await Promise.all([
+    LambdaHost.start("workflows", env),
+    LambdaHost.start("runner", env),
+    LambdaHost.start("stream", env),
+  ]);
+  alice = await withWallet(await signIn(app));
+}, 120_000);
+
+async function withWallet(who: SignedIn): Promise<SignedIn & { wallet: string }> {
+  const res = await app.request("/wallets", {
+    method: "POST",
+    headers: { ...who.headers, "content-type": "application/json" },
+    body: JSON.stringify({ salt: "1" }),
+  });
+  expect(res.status).toBe(201);
+  return { ...who, wallet: ((await res.json()) as { address: string }).address };
+}
+
+afterAll(async () => {
+  await Promise.all([workflows?.close(), runner?.close(), stream?.close()]);
+  await bridge?.close();
+});
+
+type Answer = { statusCode: number; headers?: Record<string, string>; body?: string };
+const call = async (host: LambdaHost, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
+  const { result } = await host.invoke<Answer>(
+    httpEvent(method, path, {
+      headers: { ...alice.headers, "content-type": "application/json", ...headers },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    }),
+  );
+  return { status: result.statusCode, json: JSON.parse(result.body ?? "null") as Record<string, unknown> };
+};
+
+/** A manual workflow whose one step spins for `ms` in the sandbox. */
+async function slowWorkflow(ms: number): Promise<string> {
+  const created = await call(workflows, "POST", "/workflows", {
+    smartWalletAddress: alice.wallet,
+    trigger: { name: "go", type: "manual", config: {} },
+    nodes: [
+      {
+        id: "spin",
+        name: "spin",
+        type: "customCode",
+        config: { source: `const t = Date.now() + ${ms}; while (Date.now() < t) {} return "done";` },
+      },
+    ],
+    maxExecution: 10,
+  });
+  expect(created.status, JSON.stringify(created.json)).toBe(201);
+  return String(created.json.id);
+}
+
+async function execution(workflowId: string, executionId: string) {
+  const res = await app.request(`/executions/${executionId}?workflowId=${workflowId}`, { headers: alice.headers });
+  return (await res.json()) as { status: string; steps: { id: string; output: { data: unknown } }[] };
+}
+
+async function until<T>(read: () => Promise<T>, done: (t: T) => boolean, ms = 20_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const value = await read();
+    if (done(value) || Date.now() > end) return value;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+describe("a blocking trigger on Lambda", () => {
+  it("answers pending at the wait while the run goes on in the runner function, the HTTP instance frozen", async () => {
+    const id = await slowWorkflow(WAIT_MS + 2_000);
+    const started = Date.now();
+    const answer = await call(workflows, "POST", `/workflows/${id}:trigger`, { triggerType: "manual", isBlocking: true });
+    const took = Date.now() - started;
+    expect(answer.status).toBe(200);
+    expect(answer.json.status).toBe("pending");
+    expect(took).toBeGreaterThanOrEqual(WAIT_MS - 100);
+    expect(workflows.frozen).toBe(true);
+    // The run was handed to the runner through EventBridge, not left in the frozen HTTP instance.
+    const executionId = String(answer.json.executionId);
+    expect(bridge.entries.map((e) => [e.Source, e.DetailType, JSON.parse(e.Detail)])).toContainEqual([
+      "workflow-automation",
+      "execution.requested",
+      { workflowId: id, executionId, owner: alice.owner },
+    ]);
+    const finished = await until(
+      () => execution(id, executionId),
+      (e) => e.status !== "pending",
+    );
+    expect(finished.status).toBe("success");
+    expect(finished.steps.find((s) => s.id === "spin")?.output.data).toBe("done");
+    expect(workflows.frozen).toBe(true);
+  }, 60_000);
+
+  it("answers a finished run at once, and a replay of its Idempotency-Key answers the same execution", async () => {
+    const id = await slowWorkflow(10);
+    const key = randomUUID();
+    const first = await call(
+      workflows,
+      "POST",
+      `/workflows/${id}:trigger`,
+      { triggerType: "manual", isBlocking: true },
+      { "idempotency-key": key },
+    );
+    expect([first.status, first.json.status]).toEqual([200, "success"]);
+    const again = await call(
+      workflows,
+      "POST",
+      `/workflows/${id}:trigger`,
+      { triggerType: "manual", isBlocking: true },
+      { "idempotency-key": key },
+    );
+    expect(again.status).toBe(200);
+    expect(again.json).toEqual(first.json);
+  }, 60_000);
+
+  it("a replay that arrives while the run goes on waits for it in the invocation (no empty event loop) and answers its end", async () => {
+    const id = await slowWorkflow(WAIT_MS + 1_000);
+    const key = randomUUID();
+    const first = await call(
+      workflows,
+      "POST",
+      `/workflows/${id}:trigger`,
+      { triggerType: "manual", isBlocking: true },
+      { "idempotency-key": key },
+    );
+    expect(first.json.status).toBe("pending");
+    const again = await call(
+      workflows,
+      "POST",
+      `/workflows/${id}:trigger`,
+      { triggerType: "manual", isBlocking: true },
+      { "idempotency-key": key },
+    );
+    expect(again.status).toBe(200);
+    expect(again.json.executionId).toBe(first.json.executionId);
+    expect(again.json.status).toBe("success");
+  }, 60_000);
+});
+
+describe("the stream through the Function URL contract", () => {
+  it("streams the frames of a running execution as they happen, and ends with it", async () => {
+    const id = await slowWorkflow(2_500);
+    const answer = await call(workflows, "POST", `/workflows/${id}:trigger`, { triggerType: "manual", isBlocking: false });
+    expect(answer.status).toBe(202);
+    const executionId = String(answer.json.executionId);
+    const res = await stream.stream(
+      httpEvent("GET", `/executions/${executionId}:stream`, {
+        functionUrl: true,
+        rawQueryString: `workflowId=${id}`,
+        headers: { ...alice.headers, accept: "text/event-stream" },
+      }),
+      { timeoutMs: 60_000 },
+    );
+    expect(res.statusCode).toBe(200);
+    expect(res.headers["content-type"]).toMatch(/^text\/event-stream/);
+    expect(res.body).toMatch(/"status":"success"/);
+    // Frames arrived over the run, not as one buffered answer at its end.
+    expect(res.arrivals.length).toBeGreaterThan(1);
+    expect(res.arrivals.at(-1)! - res.arrivals[0]!).toBeGreaterThan(1_000);
+    expect(stream.frozen).toBe(true);
+  }, 60_000);
+});
+
+describe("the watcher invocation", () => {
+  it("with nothing to watch returns at once and takes no lease; with a block workflow fires, awaits its work and releases its lease", async () => {
+    const env = await hostEnv(`harness-watch-${randomUUID()}`);
+    await useTestRuntime({ TABLE_NAME: JSON.parse(env.SST_RESOURCE_Table!).name, MIN_BLOCK_INTERVAL_S: "0" });
+    const watcher = await LambdaHost.start("watcher", env);
+    const chainId = 31337;
+    try {
+      let started = Date.now();
+      await watcher.invoke({ source: "aws.scheduler" }, { timeoutMs: 14_000 });
+      expect(Date.now() - started).toBeLessThan(2_000);
+      const { db, config } = useRuntime();
+      const checkpoint = () =>
+        db.send(new GetCommand({ TableName: config.tableName, Key: Keys.chainCheckpoint(chainId), ConsistentRead: true }));
+      expect((await checkpoint()).Item).toBeUndefined();
+
+      const bob = await withWallet(await signIn(app));
+      const created = await app.request("/workflows", {
+        method: "POST",
+        headers: { ...bob.headers, "content-type": "application/json" },
+        body: JSON.stringify({
+          smartWalletAddress: bob.wallet,
+          trigger: { name: "tick", type: "block", config: { interval: 1 } },
+          nodes: [{ id: "n", name: "n", type: "customCode", config: { source: "return tick.data.blockNumber" } }],
+          maxExecution: 3,
+        }),
+      });
+      expect(created.status).toBe(201);
+      const rpcUrl = (JSON.parse(env.CHAINS!) as { chainId: number; rpcUrl: string }[]).find((c) => c.chainId === chainId)!.rpcUrl;
+      const mining = setInterval(() => void createTestClient({ mode: "anvil", transport: http(rpcUrl) }).mine({ blocks: 1 }), 500);
+      started = Date.now();
+      try {
+        await watcher.invoke({ source: "aws.scheduler" }, { timeoutMs: 14_000 });
+      } finally {
+        clearInterval(mining);
+      }
+      // It loops until its margin (8 s before the timeout), then returns with its lease released.
+      expect(Date.now() - started).toBeLessThan(14_000);
+      const item = (await checkpoint()).Item as { leaseOwner?: string; leaseUntil?: number } | undefined;
+      expect(item).toBeDefined();
+      expect(item!.leaseOwner === undefined || (item!.leaseUntil ?? 0) <= Date.now()).toBe(true);
+      const workflowId = String(((await created.json()) as { id: string }).id);
+      expect(bridge.entries.some((e) => (JSON.parse(e.Detail) as { workflowId: string }).workflowId === workflowId)).toBe(true);
+    } finally {
+      await watcher.close();
+    }
+  }, 90_000);
+});
