@@ -6,6 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { createTestClient, http } from "viem";
 import { GetCommand } from "@aws-sdk/lib-dynamodb";
 import { stackEnv, useTestRuntime } from "./support/runtime";
@@ -22,6 +24,7 @@ let runner: LambdaHost;
 let stream: LambdaHost;
 let bridge: EventBridgeStub;
 let alice: SignedIn & { wallet: string };
+let mainTable: string;
 const app = createServiceApp();
 
 async function hostEnv(tableName: string): Promise<Record<string, string>> {
@@ -42,7 +45,7 @@ async function hostEnv(tableName: string): Promise<Record<string, string>> {
 }
 
 beforeAll(async () => {
-  const tableName = `harness-${randomUUID()}`;
+  const tableName = (mainTable = `harness-${randomUUID()}`);
   await useTestRuntime({ TABLE_NAME: tableName, MIN_BLOCK_INTERVAL_S: "0" });
   bridge = await startEventBridgeStub(async (entry) => {
     await runner.invoke(eventBridgeEvent(entry), { timeoutMs: 60_000 });
@@ -79,7 +82,7 @@ const call = async (host: LambdaHost, method: string, path: string, body?: unkno
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
     }),
   );
-  return { status: result.statusCode, json: JSON.parse(result.body ?? "null") as Record<string, unknown> };
+  return { status: result.statusCode, json: (result.body ? JSON.parse(result.body) : null) as Record<string, unknown> };
 };
 
 /** A manual workflow whose one step spins for `ms` in the sandbox. */
@@ -255,6 +258,52 @@ describe("the watcher invocation", () => {
       expect(bridge.entries.some((e) => (JSON.parse(e.Detail) as { workflowId: string }).workflowId === workflowId)).toBe(true);
     } finally {
       await watcher.close();
+    }
+  }, 90_000);
+});
+
+describe("every other function under the harness", () => {
+  it("core, secrets, wallets and executions answer API Gateway events; the sweeper and the schedule target answer their invocations", async () => {
+    // EventBridge Scheduler's API, for the schedule target's clean-up of a schedule whose workflow is gone.
+    const schedulerCalls: string[] = [];
+    const scheduler = createServer((req, res) => {
+      schedulerCalls.push(`${req.method} ${req.url}`);
+      req.resume().on("end", () => res.writeHead(200, { "content-type": "application/json" }).end("{}"));
+    });
+    await new Promise<void>((resolve) => scheduler.listen(0, "127.0.0.1", resolve));
+    const env = {
+      ...(await hostEnv(mainTable)),
+      AWS_ENDPOINT_URL_SCHEDULER: `http://127.0.0.1:${(scheduler.address() as AddressInfo).port}`,
+      SCHEDULE_GROUP: "harness",
+      SCHEDULE_TARGET_ARN: "arn:aws:lambda:us-east-1:123456789012:function:schedule",
+      SCHEDULER_ROLE_ARN: "arn:aws:iam::123456789012:role/scheduler",
+      SCHEDULE_DEAD_LETTER_ARN: "arn:aws:sqs:us-east-1:123456789012:dead-letters",
+    };
+    const names = ["core", "secrets", "wallets", "executions", "sweeper", "schedule"] as const;
+    const hosts = Object.fromEntries(await Promise.all(names.map(async (n) => [n, await LambdaHost.start(n, env)] as const))) as Record<
+      (typeof names)[number],
+      LambdaHost
+    >;
+    try {
+      expect((await call(hosts.core, "GET", "/health")).status).toBe(200);
+      expect((await call(hosts.secrets, "PUT", "/secrets/HARNESS", { value: "s3cret" })).status).toBe(201);
+      expect((await call(hosts.secrets, "GET", "/secrets")).json.data).toEqual([expect.objectContaining({ name: "HARNESS" })]);
+      expect((await call(hosts.wallets, "GET", "/wallets")).json.data).toEqual([expect.objectContaining({ address: alice.wallet })]);
+      expect((await call(hosts.executions, "GET", "/executions")).status).toBe(200);
+      const swept = await hosts.sweeper.invoke<Record<string, unknown>>({ source: "aws.scheduler" }, { timeoutMs: 30_000 });
+      expect(swept.result).toMatchObject({ executions: { timedOut: 0 } });
+      const fire = await hosts.schedule.invoke<{ outcome: string }>({
+        workflowId: "01JWORKFLOW0000000000000000",
+        triggerId: "t",
+        instant: Date.now(),
+      });
+      expect(fire.result.outcome).not.toBe("fired");
+      // A fire of a workflow that is gone looks for its schedules to remove them (none here).
+      expect(schedulerCalls).toEqual(["GET /schedules?NamePrefix=01JWORKFLOW0000000000000000-&ScheduleGroup=harness"]);
+      for (const host of Object.values(hosts)) expect(host.frozen).toBe(true);
+    } finally {
+      await Promise.all(Object.values(hosts).map((h) => h.close()));
+      scheduler.close();
     }
   }, 90_000);
 });
