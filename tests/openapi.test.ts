@@ -528,5 +528,8 @@ describe("the document says what the server does (issue 18 item 5)", () => {
     expect(validate(source, "")).not.toEqual([]);
     const expression = doc.components.schemas.BranchNode.properties.config.properties.conditions;
     expect(JSON.stringify(expression)).toContain('"maxLength":4096');
+    const destination = doc.components.schemas.EthTransferNode.properties.config.properties.destination;
+    expect(destination.not).toEqual({ const: "0x" + "0".repeat(40) });
+    expect(validate(destination, "0x" + "1".repeat(40))).toEqual([]);
   });
 });
