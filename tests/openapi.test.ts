@@ -528,6 +528,10 @@ describe("the document says what the server does (issue 18 item 5)", () => {
     expect(validate(source, "")).not.toEqual([]);
     const expression = doc.components.schemas.BranchNode.properties.config.properties.conditions;
     expect(JSON.stringify(expression)).toContain('"maxLength":4096');
+    const filter = doc.components.schemas.FilterNode.properties.config.properties.expression;
+    expect(filter.pattern).toBe("\\S");
+    expect(validate(filter, " \n\t")).not.toEqual([]);
+    expect(validate(filter, " value > 1 ")).toEqual([]);
     const destination = doc.components.schemas.EthTransferNode.properties.config.properties.destination;
     expect(destination.not).toEqual({ const: "0x" + "0".repeat(40) });
     expect(validate(destination, "0x" + "1".repeat(40))).toEqual([]);
