@@ -29,7 +29,6 @@ function conversion(config: Config, definitions: Record<string, v.GenericSchema>
     definitions,
     overrideRef: ({ referenceId }) => `#/components/schemas/${referenceId}`,
     overrideAction: ({ valibotAction, jsonSchema }) => annotate(valibotAction, jsonSchema as Json, config) as JsonSchema | undefined,
-    overrideSchema: ({ valibotSchema, jsonSchema }) => reshape(valibotSchema, jsonSchema as Json) as JsonSchema | undefined,
   };
 }
 
@@ -132,31 +131,24 @@ function discriminatorValue(option: v.GenericSchema, key: string): string | unde
 }
 
 /**
- * What the conversion leaves for JSON Schema to improve: a variant of named options (Node, Trigger) is a
- * `oneOf` with a `discriminator` on its key, mapping each value to its option; a nullable wrapper around a schema that accepts anything
- * that accepts null already (anything, say) is that schema: no `anyOf: [{}, {type: "null"}]`.
+ * What the conversion leaves to tidy, once converted (an `overrideSchema` hook runs on every schema and made
+ * the document several times slower to build): a union with a branch that accepts anything (a nullable
+ * `unknown`, say) accepts anything, so it is that branch's annotations alone (no `anyOf: [{}, {type: "null"}]`),
+ * and a union states null once.
  */
-function reshape(valibotSchema: unknown, schema: Json): Json | undefined {
-  const s = valibotSchema as { type: string; key?: string; options?: v.GenericSchema[] };
-  if (s.type === "variant" && Array.isArray(schema.oneOf) && s.key) {
-    const mapping: Record<string, string> = {};
-    (schema.oneOf as Json[]).forEach((option, i) => {
-      const value = discriminatorValue(s.options![i]!, s.key!);
-      if (value !== undefined && typeof option.$ref === "string") mapping[value] = option.$ref;
-    });
-    // A discriminator selects named schemas only; inline options (the loop runner's) stay a plain oneOf, each
-    // with its `const` type, which still reads as a discriminated union.
-    if (Object.keys(mapping).length < schema.oneOf.length) return undefined;
-    return { ...schema, discriminator: { propertyName: s.key, mapping } };
-  }
-  if ((s.type === "nullable" || s.type === "nullish") && Array.isArray(schema.anyOf)) {
-    const [inner] = schema.anyOf as Json[];
-    if (inner && acceptsNull(inner)) {
-      const { anyOf: _, ...notes } = schema;
-      return { ...inner, ...notes };
-    }
-  }
-  return undefined;
+function tidy(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(tidy);
+  if (node === null || typeof node !== "object") return node;
+  const out: Json = {};
+  for (const [key, value] of Object.entries(node))
+    out[key] = key === "examples" || key === "default" || key === "const" ? value : tidy(value);
+  if (!Array.isArray(out.anyOf)) return out;
+  const { anyOf, ...notes } = out as { anyOf: Json[] };
+  if (anyOf.some(unconstrained)) return Object.assign({}, ...anyOf.filter(unconstrained).map((b) => split(b).notes), notes);
+  // `{type: "null"}` beside a branch that accepts null already (a nullable inside a nullish) is dropped.
+  const isNull = (b: Json) => JSON.stringify(b) === '{"type":"null"}';
+  const branches = anyOf.some((b) => !isNull(b) && acceptsNull(b)) ? anyOf.filter((b) => !isNull(b)) : anyOf;
+  return branches.length === 1 ? { ...branches[0], ...notes } : { ...out, anyOf: branches };
 }
 
 export class Builder {
@@ -164,6 +156,8 @@ export class Builder {
   readonly parameters: Record<string, Json> = {};
   private readonly cfg: ConversionConfig;
   private readonly requestBodies = new Set<string>();
+  /** Named variants (Node, Trigger): their discriminator, each value mapped to its named option. */
+  private readonly discriminators: Record<string, { propertyName: string; mapping: Record<string, string> }> = {};
 
   constructor(private readonly config: Config) {
     const define = (name: string, schema: v.GenericSchema) => {
@@ -175,10 +169,16 @@ export class Builder {
       // A named variant (Node, Trigger) names its options after their discriminator value: `CronTrigger`.
       const variant = schema as { type: string; key?: string; options?: v.GenericSchema[] };
       if (variant.type !== "variant") continue;
+      const mapping: Record<string, string> = {};
       for (const option of variant.options!) {
         const value = discriminatorValue(option, variant.key!);
-        if (value !== undefined && !schemaNames.has(option)) define(`${pascal(value)}${name}`, option);
+        if (value === undefined) break;
+        const optionName = schemaNames.get(option) ?? `${pascal(value)}${name}`;
+        define(optionName, option);
+        mapping[value] = schemaRef(optionName).$ref as string;
       }
+      // A discriminator selects named schemas only: a variant some option of which has no value stays a oneOf.
+      if (Object.keys(mapping).length === variant.options!.length) this.discriminators[name] = { propertyName: variant.key!, mapping };
     }
     this.cfg = conversion(config, this.definitions);
   }
@@ -186,7 +186,7 @@ export class Builder {
   /** A schema where it is used: a reference when it is named, else inline. */
   schema(schema: v.GenericSchema): Json {
     const { $schema: _, $defs: _defs, ...rest } = toJsonSchema(schema, this.cfg) as Json;
-    return rest;
+    return tidy(rest) as Json;
   }
 
   /** Whether a request body must be sent: an empty body is read as `{}` (API.md §1.3), and `{}` fails validation. */
@@ -203,8 +203,9 @@ export class Builder {
   }
 
   schemas(): Record<string, Json> {
-    const converted = toJsonSchemaDefs(this.definitions, this.cfg) as Record<string, Json>;
+    const converted = tidy(toJsonSchemaDefs(this.definitions, this.cfg)) as Record<string, Json>;
     for (const name of this.requestBodies) converted[name] = requestObject(converted[name]!);
+    for (const [name, discriminator] of Object.entries(this.discriminators)) converted[name] = { ...converted[name], discriminator };
     return converted;
   }
 
