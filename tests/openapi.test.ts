@@ -66,6 +66,7 @@ function validate(schema: Json, value: unknown, at = "$"): string[] {
     if (matches !== 1) errors.push(`${at}: matches ${matches} oneOf branches`);
   }
   for (const s of (schema.allOf as Json[] | undefined) ?? []) errors.push(...validate(s, value, at));
+  if (schema.not && validate(schema.not, value, at).length === 0) errors.push(`${at}: matches a schema it must not match`);
   if (schema.type !== undefined) {
     const types = ([] as string[]).concat(schema.type);
     const actual = jsonType(value);
@@ -532,6 +533,9 @@ describe("the document says what the server does (issue 18 item 5)", () => {
     expect(filter.pattern).toBe("\\S");
     expect(validate(filter, " \n\t")).not.toEqual([]);
     expect(validate(filter, " value > 1 ")).toEqual([]);
+    expect(validate(doc.components.schemas.AuthExchangeRequest.properties.ownerAddress, "0x" + "0".repeat(40))).not.toEqual([]);
+    expect(validate(doc.components.schemas.SecretPutRequest, { value: "v", orgId: null })).toEqual([]);
+    expect(validate(doc.components.schemas.SecretPutRequest, { value: "v", orgId: "org" })).not.toEqual([]);
     const destination = doc.components.schemas.EthTransferNode.properties.config.properties.destination;
     expect(destination.not).toEqual({ const: "0x" + "0".repeat(40) });
     expect(validate(destination, "0x" + "1".repeat(40))).toEqual([]);
