@@ -11,6 +11,9 @@ import { createApp, type Route } from "../shared/http/app";
 import { allRoutes } from "../shared/service/app";
 import { openapiRoutes } from "../shared/service/openapi";
 import type { Runtime } from "../shared/runtime";
+import * as v from "valibot";
+import { kinds } from "../shared/kinds";
+import { Interval } from "../shared/execution/contract";
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -58,7 +61,12 @@ function validate(schema: Json, value: unknown, at = "$"): string[] {
   if (typeof schema.$ref === "string") errors.push(...validate(resolvePointer(schema.$ref) as Json, value, at));
   if (schema.anyOf && !(schema.anyOf as Json[]).some((s) => validate(s, value, at).length === 0))
     errors.push(`${at}: matches no anyOf branch`);
+  if (schema.oneOf) {
+    const matches = (schema.oneOf as Json[]).filter((s) => validate(s, value, at).length === 0).length;
+    if (matches !== 1) errors.push(`${at}: matches ${matches} oneOf branches`);
+  }
   for (const s of (schema.allOf as Json[] | undefined) ?? []) errors.push(...validate(s, value, at));
+  if (schema.not && validate(schema.not, value, at).length === 0) errors.push(`${at}: matches a schema it must not match`);
   if (schema.type !== undefined) {
     const types = ([] as string[]).concat(schema.type);
     const actual = jsonType(value);
@@ -415,5 +423,121 @@ describe("the service conforms to the document", () => {
       body: { salt: "1" },
     });
     expect(unsupported.status).toBe(415);
+  });
+});
+
+describe("the document says what the server does (issue 18 item 5)", () => {
+  const bodyOperations = () => documentedOperations().filter(([, , op]) => op.requestBody);
+  const WALLET = "0x" + "1".repeat(40);
+  const ULID = "01JD7Q0S7W3C2Y8K5N6M4P1R9T";
+  const urlOf = (path: string) =>
+    path.replace("{address}", WALLET).replace("{id}", ULID).replace("{name}", "API_KEY").replace("{workflow_id}", ULID);
+
+  it("marks a request body required exactly when an empty body (read as {}) fails validation", async () => {
+    const alice = await signIn(app);
+    const answers: Record<string, boolean> = {};
+    for (const [method, path, op] of bodyOperations()) {
+      // Well-formed path values, no body: field validation (400) comes before any record lookup (404).
+      const res = await app.request(urlOf(path), { method: method.toUpperCase(), headers: { ...alice.headers, "Idempotency-Key": "k-1" } });
+      const problem = (await res.json()) as Json;
+      const bodyRefused =
+        res.status === 400 &&
+        (problem.code !== "VALIDATION_FAILED" || (problem.errors as Json[]).some((e) => String(e.path).startsWith("body")));
+      expect(op.requestBody.required, `${method} ${path}: ${res.status} ${problem.code}`).toBe(bodyRefused);
+      answers[`${method.toUpperCase()} ${path}`] = op.requestBody.required;
+    }
+    expect(answers["POST /workflows"]).toBe(true);
+    expect(answers["PATCH /wallets/{address}"]).toBe(false);
+    expect(Object.values(answers).filter(Boolean).length).toBeGreaterThanOrEqual(5);
+  });
+
+  it.each([
+    ["Node", () => kinds.nodeTypes, "Node"],
+    ["Trigger", () => kinds.triggerTypes, "Trigger"],
+  ] as const)("describes %s as a oneOf of named kinds with a discriminator on type", (name, types, suffix) => {
+    const union = doc.components.schemas[name];
+    const expected = types().map((type) => [type, `#/components/schemas/${type.replace(/^./, (c) => c.toUpperCase())}${suffix}`]);
+    expect(union.discriminator).toEqual({ propertyName: "type", mapping: Object.fromEntries(expected) });
+    expect(union.oneOf).toEqual(expected.map(([, ref]) => ({ $ref: ref })));
+    expect(union.anyOf).toBeUndefined();
+    for (const [type, ref] of expected) {
+      const variant = resolvePointer(ref!) as Json;
+      expect(variant.required, ref).toContain("type");
+      expect(variant.properties.type, ref).toEqual({ const: type });
+    }
+  });
+
+  it("describes the stream as text/event-stream whose schema is one event", () => {
+    const ok = operation("GET", "/executions/{id}:stream")!.responses["200"];
+    expect(Object.keys(ok.content)).toEqual(["text/event-stream"]);
+    expect(ok.content["text/event-stream"].schema).toEqual({ $ref: "#/components/schemas/ExecutionStatusEvent" });
+    const event = doc.components.schemas.ExecutionStatusEvent;
+    expect(event.required).toEqual(["id", "event", "data"]);
+    expect(event.properties.data.$ref).toBe("#/components/schemas/ExecutionStatusSummary");
+    const summary = { id: ULID, workflowId: ULID, status: "pending", startAt: 1_700_000_000_000 };
+    expect(validate(event, { id: "1", event: "status", data: summary })).toEqual([]);
+    expect(validate(event, { id: "0", event: "status", data: summary })).not.toEqual([]);
+    expect(validate(event, { id: "2", event: "other", data: summary })).not.toEqual([]);
+  });
+
+  it("repeats null in no union and has no branch that accepts anything", () => {
+    const problems: string[] = [];
+    for (const [at, node] of walk(doc)) {
+      if (Array.isArray(node.type) && new Set(node.type).size !== node.type.length) problems.push(`${at}: type ${node.type}`);
+      for (const keyword of ["anyOf", "oneOf"]) {
+        const branches = node[keyword];
+        if (!Array.isArray(branches)) continue;
+        const texts = branches.map((b) => JSON.stringify(b));
+        if (new Set(texts).size !== texts.length) problems.push(`${at}: ${keyword} repeats a branch`);
+        const nulls = branches.filter((b: Json) => b.type === "null" || (Array.isArray(b.type) && b.type.includes("null")));
+        if (nulls.length > 1) problems.push(`${at}: ${keyword} has ${nulls.length} null branches`);
+        if (branches.some((b: Json) => Object.keys(b).every((k) => k === "description" || k.startsWith("x-"))))
+          problems.push(`${at}: ${keyword} has a branch that accepts anything`);
+      }
+    }
+    expect(problems).toEqual([]);
+    // An optional member of a request accepts null once, whatever its shape.
+    const create = doc.components.schemas.WorkflowCreateRequest;
+    expect(validate(create.properties.chainId, null)).toEqual([]);
+    expect(create.properties.chainId.anyOf.filter((b: Json) => b.type === "null")).toHaveLength(1);
+  });
+
+  it("documents the stream interval as exactly the values the server accepts (100 to 5000 ms)", () => {
+    const schema = deref(doc.components.parameters.StreamInterval).schema as Json;
+    const accepted = (text: string) => v.safeParse(Interval, text).success;
+    // A query value is text: the integer branch reads canonical digits, the string branch any accepted spelling.
+    const documented = (text: string) =>
+      validate(schema, text).length === 0 || (/^(0|[1-9][0-9]*)$/.test(text) && validate(schema, Number(text)).length === 0);
+    const samples = new Set<string>(["", "ms", "s", "1.s", ".5s", "-100", "100.5", "1e3", "250 ", "0x100", "5000.0ms"]);
+    for (let n = 0; n <= 6000; n += n < 200 || (n > 4900 && n < 5100) ? 1 : 7) {
+      for (const digits of [String(n), String(n).padStart(4, "0"), String(n).padStart(7, "0"), String(n).padStart(8, "0")]) {
+        samples.add(digits);
+        samples.add(`${digits}ms`);
+      }
+      const seconds = n / 1000;
+      for (const text of [String(seconds), seconds.toFixed(1), seconds.toFixed(3), seconds.toFixed(4), `000${seconds.toFixed(2)}`])
+        samples.add(`${text}s`);
+    }
+    const disagree = [...samples].filter((text) => accepted(text) !== documented(text));
+    expect(disagree).toEqual([]);
+    expect(accepted("100") && accepted("5s") && !accepted("99") && !accepted("5001ms")).toBe(true);
+  });
+
+  it("states the rules a schema keyword can express", () => {
+    const source = doc.components.schemas.CustomCodeNode.properties.config.properties.source;
+    expect(source).toMatchObject({ type: "string", minLength: 1 });
+    expect(validate(source, "")).not.toEqual([]);
+    const expression = doc.components.schemas.BranchNode.properties.config.properties.conditions;
+    expect(JSON.stringify(expression)).toContain('"maxLength":4096');
+    const filter = doc.components.schemas.FilterNode.properties.config.properties.expression;
+    expect(filter.pattern).toBe("\\S");
+    expect(validate(filter, " \n\t")).not.toEqual([]);
+    expect(validate(filter, " value > 1 ")).toEqual([]);
+    expect(validate(doc.components.schemas.AuthExchangeRequest.properties.ownerAddress, "0x" + "0".repeat(40))).not.toEqual([]);
+    expect(validate(doc.components.schemas.SecretPutRequest, { value: "v", orgId: null })).toEqual([]);
+    expect(validate(doc.components.schemas.SecretPutRequest, { value: "v", orgId: "org" })).not.toEqual([]);
+    const destination = doc.components.schemas.EthTransferNode.properties.config.properties.destination;
+    expect(destination.not).toEqual({ const: "0x" + "0".repeat(40) });
+    expect(validate(destination, "0x" + "1".repeat(40))).toEqual([]);
   });
 });

@@ -5,6 +5,7 @@
 import * as v from "valibot";
 import { component, configured, described, endpoint, group } from "../http/contract";
 import { Address } from "../http/address-schemas";
+import { ZERO_ADDRESS } from "../address";
 
 const EXAMPLE_MESSAGE = [
   "Please sign the below text for ownership verification.",
@@ -21,7 +22,10 @@ export const ExchangeRequest = component(
   "AuthExchangeRequest",
   v.pipe(
     v.strictObject({
-      ownerAddress: described(Address, "The externally owned account that signed; not the zero address."),
+      ownerAddress: v.pipe(
+        described(Address, "The externally owned account that signed; not the zero address."),
+        v.metadata({ not: { const: ZERO_ADDRESS } }), // documents AUTH_ZERO_ADDRESS (the domain checks, in its order)
+      ),
       signature: v.pipe(
         v.string(),
         v.regex(/^0x[0-9a-fA-F]{130}$/),

@@ -3,7 +3,7 @@
  * lies under /workflows, which API Gateway sends to the workflows function, so that function mounts it.
  */
 import * as v from "valibot";
-import { asInteger, described, endpoint, group, parameter } from "../http/contract";
+import { asInteger, asSchema, component, described, endpoint, group, parameter } from "../http/contract";
 import { UlidString } from "../http/validate";
 import { PageQuery } from "../http/paging";
 import { Execution, ExecutionPage, Stats, Status, StatusSummary } from "./schemas";
@@ -67,6 +67,13 @@ const timeMs = (description: string) =>
     ),
   );
 
+/**
+ * What the interval pipe accepts, as one pattern: 100 to 5000 ms written as at most 7 digits (optionally with
+ * `ms`), or as seconds with at most 4 integer digits and 3 decimals (rounded to whole ms).
+ */
+export const INTERVAL_PATTERN =
+  /^(?:(?:0{0,4}[1-9]\d{2}|0{0,3}[1-4]\d{3}|0{0,3}5000)(?:ms)?|(?:0{1,4}\.[1-9]\d{0,2}|0{0,3}[1-4](?:\.\d{1,3})?|0{0,3}5(?:\.0{1,3})?)s)$/;
+
 /** The stream's poll period: milliseconds as an integer, or `250ms` / `1s` / `1.5s`; 100 to 5000. */
 export const Interval = parameter(
   "StreamInterval",
@@ -79,6 +86,12 @@ export const Interval = parameter(
       ),
       v.minValue(100, "must be at least 100 ms"),
       v.maxValue(5000, "must be at most 5000 ms"),
+      asSchema({
+        anyOf: [
+          { type: "integer", minimum: 100, maximum: 5000 },
+          { type: "string", pattern: INTERVAL_PATTERN.source },
+        ],
+      }),
       v.description(
         "Server poll period: an integer in ms, or a duration string `250ms`/`1s`/`1.5s`; 100 to 5000 ms (default 250), else 400.",
       ),
@@ -151,6 +164,27 @@ export const getStatus = endpoint({
   errors: { 400: ["VALIDATION_FAILED"], 404: ["EXECUTION_NOT_FOUND"] },
 });
 
+/**
+ * One event of the status stream. The schema of a `text/event-stream` response describes one event, field by
+ * field, as SSE-aware client generators read it; the `: keep-alive` comments between events are no event.
+ */
+export const StatusEvent = component(
+  "ExecutionStatusEvent",
+  v.pipe(
+    v.object({
+      id: described(
+        v.pipe(v.string(), v.regex(/^[1-9][0-9]*$/)),
+        "The `id:` field: the frame's number on this connection, from 1 (`Last-Event-ID` is accepted and ignored).",
+      ),
+      event: described(v.literal("status"), "The `event:` field: always `status`."),
+      data: described(StatusSummary, "The `data:` field: the execution's status summary, as one line of JSON."),
+    }),
+    v.description(
+      'One server-sent event: `id: 1\\nevent: status\\ndata: {"id":…,"status":"pending",…}\\n\\n`. Between events the server sends `: keep-alive\\n\\n` comments.',
+    ),
+  ),
+);
+
 export const stream = endpoint({
   method: "GET",
   path: "/executions/{id}:stream",
@@ -164,10 +198,7 @@ export const stream = endpoint({
     200: {
       description: "The status stream.",
       media: "text/event-stream",
-      body: v.pipe(
-        v.string(),
-        v.description('`id: 1\\nevent: status\\ndata: {"id":…,"status":"pending",…}\\n\\n` frames and `: keep-alive\\n\\n` comments.'),
-      ),
+      body: StatusEvent,
       headers: {
         "Cache-Control": v.pipe(v.literal("no-cache"), v.description("`no-cache` on the stream.")),
         Connection: v.pipe(v.literal("keep-alive"), v.description("`keep-alive`.")),

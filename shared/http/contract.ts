@@ -115,6 +115,7 @@ export function described<S extends v.GenericSchema>(schema: S, description: str
 
 export const CONFIGURED = "x-configured";
 export const AS_INTEGER = "x-as-integer";
+export const AS_SCHEMA = "x-as-schema";
 
 /** Documentation that quotes settings (a byte limit, a lifetime): merged into the schema when the document is built. */
 export const configured = <T>(doc: (config: Config) => Record<string, unknown>) =>
@@ -123,6 +124,13 @@ export const configured = <T>(doc: (config: Config) => Record<string, unknown>) 
 /** A query string the pipe turns into an integer, documented as that integer (the range sits after the transform). */
 export const asInteger = <T>(minimum: number, maximum: number) =>
   v.metadata<T, Record<string, unknown>>({ [AS_INTEGER]: { minimum, maximum } });
+
+/**
+ * A value the pipe reads in a way JSON Schema cannot follow (a transform between its pattern and its range
+ * checks): documented by `schema`, written by hand to accept exactly what the pipe accepts, instead of the
+ * conversion. A test compares the two.
+ */
+export const asSchema = <T>(schema: Record<string, unknown>) => v.metadata<T, Record<string, unknown>>({ [AS_SCHEMA]: schema });
 
 /** The entries of a request part's object schema. */
 export function entriesOf(schema: RequestSchema): v.ObjectEntries {

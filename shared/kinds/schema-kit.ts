@@ -245,11 +245,14 @@ export const AddressOrTemplate = templatedOr(
   "must be an address or a {{ path }} template",
   `Address (returned in EIP-55 form) ${TEMPLATE_NOTE}.`,
 );
-export const NonZeroAddressOrTemplate = templatedOr(
-  NonZeroAddress,
-  "0x[0-9a-fA-F]{40}",
-  "must be an address or a {{ path }} template",
-  `Address other than the zero address ${TEMPLATE_NOTE}.`,
+export const NonZeroAddressOrTemplate = v.pipe(
+  templatedOr(
+    NonZeroAddress,
+    "0x[0-9a-fA-F]{40}",
+    "must be an address or a {{ path }} template",
+    `Address other than the zero address ${TEMPLATE_NOTE}.`,
+  ),
+  v.metadata({ not: { const: `0x${"0".repeat(40)}` } }), // documents the literal's rule: not the zero address
 );
 export const Uint256OrTemplate = templatedOr(
   Uint256String,

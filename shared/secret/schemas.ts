@@ -57,7 +57,13 @@ export const PutBody = component(
             "ULID (any letter case). Given: workflow scope, and the workflow must be the caller's (404 `WORKFLOW_NOT_FOUND`). Absent: user scope.",
           ),
         ),
-        orgId: v.optional(v.pipe(v.unknown(), v.description("Not supported: any non-null value → 400 `SECRET_SCOPE_UNSUPPORTED`."))),
+        orgId: v.optional(
+          v.pipe(
+            v.unknown(),
+            v.description("Not supported: any non-null value → 400 `SECRET_SCOPE_UNSUPPORTED`."),
+            v.metadata({ type: "null" }), // documents the one value accepted (the domain checks, after the other members)
+          ),
+        ),
       },
       objectMessage,
     ),

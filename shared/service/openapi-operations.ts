@@ -56,7 +56,7 @@ export function operation(b: Builder, group: Group, e: Endpoint): Json {
   };
   if (e.body) {
     result.requestBody = {
-      required: false,
+      required: b.bodyRequired(e.body),
       description:
         "`Content-Type: application/json` (parameters such as `charset=utf-8` allowed) when the body is non-empty; an empty body is read as `{}` and then validated. Unknown members are rejected; an optional member sent as `null` is treated as absent.",
       content: { "application/json": { schema: b.requestBody(e.body) } },

@@ -3,11 +3,13 @@
  * the annotations of contract.ts, request objects closed and accepting null for optional members, and the
  * Builder that collects the named schemas and parameters as components.
  */
-import type * as v from "valibot";
+import * as v from "valibot";
 import { toJsonSchema, toJsonSchemaDefs, type ConversionConfig, type JsonSchema } from "@valibot/to-json-schema";
 import {
   AS_INTEGER,
+  AS_SCHEMA,
   CONFIGURED,
+  baseOf,
   entriesOf,
   parameterNames,
   schemaNames,
@@ -30,11 +32,30 @@ function conversion(config: Config, definitions: Record<string, v.GenericSchema>
   };
 }
 
-/** The annotations of contract.ts: check messages as `x-rules`, `configured()` text, `asInteger()` ranges. */
+const withRule = (schema: Json, message: unknown): Json =>
+  typeof message === "string" ? { ...schema, "x-rules": [...((schema["x-rules"] as string[] | undefined) ?? []), message] } : schema;
+
+/**
+ * The annotations of contract.ts: check messages as `x-rules`, `configured()` text, `asInteger()` ranges,
+ * `asSchema()` replacements; and UTF-8 byte limits as the length bounds they imply (a code point is 1 to 4
+ * bytes), with the exact rule under `x-rules` unless the bound is exact (`minBytes(1)`: not empty).
+ */
 function annotate(valibotAction: unknown, schema: Json, config: Config): Json | undefined {
-  const action = valibotAction as { type: string; message?: unknown; metadata?: Record<string, unknown> };
-  if (action.type === "check" && typeof action.message === "string") {
-    return { ...schema, "x-rules": [...((schema["x-rules"] as string[] | undefined) ?? []), action.message] };
+  const action = valibotAction as { type: string; message?: unknown; requirement?: unknown; metadata?: Record<string, unknown> };
+  if (action.type === "check") return withRule(schema, action.message);
+  if (action.type === "min_bytes" && schema.type === "string") {
+    const bytes = action.requirement as number;
+    const bounded = { ...schema, minLength: Math.max((schema.minLength as number | undefined) ?? 0, Math.ceil(bytes / 4)) };
+    return bytes === 1 ? bounded : withRule(bounded, action.message);
+  }
+  if (action.type === "max_bytes" && schema.type === "string") {
+    const bytes = action.requirement as number;
+    return withRule({ ...schema, maxLength: Math.min((schema.maxLength as number | undefined) ?? bytes, bytes) }, action.message);
+  }
+  const replacement = action.type === "metadata" ? action.metadata?.[AS_SCHEMA] : undefined;
+  if (replacement) {
+    const { description } = schema;
+    return { ...(replacement as Json), ...(description === undefined ? {} : { description }) };
   }
   const doc = action.type === "metadata" ? action.metadata?.[CONFIGURED] : undefined;
   if (typeof doc === "function") {
@@ -49,6 +70,42 @@ function annotate(valibotAction: unknown, schema: Json, config: Config): Json | 
   return undefined;
 }
 
+/** Keywords that describe a schema without constraining it. */
+const ANNOTATIONS = new Set(["title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly"]);
+const isAnnotation = (key: string) => ANNOTATIONS.has(key) || key.startsWith("x-");
+const split = (schema: Json) => {
+  const notes: Json = {};
+  const rules: Json = {};
+  for (const [key, value] of Object.entries(schema)) (isAnnotation(key) ? notes : rules)[key] = value;
+  return { notes, rules };
+};
+
+/** A schema that accepts every value (annotations aside). */
+const unconstrained = (schema: Json) => Object.keys(split(schema).rules).length === 0;
+
+/** Whether a schema visibly accepts `null` (references are not followed). */
+function acceptsNull(schema: Json): boolean {
+  if (unconstrained(schema)) return true;
+  const { rules } = split(schema);
+  if (Object.keys(rules).length === 1 && Array.isArray(rules.anyOf)) return (rules.anyOf as Json[]).some(acceptsNull);
+  if (Object.keys(rules).length === 1 && "const" in rules) return rules.const === null;
+  if (Array.isArray(schema.enum) && !schema.enum.includes(null)) return false;
+  return schema.type === "null" || (Array.isArray(schema.type) && schema.type.includes("null"));
+}
+
+/** `schema` or null, written once: `null` joins a type list or an enum, else one `{type: "null"}` branch. */
+function orNull(schema: Json): Json {
+  if (acceptsNull(schema)) return schema;
+  const { notes, rules } = split(schema);
+  const keys = Object.keys(rules);
+  const types = typeof rules.type === "string" ? [rules.type] : undefined;
+  if (types && keys.every((k) => k !== "const" && k !== "$ref" && k !== "anyOf" && k !== "oneOf" && k !== "allOf" && k !== "not")) {
+    return { ...schema, type: [...types, "null"], ...(Array.isArray(rules.enum) ? { enum: [...rules.enum, null] } : {}) };
+  }
+  if (keys.length === 1 && Array.isArray(rules.anyOf)) return { ...schema, anyOf: [...rules.anyOf, { type: "null" }] };
+  return { anyOf: [rules, { type: "null" }], ...notes };
+}
+
 /**
  * A request object: unknown members are rejected, and optional members also accept `null` (API.md §1.3:
  * an optional member sent as `null` is treated as absent).
@@ -56,15 +113,42 @@ function annotate(valibotAction: unknown, schema: Json, config: Config): Json | 
 function requestObject(schema: Json): Json {
   const required = new Set((schema.required as string[] | undefined) ?? []);
   const properties = Object.fromEntries(
-    Object.entries((schema.properties as Record<string, Json> | undefined) ?? {}).map(([name, prop]) => {
-      if (required.has(name)) return [name, prop];
-      if (typeof prop.type === "string") return [name, { ...prop, type: [prop.type, "null"] }];
-      if (Array.isArray(prop.anyOf)) return [name, { ...prop, anyOf: [...prop.anyOf, { type: "null" }] }];
-      if (prop.$ref !== undefined) return [name, { anyOf: [prop, { type: "null" }] }];
-      return [name, prop]; // already accepts anything, null included
-    }),
+    Object.entries((schema.properties as Record<string, Json> | undefined) ?? {}).map(([name, prop]) => [
+      name,
+      required.has(name) ? prop : orNull(prop),
+    ]),
   );
   return { ...schema, type: "object", properties, additionalProperties: false };
+}
+
+const pascal = (s: string) => s.replace(/^./, (ch) => ch.toUpperCase());
+
+/** The value of a variant option's discriminator (its `key` entry is a literal). */
+function discriminatorValue(option: v.GenericSchema, key: string): string | undefined {
+  const entry = (baseOf(option) as { entries?: Record<string, v.GenericSchema> }).entries?.[key];
+  const literal = entry && (baseOf(entry) as { literal?: unknown }).literal;
+  return typeof literal === "string" ? literal : undefined;
+}
+
+/**
+ * What the conversion leaves to tidy, once converted (an `overrideSchema` hook runs on every schema and made
+ * the document several times slower to build): a union with a branch that accepts anything (a nullable
+ * `unknown`, say) accepts anything, so it is that branch's annotations alone (no `anyOf: [{}, {type: "null"}]`),
+ * and a union states null once.
+ */
+function tidy(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(tidy);
+  if (node === null || typeof node !== "object") return node;
+  const out: Json = {};
+  for (const [key, value] of Object.entries(node))
+    out[key] = key === "examples" || key === "default" || key === "const" ? value : tidy(value);
+  if (!Array.isArray(out.anyOf)) return out;
+  const { anyOf, ...notes } = out as { anyOf: Json[] };
+  if (anyOf.some(unconstrained)) return Object.assign({}, ...anyOf.filter(unconstrained).map((b) => split(b).notes), notes);
+  // `{type: "null"}` beside a branch that accepts null already (a nullable inside a nullish) is dropped.
+  const isNull = (b: Json) => JSON.stringify(b) === '{"type":"null"}';
+  const branches = anyOf.some((b) => !isNull(b) && acceptsNull(b)) ? anyOf.filter((b) => !isNull(b)) : anyOf;
+  return branches.length === 1 ? { ...branches[0], ...notes } : { ...out, anyOf: branches };
 }
 
 export class Builder {
@@ -72,11 +156,29 @@ export class Builder {
   readonly parameters: Record<string, Json> = {};
   private readonly cfg: ConversionConfig;
   private readonly requestBodies = new Set<string>();
+  /** Named variants (Node, Trigger): their discriminator, each value mapped to its named option. */
+  private readonly discriminators: Record<string, { propertyName: string; mapping: Record<string, string> }> = {};
 
   constructor(private readonly config: Config) {
-    for (const [schema, name] of schemaNames) {
+    const define = (name: string, schema: v.GenericSchema) => {
       if (this.definitions[name] && this.definitions[name] !== schema) throw new Error(`Two schemas are named ${name}`);
       this.definitions[name] = schema;
+    };
+    for (const [schema, name] of schemaNames) {
+      define(name, schema);
+      // A named variant (Node, Trigger) names its options after their discriminator value: `CronTrigger`.
+      const variant = schema as { type: string; key?: string; options?: v.GenericSchema[] };
+      if (variant.type !== "variant") continue;
+      const mapping: Record<string, string> = {};
+      for (const option of variant.options!) {
+        const value = discriminatorValue(option, variant.key!);
+        if (value === undefined) break;
+        const optionName = schemaNames.get(option) ?? `${pascal(value)}${name}`;
+        define(optionName, option);
+        mapping[value] = schemaRef(optionName).$ref as string;
+      }
+      // A discriminator selects named schemas only: a variant some option of which has no value stays a oneOf.
+      if (Object.keys(mapping).length === variant.options!.length) this.discriminators[name] = { propertyName: variant.key!, mapping };
     }
     this.cfg = conversion(config, this.definitions);
   }
@@ -84,7 +186,12 @@ export class Builder {
   /** A schema where it is used: a reference when it is named, else inline. */
   schema(schema: v.GenericSchema): Json {
     const { $schema: _, $defs: _defs, ...rest } = toJsonSchema(schema, this.cfg) as Json;
-    return rest;
+    return tidy(rest) as Json;
+  }
+
+  /** Whether a request body must be sent: an empty body is read as `{}` (API.md §1.3), and `{}` fails validation. */
+  bodyRequired(schema: v.GenericSchema): boolean {
+    return !v.safeParse(schema, {}).success;
   }
 
   /** The body schema of a request (a closed object accepting null for optional members). */
@@ -96,8 +203,9 @@ export class Builder {
   }
 
   schemas(): Record<string, Json> {
-    const converted = toJsonSchemaDefs(this.definitions, this.cfg) as Record<string, Json>;
+    const converted = tidy(toJsonSchemaDefs(this.definitions, this.cfg)) as Record<string, Json>;
     for (const name of this.requestBodies) converted[name] = requestObject(converted[name]!);
+    for (const [name, discriminator] of Object.entries(this.discriminators)) converted[name] = { ...converted[name], discriminator };
     return converted;
   }
 

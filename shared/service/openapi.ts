@@ -6,7 +6,10 @@
  * 3.1 dialect): schemas named with `component()` become `#/components/schemas/*`, query/header/path schemas
  * named with `parameter()` become `#/components/parameters/*`. What JSON Schema cannot express sits beside the
  * schema that owns it: `v.check` messages become `x-rules`, `configured()` adds text that quotes settings,
- * `asInteger()` documents a query string as the integer it is read as. The parts of the
+ * `asInteger()` documents a query string as the integer it is read as, `asSchema()` replaces what the conversion
+ * cannot follow (a range after a transform). A named variant (Node, Trigger) becomes a `oneOf` of its options,
+ * each named after its discriminator value (`CronTrigger`), with a `discriminator` on `type`. A request body is
+ * `required` when `{}` (what an empty body is read as) fails its schema. The parts of the
  * document sit beside this module: openapi-kit.ts (references, titles, the common problem codes),
  * openapi-schemas.ts (conversion, the Builder of components), openapi-responses.ts, openapi-operations.ts,
  * openapi-components.ts (what every route shares: common headers and parameters, problem responses, the

@@ -14,7 +14,7 @@ const config = strict({
   inputVariable: WholeTemplate,
   expression: v.pipe(
     expressionText,
-    v.check((s) => s.trim() !== "", "must not be empty"),
+    v.regex(/\S/, "must not be empty"), // = s.trim() !== "" (\s is trim's set), and the document shows it as a pattern
   ),
 });
 type Config = v.InferOutput<typeof config>;
