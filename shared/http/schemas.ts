@@ -57,3 +57,24 @@ export const IdempotencyKey = parameter(
 
 /** The headers of a route that honours `Idempotency-Key`. */
 export const IdempotencyHeaders = v.object({ "Idempotency-Key": IdempotencyKey });
+
+/**
+ * A list query parameter (API.md §1.3): repeated keys and/or comma-separated values of `item`; empty items are
+ * ignored, duplicates merged (before and after `item` reads them), at most 50 values. `description` says so.
+ */
+export const listOf = <const S extends v.GenericSchema<string, unknown>>(item: S, description: string) =>
+  v.pipe(
+    v.array(v.string()),
+    v.transform((values) => [
+      ...new Set(
+        values
+          .flatMap((x) => x.split(","))
+          .map((x) => x.trim())
+          .filter(Boolean),
+      ),
+    ]),
+    v.maxLength(50, "accepts at most 50 values"),
+    v.array(item),
+    v.transform((values) => [...new Set(values)] as v.InferOutput<S>[]),
+    v.description(description),
+  );
