@@ -11,7 +11,8 @@
  */
 import { currentBus, setBus, type EventBus } from "../shared/execution/bus";
 import { claimStats } from "../shared/workflow/workflow";
-import { createOneNodeWorkflow, newOwner, note, stat, type BenchContext } from "./workflows";
+import { createOneNodeWorkflow, newOwner, note, type BenchContext } from "./workflows";
+import { stat } from "./stats";
 
 const BURST = 20;
 

@@ -15,11 +15,8 @@
 import { cronFires, validateDefinition } from "../shared/workflow/definition";
 import { cronMinimumGap } from "../shared/workflow/cron-gap";
 import { DEFAULT_LIMITS } from "../shared/workflow/schemas";
+import { stat, statCells, type Stat } from "./stats";
 
-interface Stat {
-  p50: number;
-  p99: number;
-}
 type Report = (name: string, stat: Stat, baselineName: string, baseline: Stat) => void;
 
 /** Ten schedules that pass the 300 s floor, some of them on the days New York changes its clocks. */
@@ -42,12 +39,6 @@ function sampledCheck(schedules: readonly string[], timezone: string, now: numbe
   const fires = cronFires(schedules, timezone, now, 64);
   for (let i = 1; i < fires.length; i++) if (fires[i]!.at - fires[i - 1]!.at < floorMs) return false;
   return true;
-}
-
-function stat(times: number[]): Stat {
-  times.sort((a, b) => a - b);
-  const at = (p: number) => times[Math.min(times.length - 1, Math.floor((p / 100) * times.length))]!;
-  return { p50: at(50), p99: at(99) };
 }
 
 /** `rounds` rounds of `a` then `b` (after 10 warm-up rounds unless `warm` is false), each timed. */
@@ -124,17 +115,7 @@ export async function benchCronFloor(report: Report): Promise<void> {
 // Alone: `npx tsx bench/cron-floor.ts` prints its own rows.
 if (process.argv[1]?.endsWith("cron-floor.ts")) {
   const rows: string[][] = [];
-  await benchCronFloor((name, s, baselineName, b) =>
-    rows.push([
-      name,
-      s.p50.toFixed(2),
-      s.p99.toFixed(2),
-      baselineName,
-      b.p50.toFixed(2),
-      b.p99.toFixed(2),
-      `${(s.p50 / b.p50).toFixed(2)}x`,
-    ]),
-  );
+  await benchCronFloor((name, s, baselineName, b) => rows.push([...statCells(name, s, baselineName, b), `${(s.p50 / b.p50).toFixed(2)}x`]));
   const header = ["operation", "p50 ms", "p99 ms", "baseline", "p50 ms", "p99 ms", "p50 ratio"];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   for (const r of [header, ...rows]) console.log(r.map((c, i) => c.padEnd(widths[i]!)).join("  "));

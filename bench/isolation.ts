@@ -18,7 +18,8 @@ import { SandboxSession } from "../shared/kinds/sandbox";
 import { sandboxPool } from "../shared/kinds/sandbox/pool";
 import { createInProcessBus, currentBus, setBus } from "../shared/execution/bus";
 import { withRunner } from "../shared/execution/runner";
-import { newOwner, note, stat, type BenchContext, type Owner as Who, type Stat } from "./workflows";
+import { newOwner, note, type BenchContext, type Owner as Who } from "./workflows";
+import { stat, type Stat } from "./stats";
 
 const MIB = 1_048_576;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 200);

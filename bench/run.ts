@@ -26,13 +26,10 @@ import { RateLimiter } from "../shared/http/rate-limit";
 import { setLogLevel } from "../shared/log";
 import { publicClient, bundlerClient, controllerSigner } from "../shared/chain/chains";
 import { executeUserOperation } from "../shared/chain/userop";
+import { stat, statCells, type Stat } from "./stats";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 200);
 const CHAIN_ROUNDS = Number(process.env.BENCH_CHAIN_ROUNDS ?? 15);
-
-function percentile(sorted: number[], p: number) {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
 
 async function measure(rounds: number, fn: (i: number) => Promise<void>) {
   for (let i = 0; i < Math.min(10, rounds); i++) await fn(-1 - i); // warm-up
@@ -42,22 +39,15 @@ async function measure(rounds: number, fn: (i: number) => Promise<void>) {
     await fn(i);
     times.push(performance.now() - start);
   }
-  times.sort((a, b) => a - b);
-  return { p50: percentile(times, 50), p99: percentile(times, 99) };
+  return stat(times);
 }
 
-type Stat = Awaited<ReturnType<typeof measure>>;
 const rows: string[][] = [];
-function report(name: string, stat: Stat, baselineName: string, baseline: Stat) {
+function report(name: string, s: Stat, baselineName: string, baseline: Stat) {
   rows.push([
-    name,
-    stat.p50.toFixed(2),
-    stat.p99.toFixed(2),
-    baselineName,
-    baseline.p50.toFixed(2),
-    baseline.p99.toFixed(2),
-    `${(stat.p50 / baseline.p50).toFixed(1)}x`,
-    `${(stat.p99 / baseline.p99).toFixed(1)}x`,
+    ...statCells(name, s, baselineName, baseline),
+    `${(s.p50 / baseline.p50).toFixed(1)}x`,
+    `${(s.p99 / baseline.p99).toFixed(1)}x`,
   ]);
 }
 
@@ -216,10 +206,6 @@ async function againstItsOwnRequests(runtime: Runtime, name: string, call: () =>
     await replay();
     if (i >= 0) directTimes.push(performance.now() - start);
   }
-  const stat = (times: number[]) => {
-    times.sort((a, b) => a - b);
-    return { p50: percentile(times, 50), p99: percentile(times, 99) };
-  };
   const viaRoute = stat(viaRouteTimes);
   const direct = stat(directTimes);
   const kinds = recorded.map((c) => c.constructor.name.replace(/Command$/, "")).join("+");

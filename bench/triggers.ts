@@ -16,7 +16,17 @@
  *   BENCH_TRIGGER_ROUNDS (default min(40, BENCH_ROUNDS)).
  */
 import { ulid } from "ulid";
-import { createPublicClient, createTestClient, custom, encodeEventTopics, http, type Address, type Hex, type PublicClient } from "viem";
+import {
+  createPublicClient,
+  createTestClient,
+  custom,
+  encodeEventTopics,
+  erc20Abi,
+  http,
+  type Address,
+  type Hex,
+  type PublicClient,
+} from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { signInWithAccount } from "../local/client";
 import { setRuntime, type Runtime } from "../shared/runtime";
@@ -27,9 +37,8 @@ import { createLocalScheduler } from "../shared/schedule/local";
 import { setScheduler } from "../shared/workflow/scheduler";
 import { mergedFilter, release, startWatching, watchChain } from "../shared/watch/watcher";
 import { unwatch, watch, type ChainTrigger } from "../shared/workflow/watch-registry";
-import type { BenchContext, Stat } from "./workflows";
-
-type Round = (i: number) => Promise<number>;
+import type { BenchContext } from "./workflows";
+import { interleaved, stat, timed, type Round } from "./stats";
 
 export async function benchTriggers(ctx: BenchContext): Promise<void> {
   const rounds = Number(process.env.BENCH_TRIGGER_ROUNDS ?? Math.min(40, Number(process.env.BENCH_ROUNDS ?? 40)));
@@ -231,20 +240,7 @@ async function benchFixedTime(ctx: BenchContext, runtime: Runtime, rounds: numbe
 // ---------------------------------------------------------------------------------------------------------
 // 2. Watcher RPC calls per block with 1, 100, 1,000 event-triggered workflows
 
-const TRANSFER = encodeEventTopics({
-  abi: [
-    {
-      type: "event",
-      name: "Transfer",
-      inputs: [
-        { name: "from", type: "address", indexed: true },
-        { name: "to", type: "address", indexed: true },
-        { name: "value", type: "uint256", indexed: false },
-      ],
-    },
-  ],
-  eventName: "Transfer",
-})[0];
+const TRANSFER = encodeEventTopics({ abi: erc20Abi, eventName: "Transfer" })[0];
 
 /**
  * The entries are written straight into the registry (watch(), what create and resume call), each on a contract
@@ -346,28 +342,6 @@ const sum = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 
 // ---------------------------------------------------------------------------------------------------------
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-const timed =
-  (fn: () => Promise<void>): Round =>
-  async () => {
-    const start = performance.now();
-    await fn();
-    return performance.now() - start;
-  };
-
-function stat(times: number[]): Stat {
-  const t = [...times].sort((a, b) => a - b);
-  const at = (p: number) => t[Math.min(t.length - 1, Math.floor((p / 100) * t.length))]!;
-  return { p50: at(50), p99: at(99) };
-}
-
-/** Warm-up rounds, then every side in turn each round (load drift hits both alike). */
-async function interleaved(rounds: number, sides: [Round, Round]): Promise<[Stat, Stat]> {
-  for (let i = 0; i < Math.min(5, rounds); i++) for (const side of sides) await side(-1 - i);
-  const times = sides.map((): number[] => []);
-  for (let i = 0; i < rounds; i++) for (const [n, side] of sides.entries()) times[n]!.push(await side(i));
-  return [stat(times[0]!), stat(times[1]!)];
-}
 
 async function forEachLimited<T>(items: readonly T[], limit: number, run: (item: T) => Promise<void>): Promise<void> {
   let next = 0;

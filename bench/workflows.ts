@@ -34,18 +34,7 @@ import { executionFee, valueFeeFor } from "../shared/engine/fees";
 import { renderConfig, renderString, resolvePath, wholeTemplatePath, TemplateUnresolvedError } from "../shared/templates";
 import { runVariables, stepVariables } from "../shared/engine/variables";
 import { isSuspend, kinds, type NodeEnv, type NodeResult } from "../shared/kinds";
-
-export interface Stat {
-  p50: number;
-  p99: number;
-}
-
-/** The 50th and 99th percentiles of `times`. */
-export function stat(times: number[]): Stat {
-  const sorted = [...times].sort((a, b) => a - b);
-  const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-  return { p50: at(50), p99: at(99) };
-}
+import { interleaved, timed, type Stat } from "./stats";
 
 /** What bench/run.ts lends: its server, runtime and table. */
 export interface BenchContext {
@@ -457,25 +446,6 @@ async function benchStream(ctx: BenchContext, rounds: number, who: Owner, workfl
 }
 
 // ---------------------------------------------------------------------------------------------------------
-
-/** A round that reports its own timed part in ms (so untimed setup can precede it). */
-type Round = (i: number) => Promise<number>;
-
-const timed =
-  (fn: () => Promise<void>): Round =>
-  async () => {
-    const start = performance.now();
-    await fn();
-    return performance.now() - start;
-  };
-
-/** bench/run.ts's measure for several sides at once: warm-up rounds, then each round runs every side in turn. */
-async function interleaved<T extends Round[]>(rounds: number, sides: [...T]): Promise<{ [K in keyof T]: Stat }> {
-  for (let i = 0; i < Math.min(5, rounds); i++) for (const side of sides) await side(-1 - i);
-  const times = sides.map((): number[] => []);
-  for (let i = 0; i < rounds; i++) for (const [n, side] of sides.entries()) times[n]!.push(await side(i));
-  return times.map(stat) as { [K in keyof T]: Stat };
-}
 
 /** An SSE response read as it arrives; `until` resolves with the arrival time of the chunk that completed a match. */
 async function openStream(url: string, headers: Record<string, string>) {

@@ -10,45 +10,16 @@ import { getAddress, parseEther, parseEventLogs, type Address, type Hex } from "
 import { entryPoint07Abi } from "viem/account-abstraction";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { useTestRuntime } from "./support/runtime";
-import { signIn, type SignedIn } from "./support/auth";
-import { httpTarget, startTestServer, type TestServer } from "./support/server";
-import { deployTestToken, devnet, setBalance } from "./support/chain";
+import { startTestServer, type TestServer } from "./support/server";
+import { jsonClient, type Json, type Owner } from "./support/client";
+import { deployTestToken, devnet, gasCogs, setBalance } from "./support/chain";
+import { balanceOfFunction, mintFunction, transferFunction } from "./support/abis";
 import { createServiceApp } from "../shared/service/app";
 import { createInProcessBus, setBus, type InProcessBus } from "../shared/execution/bus";
 import { withRunner } from "../shared/execution/runner";
 
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-
 /** The TestToken's ABI as a client sends it in `contractAbi` (named inputs, the calls this file makes). */
-const tokenAbi = [
-  {
-    type: "function",
-    name: "mint",
-    stateMutability: "nonpayable",
-    inputs: [
-      { name: "to", type: "address" },
-      { name: "amount", type: "uint256" },
-    ],
-    outputs: [],
-  },
-  {
-    type: "function",
-    name: "transfer",
-    stateMutability: "nonpayable",
-    inputs: [
-      { name: "to", type: "address" },
-      { name: "amount", type: "uint256" },
-    ],
-    outputs: [{ name: "", type: "bool" }],
-  },
-  {
-    type: "function",
-    name: "balanceOf",
-    stateMutability: "view",
-    inputs: [{ name: "who", type: "address" }],
-    outputs: [{ name: "", type: "uint256" }],
-  },
-];
+const tokenAbi = [mintFunction, transferFunction, balanceOfFunction];
 
 let server: TestServer;
 let bus: InProcessBus;
@@ -64,27 +35,13 @@ afterAll(async () => {
   await server?.close();
 });
 
-interface Owner extends SignedIn {
-  wallet: Address;
-}
-
-async function call(who: SignedIn, method: string, path: string, body?: unknown) {
-  const res = await fetch(server.url + path, {
-    method,
-    headers: { ...who.headers, ...(body === undefined ? {} : { "Content-Type": "application/json" }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, body: (text ? JSON.parse(text) : undefined) as Json };
-}
+const { call, ownerWithWallet } = jsonClient(() => server.url);
 
 /** A signed-in owner with a registered runner wallet holding 1 ETH (not deployed yet: the first operation deploys it). */
 async function fundedOwner(): Promise<Owner> {
-  const who = await signIn(httpTarget(server.url), { expiresInMs: 24 * 3600_000 });
-  const res = await call(who, "POST", "/wallets", { salt: "1" });
-  expect(res.status).toBe(201);
-  await setBalance(res.body.address, parseEther("1"));
-  return { ...who, wallet: res.body.address };
+  const who = await ownerWithWallet();
+  await setBalance(who.wallet, parseEther("1"));
+  return who;
 }
 
 /** Creates a manual-trigger workflow, triggers it blocking over HTTP and reads the resulting execution. */
@@ -223,22 +180,7 @@ describe("contractWrite with two method calls, then an ethTransfer, in one trigg
     expect(await ethBalance(alice.wallet)).toBe(walletBefore - 987654321n - paidGas);
 
     // cogs: one gas element per step that sent an operation, matching that step's gas.
-    expect(execution.cogs).toEqual([
-      {
-        nodeId: "mintAndSend",
-        costType: "gas",
-        fee: { amount: write.totalGasCost, unit: "WEI" },
-        gasUnits: write.gasUsed,
-        chainId: devnet().chainId,
-      },
-      {
-        nodeId: "pay",
-        costType: "gas",
-        fee: { amount: transfer.totalGasCost, unit: "WEI" },
-        gasUnits: transfer.gasUsed,
-        chainId: devnet().chainId,
-      },
-    ]);
+    expect(execution.cogs).toEqual([gasCogs("mintAndSend", write), gasCogs("pay", transfer)]);
     expect(execution.valueFee).toMatchObject({ tier: "tier1", fee: { amount: "0.03", unit: "PERCENTAGE" } });
   });
 

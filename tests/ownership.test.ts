@@ -13,6 +13,7 @@ import { stackEnv, useTestRuntime } from "./support/runtime";
 import { signIn, type RequestTarget, type SignedIn } from "./support/auth";
 import { devnet, setBalance } from "./support/chain";
 import { startTestServer, type TestServer } from "./support/server";
+import { jsonClient } from "./support/client";
 import { createAccountThrough, deployControlledAccountFactory, deployHostileFactory } from "./support/hostile-factory";
 import { createServiceApp } from "../shared/service/app";
 import { useRuntime } from "../shared/runtime";
@@ -47,15 +48,7 @@ afterAll(async () => {
   await server?.close();
 });
 
-async function call(who: SignedIn, method: string, path: string, body?: unknown) {
-  const res = await fetch(server.url + path, {
-    method,
-    headers: { ...who.headers, ...(body === undefined ? {} : { "Content-Type": "application/json" }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined };
-}
+const { call } = jsonClient(() => server.url);
 
 const newAddress = () => privateKeyToAccount(generatePrivateKey()).address;
 const balance = (address: Address) => devnet().client.getBalance({ address });

@@ -12,7 +12,7 @@ import { type SignedIn } from "./support/auth";
 import { startService, type TestService } from "./support/service";
 import { startUpstream, type Upstream } from "./support/upstream";
 import { jsonClient, type Json, type Owner } from "./support/client";
-import { devnet, setBalance } from "./support/chain";
+import { devnet, gasCogs, setBalance } from "./support/chain";
 import { createInProcessBus, EVENT_SOURCE } from "../shared/execution/bus";
 import { runExecution, withRunner } from "../shared/execution/runner";
 import * as Executions from "../shared/execution/execution";
@@ -234,15 +234,7 @@ describe("on chain", () => {
     const receipt = await devnet().client.getTransactionReceipt({ hash: step.output.data.transactionHash });
     expect(receipt.status).toBe("success");
     expect(BigInt(step.gasUsed)).toBeGreaterThan(0n);
-    expect(execution.cogs).toEqual([
-      {
-        nodeId: "pay",
-        costType: "gas",
-        fee: { amount: step.totalGasCost, unit: "WEI" },
-        gasUnits: step.gasUsed,
-        chainId: devnet().chainId,
-      },
-    ]);
+    expect(execution.cogs).toEqual([gasCogs("pay", step)]);
     expect(execution.valueFee).toMatchObject({ tier: "tier1" });
   });
 });

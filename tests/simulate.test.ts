@@ -12,6 +12,7 @@ import { startTestServer, type TestServer } from "./support/server";
 import { startUpstream, type Upstream } from "./support/upstream";
 import { jsonClient, type Json } from "./support/client";
 import { deployTestToken, devnet, setBalance } from "./support/chain";
+import { mintFunction } from "./support/abis";
 import { createServiceApp } from "../shared/service/app";
 
 const TIMEOUT_MS = 8_000;
@@ -61,18 +62,7 @@ describe(":simulate", () => {
           type: "contractWrite",
           config: {
             contractAddress: token.address,
-            contractAbi: [
-              {
-                type: "function",
-                name: "mint",
-                stateMutability: "nonpayable",
-                inputs: [
-                  { name: "to", type: "address" },
-                  { name: "amount", type: "uint256" },
-                ],
-                outputs: [],
-              },
-            ],
+            contractAbi: [mintFunction],
             methodCalls: [{ methodName: "mint", methodParams: ["{{settings.runner}}", "{{start.data.amount}}"] }],
           },
         },

@@ -11,7 +11,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { entryPoint07Abi } from "viem/account-abstraction";
 import { stackEnv, useTestRuntime } from "./support/runtime";
 import { signIn, type SignedIn } from "./support/auth";
-import { appCall } from "./support/client";
+import { appCall, NO_WORKFLOW_COUNTS } from "./support/client";
 import { startUpstream, type Upstream } from "./support/upstream";
 import { deployTestToken, devnet, setBalance } from "./support/chain";
 import { createServiceApp } from "../shared/service/app";
@@ -374,11 +374,7 @@ describe("GET /wallets", () => {
           salt: String(saltCounter),
           factoryAddress: devnet().factory,
           isHidden: false,
-          totalWorkflowCount: 0,
-          enabledWorkflowCount: 0,
-          disabledWorkflowCount: 0,
-          completedWorkflowCount: 0,
-          failedWorkflowCount: 0,
+          ...NO_WORKFLOW_COUNTS,
         },
       ],
     });

@@ -6,7 +6,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { getAddress, zeroAddress, type Address } from "viem";
 import { useTestRuntime } from "./support/runtime";
 import { signIn, type SignedIn } from "./support/auth";
-import { appCall } from "./support/client";
+import { appCall, NO_WORKFLOW_COUNTS } from "./support/client";
 import { devnet } from "./support/chain";
 import { createServiceApp } from "../shared/service/app";
 import { getSenderAddress } from "../shared/chain/userop";
@@ -47,11 +47,7 @@ describe("POST /wallets", () => {
       salt: "0",
       factoryAddress: getAddress(d.factory),
       isHidden: false,
-      totalWorkflowCount: 0,
-      enabledWorkflowCount: 0,
-      disabledWorkflowCount: 0,
-      completedWorkflowCount: 0,
-      failedWorkflowCount: 0,
+      ...NO_WORKFLOW_COUNTS,
     });
     // not deployed at registration
     expect(await d.client.getCode({ address: body.address })).toBeUndefined();

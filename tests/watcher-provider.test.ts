@@ -6,9 +6,10 @@
  * from it), is retried with backoff, and is logged once per backoff step, not once per pass.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { createPublicClient, http, pad, zeroAddress, type Address, type PublicClient } from "viem";
+import { createPublicClient, http, pad, parseAbiItem, zeroAddress, type Address, type PublicClient } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { TRANSFER } from "./support/chain";
+import { burstFunction } from "./support/abis";
 import { useTestRuntime } from "./support/runtime";
 import { startTestServer, type TestServer } from "./support/server";
 import { jsonClient, type Json, type Owner } from "./support/client";
@@ -56,29 +57,7 @@ contract Bursts {
         for (uint256 i = 1; i <= n; i++) { emit Transfer(address(0), a, 100 + i); emit Transfer(address(0), b, 200 + i); }
     }
 }`;
-const burstsAbi = [
-  {
-    type: "function",
-    name: "burst",
-    stateMutability: "nonpayable",
-    inputs: [
-      { name: "to", type: "address" },
-      { name: "n", type: "uint256" },
-    ],
-    outputs: [],
-  },
-  {
-    type: "function",
-    name: "burst2",
-    stateMutability: "nonpayable",
-    inputs: [
-      { name: "a", type: "address" },
-      { name: "b", type: "address" },
-      { name: "n", type: "uint256" },
-    ],
-    outputs: [],
-  },
-] as const;
+const burstsAbi = [burstFunction, parseAbiItem("function burst2(address a, address b, uint256 n)")] as const;
 
 async function createWorkflow(owner: Owner, trigger: unknown): Promise<string> {
   const res = await call(owner, "POST", "/workflows", { smartWalletAddress: owner.wallet, trigger, nodes: [code] });

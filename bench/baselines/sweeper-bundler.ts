@@ -1,23 +1,15 @@
 /**
  * Second baseline for functions/sweeper.ts: the DynamoDB document client, and viem's bundler client asking
  * for a user operation's receipt, in a plain handler: everything the follow-up of pending withdrawals needs.
+ * The client and the first Query are sweeper.ts's.
  */
-import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { DynamoDBDocumentClient, QueryCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { http } from "viem";
 import { UserOperationReceiptNotFoundError, createBundlerClient } from "viem/account-abstraction";
-
-const db = DynamoDBDocumentClient.from(new DynamoDBClient({}), { marshallOptions: { removeUndefinedValues: true } });
+import { db, queryDue } from "./sweeper";
 
 export const handler = async () => {
-  const out = await db.send(
-    new QueryCommand({
-      TableName: "t",
-      IndexName: "gsi2",
-      KeyConditionExpression: "gsi2pk = :p",
-      ExpressionAttributeValues: { ":p": "x" },
-    }),
-  );
+  const out = await queryDue();
   const bundler = createBundlerClient({ transport: http(process.env.BUNDLER_URL) });
   let settled = 0;
   for (const item of out.Items ?? []) {

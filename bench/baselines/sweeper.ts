@@ -6,10 +6,11 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient, QueryCommand } from "@aws-sdk/lib-dynamodb";
 
-const db = DynamoDBDocumentClient.from(new DynamoDBClient({}), { marshallOptions: { removeUndefinedValues: true } });
+export const db = DynamoDBDocumentClient.from(new DynamoDBClient({}), { marshallOptions: { removeUndefinedValues: true } });
 
-export const handler = async () => {
-  const out = await db.send(
+/** The Query the sweeper starts with. */
+export const queryDue = () =>
+  db.send(
     new QueryCommand({
       TableName: "t",
       IndexName: "gsi2",
@@ -17,5 +18,8 @@ export const handler = async () => {
       ExpressionAttributeValues: { ":p": "x" },
     }),
   );
+
+export const handler = async () => {
+  const out = await queryDue();
   return { checked: out.Items?.length ?? 0 };
 };

@@ -3,7 +3,7 @@
  * encoded and how an operation is signed. One kind today (ControlledAccount: owner or service controller
  * may sign); an ERC-6900 modular account would be a second `AccountKind`, chosen by factory.
  */
-import { encodeFunctionData, getContractAddress, type Address, type Hex, type PublicClient } from "viem";
+import { encodeFunctionData, erc20Abi, getContractAddress, type Address, type Hex, type PublicClient } from "viem";
 import { controlledAccountAbi } from "./contracts";
 import {
   encodeAccountCalls,
@@ -46,18 +46,7 @@ export const controlledAccount: AccountKind = {
 /** ERC-20 `transfer(recipient, amount)` calldata. */
 export const erc20Transfer = (recipient: Address, amount: bigint): Hex =>
   encodeFunctionData({
-    abi: [
-      {
-        type: "function",
-        name: "transfer",
-        stateMutability: "nonpayable",
-        inputs: [
-          { name: "to", type: "address" },
-          { name: "amount", type: "uint256" },
-        ],
-        outputs: [{ type: "bool" }],
-      },
-    ],
+    abi: erc20Abi,
     functionName: "transfer",
     args: [recipient, amount],
   });

@@ -6,41 +6,27 @@ import * as v from "valibot";
 import { asInteger, asSchema, component, described, endpoint, group, parameter } from "../http/contract";
 import { UlidString } from "../http/validate";
 import { PageQuery } from "../http/paging";
+import { listOf } from "../http/schemas";
 import { Execution, ExecutionPage, Stats, Status, StatusSummary } from "./schemas";
 
-/** A list query parameter (API.md §1.3): repeated keys and/or comma-separated values, at most 50 distinct. */
-const listOf = <S extends v.GenericSchema<string, unknown>>(item: S, description: string) =>
-  v.optional(
-    v.pipe(
-      v.array(v.string()),
-      v.transform((values) => [
-        ...new Set(
-          values
-            .flatMap((x) => x.split(","))
-            .map((x) => x.trim())
-            .filter(Boolean),
-        ),
-      ]),
-      v.maxLength(50, "accepts at most 50 values"),
-      v.array(item),
-      v.transform((values) => [...new Set(values)] as v.InferOutput<S>[]),
-      v.description(
-        `${description} Repeated keys, comma-separated values or both; empty items are ignored, duplicates merged, at most 50 values.`,
-      ),
-    ),
-    [],
-  );
+const LIST_RULES = "Repeated keys, comma-separated values or both; empty items are ignored, duplicates merged, at most 50 values.";
 
 const WorkflowIds = parameter(
   "ExecutionWorkflowIds",
-  listOf(
-    UlidString,
-    "Only executions of these workflows (ULIDs, any letter case); ids that are not the caller's match nothing. A value that is not a ULID → 400.",
+  v.optional(
+    listOf(
+      UlidString,
+      `Only executions of these workflows (ULIDs, any letter case); ids that are not the caller's match nothing. A value that is not a ULID → 400. ${LIST_RULES}`,
+    ),
+    [],
   ),
 );
 const Statuses = parameter(
   "ExecutionStatuses",
-  listOf(Status, "Only executions with one of these statuses: `pending`, `success`, `failed`, `error`."),
+  v.optional(
+    listOf(Status, `Only executions with one of these statuses: \`pending\`, \`success\`, \`failed\`, \`error\`. ${LIST_RULES}`),
+    [],
+  ),
 );
 
 const RequiredWorkflowId = parameter(

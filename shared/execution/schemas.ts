@@ -38,17 +38,10 @@ export type Execution = v.InferOutput<typeof Execution>;
 
 export const ExecutionPage = page("ExecutionPage", Execution);
 
-export const StatusSummary = component(
-  "ExecutionStatusSummary",
-  v.object({
-    id: Ulid,
-    workflowId: Ulid,
-    status: Status,
-    startAt: TimeMs,
-    endAt: v.optional(TimeMs),
-    error: v.optional(v.string()),
-  }),
-);
+/** Where an execution stands: its status, start, end once terminal and error when it failed. */
+const outcome = { status: Status, startAt: TimeMs, endAt: v.optional(TimeMs), error: v.optional(v.string()) };
+
+export const StatusSummary = component("ExecutionStatusSummary", v.object({ id: Ulid, workflowId: Ulid, ...outcome }));
 export type StatusSummary = v.InferOutput<typeof StatusSummary>;
 
 export const Stats = component(
@@ -66,14 +59,5 @@ export const Stats = component(
 export type Stats = v.InferOutput<typeof Stats>;
 
 /** The answer of `POST /workflows/{id}:trigger` (§8.8.7). */
-export const TriggerResult = component(
-  "TriggerResult",
-  v.object({
-    executionId: Ulid,
-    status: Status,
-    startAt: TimeMs,
-    endAt: v.optional(TimeMs),
-    error: v.optional(v.string()),
-  }),
-);
+export const TriggerResult = component("TriggerResult", v.object({ executionId: Ulid, ...outcome }));
 export type TriggerResult = v.InferOutput<typeof TriggerResult>;

@@ -6,22 +6,22 @@ import * as v from "valibot";
 import { Uint256String, UlidString } from "./validate";
 import { component, configured, parameter } from "./contract";
 
-export const Uint256 = component(
+/** A string format as a named component: `base` with its description and one example. */
+const format = <S extends v.GenericSchema<string, string>>(name: string, base: S, description: string, example: string) =>
+  component(name, v.pipe(base, v.description(description), v.examples([example])));
+
+export const Uint256 = format(
   "Uint256",
-  v.pipe(
-    Uint256String,
-    v.description("Uint256: canonical decimal (no sign, no leading zeros, no hex), value at most 2^256 − 1."),
-    v.examples(["1000000000000000000"]),
-  ),
+  Uint256String,
+  "Uint256: canonical decimal (no sign, no leading zeros, no hex), value at most 2^256 − 1.",
+  "1000000000000000000",
 );
 
-export const Ulid = component(
+export const Ulid = format(
   "Ulid",
-  v.pipe(
-    UlidString,
-    v.description("ULID: 26 characters of Crockford base32, generated uppercase (lowercase input is accepted and upper-cased)."),
-    v.examples(["01JD7Q0S7W3C2Y8K5N6M4P1R9T"]),
-  ),
+  UlidString,
+  "ULID: 26 characters of Crockford base32, generated uppercase (lowercase input is accepted and upper-cased).",
+  "01JD7Q0S7W3C2Y8K5N6M4P1R9T",
 );
 
 export const Bytes32 = component("Bytes32", v.pipe(v.string(), v.regex(/^0x[0-9a-fA-F]{64}$/), v.description("`0x` + 64 hex digits.")));
@@ -57,3 +57,24 @@ export const IdempotencyKey = parameter(
 
 /** The headers of a route that honours `Idempotency-Key`. */
 export const IdempotencyHeaders = v.object({ "Idempotency-Key": IdempotencyKey });
+
+/**
+ * A list query parameter (API.md §1.3): repeated keys and/or comma-separated values of `item`; empty items are
+ * ignored, duplicates merged (before and after `item` reads them), at most 50 values. `description` says so.
+ */
+export const listOf = <const S extends v.GenericSchema<string, unknown>>(item: S, description: string) =>
+  v.pipe(
+    v.array(v.string()),
+    v.transform((values) => [
+      ...new Set(
+        values
+          .flatMap((x) => x.split(","))
+          .map((x) => x.trim())
+          .filter(Boolean),
+      ),
+    ]),
+    v.maxLength(50, "accepts at most 50 values"),
+    v.array(item),
+    v.transform((values) => [...new Set(values)] as v.InferOutput<S>[]),
+    v.description(description),
+  );

@@ -6,7 +6,7 @@ import * as v from "valibot";
 import { ChainIdNumber, ChainIdQuery, BooleanQuery } from "../http/validate";
 import { component, described, parameter } from "../http/contract";
 import { PageQuery, page } from "../http/paging";
-import { Bytes32, ChainId, TimeMs, Ulid, Uint256 } from "../http/schemas";
+import { Bytes32, ChainId, TimeMs, Ulid, Uint256, listOf } from "../http/schemas";
 import { Address } from "../http/address-schemas";
 
 const CHAIN_RULE = "`0` or absent: the JWT `aud` chain if configured, else `default_chain_id`.";
@@ -126,22 +126,9 @@ export const ListQuery = v.object({
 export const Status = v.picklist(["pending", "confirmed", "failed"], "must be pending, confirmed or failed");
 export type Status = v.InferOutput<typeof Status>;
 
-/** A list query parameter (API.md §1.3): repeated keys and/or comma-separated values, at most 50 distinct. */
-const StatusList = v.pipe(
-  v.array(v.string()),
-  v.transform((values) => [
-    ...new Set(
-      values
-        .flatMap((x) => x.split(","))
-        .map((x) => x.trim())
-        .filter(Boolean),
-    ),
-  ]),
-  v.maxLength(50, "accepts at most 50 values"),
-  v.array(Status),
-  v.description(
-    "Only withdrawals with one of these statuses. Repeated keys (`?status=pending&status=failed`), comma-separated values (`?status=pending,failed`) or both; empty items are ignored, duplicates merged, at most 50 values.",
-  ),
+const StatusList = listOf(
+  Status,
+  "Only withdrawals with one of these statuses. Repeated keys (`?status=pending&status=failed`), comma-separated values (`?status=pending,failed`) or both; empty items are ignored, duplicates merged, at most 50 values.",
 );
 
 export const WithdrawalListQuery = v.object({ chainId: ChainIdParameter, status: v.optional(StatusList, []), ...PageQuery });

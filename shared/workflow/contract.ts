@@ -7,6 +7,7 @@ import * as v from "valibot";
 import { component, described, endpoint, group, parameter } from "../http/contract";
 import { PageQuery, page } from "../http/paging";
 import { AddressString } from "../http/address-schemas";
+import { listOf } from "../http/schemas";
 import { WORKFLOW_STATUSES, workflowSchemas } from "./schemas";
 
 const S = workflowSchemas();
@@ -24,25 +25,7 @@ export const WorkflowCount = component(
   }),
 );
 
-/** A list query parameter (API.md §1.3): repeated keys and/or comma-separated values, at most 50 distinct. */
-const listOf = <const S extends v.GenericSchema<string, unknown>>(item: S, description: string) =>
-  v.pipe(
-    v.array(v.string()),
-    v.transform((values) => [
-      ...new Set(
-        values
-          .flatMap((x) => x.split(","))
-          .map((x) => x.trim())
-          .filter(Boolean),
-      ),
-    ]),
-    v.maxLength(50, "accepts at most 50 values"),
-    v.array(item),
-    v.transform((values) => [...new Set(values)]),
-    v.description(
-      `${description} Repeated keys, comma-separated values, or both; empty items are ignored, duplicates merged, at most 50 values.`,
-    ),
-  );
+const LIST_RULES = "Repeated keys, comma-separated values, or both; empty items are ignored, duplicates merged, at most 50 values.";
 
 export const LIST_STATUSES = [...WORKFLOW_STATUSES, "running"] as const;
 
@@ -51,7 +34,7 @@ const SmartWalletFilter = parameter(
   v.optional(
     listOf(
       AddressString,
-      "Only workflows of these wallets (addresses in any accepted case). None: all of the caller's workflows. Addresses that are not the caller's match nothing.",
+      `Only workflows of these wallets (addresses in any accepted case). None: all of the caller's workflows. Addresses that are not the caller's match nothing. ${LIST_RULES}`,
     ),
     [],
   ),
@@ -61,7 +44,7 @@ const StatusFilter = parameter(
   v.optional(
     listOf(
       v.picklist(LIST_STATUSES, `must be one of ${LIST_STATUSES.join(", ")}`),
-      "Effective statuses to include (an expired workflow is `completed`); `running` is reserved and matches nothing. Any other value → 400 `VALIDATION_FAILED`.",
+      `Effective statuses to include (an expired workflow is \`completed\`); \`running\` is reserved and matches nothing. Any other value → 400 \`VALIDATION_FAILED\`. ${LIST_RULES}`,
     ),
     [],
   ),

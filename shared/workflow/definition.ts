@@ -37,18 +37,7 @@ import type {
 import { address, crossFieldProblems } from "./field-rules";
 import { kinds as defaultKinds, type Registry } from "../kinds";
 import { unsupportedChains, frequencyProblems } from "./chain-rules";
-export type {
-  Mode,
-  ChainInfo,
-  ValidateOptions,
-  Settings,
-  Definition,
-  CreateDefinition,
-  SimulateDefinition,
-  EstimateFeesDefinition,
-  DefinitionFor,
-  ValidatedDefinition,
-} from "./definition-types";
+export type { Mode, ValidateOptions, ValidatedDefinition } from "./definition-types";
 export { inferConditionType } from "./field-rules";
 export { partChainId } from "./schemas";
 export { DEFAULT_BLOCK_TIMES, blockTimeSeconds, type CronFire, cronFires } from "./chain-rules";

@@ -85,6 +85,20 @@ describe("devnet: anvil + EntryPoint v0.7 + ControlledAccountFactory + Verifying
     await devnet?.stop();
   }, 30_000);
 
+  /** Builds, sponsors, signs and sends an operation of the account `owner`/`salt` making `calls`, signed by `signer`. */
+  const execute = (calls: { to: Address; value?: bigint; data?: Hex }[], signer: typeof owner) =>
+    executeUserOperation({
+      client,
+      bundler,
+      chainId: devnet.chainId,
+      factory: devnet.factory,
+      owner: owner.address,
+      salt,
+      calls,
+      signer,
+      paymaster: { address: devnet.paymaster, signer: paymasterSigner },
+    });
+
   /** Sponsored, signed op for the test account running `calls` (helpers from shared/chain/userop). */
   async function prepareOp(signerKey: Hex, calls: { to: Address; value?: bigint; data?: Hex }[]) {
     let op = await buildUserOperation({ client, factory: devnet.factory, owner: owner.address, salt, calls, bundler });
@@ -300,20 +314,13 @@ describe("devnet: anvil + EntryPoint v0.7 + ControlledAccountFactory + Verifying
   it("an op signed by the OWNER works too (executeBatch, account already deployed)", async () => {
     const r1 = privateKeyToAccount(generatePrivateKey()).address;
     const r2 = privateKeyToAccount(generatePrivateKey()).address;
-    const { receipt, userOp } = await executeUserOperation({
-      client,
-      bundler,
-      chainId: devnet.chainId,
-      factory: devnet.factory,
-      owner: owner.address,
-      salt,
-      calls: [
+    const { receipt, userOp } = await execute(
+      [
         { to: r1, value: 1000n },
         { to: r2, value: 2000n },
       ],
-      signer: owner,
-      paymaster: { address: devnet.paymaster, signer: paymasterSigner },
-    });
+      owner,
+    );
     expect(userOp.factory).toBeUndefined();
     expect(userOp.nonce).toBe(1n);
     expect(receipt.success).toBe(true);
@@ -372,32 +379,13 @@ describe("devnet: anvil + EntryPoint v0.7 + ControlledAccountFactory + Verifying
     await expect(sendUserOperation({ bundler, userOp: refused })).rejects.toThrow(/AA24|signature/i);
 
     // The owner restores the controller through the account itself (user op -> execute -> setController).
-    const { receipt } = await executeUserOperation({
-      client,
-      bundler,
-      chainId: devnet.chainId,
-      factory: devnet.factory,
-      owner: owner.address,
-      salt,
-      calls: [
-        { to: account, data: encodeFunctionData({ abi: controlledAccountAbi, functionName: "setController", args: [controller.address] }) },
-      ],
-      signer: owner,
-      paymaster: { address: devnet.paymaster, signer: paymasterSigner },
-    });
+    const { receipt } = await execute(
+      [{ to: account, data: encodeFunctionData({ abi: controlledAccountAbi, functionName: "setController", args: [controller.address] }) }],
+      owner,
+    );
     expect(receipt.success).toBe(true);
     expect(await client.readContract({ address: account, abi: controlledAccountAbi, functionName: "controller" })).toBe(controller.address);
-    const again = await executeUserOperation({
-      client,
-      bundler,
-      chainId: devnet.chainId,
-      factory: devnet.factory,
-      owner: owner.address,
-      salt,
-      calls: [{ to: owner.address, value: 1n }],
-      signer: controller,
-      paymaster: { address: devnet.paymaster, signer: paymasterSigner },
-    });
+    const again = await execute([{ to: owner.address, value: 1n }], controller);
     expect(again.receipt.success).toBe(true);
   });
 

@@ -112,43 +112,43 @@ const withRunner = (overrides: Parameters<typeof run>[1] = {}) => ({
   ...overrides,
 });
 const single = (node: Record<string, unknown>): Body => ({ nodes: [node], inputVariables: { settings: { runner } } });
+/** The one-node bodies: a contractRead `read`, a contractWrite `w`. */
+const read = (config: Record<string, unknown>) => single({ id: "read", name: "read", type: "contractRead", config });
+const write = (config: Record<string, unknown>) => single({ id: "w", name: "w", type: "contractWrite", config });
+/** The Probe's `pair()` element as contractRead reports it. */
+const pairRead = () => ({
+  methodName: "pair",
+  contractAddress: probe,
+  success: true,
+  value: { amount: "42", caller: "0x0000000000000000000000000000000000000000" },
+});
 
 describe("contractRead", () => {
   it("decodes single and several outputs, tuples and arrays, addresses EIP-55, integers as decimal strings", async () => {
     const holder = privateKeyToAddress(generatePrivateKey());
     await token.mint(holder, 1234n);
     const ok = await run(
-      single({
-        id: "read",
-        name: "read",
-        type: "contractRead",
-        config: {
-          contractAddress: probe,
-          contractAbi: [...probeAbi, ...tokenAbi],
-          methodCalls: [
-            { methodName: "pair" },
-            { methodName: "unnamed" },
-            { methodName: "pos" },
-            { methodName: "list" },
-            {
-              methodName: "echo(bytes32,string,uint16[])",
-              methodParams: [`0x${"ab".repeat(32)}`, "hello {{trigger1.data.greeting}}", '[1, "0x10"]'],
-            },
-            { methodName: "balanceOf", contractAddress: "{{tokenAddress}}", methodParams: ["{{holder}}"] },
-          ],
-        },
+      read({
+        contractAddress: probe,
+        contractAbi: [...probeAbi, ...tokenAbi],
+        methodCalls: [
+          { methodName: "pair" },
+          { methodName: "unnamed" },
+          { methodName: "pos" },
+          { methodName: "list" },
+          {
+            methodName: "echo(bytes32,string,uint16[])",
+            methodParams: [`0x${"ab".repeat(32)}`, "hello {{trigger1.data.greeting}}", '[1, "0x10"]'],
+          },
+          { methodName: "balanceOf", contractAddress: "{{tokenAddress}}", methodParams: ["{{holder}}"] },
+        ],
       }),
       { triggerInput: { tokenAddress: tokenAddress.toLowerCase(), holder } },
     );
     const step = stepOf(ok.steps, "read")!;
     expect(step.success).toBe(true);
     expect(step.output.data).toEqual([
-      {
-        methodName: "pair",
-        contractAddress: probe,
-        success: true,
-        value: { amount: "42", caller: "0x0000000000000000000000000000000000000000" },
-      },
+      pairRead(),
       { methodName: "unnamed", contractAddress: probe, success: true, value: { output0: "7", output1: true } },
       { methodName: "pos", contractAddress: probe, success: true, value: { x: "5", who: getAddress(probe) } },
       { methodName: "list", contractAddress: probe, success: true, value: ["-1", "2"] },
@@ -165,34 +165,19 @@ describe("contractRead", () => {
 
   it('fails CALL_REVERTED "<k> of <n> method calls failed", still listing every element with the revert reason', async () => {
     const result = await run(
-      single({
-        id: "read",
-        name: "read",
-        type: "contractRead",
-        config: { contractAddress: probe, contractAbi: probeAbi, methodCalls: [{ methodName: "pair" }, { methodName: "fail" }] },
-      }),
+      read({ contractAddress: probe, contractAbi: probeAbi, methodCalls: [{ methodName: "pair" }, { methodName: "fail" }] }),
     );
     const step = stepOf(result.steps, "read")!;
     expect(step).toMatchObject({ success: false, errorCode: "CALL_REVERTED", error: "1 of 2 method calls failed" });
     expect(step.output.data).toEqual([
-      {
-        methodName: "pair",
-        contractAddress: probe,
-        success: true,
-        value: { amount: "42", caller: "0x0000000000000000000000000000000000000000" },
-      },
+      pairRead(),
       { methodName: "fail", contractAddress: probe, success: false, error: "execution reverted: nope", value: null },
     ]);
   });
 
   it("fails RPC_ERROR when the chain's RPC is unreachable, the message without the RPC URL", async () => {
     const result = await run(
-      single({
-        id: "read",
-        name: "read",
-        type: "contractRead",
-        config: { chainId: DEAD_CHAIN, contractAddress: probe, contractAbi: probeAbi, methodCalls: [{ methodName: "pair" }] },
-      }),
+      read({ chainId: DEAD_CHAIN, contractAddress: probe, contractAbi: probeAbi, methodCalls: [{ methodName: "pair" }] }),
     );
     const step = stepOf(result.steps, "read")!;
     expect(step).toMatchObject({ success: false, errorCode: "RPC_ERROR", error: "1 of 1 method calls failed" });
@@ -230,19 +215,14 @@ describe("simulated writes", () => {
     const sender = fakeSender();
     await token.mint(runner, 10n);
     const result = await run(
-      single({
-        id: "w",
-        name: "w",
-        type: "contractWrite",
-        config: {
-          contractAddress: probe,
-          contractAbi: [...probeAbi, ...tokenAbi],
-          isSimulated: true,
-          methodCalls: [
-            { methodName: "bump", methodParams: ["3"] },
-            { methodName: "transfer", methodParams: [probe, "10"], contractAddress: tokenAddress },
-          ],
-        },
+      write({
+        contractAddress: probe,
+        contractAbi: [...probeAbi, ...tokenAbi],
+        isSimulated: true,
+        methodCalls: [
+          { methodName: "bump", methodParams: ["3"] },
+          { methodName: "transfer", methodParams: [probe, "10"], contractAddress: tokenAddress },
+        ],
       }),
       withRunner({ sendCalls: sender.send }),
     );
@@ -261,15 +241,10 @@ describe("simulated writes", () => {
   it("in simulate mode every write is simulated; a reverting call fails CALL_REVERTED with its reason", async () => {
     const sender = fakeSender();
     const result = await run(
-      single({
-        id: "w",
-        name: "w",
-        type: "contractWrite",
-        config: {
-          contractAddress: tokenAddress,
-          contractAbi: tokenAbi,
-          methodCalls: [{ methodName: "transfer", methodParams: [probe, "999999"] }],
-        },
+      write({
+        contractAddress: tokenAddress,
+        contractAbi: tokenAbi,
+        methodCalls: [{ methodName: "transfer", methodParams: [probe, "999999"] }],
       }),
       withRunner({ mode: "simulate", sendCalls: sender.send }),
     );

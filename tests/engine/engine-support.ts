@@ -99,11 +99,12 @@ export const success = (n = 1, gasUsed = 100_000n, totalGasCost = 100_000n * 3n)
   deployed: n === 1,
 });
 
-type Handler = (req: IncomingMessage, res: ServerResponse, body: string) => void;
+export type Handler = (req: IncomingMessage, res: ServerResponse, body: string) => void;
 
-/** A loopback server; routes by path; records every request. */
+/** A loopback server; routes by path (`routes` may change while it runs); records every request and counts connections. */
 export async function startServer(routes: Record<string, Handler>) {
   const seen: { method: string; url: string; headers: IncomingMessage["headers"]; body: string }[] = [];
+  let connections = 0;
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
@@ -115,12 +116,16 @@ export async function startServer(routes: Record<string, Handler>) {
       else res.writeHead(404, { "content-type": "text/plain" }).end("no such route");
     });
   });
+  server.on("connection", () => connections++);
   server.listen(0, "127.0.0.1");
   await once(server, "listening");
-  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const port = (server.address() as AddressInfo).port;
   return {
-    origin,
+    port,
+    origin: `http://127.0.0.1:${port}`,
     seen,
+    connections: () => connections,
+    routes,
     close: async () => {
       server.closeAllConnections();
       server.close();

@@ -10,6 +10,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { stackEnv, useTestRuntime } from "../support/runtime";
 import { signIn, type SignedIn } from "../support/auth";
 import { deployTestToken, setBalance } from "../support/chain";
+import { transferFunction } from "../support/abis";
 import { createServiceApp } from "../../shared/service/app";
 import { useRuntime } from "../../shared/runtime";
 import { ApiError } from "../../shared/errors";
@@ -56,18 +57,7 @@ async function newWallet(): Promise<Address> {
 }
 
 const someone = () => privateKeyToAccount(generatePrivateKey()).address;
-const transferAbi = [
-  {
-    type: "function",
-    name: "transfer",
-    stateMutability: "nonpayable",
-    inputs: [
-      { name: "to", type: "address" },
-      { name: "amount", type: "uint256" },
-    ],
-    outputs: [{ type: "bool" }],
-  },
-];
+const transferAbi = [transferFunction];
 
 /** A definition as `:estimateFees` validates it. */
 function definition(nodes: unknown[], chainId = 31337) {

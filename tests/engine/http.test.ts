@@ -6,7 +6,6 @@
  * "public" first hop it injects the resolver and the address classification instead of touching DNS.
  */
 import { once } from "node:events";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createServer as createTlsServer } from "node:https";
 import type { LookupAddress } from "node:dns";
 import type { AddressInfo } from "node:net";
@@ -19,48 +18,7 @@ import type { NodeEnv, NodeResult } from "../../shared/kinds/kind";
 import { graphqlQuery } from "../../shared/kinds/nodes/graphql-query";
 import { restApi, sensitiveHeaders } from "../../shared/kinds/nodes/rest-api";
 import { renderConfig } from "../../shared/templates";
-
-interface Seen {
-  method: string;
-  url: string;
-  headers: IncomingMessage["headers"];
-  body: string;
-}
-
-type Handler = (req: IncomingMessage, res: ServerResponse, body: string) => void;
-
-/** A loopback server whose routes the tests set; it records every request and counts connections. */
-async function startServer(routes: Record<string, Handler>) {
-  const seen: Seen[] = [];
-  let connections = 0;
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      const body = Buffer.concat(chunks).toString("utf8");
-      seen.push({ method: req.method!, url: req.url!, headers: req.headers, body });
-      const route = routes[new URL(req.url!, "http://x").pathname];
-      if (route) route(req, res, body);
-      else res.writeHead(404, { "content-type": "text/plain" }).end("no such route");
-    });
-  });
-  server.on("connection", () => connections++);
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  const port = (server.address() as AddressInfo).port;
-  return {
-    port,
-    origin: `http://127.0.0.1:${port}`,
-    seen,
-    connections: () => connections,
-    routes,
-    close: async () => {
-      server.closeAllConnections();
-      server.close();
-      await once(server, "close");
-    },
-  };
-}
+import { startServer, type Handler } from "./engine-support";
 
 type TestServer = Awaited<ReturnType<typeof startServer>>;
 

@@ -6,8 +6,9 @@
  * Reads and simulated writes against the devnet are in chain-nodes.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { encodeFunctionData, parseAbi } from "viem";
+import { encodeFunctionData, parseAbi, parseAbiItem } from "viem";
 import { useTestRuntime } from "../support/runtime";
+import { transferFunction } from "../support/abis";
 import { barrier, code, fakeSender, json, run, startServer, stepOf, WALLET } from "./engine-support";
 
 let server: Awaited<ReturnType<typeof startServer>>;
@@ -240,28 +241,31 @@ describe("loop", () => {
 describe("ethTransfer and contractWrite through SendCalls", () => {
   const DEST = "0x1111111111111111111111111111111111111111";
   const TOKEN = "0x2222222222222222222222222222222222222222";
-  const abi = [
-    {
-      type: "function",
-      name: "transfer",
-      stateMutability: "nonpayable",
-      inputs: [
-        { name: "to", type: "address" },
-        { name: "amount", type: "uint256" },
-      ],
-      outputs: [{ type: "bool" }],
-    },
-    {
-      type: "function",
-      name: "setFlags",
-      stateMutability: "nonpayable",
-      inputs: [
-        { name: "flags", type: "bool[]" },
-        { name: "note", type: "string" },
-      ],
-      outputs: [],
-    },
-  ];
+  const abi = [transferFunction, parseAbiItem("function setFlags(bool[] flags, string note)")];
+  /** A contractWrite node `w` on TOKEN with `abi` (and `extra` settings) making `methodCalls`. */
+  const write = (methodCalls: unknown[], extra: Record<string, unknown> = {}) => ({
+    id: "w",
+    name: "w",
+    type: "contractWrite",
+    config: { contractAddress: TOKEN, contractAbi: abi, ...extra, methodCalls },
+  });
+  /** Nodes `a` and `b`, both right after the trigger. */
+  const sideBySide = (a: Record<string, unknown>, b: Record<string, unknown>) => ({
+    nodes: [a, b],
+    edges: [
+      { id: "e1", source: "trig", target: "a" },
+      { id: "e2", source: "trig", target: "b" },
+    ],
+  });
+  /** What each element of a sent write reports (fakeSender's first answer). */
+  const sent = {
+    success: true,
+    value: null,
+    isSimulated: false,
+    userOpHash: `0x${"1".padStart(64, "a")}`,
+    transactionHash: `0x${"1".padStart(64, "b")}`,
+    blockNumber: 101,
+  };
 
   it("ethTransfer sends one call and outputs {from, to, value, chainId, isSimulated, userOpHash, transactionHash} with gas and cogs", async () => {
     const sender = fakeSender();
@@ -301,16 +305,10 @@ describe("ethTransfer and contractWrite through SendCalls", () => {
   it("ethTransfer fails INVALID_INPUT when the destination expands to a non-address or the amount to a non-integer; nothing is sent", async () => {
     const sender = fakeSender();
     const result = await run(
-      {
-        nodes: [
-          { id: "a", name: "a", type: "ethTransfer", config: { destination: "{{trigger1.data.greeting}}", amount: "1" } },
-          { id: "b", name: "b", type: "ethTransfer", config: { destination: DEST, amount: "{{trigger1.data.greeting}}" } },
-        ],
-        edges: [
-          { id: "e1", source: "trig", target: "a" },
-          { id: "e2", source: "trig", target: "b" },
-        ],
-      },
+      sideBySide(
+        { id: "a", name: "a", type: "ethTransfer", config: { destination: "{{trigger1.data.greeting}}", amount: "1" } },
+        { id: "b", name: "b", type: "ethTransfer", config: { destination: DEST, amount: "{{trigger1.data.greeting}}" } },
+      ),
       { sendCalls: sender.send },
     );
     expect(stepOf(result.steps, "a")).toMatchObject({ errorCode: "INVALID_INPUT", error: "destination is not an address" });
@@ -323,24 +321,17 @@ describe("ethTransfer and contractWrite through SendCalls", () => {
     const result = await run(
       {
         nodes: [
-          {
-            id: "w",
-            name: "w",
-            type: "contractWrite",
-            config: {
-              contractAddress: TOKEN,
-              contractAbi: abi,
-              gasLimit: "500000",
-              methodCalls: [
-                { methodName: "transfer", methodParams: ["{{dest}}", "0x10"] },
-                {
-                  methodName: "setFlags(bool[],string)",
-                  methodParams: ["[true,false]", "note {{trigger1.data.greeting}}"],
-                  contractAddress: DEST,
-                },
-              ],
-            },
-          },
+          write(
+            [
+              { methodName: "transfer", methodParams: ["{{dest}}", "0x10"] },
+              {
+                methodName: "setFlags(bool[],string)",
+                methodParams: ["[true,false]", "note {{trigger1.data.greeting}}"],
+                contractAddress: DEST,
+              },
+            ],
+            { gasLimit: "500000" },
+          ),
         ],
         inputVariables: { dest: DEST },
       },
@@ -360,26 +351,8 @@ describe("ethTransfer and contractWrite through SendCalls", () => {
     const step = stepOf(result.steps, "w")!;
     expect(step.success).toBe(true);
     expect(step.output.data).toEqual([
-      {
-        methodName: "transfer",
-        contractAddress: TOKEN,
-        success: true,
-        value: null,
-        isSimulated: false,
-        userOpHash: `0x${"1".padStart(64, "a")}`,
-        transactionHash: `0x${"1".padStart(64, "b")}`,
-        blockNumber: 101,
-      },
-      {
-        methodName: "setFlags(bool[],string)",
-        contractAddress: DEST,
-        success: true,
-        value: null,
-        isSimulated: false,
-        userOpHash: `0x${"1".padStart(64, "a")}`,
-        transactionHash: `0x${"1".padStart(64, "b")}`,
-        blockNumber: 101,
-      },
+      { methodName: "transfer", contractAddress: TOKEN, ...sent },
+      { methodName: "setFlags(bool[],string)", contractAddress: DEST, ...sent },
     ]);
     expect(result.cogs).toHaveLength(1);
   });
@@ -410,19 +383,10 @@ describe("ethTransfer and contractWrite through SendCalls", () => {
     const result = await run(
       {
         nodes: [
-          {
-            id: "w",
-            name: "w",
-            type: "contractWrite",
-            config: {
-              contractAddress: TOKEN,
-              contractAbi: abi,
-              methodCalls: [
-                { methodName: "transfer", methodParams: [DEST, "1"] },
-                { methodName: "transfer", methodParams: [DEST, "2"] },
-              ],
-            },
-          },
+          write([
+            { methodName: "transfer", methodParams: [DEST, "1"] },
+            { methodName: "transfer", methodParams: [DEST, "2"] },
+          ]),
         ],
       },
       { sendCalls: sender.send },
@@ -452,16 +416,10 @@ describe("ethTransfer and contractWrite through SendCalls", () => {
       { ok: false, errorCode: "INSUFFICIENT_BALANCE", error: "The wallet holds 0 wei" },
     ]);
     const result = await run(
-      {
-        nodes: [
-          { id: "a", name: "a", type: "ethTransfer", config: { destination: DEST, amount: "5" } },
-          { id: "b", name: "b", type: "ethTransfer", config: { destination: DEST, amount: "5" } },
-        ],
-        edges: [
-          { id: "e1", source: "trig", target: "a" },
-          { id: "e2", source: "trig", target: "b" },
-        ],
-      },
+      sideBySide(
+        { id: "a", name: "a", type: "ethTransfer", config: { destination: DEST, amount: "5" } },
+        { id: "b", name: "b", type: "ethTransfer", config: { destination: DEST, amount: "5" } },
+      ),
       { sendCalls: sender.send },
     );
     const codes = result.steps
@@ -477,18 +435,7 @@ describe("ethTransfer and contractWrite through SendCalls", () => {
     const sender = fakeSender();
     const result = await run(
       {
-        nodes: [
-          {
-            id: "w",
-            name: "w",
-            type: "contractWrite",
-            config: {
-              contractAddress: TOKEN,
-              contractAbi: abi,
-              methodCalls: [{ methodName: "transfer", methodParams: [DEST, "{{trigger1.data.greeting}}"] }],
-            },
-          },
-        ],
+        nodes: [write([{ methodName: "transfer", methodParams: [DEST, "{{trigger1.data.greeting}}"] }])],
       },
       { sendCalls: sender.send },
     );

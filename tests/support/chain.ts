@@ -16,16 +16,13 @@ import {
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { createRequire } from "node:module";
 import { stackEnv } from "./runtime";
+import type { DevnetInfo } from "../../shared/chain/devnet";
 
 export function devnet() {
-  const chains = JSON.parse(stackEnv().CHAINS ?? "[]") as {
-    chainId: number;
-    rpcUrl: string;
-    bundlerUrl: string;
-    entryPoint: Address;
-    factory: Address;
-    paymaster: Address;
-  }[];
+  const chains = JSON.parse(stackEnv().CHAINS ?? "[]") as Pick<
+    DevnetInfo,
+    "chainId" | "rpcUrl" | "bundlerUrl" | "entryPoint" | "factory" | "paymaster"
+  >[];
   const chain = chains.find((c) => c.chainId === 31337);
   if (!chain) throw new Error("the devnet is not running (TEST_DEVNET=0?)");
   const viemChain = {
@@ -38,6 +35,15 @@ export function devnet() {
   const testClient = createTestClient({ chain: viemChain, mode: "anvil", transport: http(chain.rpcUrl) });
   return { ...chain, viemChain, client, testClient };
 }
+
+/** The cogs element (API.md §10) of a step that sent a user operation on the devnet: the gas the step records. */
+export const gasCogs = (nodeId: string, step: Record<string, unknown>) => ({
+  nodeId,
+  costType: "gas",
+  fee: { amount: step.totalGasCost, unit: "WEI" },
+  gasUnits: step.gasUsed,
+  chainId: devnet().chainId,
+});
 
 export async function setBalance(address: Address, wei: bigint) {
   await devnet().testClient.setBalance({ address, value: wei });

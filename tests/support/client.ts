@@ -16,6 +16,15 @@ export interface Owner extends SignedIn {
   wallet: Address;
 }
 
+/** A wallet's workflow counts (API.md §11) before any workflow uses it. */
+export const NO_WORKFLOW_COUNTS = {
+  totalWorkflowCount: 0,
+  enabledWorkflowCount: 0,
+  disabledWorkflowCount: 0,
+  completedWorkflowCount: 0,
+  failedWorkflowCount: 0,
+};
+
 /** The path GET reads one execution at (what a trigger's Location names). */
 export const executionPath = (workflowId: string, executionId: string) => `/executions/${executionId}?workflowId=${workflowId}`;
 

@@ -259,24 +259,19 @@ describe("§8.3.3 cron", () => {
     // America/New_York, 2026-03-08: 01:59 EST is 06:59Z and 03:02 EDT is 07:02Z, three minutes later.
     const schedules = ["59 1 * * *", "2 3 * * *"];
     const now = Date.UTC(2026, 2, 7, 12);
-    refusedAt(
-      withTrigger("cron", { schedules, timezone: "America/New_York" }),
-      "TRIGGER_TOO_FREQUENT",
-      "body.trigger.config.schedules",
-      /180 s apart \(2026-03-08T06:59:00.000Z and 2026-03-08T07:02:00.000Z\)/,
-      "create",
-      { now },
-    );
+    const refusedInNewYork = (at: number, apart: RegExp) =>
+      refusedAt(
+        withTrigger("cron", { schedules, timezone: "America/New_York" }),
+        "TRIGGER_TOO_FREQUENT",
+        "body.trigger.config.schedules",
+        apart,
+        "create",
+        { now: at },
+      );
+    refusedInNewYork(now, /180 s apart \(2026-03-08T06:59:00.000Z and 2026-03-08T07:02:00.000Z\)/);
     accept(withTrigger("cron", { schedules, timezone: "UTC" }), "create", { now });
     // The change comes back every year: after this year's, next year's is refused.
-    refusedAt(
-      withTrigger("cron", { schedules, timezone: "America/New_York" }),
-      "TRIGGER_TOO_FREQUENT",
-      "body.trigger.config.schedules",
-      /180 s apart \(2027-03-14T06:59:00.000Z and 2027-03-14T07:02:00.000Z\)/,
-      "create",
-      { now: Date.UTC(2026, 3, 1) },
-    );
+    refusedInNewYork(Date.UTC(2026, 3, 1), /180 s apart \(2027-03-14T06:59:00.000Z and 2027-03-14T07:02:00.000Z\)/);
   });
 
   it("frequency floor in a time zone: a skipped local time does not fire, a repeated one fires once", () => {
@@ -678,6 +673,9 @@ describe("§8.4.7 branch", () => {
       ],
       trigger: { id: "trig", ...manual() },
     });
+  /** A branch of `conditions` is refused at `conditions[index].field` (with `message`). */
+  const refused = (conditions: unknown[], index: number, field: string, message?: string | RegExp) =>
+    invalid(branch(conditions), `body.nodes[0].config.conditions[${index}].${field}`, message);
 
   it("infers types: if first, else for a last empty expression, elseIf otherwise", () => {
     const { definition } = accept(
@@ -696,61 +694,58 @@ describe("§8.4.7 branch", () => {
   });
 
   it("refuses: a first condition that is not if, if after the first, else not last, else with an expression, an empty elseIf", () => {
-    invalid(
-      branch([{ id: "c1", type: "elseIf", expression: "1" }]),
-      "body.nodes[0].config.conditions[0].type",
-      "must be if for the first condition",
-    );
-    invalid(
-      branch([
+    refused([{ id: "c1", type: "elseIf", expression: "1" }], 0, "type", "must be if for the first condition");
+    refused(
+      [
         { id: "c1", expression: "1" },
         { id: "c2", type: "if", expression: "2" },
-      ]),
-      "body.nodes[0].config.conditions[1].type",
+      ],
+      1,
+      "type",
     );
-    invalid(
-      branch([
+    refused(
+      [
         { id: "c1", expression: "1" },
         { id: "c2", type: "else", expression: "" },
         { id: "c3", expression: "3" },
-      ]),
-      "body.nodes[0].config.conditions[1].type",
+      ],
+      1,
+      "type",
       "else must be the last condition",
     );
-    invalid(
-      branch([
+    refused(
+      [
         { id: "c1", expression: "1" },
         { id: "c2", type: "else", expression: "x" },
-      ]),
-      "body.nodes[0].config.conditions[1].expression",
+      ],
+      1,
+      "expression",
       "must be empty for else",
     );
-    invalid(
-      branch([
+    refused(
+      [
         { id: "c1", expression: "1" },
         { id: "c2", expression: "" },
         { id: "c3", expression: "" },
-      ]),
-      "body.nodes[0].config.conditions[1].expression",
+      ],
+      1,
+      "expression",
     );
-    invalid(branch([{ id: "c1", expression: "" }]), "body.nodes[0].config.conditions[0].expression");
+    refused([{ id: "c1", expression: "" }], 0, "expression");
   });
 
   it("refuses duplicate condition ids, more than 20 conditions and expressions over 4 KiB", () => {
-    invalid(
-      branch([
+    refused(
+      [
         { id: "c1", expression: "1" },
         { id: "c1", expression: "2" },
-      ]),
-      "body.nodes[0].config.conditions[1].id",
+      ],
+      1,
+      "id",
       /unique within the branch/,
     );
     invalid(branch(Array.from({ length: 21 }, (_, i) => ({ id: `c${i + 1}`, expression: "1" }))), "body.nodes[0].config.conditions");
-    invalid(
-      branch([{ id: "c1", expression: "x".repeat(4097) }]),
-      "body.nodes[0].config.conditions[0].expression",
-      "must be at most 4096 bytes",
-    );
+    refused([{ id: "c1", expression: "x".repeat(4097) }], 0, "expression", "must be at most 4096 bytes");
   });
 });
 
