@@ -8,12 +8,14 @@ export default $config({
       removal: input?.stage === "production" ? "retain" : "remove",
       protect: input?.stage === "production",
       home: "aws",
+      // Pinned: `sst install` (CI, `npm run typecheck`) fetches exactly this provider, and tests/infra runs against it.
+      providers: { aws: { version: "6.66.2" } },
     };
   },
   async run() {
     const { table } = await import("./infra/table");
     const { secretsKey, controllerKey } = await import("./infra/keys");
-    const { jwtSigningKey, chains } = await import("./infra/secrets");
+    await import("./infra/secrets");
     const { api } = await import("./infra/api");
     const { bus } = await import("./infra/bus");
     const { stream } = await import("./infra/stream");
@@ -26,7 +28,6 @@ export default $config({
       table: table.name,
       secretsKey: secretsKey.arn,
       controllerKey: controllerKey.arn,
-      linked: [jwtSigningKey.name, chains.name].join(","),
     };
   },
 });

@@ -30,6 +30,7 @@ new aws.sqs.QueuePolicy("RunnerDeadLettersPolicy", {
 });
 
 export const runner = bus.subscribe(
+  "Runner",
   {
     handler: "functions/runner.handler",
     runtime: "nodejs22.x",
