@@ -14,20 +14,26 @@ export default $config({
   },
   async run() {
     const { table } = await import("./infra/table");
-    const { secretsKey, controllerKey } = await import("./infra/keys");
+    const { secretsKey, controllerKeyArn } = await import("./infra/keys");
     await import("./infra/secrets");
-    const { api } = await import("./infra/api");
     const { bus } = await import("./infra/bus");
-    const { stream } = await import("./infra/stream");
-    await import("./infra/watcher");
     await import("./infra/scheduler");
+    await import("./infra/runner");
+    const { api } = await import("./infra/api");
+    const { stream } = await import("./infra/stream");
+    const { router } = await import("./infra/router");
+    await import("./infra/watcher");
+    await import("./infra/sweeper");
     return {
+      // The one public base URL: every route, the stream included (infra/router.ts).
+      url: router.url,
+      // The origins behind it, for operators (a client uses `url`).
       api: api.url,
-      bus: bus.name,
       stream: stream.url,
+      bus: bus.name,
       table: table.name,
       secretsKey: secretsKey.arn,
-      controllerKey: controllerKey.arn,
+      controllerKey: controllerKeyArn,
     };
   },
 });

@@ -36,6 +36,20 @@ export interface Graph {
 const ACCOUNT = "123456789012";
 const REGION = "us-east-1";
 
+/** Pulumi's wire form of a secret value. */
+const SECRET_SIG = "4dabf18193072939515e22adb298388d";
+
+/** Inputs with secret values replaced by the values themselves (the tests compare values). */
+function reveal(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(reveal);
+  if (value && typeof value === "object") {
+    const record = value as Record<string, unknown>;
+    if (SECRET_SIG in record) return reveal(record.value);
+    return Object.fromEntries(Object.entries(record).map(([k, v]) => [k, reveal(v)]));
+  }
+  return value;
+}
+
 /** What the mock monitor answers for a resource: its inputs plus the outputs SST's components read. */
 function state(type: string, name: string, inputs: Record<string, unknown>): Record<string, unknown> {
   const physical = typeof inputs.name === "string" ? inputs.name : `${name}-physical`;
@@ -50,7 +64,7 @@ function state(type: string, name: string, inputs: Record<string, unknown>): Rec
   if (type === "aws:cloudfront/distribution:Distribution") extra.domainName = `${name.toLowerCase()}.cloudfront.net`;
   if (type === "aws:sqs/queue:Queue") extra.url = `https://sqs.${REGION}.amazonaws.com/${ACCOUNT}/${physical}`;
   if (type === "random:index/randomBytes:RandomBytes") extra.base64 = Buffer.alloc(32, 1).toString("base64");
-  if (type === "aws:cloudfront/keyValueStore:KeyValueStore") extra.id = `${name}-kvs`;
+  if (type === "random:index/randomPassword:RandomPassword") extra.result = `${name}-generated-secret`;
   return { ...inputs, name: physical, arn, ...extra };
 }
 
@@ -62,6 +76,12 @@ function call({ token, inputs }: pulumi.runtime.MockCallArgs): Record<string, un
       return { accountId: ACCOUNT, arn: `arn:aws:iam::${ACCOUNT}:user/test`, userId: "test", id: ACCOUNT };
     case "aws:index/getPartition:getPartition":
       return { partition: "aws", dnsSuffix: "amazonaws.com", id: "aws" };
+    case "aws:kms/getKey:getKey":
+      return {
+        arn: `arn:aws:kms:${REGION}:${ACCOUNT}:key/${String(inputs.keyId).replace(/\W+/g, "-")}`,
+        id: inputs.keyId,
+        keyId: inputs.keyId,
+      };
     case "aws:iam/getPolicyDocument:getPolicyDocument":
       return {
         statements: inputs.statements,
@@ -112,7 +132,7 @@ export async function collect(stage: string, program: () => Promise<Record<strin
   await pulumi.runtime.setMocks(
     {
       newResource: ({ type, name, inputs }) => {
-        graph.resources.push({ type, name, inputs });
+        graph.resources.push({ type, name, inputs: reveal(inputs) as Record<string, unknown> });
         return { id: `${name}-id`, state: state(type, name, inputs) };
       },
       call,
