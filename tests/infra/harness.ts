@@ -18,6 +18,9 @@ export interface GraphResource {
   type: string;
   name: string;
   inputs: Record<string, unknown>;
+  /** Resource options the mocks do not pass on: read from the registration request. */
+  protect?: boolean;
+  retainOnDelete?: boolean;
 }
 
 export interface GraphBuild {
@@ -92,6 +95,13 @@ function call({ token, inputs }: pulumi.runtime.MockCallArgs): Record<string, un
   }
 }
 
+interface RegisterRequest {
+  getType(): string;
+  getName(): string;
+  getProtect(): boolean | undefined;
+  getRetainondelete(): boolean | undefined;
+}
+
 /** The SST CLI's local RPC server, reduced to what a deploy of this app asks for. */
 async function startRpcStub(builds: GraphBuild[]): Promise<() => void> {
   const out = mkdtempSync(join(tmpdir(), "infra-graph-"));
@@ -142,9 +152,18 @@ export async function collect(stage: string, program: () => Promise<Record<strin
     false,
   );
   // As `pulumi up` runs a program: inside the root stack resource, whose outputs are the program's answer.
+  // The mock monitor hands newResource neither `protect` nor `retainOnDelete`: read them from the request.
+  const monitor = pulumi.runtime.getMonitor() as unknown as { registerResource: (req: RegisterRequest, cb: unknown) => unknown };
+  const register = monitor.registerResource.bind(monitor);
+  const options = new Map<string, { protect?: boolean; retainOnDelete?: boolean }>();
+  monitor.registerResource = (req, cb) => {
+    options.set(`${req.getType()} ${req.getName()}`, { protect: req.getProtect(), retainOnDelete: req.getRetainondelete() });
+    return register(req, cb);
+  };
   const outputs = await pulumi.runtime.runInPulumiStack(program);
   graph.outputs = await new Promise((resolve) => pulumi.output(outputs ?? {}).apply((v) => resolve(v as Record<string, unknown>)));
   await pulumi.runtime.disconnect();
   stop();
+  for (const r of graph.resources) Object.assign(r, options.get(`${r.type} ${r.name}`));
   writeFileSync(process.env.INFRA_GRAPH_OUT!, JSON.stringify(graph));
 }
