@@ -18,3 +18,12 @@ export const stream = new sst.aws.Function("ExecutionStream", {
   link: [table, routerSecret],
   environment: { STREAM_MAX_MS: String(STREAM_MAX_MS - 30_000), JWT_PUBLIC_KEY: jwtPublicKey },
 });
+
+// A public Function URL needs both grants since October 2025: SST adds `lambda:InvokeFunction` for everyone; this
+// is the `lambda:InvokeFunctionUrl` one (the console adds it, the API does not). The router reaches the URL with them.
+new aws.lambda.Permission("ExecutionStreamUrlAccess", {
+  action: "lambda:InvokeFunctionUrl",
+  function: stream.name,
+  principal: "*",
+  functionUrlAuthType: "NONE",
+});

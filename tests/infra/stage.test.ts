@@ -123,6 +123,12 @@ describe("functions: one per endpoint group, plus the workers and the stream", (
     expect(urls[0]!.inputs.invokeMode).toBe("RESPONSE_STREAM");
     expect(urls[0]!.inputs.functionName).toBe(lambdaOf("ExecutionStream").inputs.name);
     expect(Number(environmentOf("ExecutionStream").STREAM_MAX_MS)).toBeLessThan(15 * 60_000);
+    // Public since October 2025 only with both grants to everyone.
+    const grants = ofType("aws:lambda/permission:Permission")
+      .filter((p) => p.inputs.function === lambdaOf("ExecutionStream").inputs.name && p.inputs.principal === "*")
+      .map((p) => p.inputs.action)
+      .sort();
+    expect(grants).toEqual(["lambda:InvokeFunction", "lambda:InvokeFunctionUrl"]);
   });
 });
 
@@ -208,5 +214,43 @@ describe("least privilege: links, IAM actions, settings", () => {
       }
     }
     expect(environmentOf("ApiWorkflows").SCHEDULE_TARGET_ARN).toContain(String(lambdaOf("ScheduleTarget").inputs.name));
+  });
+});
+
+describe("schedules, the bus and the workers", () => {
+  it("lets EventBridge Scheduler invoke the schedule target only, through the stage's group", () => {
+    const [group] = ofType("aws:scheduler/scheduleGroup:ScheduleGroup");
+    expect(group?.inputs.name).toBe("workflow-automation-test");
+    const target = String(lambdaOf("ScheduleTarget").inputs.name);
+    const policy = JSON.parse(String(one("aws:iam/rolePolicy:RolePolicy", "SchedulerInvokesTarget").inputs.policy)) as {
+      Statement: { Action: string; Resource: string | string[] }[];
+    };
+    const invoke = policy.Statement.find((s) => s.Action === "lambda:InvokeFunction");
+    expect([invoke?.Resource ?? []].flat().map((arn) => arn.split(":function:")[1])).toEqual([target, `${target}:*`]);
+    expect(policy.Statement.map((s) => s.Action).sort()).toEqual(["lambda:InvokeFunction", "sqs:SendMessage"]);
+    expect(lambdaOf("ScheduleTarget").inputs.deadLetterConfig).toBeTruthy();
+  });
+
+  it("sends execution.requested on the app's bus to the runner, retried and then dead-lettered", () => {
+    const rule = one("aws:cloudwatch/eventRule:EventRule", "BusSubscriberRunnerRule");
+    expect(JSON.parse(String(rule.inputs.eventPattern))).toEqual({
+      "detail-type": ["execution.requested"],
+      source: ["workflow-automation"],
+    });
+    const target = one("aws:cloudwatch/eventTarget:EventTarget", "BusSubscriberRunnerTarget");
+    expect(String(target.inputs.arn)).toContain(String(lambdaOf("BusSubscriberRunnerFunction").inputs.name));
+    expect(target.inputs.retryPolicy).toEqual({ maximumEventAgeInSeconds: 3600, maximumRetryAttempts: 8 });
+    expect(target.inputs.deadLetterConfig).toBeTruthy();
+    expect(lambdaOf("BusSubscriberRunnerFunction").inputs.deadLetterConfig).toBeTruthy();
+  });
+
+  it("starts the watcher and the sweeper every minute", () => {
+    for (const [rule, fn] of [
+      ["ChainWatcher", "ChainWatcherHandler"],
+      ["WithdrawalFollowUp", "WithdrawalFollowUpHandler"],
+    ] as const) {
+      expect(one("aws:cloudwatch/eventRule:EventRule", `${rule}Rule`).inputs.scheduleExpression).toBe("rate(1 minute)");
+      expect(String(one("aws:cloudwatch/eventTarget:EventTarget", `${rule}Target`).inputs.arn)).toContain(String(lambdaOf(fn).inputs.name));
+    }
   });
 });
