@@ -8,25 +8,32 @@ export default $config({
       removal: input?.stage === "production" ? "retain" : "remove",
       protect: input?.stage === "production",
       home: "aws",
+      // Pinned: `sst install` (CI, `npm run typecheck`) fetches exactly this provider, and tests/infra runs against it.
+      providers: { aws: { version: "6.66.2" } },
     };
   },
   async run() {
     const { table } = await import("./infra/table");
-    const { secretsKey, controllerKey } = await import("./infra/keys");
-    const { jwtSigningKey, chains } = await import("./infra/secrets");
-    const { api } = await import("./infra/api");
+    const { secretsKey, controllerKeyArn } = await import("./infra/keys");
+    await import("./infra/secrets");
     const { bus } = await import("./infra/bus");
-    const { stream } = await import("./infra/stream");
-    await import("./infra/watcher");
     await import("./infra/scheduler");
+    await import("./infra/runner");
+    const { api } = await import("./infra/api");
+    const { stream } = await import("./infra/stream");
+    const { router } = await import("./infra/router");
+    await import("./infra/watcher");
+    await import("./infra/sweeper");
     return {
+      // The one public base URL: every route, the stream included (infra/router.ts).
+      url: router.url,
+      // The origins behind it, for operators (a client uses `url`).
       api: api.url,
-      bus: bus.name,
       stream: stream.url,
+      bus: bus.name,
       table: table.name,
       secretsKey: secretsKey.arn,
-      controllerKey: controllerKey.arn,
-      linked: [jwtSigningKey.name, chains.name].join(","),
+      controllerKey: controllerKeyArn,
     };
   },
 });

@@ -7,9 +7,10 @@
 import "./bootstrap";
 import { handle } from "hono/aws-lambda";
 import { createApp } from "../shared/http/app";
+import { behindRouter } from "./viewer";
 import { api } from "../shared/service/api";
 import { healthRoutes } from "../shared/service/health";
 import { authRoutes } from "../shared/auth/routes";
 import { openapiRoutes } from "../shared/service/openapi";
 
-export const handler = handle(createApp([...healthRoutes, ...authRoutes, ...openapiRoutes], { api }));
+export const handler = handle(behindRouter(createApp([...healthRoutes, ...authRoutes, ...openapiRoutes], { api })));

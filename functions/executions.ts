@@ -6,6 +6,7 @@
 import "./bootstrap";
 import { handle } from "hono/aws-lambda";
 import { createApp } from "../shared/http/app";
+import { behindRouter } from "./viewer";
 import { executionRoutes } from "../shared/execution/routes";
 
-export const handler = handle(createApp(executionRoutes));
+export const handler = handle(behindRouter(createApp(executionRoutes)));

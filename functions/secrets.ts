@@ -2,6 +2,7 @@
 import "./bootstrap";
 import { handle } from "hono/aws-lambda";
 import { createApp } from "../shared/http/app";
+import { behindRouter } from "./viewer";
 import { secretRoutes } from "../shared/secret/routes";
 
-export const handler = handle(createApp(secretRoutes));
+export const handler = handle(behindRouter(createApp(secretRoutes)));

@@ -5,6 +5,7 @@
 import "./bootstrap";
 import { streamHandle } from "hono/aws-lambda";
 import { createApp } from "../shared/http/app";
+import { behindRouter } from "./viewer";
 import { executionStreamRoutes } from "../shared/execution/routes";
 
-export const handler = streamHandle(createApp(executionStreamRoutes));
+export const handler = streamHandle(behindRouter(createApp(executionStreamRoutes)));

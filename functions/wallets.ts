@@ -2,6 +2,7 @@
 import "./bootstrap";
 import { handle } from "hono/aws-lambda";
 import { createApp } from "../shared/http/app";
+import { behindRouter } from "./viewer";
 import { walletRoutes } from "../shared/wallet/routes";
 
-export const handler = handle(createApp(walletRoutes));
+export const handler = handle(behindRouter(createApp(walletRoutes)));

@@ -4,6 +4,7 @@ import "../shared/service/scheduler";
 import { handle } from "hono/aws-lambda";
 import { Resource } from "sst";
 import { createApp } from "../shared/http/app";
+import { behindRouter } from "./viewer";
 import { workflowRoutes } from "../shared/workflow/routes";
 import { workflowExecutionRoutes } from "../shared/execution/routes";
 import { runRoutes } from "../shared/execution/run-routes";
@@ -12,4 +13,4 @@ import { createEventBridgeBus, setBus } from "../shared/execution/bus";
 // Asynchronous triggers go to the runner function through the app's bus (infra/bus.ts).
 setBus(createEventBridgeBus({ busName: (Resource as unknown as { Bus: { name: string } }).Bus.name }));
 
-export const handler = handle(createApp([...workflowRoutes, ...workflowExecutionRoutes, ...runRoutes]));
+export const handler = handle(behindRouter(createApp([...workflowRoutes, ...workflowExecutionRoutes, ...runRoutes])));

@@ -1,63 +1,105 @@
-// The HTTP API: one Lambda per endpoint group. API Gateway cannot route on the `:verb` inside a path
-// segment, so each group takes its prefix whole and its Hono app matches the exact route; everything
-// else reaches the core function, which knows every route and answers 404/405 exactly.
-import { table } from "./table";
-import { keyPermissions, controllerKey, secretsKey } from "./keys";
-import { jwtSigningKey, chains } from "./secrets";
+// The HTTP API: API Gateway (HTTP API) with one Lambda per endpoint group. API Gateway cannot route on the `:verb`
+// inside a path segment, so each group takes its prefix whole and its Hono app matches the exact route; everything
+// else reaches the core function, which knows every route and answers 404/405 exactly. Each group is one function
+// that all its routes share (one cold start and one in-process nonce lock per group), linked to what it uses only.
+// Clients reach it through the router (infra/router.ts), which also carries the stream.
+import { table, tableDescribe } from "./table";
+import { keyEnvironment, keyPermissions } from "./keys";
+import { authAllowedUrisValue, chains, jwtPublicKey, jwtSigningKey, routerSecret } from "./secrets";
 import { bus } from "./bus";
 import { schedulerEnvironment, schedulerPermissions } from "./scheduler";
 
-const environment = {
-  SECRETS_KMS_KEY_ID: secretsKey.arn,
-  CONTROLLER_KMS_KEY_ID: controllerKey.arn,
-  CHAINS: chains.value,
-};
+type Permission = { actions: string[]; resources: $util.Input<string>[] };
 
-const fn = (handler: string, permissions: { actions: string[]; resources: $util.Input<string>[] }[] = []) => ({
-  handler,
-  // Node 22: Node 20 reached its end of life in April 2026 and the AWS SDK's releases from January 2027
-  // require 22. SST bundles with esbuild (target esnext, ESM, minified); bench/lambda-bundle.ts reproduces
-  // that build with target node22 for the bundle budget and tests/bundles.test.ts. The code itself keeps
-  // running on Node 20 (package.json engines) for `npm start` and the tests.
-  runtime: "nodejs22.x" as const,
-  architecture: "arm64" as const,
-  memory: "512 MB" as const,
-  timeout: "29 seconds" as const,
-  link: [table, jwtSigningKey],
-  environment,
-  permissions,
+interface Group {
+  handler: string;
+  link?: unknown[];
+  environment?: Record<string, $util.Input<string>>;
+  permissions?: Permission[];
+}
+
+/** One group's function: the table and the router's secret (to trust the viewer's address), plus its own needs. */
+const group = (name: string, { handler, link = [], environment = {}, permissions = [] }: Group) =>
+  new sst.aws.Function(`Api${name}`, {
+    handler,
+    // Node 22: Node 20 reached its end of life in April 2026 and the AWS SDK's releases from January 2027
+    // require 22. SST bundles with esbuild (target esnext, ESM, minified); bench/lambda-bundle.ts reproduces
+    // that build with target node22 for the bundle budget and tests/bundles.test.ts. The code itself keeps
+    // running on Node 20 (package.json engines) for `npm start` and the tests.
+    runtime: "nodejs22.x",
+    architecture: "arm64",
+    memory: "512 MB",
+    // API Gateway gives up at 30 s; a blocking trigger answers by 25 s (blocking_trigger_wait_ms).
+    timeout: "29 seconds",
+    link: [table, routerSecret, ...link],
+    environment: { ...keyEnvironment, ...environment },
+    permissions,
+  });
+
+/** Only sign-in signs tokens; every other group verifies them with the public half. */
+const verify = { JWT_PUBLIC_KEY: jwtPublicKey };
+
+/** Health, sign-in, JWKS, the API document and the catch-all. Health checks the table, the key and the default chain. */
+export const core = group("Core", {
+  handler: "functions/core.handler",
+  link: [jwtSigningKey, chains],
+  environment: { AUTH_ALLOWED_URIS: authAllowedUrisValue },
+  permissions: [tableDescribe, keyPermissions.describe],
 });
 
-export const api = new sst.aws.ApiGatewayV2("Api", { cors: false /* answered by the app (API.md §1.4) */ });
-
-const core = fn("functions/core.handler", [keyPermissions.secrets]);
-const secrets = fn("functions/secrets.handler", [keyPermissions.secrets]);
-const wallets = fn("functions/wallets.handler", [keyPermissions.controller]);
-// Linked to the bus: asynchronous triggers publish `execution.requested` (infra/bus.ts).
-const workflows = {
-  ...fn("functions/workflows.handler", [keyPermissions.secrets, keyPermissions.controller, ...schedulerPermissions]),
-  link: [table, jwtSigningKey, bus],
-  // Create, resume, pause and cancel manage the workflow's schedules (infra/scheduler.ts).
-  environment: { ...environment, ...schedulerEnvironment },
-};
-
-api.route("ANY /secrets", secrets); // the app answers 405 for methods /secrets does not take
-api.route("ANY /secrets/{proxy+}", secrets);
-api.route("ANY /wallets", wallets);
-api.route("ANY /wallets/{proxy+}", wallets);
-api.route("ANY /workflows", workflows);
-api.route("ANY /workflows/{proxy+}", workflows);
-// Top-level verbs (`/workflows:count`) are a segment of their own: neither route above matches them.
-for (const verb of ["count", "simulate", "estimateFees"]) api.route(`ANY /workflows:${verb}`, workflows);
-const executions = fn("functions/executions.handler");
-api.route("ANY /executions", executions);
-api.route("ANY /executions/{proxy+}", executions);
-for (const verb of ["count", "stats"]) api.route(`ANY /executions:${verb}`, executions);
-api.route("$default", core);
-
-// Pending withdrawals are also followed up in the background, not only when read.
-export const sweeper = new sst.aws.Cron("WithdrawalFollowUp", {
-  schedule: "rate(1 minute)",
-  // Linked to the bus: claims a crash interrupted are finished and handed to the runner.
-  function: { ...fn("functions/sweeper.handler", [keyPermissions.controller]), link: [table, jwtSigningKey, bus] },
+/** Write-only secrets: sealing needs a fresh data key, never a decryption. */
+export const secrets = group("Secrets", {
+  handler: "functions/secrets.handler",
+  environment: verify,
+  permissions: [keyPermissions.seal],
 });
+
+/** Wallets: addresses from the controller key, withdrawals signed with it. */
+export const wallets = group("Wallets", {
+  handler: "functions/wallets.handler",
+  link: [chains],
+  environment: verify,
+  permissions: [keyPermissions.sign],
+});
+
+/**
+ * Workflows and running them: create, resume, pause, cancel and delete manage the workflow's schedules;
+ * asynchronous triggers publish `execution.requested`; blocking triggers and simulations run here, opening
+ * secrets and signing.
+ */
+export const workflows = group("Workflows", {
+  handler: "functions/workflows.handler",
+  link: [chains, bus],
+  environment: { ...verify, ...schedulerEnvironment },
+  permissions: [keyPermissions.open, keyPermissions.sign, ...schedulerPermissions.manage],
+});
+
+/** Reading executions (the buffered `:stream` is reached only by calling API Gateway directly). */
+export const executions = group("Executions", { handler: "functions/executions.handler", environment: verify });
+
+// SST writes an empty CORS configuration for `cors: false`, and API Gateway then answers every preflight itself,
+// without CORS headers. With no configuration at all, OPTIONS reaches the app, which answers CORS (API.md §1.4).
+export const api = new sst.aws.ApiGatewayV2("Api", {
+  cors: false,
+  transform: {
+    api: (args) => {
+      delete args.corsConfiguration;
+    },
+  },
+});
+
+const routes: [string, sst.aws.Function][] = [
+  ["ANY /secrets", secrets], // the app answers 405 for methods /secrets does not take
+  ["ANY /secrets/{proxy+}", secrets],
+  ["ANY /wallets", wallets],
+  ["ANY /wallets/{proxy+}", wallets],
+  ["ANY /workflows", workflows],
+  ["ANY /workflows/{proxy+}", workflows],
+  // Top-level verbs (`/workflows:count`) are a segment of their own: neither route above matches them.
+  ...["count", "simulate", "estimateFees"].map((verb): [string, sst.aws.Function] => [`ANY /workflows:${verb}`, workflows]),
+  ["ANY /executions", executions],
+  ["ANY /executions/{proxy+}", executions],
+  ...["count", "stats"].map((verb): [string, sst.aws.Function] => [`ANY /executions:${verb}`, executions]),
+  ["$default", core],
+];
+for (const [route, fn] of routes) api.route(route, fn.arn);

@@ -1,12 +1,14 @@
 // Time triggers in AWS (shared/schedule/aws.ts): EventBridge Scheduler schedules in this stage's group invoke the
 // schedule function (functions/schedule.ts) through a role that may do exactly that and write to the dead-letter
 // queue. Schedules retry for as long as a fire may still run late (missed_fire_grace_ms, 15 min); what is still
-// undelivered then lands in the queue for an operator. The workflows function (create, resume, pause, cancel) and
-// the schedule function (refreshing one-time windows, removing finished workflows) manage the schedules:
-// `schedulerEnvironment` and `schedulerPermissions` are what each of them needs.
+// undelivered then lands in the queue for an operator. Every function whose code starts or stops a workflow's
+// firing gets `schedulerEnvironment` (without it shared/service/scheduler.ts falls back to the local scheduler,
+// whose schedules nothing reads): the workflows group (create, resume, pause, cancel, delete) and the schedule
+// function (refreshing one-time windows) start and stop them; the runner, the sweeper and the watcher, which
+// complete workflows (error limit, expiry, maxExecution reached by a fire), stop them.
 import { table } from "./table";
-import { controllerKey, secretsKey } from "./keys";
-import { jwtSigningKey, chains } from "./secrets";
+import { keyEnvironment } from "./keys";
+import { chains } from "./secrets";
 import { bus } from "./bus";
 
 const region = aws.getRegionOutput().name;
@@ -56,15 +58,19 @@ export const schedulerEnvironment = {
   SCHEDULE_DEAD_LETTER_ARN: scheduleDeadLetters.arn,
 };
 
-/** Managing this group's schedules, and handing the scheduler its role. */
-export const schedulerPermissions = [
-  {
-    actions: ["scheduler:CreateSchedule", "scheduler:DeleteSchedule", "scheduler:GetSchedule", "scheduler:UpdateSchedule"],
-    resources: [$interpolate`arn:${partition}:scheduler:${region}:${account}:schedule/${scheduleGroup.name}/*`],
-  },
-  { actions: ["scheduler:ListSchedules"], resources: ["*"] },
-  { actions: ["iam:PassRole"], resources: [schedulerRole.arn] },
-];
+const schedules = $interpolate`arn:${partition}:scheduler:${region}:${account}:schedule/${scheduleGroup.name}/*`;
+// ListSchedules takes no resource; the adapter always names this stage's group.
+const list = { actions: ["scheduler:ListSchedules"], resources: ["*"] };
+
+/** The adapter's calls: `remove` lists and deletes; `ensure` also creates, handing the scheduler its role. */
+export const schedulerPermissions = {
+  stop: [list, { actions: ["scheduler:DeleteSchedule"], resources: [schedules] }],
+  manage: [
+    list,
+    { actions: ["scheduler:CreateSchedule", "scheduler:DeleteSchedule"], resources: [schedules] },
+    { actions: ["iam:PassRole"], resources: [schedulerRole.arn] },
+  ],
+};
 
 export const scheduleTarget = new sst.aws.Function("ScheduleTarget", {
   handler: "functions/schedule.handler",
@@ -72,19 +78,17 @@ export const scheduleTarget = new sst.aws.Function("ScheduleTarget", {
   architecture: "arm64",
   memory: "512 MB",
   timeout: "1 minute",
-  link: [table, jwtSigningKey, bus, scheduleDeadLetters],
-  environment: {
-    SECRETS_KMS_KEY_ID: secretsKey.arn,
-    CONTROLLER_KMS_KEY_ID: controllerKey.arn,
-    CHAINS: chains.value,
-    ...schedulerEnvironment,
-  },
-  // Claims and publishes; it never decrypts or signs, but shares the runtime's configuration (key ids).
-  permissions: schedulerPermissions,
+  // Claims and publishes; it never decrypts or signs, but the runtime's configuration names the keys.
+  link: [table, chains, bus],
+  environment: { ...keyEnvironment, ...schedulerEnvironment },
+  permissions: [
+    ...schedulerPermissions.manage,
+    // Lambda's own retries of a failed asynchronous invocation end in the same queue.
+    { actions: ["sqs:SendMessage"], resources: [scheduleDeadLetters.arn] },
+  ],
   transform: {
     function: (args) => {
       args.name = targetName;
-      // Lambda's own retries of a failed asynchronous invocation end in the same queue.
       args.deadLetterConfig = { targetArn: scheduleDeadLetters.arn };
     },
   },

@@ -8,3 +8,25 @@ export const table = new sst.aws.Dynamo("Table", {
   },
   ttl: "expiresAt",
 });
+
+/**
+ * What linking the table grants (SST's own link grants `dynamodb:*`): item reads and writes on the table and its
+ * indexes, the store's Get, Put, Update, Delete, Query, BatchGet and TransactWrite (authorized per item action,
+ * ConditionCheck included). No Scan, no table management. Functions read `Resource.Table.name`.
+ */
+export const TABLE_ACTIONS = [
+  "dynamodb:GetItem",
+  "dynamodb:BatchGetItem",
+  "dynamodb:Query",
+  "dynamodb:PutItem",
+  "dynamodb:UpdateItem",
+  "dynamodb:DeleteItem",
+  "dynamodb:ConditionCheckItem",
+];
+sst.Linkable.wrap(sst.aws.Dynamo, (dynamo) => ({
+  properties: { name: dynamo.name },
+  include: [sst.aws.permission({ actions: TABLE_ACTIONS, resources: [dynamo.arn, $interpolate`${dynamo.arn}/index/*`] })],
+}));
+
+/** GET /health's check of the table (core). */
+export const tableDescribe = { actions: ["dynamodb:DescribeTable"], resources: [table.arn] };

@@ -3,8 +3,10 @@
 // each chain's checkpoint keeps two overlapping invocations off the same blocks; the fire record of each claim
 // makes a repeated range harmless anyway.
 import { table } from "./table";
-import { jwtSigningKey, chains } from "./secrets";
+import { keyEnvironment } from "./keys";
+import { chains } from "./secrets";
 import { bus } from "./bus";
+import { schedulerEnvironment, schedulerPermissions } from "./scheduler";
 
 export const watcher = new sst.aws.Cron("ChainWatcher", {
   schedule: "rate(1 minute)",
@@ -15,8 +17,10 @@ export const watcher = new sst.aws.Cron("ChainWatcher", {
     memory: "512 MB",
     // Polls for about 55 s; the margin lets a slow last pass finish and release its leases.
     timeout: "70 seconds",
-    link: [table, jwtSigningKey, bus],
-    // Claims and publishes fires and reads chains; it never signs nor decrypts, so no key permissions.
-    environment: { CHAINS: chains.value },
+    link: [table, chains, bus],
+    // Claims and publishes fires and reads chains; it never signs nor decrypts. A fire that reaches a workflow's
+    // maxExecution completes it, which removes its schedules.
+    environment: { ...keyEnvironment, ...schedulerEnvironment },
+    permissions: schedulerPermissions.stop,
   },
 });

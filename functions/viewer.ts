@@ -1,0 +1,49 @@
+/**
+ * Behind the router (infra/router.ts) API Gateway and the Function URL see CloudFront's address, not the client's:
+ * per-IP rate limits (API.md §4.2) would put every client of an edge location in one bucket. The router's
+ * viewer-request function writes the viewer's address to `x-viewer-address` and the stage's router secret to
+ * `x-router-secret`; a request carrying the secret came through CloudFront, so its viewer address replaces
+ * `sourceIp`, where shared/http/app.ts reads the client address. Without the secret (API Gateway or the Function
+ * URL called directly) the header is ignored, so a client cannot choose its bucket.
+ */
+import { timingSafeEqual } from "node:crypto";
+import { Resource } from "sst";
+
+interface LambdaEnv {
+  requestContext?: { http?: { sourceIp?: string } };
+}
+
+type Fetch = (request: Request, env?: unknown, ...rest: never[]) => Response | Promise<Response>;
+
+let secret: Buffer | null | undefined;
+
+function routerSecret(): Buffer | null {
+  if (secret === undefined)
+    secret =
+      "RouterSecret" in Resource ? Buffer.from((Resource as unknown as { RouterSecret: { value: string } }).RouterSecret.value) : null;
+  return secret;
+}
+
+function fromRouter(request: Request): boolean {
+  const expected = routerSecret();
+  const given = request.headers.get("x-router-secret");
+  if (!expected || given === null) return false;
+  const buffer = Buffer.from(given);
+  return buffer.length === expected.length && timingSafeEqual(buffer, expected);
+}
+
+/** The Lambda environment hono/aws-lambda hands the app, with the viewer's address as `sourceIp` when trusted. */
+export function viewerEnvironment(request: Request, env: unknown): unknown {
+  const lambda = env as LambdaEnv | undefined;
+  const address = request.headers.get("x-viewer-address")?.trim();
+  if (!address || !lambda?.requestContext?.http || !fromRouter(request)) return env;
+  return { ...lambda, requestContext: { ...lambda.requestContext, http: { ...lambda.requestContext.http, sourceIp: address } } };
+}
+
+/** The app as `handle`/`streamHandle` call it (`app.fetch` only), seeing the viewer's address. */
+export function behindRouter<A extends { fetch: Fetch }>(app: A): A {
+  const fetch = app.fetch;
+  return Object.assign(Object.create(app) as A, {
+    fetch: (request: Request, env?: unknown, ...rest: never[]) => fetch(request, viewerEnvironment(request, env), ...rest),
+  });
+}

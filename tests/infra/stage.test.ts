@@ -1,0 +1,256 @@
+/**
+ * What a deploy of a stage creates, read from the resource graph that `sst.config.ts` builds against Pulumi's
+ * mocks (tests/infra/graph.ts): no AWS account, the same SST components and provider a deploy runs.
+ */
+import { beforeAll, describe, expect, it } from "vitest";
+import { createPublicKey } from "node:crypto";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { DEFAULT_SECRETS, ROOT, buildGraph, ensurePlatform, type Graph, type GraphResource } from "./graph";
+
+let graph: Graph;
+
+beforeAll(async () => {
+  ensurePlatform();
+  graph = await buildGraph();
+}, 300_000);
+
+const ofType = (type: string) => graph.resources.filter((r) => r.type === type);
+const lambdas = () => ofType("aws:lambda/function:Function");
+const one = (type: string, name: string): GraphResource => {
+  const found = graph.resources.find((r) => r.type === type && r.name === name);
+  if (!found) throw new Error(`no ${type} named ${name}`);
+  return found;
+};
+
+/** Each function the stage deploys (SST's component name) and its entry point. */
+const FUNCTIONS: Record<string, string> = {
+  ApiCore: "functions/core.handler",
+  ApiSecrets: "functions/secrets.handler",
+  ApiWallets: "functions/wallets.handler",
+  ApiWorkflows: "functions/workflows.handler",
+  ApiExecutions: "functions/executions.handler",
+  ExecutionStream: "functions/stream.handler",
+  BusSubscriberRunnerFunction: "functions/runner.handler",
+  ChainWatcherHandler: "functions/watcher.handler",
+  WithdrawalFollowUpHandler: "functions/sweeper.handler",
+  ScheduleTarget: "functions/schedule.handler",
+};
+const HTTP = ["ApiCore", "ApiSecrets", "ApiWallets", "ApiWorkflows", "ApiExecutions", "ExecutionStream"];
+/** The functions whose code starts or stops a workflow's schedules (create/resume/pause/cancel, completion). */
+const SCHEDULING = ["ApiWorkflows", "ScheduleTarget", "BusSubscriberRunnerFunction", "WithdrawalFollowUpHandler", "ChainWatcherHandler"];
+
+const lambdaOf = (id: string) => one("aws:lambda/function:Function", `${id}Function`);
+const environmentOf = (id: string) =>
+  ((lambdaOf(id).inputs.environment as { variables?: Record<string, string> } | undefined)?.variables ?? {}) as Record<string, string>;
+
+interface Statement {
+  actions: string[];
+  resources: string[];
+}
+const statementsOf = (id: string): Statement[] => {
+  const role = one("aws:iam/role:Role", `${id}Role`);
+  const policies = (role.inputs.inlinePolicies ?? []) as { policy: string }[];
+  return policies.flatMap((p) => (JSON.parse(p.policy) as { Statement: Statement[] }).Statement);
+};
+const actionsOf = (id: string) => [...new Set(statementsOf(id).flatMap((s) => s.actions))].sort();
+
+const TABLE = [
+  "dynamodb:BatchGetItem",
+  "dynamodb:ConditionCheckItem",
+  "dynamodb:DeleteItem",
+  "dynamodb:GetItem",
+  "dynamodb:PutItem",
+  "dynamodb:Query",
+  "dynamodb:UpdateItem",
+];
+const STOP_SCHEDULES = ["scheduler:DeleteSchedule", "scheduler:ListSchedules"];
+const MANAGE_SCHEDULES = [...STOP_SCHEDULES, "scheduler:CreateSchedule", "iam:PassRole"];
+
+describe("functions: one per endpoint group, plus the workers and the stream", () => {
+  it("deploys exactly these functions, each built from its entry point in functions/", () => {
+    const built = Object.fromEntries(graph.builds.map((b) => [b.functionID, b.handler]));
+    expect(built).toEqual(FUNCTIONS);
+    for (const handler of Object.values(FUNCTIONS)) expect(existsSync(join(ROOT, handler.replace(/\.handler$/, ".ts")))).toBe(true);
+    expect(lambdas()).toHaveLength(Object.keys(FUNCTIONS).length);
+  });
+
+  it("runs every function on Node 22 (arm64)", () => {
+    for (const fn of lambdas()) {
+      expect(fn.inputs.runtime, fn.name).toBe("nodejs22.x");
+      expect(fn.inputs.architectures, fn.name).toEqual(["arm64"]);
+    }
+  });
+
+  it("routes every API path to its group's one function, the rest to core", () => {
+    const functionByArn = new Map(lambdas().map((fn) => [`arn:aws:lambda:us-east-1:123456789012:${String(fn.inputs.name)}`, fn.name]));
+    const integrationById = new Map(ofType("aws:apigatewayv2/integration:Integration").map((i) => [`${i.name}-id`, i]));
+    const routes = Object.fromEntries(
+      ofType("aws:apigatewayv2/route:Route").map((route) => {
+        const integration = integrationById.get(String(route.inputs.target).replace(/^integrations\//, ""));
+        const fn = functionByArn.get(String(integration?.inputs.integrationUri));
+        return [String(route.inputs.routeKey), fn?.replace(/Function$/, "")];
+      }),
+    );
+    expect(routes).toEqual({
+      "ANY /secrets": "ApiSecrets",
+      "ANY /secrets/{proxy+}": "ApiSecrets",
+      "ANY /wallets": "ApiWallets",
+      "ANY /wallets/{proxy+}": "ApiWallets",
+      "ANY /workflows": "ApiWorkflows",
+      "ANY /workflows/{proxy+}": "ApiWorkflows",
+      "ANY /workflows:count": "ApiWorkflows",
+      "ANY /workflows:simulate": "ApiWorkflows",
+      "ANY /workflows:estimateFees": "ApiWorkflows",
+      "ANY /executions": "ApiExecutions",
+      "ANY /executions/{proxy+}": "ApiExecutions",
+      "ANY /executions:count": "ApiExecutions",
+      "ANY /executions:stats": "ApiExecutions",
+      $default: "ApiCore",
+    });
+  });
+
+  it("leaves CORS to the app: no CORS configuration on API Gateway or the Function URL", () => {
+    const [api] = ofType("aws:apigatewayv2/api:Api");
+    expect(api?.inputs).not.toHaveProperty("corsConfiguration");
+    const [url] = ofType("aws:lambda/functionUrl:FunctionUrl");
+    expect(url?.inputs.cors).toBeUndefined();
+  });
+
+  it("streams through the Function URL (RESPONSE_STREAM), the stream's own function", () => {
+    const urls = ofType("aws:lambda/functionUrl:FunctionUrl");
+    expect(urls).toHaveLength(1);
+    expect(urls[0]!.inputs.invokeMode).toBe("RESPONSE_STREAM");
+    expect(urls[0]!.inputs.functionName).toBe(lambdaOf("ExecutionStream").inputs.name);
+    expect(Number(environmentOf("ExecutionStream").STREAM_MAX_MS)).toBeLessThan(15 * 60_000);
+    // Public since October 2025 only with both grants to everyone.
+    const grants = ofType("aws:lambda/permission:Permission")
+      .filter((p) => p.inputs.function === lambdaOf("ExecutionStream").inputs.name && p.inputs.principal === "*")
+      .map((p) => p.inputs.action)
+      .sort();
+    expect(grants).toEqual(["lambda:InvokeFunction", "lambda:InvokeFunctionUrl"]);
+  });
+});
+
+describe("least privilege: links, IAM actions, settings", () => {
+  it("links each function to what it uses only; only sign-in (core) to the JWT signing key", () => {
+    const links = Object.fromEntries(graph.builds.map((b) => [b.functionID, Object.keys(b.links).sort()]));
+    expect(links).toEqual({
+      ApiCore: ["Chains", "JwtSigningKey", "RouterSecret", "Table"],
+      ApiSecrets: ["RouterSecret", "Table"],
+      ApiWallets: ["Chains", "RouterSecret", "Table"],
+      ApiWorkflows: ["Bus", "Chains", "RouterSecret", "Table"],
+      ApiExecutions: ["RouterSecret", "Table"],
+      ExecutionStream: ["RouterSecret", "Table"],
+      BusSubscriberRunnerFunction: ["Chains", "Table"],
+      ChainWatcherHandler: ["Bus", "Chains", "Table"],
+      WithdrawalFollowUpHandler: ["Bus", "Chains", "Table"],
+      ScheduleTarget: ["Bus", "Chains", "Table"],
+    });
+  });
+
+  it("grants each function only the actions its code calls", () => {
+    const actions = Object.fromEntries(Object.keys(FUNCTIONS).map((id) => [id, actionsOf(id)]));
+    const sorted = (...lists: string[][]) => [...new Set(lists.flat())].sort();
+    expect(actions).toEqual({
+      ApiCore: sorted(TABLE, ["dynamodb:DescribeTable", "kms:DescribeKey"]),
+      ApiSecrets: sorted(TABLE, ["kms:GenerateDataKey"]),
+      ApiWallets: sorted(TABLE, ["kms:Sign", "kms:GetPublicKey"]),
+      ApiWorkflows: sorted(TABLE, ["kms:Decrypt", "kms:Sign", "kms:GetPublicKey", "events:PutEvents"], MANAGE_SCHEDULES),
+      ApiExecutions: sorted(TABLE),
+      ExecutionStream: sorted(TABLE),
+      BusSubscriberRunnerFunction: sorted(TABLE, ["kms:Decrypt", "kms:Sign", "kms:GetPublicKey", "sqs:SendMessage"], STOP_SCHEDULES),
+      ChainWatcherHandler: sorted(TABLE, ["events:PutEvents"], STOP_SCHEDULES),
+      WithdrawalFollowUpHandler: sorted(TABLE, ["events:PutEvents"], STOP_SCHEDULES),
+      ScheduleTarget: sorted(TABLE, ["events:PutEvents", "sqs:SendMessage"], MANAGE_SCHEDULES),
+    });
+  });
+
+  it("names resources in every statement: no wildcard action, `*` only for ListSchedules", () => {
+    for (const id of Object.keys(FUNCTIONS)) {
+      for (const s of statementsOf(id)) {
+        expect(
+          s.actions.filter((a) => a.includes("*")),
+          id,
+        ).toEqual([]);
+        if (s.resources.includes("*")) expect(s.actions, id).toEqual(["scheduler:ListSchedules"]);
+      }
+    }
+    const table = one("aws:dynamodb/table:Table", "TableTable").inputs.name as string;
+    const tableArn = `arn:aws:dynamodb:us-east-1:123456789012:${table}`;
+    const tableStatement = statementsOf("ApiExecutions").find((s) => s.actions.includes("dynamodb:GetItem"));
+    expect(tableStatement?.resources.sort()).toEqual([tableArn, `${tableArn}/index/*`]);
+  });
+
+  it("keeps secrets out of plaintext environment variables", () => {
+    const secretValues = [DEFAULT_SECRETS.JwtSigningKey!, DEFAULT_SECRETS.Chains!];
+    for (const id of Object.keys(FUNCTIONS)) {
+      const environment = environmentOf(id);
+      expect(Object.keys(environment), id).not.toContain("CHAINS");
+      expect(Object.keys(environment), id).not.toContain("JWT_SIGNING_KEY");
+      for (const value of Object.values(environment))
+        for (const secret of secretValues) expect(value.includes(secret), `${id} carries a secret`).toBe(false);
+    }
+  });
+
+  it("gives the HTTP functions but core the public half of the token key; core the allowed sign-in URIs", () => {
+    const publicPem = createPublicKey(DEFAULT_SECRETS.JwtSigningKey!).export({ type: "spki", format: "pem" }).toString();
+    for (const id of HTTP.filter((id) => id !== "ApiCore")) expect(environmentOf(id).JWT_PUBLIC_KEY, id).toBe(publicPem);
+    for (const id of Object.keys(FUNCTIONS).filter((id) => !HTTP.includes(id) || id === "ApiCore"))
+      expect(environmentOf(id), id).not.toHaveProperty("JWT_PUBLIC_KEY");
+    expect(environmentOf("ApiCore").AUTH_ALLOWED_URIS).toBe(DEFAULT_SECRETS.AuthAllowedUris);
+  });
+
+  it("configures the EventBridge scheduler wherever a workflow's schedules are made or removed", () => {
+    const [group] = ofType("aws:scheduler/scheduleGroup:ScheduleGroup");
+    for (const id of Object.keys(FUNCTIONS)) {
+      const environment = environmentOf(id);
+      if (SCHEDULING.includes(id)) {
+        expect(environment.SCHEDULE_GROUP, id).toBe(group?.inputs.name);
+        for (const name of ["SCHEDULE_TARGET_ARN", "SCHEDULER_ROLE_ARN", "SCHEDULE_DEAD_LETTER_ARN"])
+          expect(environment[name], id).toBeTruthy();
+      } else {
+        expect(environment, id).not.toHaveProperty("SCHEDULE_GROUP");
+      }
+    }
+    expect(environmentOf("ApiWorkflows").SCHEDULE_TARGET_ARN).toContain(String(lambdaOf("ScheduleTarget").inputs.name));
+  });
+});
+
+describe("schedules, the bus and the workers", () => {
+  it("lets EventBridge Scheduler invoke the schedule target only, through the stage's group", () => {
+    const [group] = ofType("aws:scheduler/scheduleGroup:ScheduleGroup");
+    expect(group?.inputs.name).toBe("workflow-automation-test");
+    const target = String(lambdaOf("ScheduleTarget").inputs.name);
+    const policy = JSON.parse(String(one("aws:iam/rolePolicy:RolePolicy", "SchedulerInvokesTarget").inputs.policy)) as {
+      Statement: { Action: string; Resource: string | string[] }[];
+    };
+    const invoke = policy.Statement.find((s) => s.Action === "lambda:InvokeFunction");
+    expect([invoke?.Resource ?? []].flat().map((arn) => arn.split(":function:")[1])).toEqual([target, `${target}:*`]);
+    expect(policy.Statement.map((s) => s.Action).sort()).toEqual(["lambda:InvokeFunction", "sqs:SendMessage"]);
+    expect(lambdaOf("ScheduleTarget").inputs.deadLetterConfig).toBeTruthy();
+  });
+
+  it("sends execution.requested on the app's bus to the runner, retried and then dead-lettered", () => {
+    const rule = one("aws:cloudwatch/eventRule:EventRule", "BusSubscriberRunnerRule");
+    expect(JSON.parse(String(rule.inputs.eventPattern))).toEqual({
+      "detail-type": ["execution.requested"],
+      source: ["workflow-automation"],
+    });
+    const target = one("aws:cloudwatch/eventTarget:EventTarget", "BusSubscriberRunnerTarget");
+    expect(String(target.inputs.arn)).toContain(String(lambdaOf("BusSubscriberRunnerFunction").inputs.name));
+    expect(target.inputs.retryPolicy).toEqual({ maximumEventAgeInSeconds: 3600, maximumRetryAttempts: 8 });
+    expect(target.inputs.deadLetterConfig).toBeTruthy();
+    expect(lambdaOf("BusSubscriberRunnerFunction").inputs.deadLetterConfig).toBeTruthy();
+  });
+
+  it("starts the watcher and the sweeper every minute", () => {
+    for (const [rule, fn] of [
+      ["ChainWatcher", "ChainWatcherHandler"],
+      ["WithdrawalFollowUp", "WithdrawalFollowUpHandler"],
+    ] as const) {
+      expect(one("aws:cloudwatch/eventRule:EventRule", `${rule}Rule`).inputs.scheduleExpression).toBe("rate(1 minute)");
+      expect(String(one("aws:cloudwatch/eventTarget:EventTarget", `${rule}Target`).inputs.arn)).toContain(String(lambdaOf(fn).inputs.name));
+    }
+  });
+});
