@@ -1,8 +1,7 @@
 // Stage settings kept as SST secrets, set with `sst secret set <Name> <value> --stage <stage>` (or `--fallback`
 // for every stage without its own value). Functions read them through links (encrypted into their bundle, never a
 // plaintext environment variable), each linking only the ones it uses.
-import { createPublicKey } from "node:crypto";
-import * as random from "@pulumi/random";
+import { createHmac, createPublicKey } from "node:crypto";
 import { production } from "./stage";
 
 /** PKCS#8 PEM of the ES256 key that signs access tokens: linked to the sign-in function only. */
@@ -37,8 +36,12 @@ export const authAllowedUrisValue = $util.unsecret(
 /**
  * Shared by the router (an origin header on every request it forwards) and the HTTP functions: a request that
  * carries it came through CloudFront, so its `x-viewer-address` (set by the router's viewer-request function) is
- * the client's address for per-IP rate limits (functions/viewer.ts). Generated once per stage.
+ * the client's address for per-IP rate limits (functions/viewer.ts). Derived from the stage's signing key (an
+ * HMAC, so it reveals nothing of the key), with no provider beyond SST's own: `sst install` evaluates this file
+ * before any provider is installed.
  */
-const routerSecretValue = new random.RandomPassword("RouterSecretValue", { length: 40, special: false });
-export const routerSecret = new sst.Linkable("RouterSecret", { properties: { value: routerSecretValue.result } });
-export const routerSecretHeader = { name: "x-router-secret", value: routerSecretValue.result };
+const routerSecretValue = $util.secret(
+  jwtSigningKey.value.apply((pem) => createHmac("sha256", pem).update("workflow-automation router secret").digest("base64url")),
+);
+export const routerSecret = new sst.Linkable("RouterSecret", { properties: { value: routerSecretValue } });
+export const routerSecretHeader = { name: "x-router-secret", value: routerSecretValue };

@@ -66,8 +66,6 @@ function state(type: string, name: string, inputs: Record<string, unknown>): Rec
   if (type === "aws:lambda/functionUrl:FunctionUrl") extra.functionUrl = `https://${name.toLowerCase()}.lambda-url.${REGION}.on.aws/`;
   if (type === "aws:cloudfront/distribution:Distribution") extra.domainName = `${name.toLowerCase()}.cloudfront.net`;
   if (type === "aws:sqs/queue:Queue") extra.url = `https://sqs.${REGION}.amazonaws.com/${ACCOUNT}/${physical}`;
-  if (type === "random:index/randomBytes:RandomBytes") extra.base64 = Buffer.alloc(32, 1).toString("base64");
-  if (type === "random:index/randomPassword:RandomPassword") extra.result = `${name}-generated-secret`;
   return { ...inputs, name: physical, arn, ...extra };
 }
 
