@@ -9,6 +9,8 @@ import { createRuntime, setRuntime, useRuntime, type Runtime } from "../../share
 import { Keys } from "../../shared/store/keys";
 import { useTestRuntime } from "../support/runtime";
 import { RateLimiter } from "../../shared/http/rate-limit";
+import { claimSlot, liveSlots } from "../../shared/execution/stream-slots";
+import { freeSlot, renewSlot } from "../../shared/store/entities/stream-slot";
 
 let rt: Runtime;
 
@@ -48,5 +50,40 @@ describe("rate-limit bucket", () => {
     expect((await new RateLimiter().take("sub:0xentity"))?.remaining).toBe(1);
     expect((await raw(Keys.rateLimit("sub:0xentity")))?.tat).toBe(clock * 1000 + 1_500_000);
     setRuntime(rt);
+  });
+});
+
+// Race (the cap): tests/stream-slots.test.ts "shares the 20 across two service processes ... concurrent opens".
+describe("stream slot", () => {
+  const owner = "0x00000000000000000000000000000000000000Aa";
+
+  it("writes the lease item the hand-written PutItem and UpdateItem wrote, and deletes only its own", async () => {
+    const now = 1_750_000_000_000;
+    expect(await claimSlot(owner, 3, "S1", now, 45_000)).toBe(true);
+    const key = Keys.streamSlot(owner, 3);
+    expect(await raw(key)).toEqual({
+      pk: "OWNER#0x00000000000000000000000000000000000000aa",
+      sk: "STREAMSLOT#0003",
+      type: "streamSlot",
+      v: 1,
+      streamId: "S1",
+      leaseUntil: now + 45_000,
+      expiresAt: Math.ceil((now + 45_000) / 1000) + 3600,
+    });
+    expect(await renewSlot(owner, 3, { streamId: "S1", leaseUntil: now + 60_000, expiresAt: 42 })).toBe(true);
+    expect(await raw(key)).toMatchObject({ leaseUntil: now + 60_000, expiresAt: 42, streamId: "S1" });
+    expect(await renewSlot(owner, 3, { streamId: "S2", leaseUntil: 0, expiresAt: 0 })).toBe(false);
+    expect([...(await liveSlots(owner, now))]).toEqual([[3, "S1"]]);
+    expect(await freeSlot(owner, 3, "S2")).toBe(false);
+    expect(await freeSlot(owner, 3, "S1")).toBe(true);
+    expect(await raw(key)).toBeUndefined();
+  });
+
+  it("lets exactly one of concurrent claims of one free slot hold it, and takes an expired lease over", async () => {
+    const now = 1_750_000_100_000;
+    const won = await Promise.all(Array.from({ length: 12 }, (_, i) => claimSlot(owner, 7, `R${i}`, now, 1_000)));
+    expect(won.filter(Boolean)).toHaveLength(1);
+    const later = await Promise.all(Array.from({ length: 12 }, (_, i) => claimSlot(owner, 7, `L${i}`, now + 1_000, 1_000)));
+    expect(later.filter(Boolean)).toHaveLength(1);
   });
 });
