@@ -11,6 +11,7 @@ import { useTestRuntime } from "../support/runtime";
 import { RateLimiter } from "../../shared/http/rate-limit";
 import { claimSlot, liveSlots } from "../../shared/execution/stream-slots";
 import { freeSlot, renewSlot } from "../../shared/store/entities/stream-slot";
+import { createSecret, deleteSecret, readSecrets, replaceSecret } from "../../shared/store/entities/secret";
 
 let rt: Runtime;
 
@@ -85,5 +86,63 @@ describe("stream slot", () => {
     expect(won.filter(Boolean)).toHaveLength(1);
     const later = await Promise.all(Array.from({ length: 12 }, (_, i) => claimSlot(owner, 7, `L${i}`, now + 1_000, 1_000)));
     expect(later.filter(Boolean)).toHaveLength(1);
+  });
+});
+
+// Races (the cap): tests/secrets.test.ts "10 concurrent creates never exceed the cap" and "concurrent creates,
+// replaces and deletes of the same names keep the counter exact".
+describe("secret", () => {
+  const owner = "0x00000000000000000000000000000000000000Bb";
+  const wf = "01JAAAAAAAAAAAAAAAAAAAAAAA";
+  const sealed = { encryptedKey: "ek", iv: "iv", ciphertext: "ct", tag: "tg", keyId: "arn:key" };
+
+  it("writes the items the hand-written transaction and UpdateItem wrote, and counts them", async () => {
+    const id = { owner, name: "API_KEY", workflowId: wf };
+    expect(await createSecret(id, { at: 1000, scope: "workflow", sealed }, 3)).toBe("created");
+    const expected = {
+      pk: "OWNER#0x00000000000000000000000000000000000000bb",
+      sk: `SECRET#API_KEY#1#${wf}`,
+      gsi1pk: `OWNER#0x00000000000000000000000000000000000000bb#WF#${wf}#SECRETS`,
+      gsi1sk: `SECRET#API_KEY#1#${wf}`,
+      type: "secret",
+      v: 1,
+      owner: owner.toLowerCase(),
+      name: "API_KEY",
+      scope: "workflow",
+      workflowId: wf,
+      createdAt: 1000,
+      updatedAt: 1000,
+      ...sealed,
+    };
+    expect(await raw(Keys.secret(owner, "API_KEY", wf))).toEqual(expected);
+    const counter = Keys.counter(owner, "secrets");
+    expect(await raw(counter)).toEqual({ ...counter, count: 1, type: "counter", v: 1 });
+
+    expect(await createSecret(id, { at: 2000, scope: "workflow", sealed }, 3)).toBe("exists");
+    const next = { encryptedKey: "ek2", iv: "iv2", ciphertext: "ct2", tag: "tg2", keyId: "arn:key2" };
+    expect(await replaceSecret(id, 2000, next)).toBe("replaced");
+    expect(await raw(Keys.secret(owner, "API_KEY", wf))).toEqual({ ...expected, ...next, updatedAt: 2000 });
+    expect(await replaceSecret({ owner, name: "API_KEY" }, 2000, next)).toBe("absent");
+
+    expect(await createSecret({ owner, name: "API_KEY" }, { at: 3000, scope: "user", sealed }, 3)).toBe("created");
+    expect(await raw(Keys.secret(owner, "API_KEY"))).toEqual({
+      pk: expected.pk,
+      sk: "SECRET#API_KEY#0",
+      type: "secret",
+      v: 1,
+      owner: owner.toLowerCase(),
+      name: "API_KEY",
+      scope: "user",
+      createdAt: 3000,
+      updatedAt: 3000,
+      ...sealed,
+    });
+    expect(await createSecret({ owner, name: "THIRD" }, { at: 3000, scope: "user", sealed }, 2)).toBe("full");
+    const found = await readSecrets([id, { owner, name: "API_KEY" }, { owner, name: "NONE" }], 3, async () => {});
+    expect([...found.keys()].sort()).toEqual(["SECRET#API_KEY#0", `SECRET#API_KEY#1#${wf}`]);
+
+    expect(await deleteSecret(id)).toBe("deleted");
+    expect(await deleteSecret(id)).toBe("absent");
+    expect(await raw(counter)).toMatchObject({ count: 1 });
   });
 });
