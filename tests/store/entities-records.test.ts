@@ -11,6 +11,7 @@ import { useTestRuntime } from "../support/runtime";
 import { RateLimiter } from "../../shared/http/rate-limit";
 import { claimSlot, liveSlots } from "../../shared/execution/stream-slots";
 import { freeSlot, renewSlot } from "../../shared/store/entities/stream-slot";
+import { createWallet, getWallet, setHidden, walletsOn } from "../../shared/store/entities/wallet";
 import { createSecret, deleteSecret, readSecrets, replaceSecret } from "../../shared/store/entities/secret";
 
 let rt: Runtime;
@@ -144,5 +145,40 @@ describe("secret", () => {
     expect(await deleteSecret(id)).toBe("deleted");
     expect(await deleteSecret(id)).toBe("absent");
     expect(await raw(counter)).toMatchObject({ count: 1 });
+  });
+});
+
+// Race (the cap): tests/wallets.test.ts "holds the cap under 20 concurrent creates".
+describe("wallet", () => {
+  const owner = "0x00000000000000000000000000000000000000Cc";
+  const address = "0x000000000000000000000000000000000000dEaD";
+  const record = {
+    owner,
+    chainId: 31337,
+    address,
+    salt: "7",
+    factoryAddress: "0x0000000000000000000000000000000000000Fac",
+    isHidden: false,
+    createdAt: 1000,
+  };
+
+  it("writes the item the hand-written transaction wrote, counts it per chain, and hides it", async () => {
+    expect(await createWallet(record, 2)).toBe("created");
+    const key = Keys.wallet(owner, 31337, address);
+    const expected = {
+      pk: "OWNER#0x00000000000000000000000000000000000000cc",
+      sk: "WALLET#31337#0x000000000000000000000000000000000000dead",
+      type: "wallet",
+      v: 1,
+      ...record,
+    };
+    expect(await raw(key)).toEqual(expected);
+    expect(await raw(Keys.counter(owner, "wallets#31337"))).toMatchObject({ count: 1 });
+    expect(await createWallet(record, 2)).toBe("exists");
+    expect(await createWallet({ ...record, address: "0x000000000000000000000000000000000000bEEF" }, 1)).toBe("full");
+    expect(await setHidden({ owner, chainId: 31337, address }, true)).toEqual({ ...expected, isHidden: true });
+    expect(await getWallet({ owner, chainId: 31337, address })).toEqual({ ...expected, isHidden: true });
+    expect(await walletsOn(owner, 31337)).toEqual([{ ...expected, isHidden: true }]);
+    await expect(setHidden({ owner, chainId: 1, address }, true)).rejects.toMatchObject({ name: "ConditionalCheckFailedException" });
   });
 });
