@@ -12,6 +12,8 @@ import { RateLimiter } from "../../shared/http/rate-limit";
 import { claimSlot, liveSlots } from "../../shared/execution/stream-slots";
 import { freeSlot, renewSlot } from "../../shared/store/entities/stream-slot";
 import { createWallet, getWallet, setHidden, walletsOn } from "../../shared/store/entities/wallet";
+import { record, settle } from "../../shared/wallet/withdraw-records";
+import { pendingWithdrawals, touchWithdrawal } from "../../shared/store/entities/withdrawal";
 import { createSecret, deleteSecret, readSecrets, replaceSecret } from "../../shared/store/entities/secret";
 
 let rt: Runtime;
@@ -180,5 +182,63 @@ describe("wallet", () => {
     expect(await getWallet({ owner, chainId: 31337, address })).toEqual({ ...expected, isHidden: true });
     expect(await walletsOn(owner, 31337)).toEqual([{ ...expected, isHidden: true }]);
     await expect(setHidden({ owner, chainId: 1, address }, true)).rejects.toMatchObject({ name: "ConditionalCheckFailedException" });
+  });
+});
+
+describe("withdrawal", () => {
+  const owner = "0x00000000000000000000000000000000000000Dd" as const;
+  const wallet = "0x000000000000000000000000000000000000dEaD" as const;
+  const stored = (id: string) => ({
+    id,
+    chainId: 31337,
+    status: "pending" as const,
+    userOpHash: "0xabc" as const,
+    submittedAt: 5000,
+    smartWalletAddress: wallet,
+    recipientAddress: "0x000000000000000000000000000000000000bEEF" as const,
+    amount: "10",
+    token: "ETH" as const,
+    owner,
+  });
+
+  it("writes the item the hand-written PutItem wrote (on the pending index), and settles it off the index", async () => {
+    const id = "01JBBBBBBBBBBBBBBBBBBBBBBB";
+    await record(stored(id));
+    const key = Keys.withdrawal(owner, 31337, wallet, id);
+    const expected = {
+      pk: "OWNER#0x00000000000000000000000000000000000000dd",
+      sk: `WITHDRAWAL#31337#0x000000000000000000000000000000000000dead#${id}`,
+      gsi2pk: "WITHDRAWAL#pending",
+      gsi2sk: `5000#${id}`,
+      type: "withdrawal",
+      v: 1,
+      ...stored(id),
+    };
+    expect(await raw(key)).toEqual(expected);
+    expect((await pendingWithdrawals(100)).map((w) => w.id)).toContain(id);
+    await touchWithdrawal({ owner, chainId: 31337, wallet, id }, 6000);
+    expect(await raw(key)).toEqual({ ...expected, lastCheckedAt: 6000 });
+
+    at(7000);
+    const settled = await settle(stored(id), { status: "failed", message: "user operation was not included", userOpHash: undefined });
+    setRuntime(rt);
+    expect(settled).toMatchObject({ status: "failed", message: "user operation was not included" });
+    const { gsi2pk: _pk, gsi2sk: _sk, userOpHash: _hash, ...rest } = expected;
+    expect(await raw(key)).toEqual({ ...rest, status: "failed", message: "user operation was not included", lastCheckedAt: 7000 });
+    expect((await pendingWithdrawals(100)).map((w) => w.id)).not.toContain(id);
+  });
+
+  it("settles a pending withdrawal once under concurrent settles (the first outcome stays)", async () => {
+    const id = "01JCCCCCCCCCCCCCCCCCCCCCCC";
+    await record(stored(id));
+    const outcomes = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        settle(stored(id), i % 2 ? { status: "confirmed", transactionHash: `0x${i}` } : { status: "failed", message: `m${i}` }),
+      ),
+    );
+    const final = await raw(Keys.withdrawal(owner, 31337, wallet, id));
+    expect(final?.status).not.toBe("pending");
+    // Every caller answers the one stored outcome.
+    for (const o of outcomes) expect(o.status).toBe(final?.status);
   });
 });
