@@ -14,6 +14,7 @@ import { freeSlot, renewSlot } from "../../shared/store/entities/stream-slot";
 import { createWallet, getWallet, setHidden, walletsOn } from "../../shared/store/entities/wallet";
 import { record, settle } from "../../shared/wallet/withdraw-records";
 import { pendingWithdrawals, touchWithdrawal } from "../../shared/store/entities/withdrawal";
+import { reserveSponsoredGas } from "../../shared/wallet/sponsorship";
 import { createSecret, deleteSecret, readSecrets, replaceSecret } from "../../shared/store/entities/secret";
 
 let rt: Runtime;
@@ -240,5 +241,28 @@ describe("withdrawal", () => {
     expect(final?.status).not.toBe("pending");
     // Every caller answers the one stored outcome.
     for (const o of outcomes) expect(o.status).toBe(final?.status);
+  });
+});
+
+// Races (the caps): tests/sponsorship.test.ts "grants exactly 10 of 20 concurrent reservations ..." and the
+// two-client, hour-boundary and chain-shard cases there.
+describe("sponsored-gas counter", () => {
+  it("writes the item the hand-written UpdateItems wrote: first bucket, growth, pruning, give-back", async () => {
+    const owner = "0x00000000000000000000000000000000000000Ee";
+    const hour = 480_000;
+    const store = (ms: number) => ({ db: rt.db, tableName: rt.config.tableName, now: () => ms });
+    const budgets = { perOwner: 10_000, perChain: Infinity };
+    const reserve = (gas: bigint, ms: number) => reserveSponsoredGas({ chainId: 7, owner, gas }, { budgets, store: store(ms) });
+    const key = Keys.sponsoredGasOwner(7, owner);
+    const first = await reserve(1000n, hour * 3_600_000);
+    const item = { ...key, type: "sponsoredGas", v: 1, latest: hour, expiresAt: (hour + 25) * 3600 };
+    expect(await raw(key)).toEqual({ ...item, hours: { [hour]: 1000 } });
+    await reserve(500n, hour * 3_600_000 + 1);
+    expect(await raw(key)).toEqual({ ...item, hours: { [hour]: 1500 } });
+    await first!.giveBack();
+    expect(await raw(key)).toEqual({ ...item, hours: { [hour]: 500 } });
+    await reserve(2000n, (hour + 30) * 3_600_000);
+    expect(await raw(key)).toEqual({ ...item, latest: hour + 30, expiresAt: (hour + 55) * 3600, hours: { [hour + 30]: 2000 } });
+    expect(await reserve(8001n, (hour + 30) * 3_600_000)).toBeUndefined();
   });
 });
