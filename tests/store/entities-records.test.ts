@@ -15,6 +15,12 @@ import { createWallet, getWallet, setHidden, walletsOn } from "../../shared/stor
 import { record, settle } from "../../shared/wallet/withdraw-records";
 import { pendingWithdrawals, touchWithdrawal } from "../../shared/store/entities/withdrawal";
 import { reserveSponsoredGas } from "../../shared/wallet/sponsorship";
+import { PutCommand } from "@aws-sdk/lib-dynamodb";
+import * as Executions from "../../shared/execution/execution";
+import { readRunInput, runInputStorage } from "../../shared/execution/run-input";
+import { sweep } from "../../shared/execution/execution-sweep";
+import { markRunStarted } from "../../shared/store/entities/execution";
+import { CHAIN_ID, FEE, VALUE_FEE, triggerStep } from "../support/fixtures";
 import { createSecret, deleteSecret, readSecrets, replaceSecret } from "../../shared/store/entities/secret";
 
 let rt: Runtime;
@@ -264,5 +270,160 @@ describe("sponsored-gas counter", () => {
     await reserve(2000n, (hour + 30) * 3_600_000);
     expect(await raw(key)).toEqual({ ...item, latest: hour + 30, expiresAt: (hour + 55) * 3600, hours: { [hour + 30]: 2000 } });
     expect(await reserve(8001n, (hour + 30) * 3_600_000)).toBeUndefined();
+  });
+});
+
+describe("execution, step and run-input items", () => {
+  const owner = "0x00000000000000000000000000000000000000Ff";
+  const workflowId = "01JDDDDDDDDDDDDDDDDDDDDDDD";
+  const startAt = 1_750_000_000_000;
+  const pending = (id: string) =>
+    Executions.pendingItem({
+      workflowId,
+      owner,
+      chainId: CHAIN_ID,
+      id,
+      index: 2,
+      startAt,
+      executionFee: FEE,
+      valueFee: VALUE_FEE,
+      triggerStep: triggerStep(startAt),
+    });
+  const insert = (id: string) => useRuntime().db.send(new PutCommand({ TableName: rt.config.tableName, Item: pending(id) }));
+  const text = (item: Record<string, unknown> | undefined) => Buffer.from(item?.body as Uint8Array).toString("utf8");
+  const withoutBody = (item: Record<string, unknown> | undefined) => {
+    const { body: _body, ...rest } = item ?? {};
+    return rest;
+  };
+
+  it("builds the pending item the claim wrote, and records steps, costs and the end as the hand-written writes did", async () => {
+    const id = "01JDEEEEEEEEEEEEEEEEEEEEEE";
+    const execution = {
+      pk: `WF#${workflowId}#EXEC`,
+      sk: id,
+      gsi1pk: "OWNER#0x00000000000000000000000000000000000000ff#EXEC",
+      gsi1sk: id,
+      gsi2pk: "EXEC#pending",
+      gsi2sk: `${String(startAt).padStart(15, "0")}#${id}`,
+      type: "execution",
+      v: 1,
+      id,
+      workflowId,
+      owner,
+      chainId: CHAIN_ID,
+      index: 2,
+      startAt,
+      status: "pending",
+      executionFee: FEE,
+      valueFee: VALUE_FEE,
+      cogs: {},
+      triggerId: "trigger1",
+      triggerStep: JSON.stringify(triggerStep(startAt)),
+    };
+    expect(pending(id)).toEqual(execution);
+    await insert(id);
+
+    at(startAt + 5);
+    const step = { ...triggerStep(startAt), id: "node1", type: "customCode", name: "code", output: { data: 1 } } as never;
+    const cost = { nodeId: "node1", amount: "1", unit: "wei" } as never;
+    expect(await Executions.recordStep(workflowId, id, step, cost, 0)).toBe(true);
+    const json = JSON.stringify({ position: 0, recordedAt: startAt + 5, step });
+    const executionAfterStep = await raw(Keys.execution(workflowId, id));
+    expect(executionAfterStep).toEqual({
+      ...execution,
+      stepIds: new Set(["node1"]),
+      stepBytes: Buffer.byteLength(json),
+      cogs: { node1: cost },
+    });
+    const part = await raw(Keys.executionStep(id, "node1", 0));
+    expect(withoutBody(part)).toEqual({
+      pk: `EXEC#${id}`,
+      sk: "STEP#node1#00",
+      type: "executionStep",
+      v: 2,
+      stepId: "node1",
+      part: 0,
+      parts: 1,
+      outputBytes: Buffer.byteLength(JSON.stringify({ data: 1 })),
+      outputParts: 0,
+    });
+    expect(text(part)).toBe(json);
+
+    // A large output: items of its own.
+    const big = { data: "x".repeat(5000) };
+    const large = { ...triggerStep(startAt), id: "node2", type: "customCode", name: "code2", output: big } as never;
+    expect(await Executions.recordStep(workflowId, id, large, undefined, 1)).toBe(true);
+    const out = await raw(Keys.executionStepOutput(id, "node2", 0));
+    expect(withoutBody(out)).toEqual({
+      pk: `EXEC#${id}`,
+      sk: "OUT#node2#00",
+      type: "executionStepOutput",
+      v: 2,
+      stepId: "node2",
+      part: 0,
+      parts: 1,
+    });
+    expect(text(out)).toBe(JSON.stringify(big));
+    const largePart = await raw(Keys.executionStep(id, "node2", 0));
+    const largeJson = JSON.stringify({ position: 1, recordedAt: startAt + 5, step: { ...(large as object), output: null } });
+    expect(text(largePart)).toBe(largeJson);
+    expect(withoutBody(largePart)).toMatchObject({ outputBytes: JSON.stringify(big).length, outputParts: 1 });
+    const record = await Executions.getRecord(workflowId, id);
+    expect(record?.execution.steps.map((s) => s.id)).toEqual(["trigger1", "node1", "node2"]);
+    expect(record?.execution.steps[2]?.output).toEqual(big);
+
+    const started = await markRunStarted({ workflowId, id }, startAt + 7);
+    expect(started).toMatchObject({ runStartedAt: startAt + 7 });
+    expect(await markRunStarted({ workflowId, id }, startAt + 8)).toBeUndefined();
+
+    expect(await Executions.finish(workflowId, id, { status: "error", error: "boom", endAt: startAt + 9, cogs: [] })).toBe(true);
+    const { gsi2pk: _pk, gsi2sk: _sk, ...ended } = execution;
+    expect(await raw(Keys.execution(workflowId, id))).toEqual({
+      ...ended,
+      stepIds: new Set(["node1", "node2"]),
+      stepBytes: (executionAfterStep?.stepBytes as number) + Buffer.byteLength(largeJson) + JSON.stringify(big).length,
+      runStartedAt: startAt + 7,
+      status: "error",
+      error: "boom",
+      endAt: startAt + 9,
+      cogs: {},
+    });
+    expect(await Executions.recordStep(workflowId, id, step, undefined, 0)).toBe(false);
+    expect(await Executions.readSummary(workflowId, id)).toEqual({
+      owner,
+      summary: { id, workflowId, status: "error", startAt, endAt: startAt + 9, error: "boom" },
+    });
+    setRuntime(rt);
+  });
+
+  it("ends a pending execution once under concurrent finishes and sweeps; the sweeper reads the pending index", async () => {
+    const id = "01JDFFFFFFFFFFFFFFFFFFFFFF";
+    await insert(id);
+    const swept = sweep(startAt + rt.config.limits.executionTimeoutMs + 1);
+    const finishes = Array.from({ length: 8 }, (_, i) => Executions.finish(workflowId, id, { status: "success", endAt: startAt + i }));
+    const [sweepResult, ...won] = await Promise.all([swept, ...finishes]);
+    expect(won.filter(Boolean).length + sweepResult.timedOut.filter((t) => t.id === id).length).toBe(1);
+    expect((await raw(Keys.execution(workflowId, id)))?.gsi2pk).toBeUndefined();
+  });
+
+  it("writes a large run input in the parts the hand-written PutItems wrote, reads and discards them", async () => {
+    at(startAt);
+    const request = { triggerInput: { blob: "y".repeat(400_000) } };
+    const storage = await runInputStorage("01JDGGGGGGGGGGGGGGGGGGGGGG", request);
+    setRuntime(rt);
+    expect(storage.attributes).toEqual({ runInputParts: 2 });
+    const first = await raw(Keys.executionInput("01JDGGGGGGGGGGGGGGGGGGGGGG", 0));
+    expect(withoutBody(first)).toEqual({
+      pk: "EXEC#01JDGGGGGGGGGGGGGGGGGGGGGG",
+      sk: "INPUT#00",
+      type: "executionInput",
+      v: 1,
+      part: 0,
+      parts: 2,
+      expiresAt: Math.floor(startAt / 1000) + Math.ceil(rt.config.limits.executionTimeoutMs / 1000) + 24 * 3600,
+    });
+    expect(await readRunInput("01JDGGGGGGGGGGGGGGGGGGGGGG", { runInputParts: 2 })).toEqual(request);
+    await storage.discard();
+    expect(await raw(Keys.executionInput("01JDGGGGGGGGGGGGGGGGGGGGGG", 1))).toBeUndefined();
   });
 });
