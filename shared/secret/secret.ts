@@ -24,14 +24,12 @@
  * The plaintext value is never logged, never returned, and never part of an error.
  */
 import * as v from "valibot";
-import { GetCommand } from "@aws-sdk/lib-dynamodb";
 import { useRuntime } from "../runtime";
 import { useOwner } from "../context";
 import { ApiError, notFound, quotaReached, validationFailed, type FieldError } from "../errors";
 import { fieldErrors } from "../http/validate";
 import { pageEnvelope, readPageParams } from "../http/paging";
-import { Keys } from "../store/keys";
-import { createSecret, deleteSecret, listSecrets, readSecrets, replaceSecret, Secret } from "../store/entities/secret";
+import { createSecret, deleteSecret, listSecrets, readSecrets, replaceSecret, Secret, workflowOwnerOf } from "../store/entities/secret";
 import { open, seal, type EncryptionContext, type Sealed } from "../keys/envelope";
 import { log } from "../log";
 import { Info, ListQuery, NAME_PATTERN, Name, PutBody, RemoveQuery, isReservedName } from "./schemas";
@@ -122,15 +120,7 @@ const backoff = (attempt: number) => new Promise((r) => setTimeout(r, Math.rando
 
 /** 404 WORKFLOW_NOT_FOUND unless the workflow exists and belongs to `owner` (same answer for both). */
 async function requireOwnWorkflow(owner: string, workflowId: string) {
-  const { db, config } = useRuntime();
-  const { Item } = await db.send(
-    new GetCommand({
-      TableName: config.tableName,
-      Key: Keys.workflow(workflowId),
-      ProjectionExpression: "#owner, #type",
-      ExpressionAttributeNames: { "#owner": "owner", "#type": "type" },
-    }),
-  );
+  const Item = await workflowOwnerOf(workflowId);
   if (!Item || Item.type !== "workflow" || typeof Item.owner !== "string" || Item.owner.toLowerCase() !== owner.toLowerCase()) {
     throw notFound("WORKFLOW_NOT_FOUND", "The workflow");
   }
