@@ -2,16 +2,20 @@
  * Lists of the caller's executions (GET /executions, its count and stats), each page bounded to
  * `max_list_page_bytes` (API.md §18.2); execution.ts describes the storage.
  */
-import { QueryCommand, type QueryCommandInput } from "@aws-sdk/lib-dynamodb";
 import { encodeTime } from "ulid";
 import { useRuntime } from "../runtime";
 import { useOwner } from "../context";
-import { Keys } from "../store/keys";
-import { Index } from "../store/table";
-import { queryPage } from "../store/query";
+import {
+  executionPage,
+  firstExecutionOwner,
+  readExecutions,
+  startedWithin,
+  withStatus,
+  type ExecutionSource,
+} from "../store/entities/execution";
 import { PageBudget } from "../http/paging";
 import { assemble, readSteps, type Assembled } from "./execution-read";
-import { ULID_PREFIX, lower, table, type Item, type StoredExecution } from "./execution-stored";
+import { lower, type Item, type StoredExecution } from "./execution-stored";
 import type { Execution, ExecutionStatus, Stats } from "./schemas";
 
 /** ULIDs are generated at claim time; the stats window reads ids this much wider than the `startAt` it filters. */
@@ -30,15 +34,7 @@ export interface Filter {
 export async function list(filter: Filter, page: { limit: number; after?: string; before?: string }) {
   const source = await sourceFor(useOwner(), filter.workflowIds);
   if (!source) return { items: [] as Item[], hasNextPage: false, hasPreviousPage: false };
-  const result = await queryPage({
-    ...source.key,
-    skPrefix: ULID_PREFIX,
-    order: "desc",
-    filter: combine(source.filter, statusFilter(filter.statuses)),
-    limit: page.limit,
-    after: page.after,
-    before: page.before,
-  });
+  const result = await executionPage(source, withStatus(filter.statuses), page);
   const stored = result.items as unknown as StoredExecution[];
   // A `before` page keeps the executions nearest its cursor: it is assembled from its end.
   const walk = result.backward ? [...stored].reverse() : stored;
@@ -100,7 +96,7 @@ export async function count(filter: Filter): Promise<number> {
   const source = await sourceFor(useOwner(), filter.workflowIds);
   if (!source) return 0;
   let total = 0;
-  await readAll(source, { filter: combine(source.filter, statusFilter(filter.statuses)), count: true }, (n) => (total += n));
+  await readExecutions(source, { filter: withStatus(filter.statuses), count: true }, (n) => (total += n));
   return total;
 }
 
@@ -110,18 +106,14 @@ export async function stats(workflowIds: string[], since: number, until: number)
   const source = await sourceFor(useOwner(), workflowIds);
   if (!source) return result;
   const idBound = (ms: number) => encodeTime(Math.min(Math.max(ms, 0), 2 ** 48 - 1), 10);
-  const window = {
-    expression: "startAt >= :since AND startAt < :until",
-    values: { ":since": since, ":until": until },
-  };
   let terminal = 0;
   let duration = 0;
-  await readAll(
+  await readExecutions(
     source,
     {
       range: [idBound(since - ID_CLOCK_MARGIN_MS), `${idBound(until + ID_CLOCK_MARGIN_MS)}\uffff`],
-      filter: combine(source.filter, window),
-      projection: "#status, startAt, endAt",
+      filter: startedWithin(since, until),
+      attributes: ["status", "startAt", "endAt"],
     },
     (_n, items) => {
       for (const item of items as unknown as StoredExecution[]) {
@@ -143,93 +135,17 @@ export async function stats(workflowIds: string[], since: number, until: number)
 // ---------------------------------------------------------------------------------------------------------
 // Where a list reads from
 
-interface QueryFilter {
-  expression: string;
-  names?: Record<string, string>;
-  values?: Record<string, unknown>;
-}
-
-interface Source {
-  key: { index?: string; pkName: string; pk: string; skName: string };
-  filter?: QueryFilter;
-}
-
 /**
  * One workflow: its own partition (pattern 13), after one probe of its first item's owner: every execution of
  * a workflow has the workflow's owner, and a foreign partition must not be read through a filter. Several or
  * none: the owner's executions (pattern 14), filtered by workflow. Undefined: nothing can match.
  */
-async function sourceFor(owner: string, workflowIds: string[]): Promise<Source | undefined> {
+async function sourceFor(owner: string, workflowIds: string[]): Promise<ExecutionSource | undefined> {
   const ids = [...new Set(workflowIds)];
   if (ids.length === 1) {
-    const pk = Keys.execution(ids[0]!, "").pk;
-    const probe = await useRuntime().db.send(
-      new QueryCommand({
-        TableName: table(),
-        KeyConditionExpression: "pk = :pk",
-        ExpressionAttributeValues: { ":pk": pk },
-        ExpressionAttributeNames: { "#owner": "owner" },
-        ProjectionExpression: "#owner",
-        Limit: 1,
-      }),
-    );
-    const first = probe.Items?.[0] as { owner?: string } | undefined;
-    if (!first?.owner || lower(first.owner) !== lower(owner)) return undefined;
-    return { key: { pkName: "pk", pk, skName: "sk" } };
+    const first = await firstExecutionOwner(ids[0]!);
+    if (!first || lower(first) !== lower(owner)) return undefined;
+    return { workflowId: ids[0]! };
   }
-  const key = { index: Index.gsi1, pkName: "gsi1pk", pk: Keys.executionByOwner(owner, "").gsi1pk, skName: "gsi1sk" };
-  if (ids.length === 0) return { key };
-  return {
-    key,
-    filter: {
-      expression: `workflowId IN (${ids.map((_, i) => `:w${i}`).join(", ")})`,
-      values: Object.fromEntries(ids.map((w, i) => [`:w${i}`, w])),
-    },
-  };
-}
-
-function statusFilter(statuses: ExecutionStatus[]): QueryFilter | undefined {
-  const wanted = [...new Set(statuses)];
-  if (wanted.length === 0) return undefined;
-  return {
-    expression: `#status IN (${wanted.map((_, i) => `:s${i}`).join(", ")})`,
-    names: { "#status": "status" },
-    values: Object.fromEntries(wanted.map((s, i) => [`:s${i}`, s])),
-  };
-}
-
-function combine(...filters: (QueryFilter | undefined)[]): QueryFilter | undefined {
-  const present = filters.filter((f): f is QueryFilter => f !== undefined);
-  if (present.length === 0) return undefined;
-  return {
-    expression: present.map((f) => `(${f.expression})`).join(" AND "),
-    names: Object.assign({}, ...present.map((f) => f.names ?? {})) as Record<string, string>,
-    values: Object.assign({}, ...present.map((f) => f.values ?? {})) as Record<string, unknown>,
-  };
-}
-
-/** Reads a whole selection page by page (count, stats): `onPage` gets the count and the items of each page. */
-async function readAll(
-  source: Source,
-  options: { filter?: QueryFilter; range?: [string, string]; count?: boolean; projection?: string },
-  onPage: (count: number, items: Item[]) => void,
-) {
-  const [lo, hi] = options.range ?? [ULID_PREFIX, `${ULID_PREFIX}\uffff`];
-  const names: Record<string, string> = { "#pk": source.key.pkName, "#sk": source.key.skName, ...options.filter?.names };
-  if (options.projection?.includes("#status")) names["#status"] = "status";
-  const input: QueryCommandInput = {
-    TableName: table(),
-    IndexName: source.key.index,
-    KeyConditionExpression: "#pk = :pk AND #sk BETWEEN :lo AND :hi",
-    FilterExpression: options.filter?.expression,
-    ExpressionAttributeNames: names,
-    ExpressionAttributeValues: { ":pk": source.key.pk, ":lo": lo, ":hi": hi, ...options.filter?.values },
-    ...(options.count ? { Select: "COUNT" as const } : { ProjectionExpression: options.projection }),
-  };
-  let startKey: Item | undefined;
-  do {
-    const out = await useRuntime().db.send(new QueryCommand({ ...input, ExclusiveStartKey: startKey }));
-    onPage(out.Count ?? 0, out.Items ?? []);
-    startKey = out.LastEvaluatedKey;
-  } while (startKey);
+  return ids.length === 0 ? { owner } : { owner, workflowIds: ids };
 }

@@ -2,15 +2,14 @@
  * Reading an execution's record: the owner's reads, bounded to `max_execution_record_bytes` (API.md §18.2);
  * execution.ts describes the storage.
  */
-import { BatchGetCommand, GetCommand, type BatchGetCommandOutput } from "@aws-sdk/lib-dynamodb";
 import { useRuntime } from "../runtime";
 import { useOwner } from "../context";
 import { notFound } from "../errors";
-import { Keys } from "../store/keys";
-import { queryPages } from "../store/query";
+import { getExecution, getExecutionSummary } from "../store/entities/execution";
+import { readOutputParts, stepPartPages } from "../store/entities/execution-parts";
 import { log } from "../log";
 import { fitRecord } from "./execution-bounds";
-import { lower, table, type ReadStep, type StepPart, type StoredExecution, type StoredStep } from "./execution-stored";
+import { lower, type ReadStep, type StepPart, type StoredExecution, type StoredStep } from "./execution-stored";
 import type { Execution, StatusSummary, Step } from "./schemas";
 
 // ---------------------------------------------------------------------------------------------------------
@@ -27,26 +26,14 @@ export interface ExecutionRecord {
  * outputs the answer keeps, if any.
  */
 export async function getRecord(workflowId: string, id: string): Promise<ExecutionRecord | undefined> {
-  const [out, steps] = await Promise.all([
-    useRuntime().db.send(new GetCommand({ TableName: table(), Key: Keys.execution(workflowId, id), ConsistentRead: true })),
-    readSteps(id),
-  ]);
-  const item = out.Item as StoredExecution | undefined;
+  const [stored, steps] = await Promise.all([getExecution({ workflowId, id }), readSteps(id)]);
+  const item = stored as StoredExecution | undefined;
   return item ? { owner: item.owner, execution: (await assemble(item, steps)).execution } : undefined;
 }
 
 /** The status summary and owner by one strongly consistent GetItem of the status fields. */
 export async function readSummary(workflowId: string, id: string): Promise<{ owner: string; summary: StatusSummary } | undefined> {
-  const out = await useRuntime().db.send(
-    new GetCommand({
-      TableName: table(),
-      Key: Keys.execution(workflowId, id),
-      ConsistentRead: true,
-      ProjectionExpression: "id, workflowId, #status, startAt, endAt, #error, #owner",
-      ExpressionAttributeNames: { "#status": "status", "#error": "error", "#owner": "owner" },
-    }),
-  );
-  const item = out.Item as StoredExecution | undefined;
+  const item = (await getExecutionSummary({ workflowId, id })) as StoredExecution | undefined;
   return item ? { owner: item.owner, summary: toSummary(item) } : undefined;
 }
 
@@ -80,13 +67,8 @@ const executionNotFound = () => notFound("EXECUTION_NOT_FOUND", "The execution")
  */
 export async function readSteps(id: string): Promise<ReadStep[]> {
   const parts = new Map<string, { first?: StepPart; chunks: Uint8Array[] }>();
-  for await (const out of queryPages({
-    TableName: table(),
-    KeyConditionExpression: "pk = :pk AND begins_with(sk, :step)",
-    ExpressionAttributeValues: { ":pk": Keys.executionStep(id, "", 0).pk, ":step": "STEP#" },
-    ConsistentRead: true,
-  })) {
-    for (const item of (out.Items ?? []) as StepPart[]) {
+  for await (const page of stepPartPages(id)) {
+    for (const item of page as unknown as StepPart[]) {
       const entry = parts.get(item.stepId) ?? { chunks: [] };
       if (item.part === 0) entry.first = item;
       entry.chunks[item.part] = item.body;
@@ -111,23 +93,15 @@ export async function readSteps(id: string): Promise<ReadStep[]> {
 
 /** The recorded outputs of `wanted` (steps whose output lies in its own items), into their steps. */
 export async function readOutputs(id: string, wanted: ReadStep[]): Promise<void> {
-  const keys = wanted.flatMap((s) => Array.from({ length: s.outputParts }, (_, part) => Keys.executionStepOutput(id, s.step.id, part)));
   const chunks = new Map<string, Uint8Array[]>();
-  for (let i = 0; i < keys.length; i += 100) {
-    let request: Record<string, unknown>[] | undefined = keys.slice(i, i + 100);
-    for (let attempt = 0; request?.length; attempt++) {
-      if (attempt > 0) await new Promise((r) => setTimeout(r, Math.min(1_000, 25 * 2 ** attempt)));
-      if (attempt > 8) throw new Error("reading step outputs: keys left unprocessed");
-      const out: BatchGetCommandOutput = await useRuntime().db.send(
-        new BatchGetCommand({ RequestItems: { [table()]: { Keys: request, ConsistentRead: true } } }),
-      );
-      for (const item of (out.Responses?.[table()] ?? []) as StepPart[]) {
-        const entry = chunks.get(item.stepId) ?? [];
-        entry[item.part] = item.body;
-        chunks.set(item.stepId, entry);
-      }
-      request = out.UnprocessedKeys?.[table()]?.Keys;
-    }
+  const items = await readOutputParts(
+    id,
+    wanted.map((s) => ({ stepId: s.step.id, parts: s.outputParts })),
+  );
+  for (const item of items as unknown as StepPart[]) {
+    const entry = chunks.get(item.stepId) ?? [];
+    entry[item.part] = item.body;
+    chunks.set(item.stepId, entry);
   }
   for (const s of wanted) {
     const parts = chunks.get(s.step.id)?.slice(0, s.outputParts) ?? [];

@@ -3,7 +3,6 @@
  * place a step in items, and the in-process notification of a change.
  */
 import { EventEmitter } from "node:events";
-import { useRuntime } from "../runtime";
 import type { Cost, ExecutionStatus, Fee, Step, ValueFee } from "./schemas";
 
 export type Item = Record<string, unknown>;
@@ -12,13 +11,6 @@ export type Item = Record<string, unknown>;
 export const PART_BYTES = 350_000;
 /** Step outputs up to this size (JSON bytes) stay inside the step's items; larger ones get items of their own. */
 export const INLINE_OUTPUT_BYTES = 4_096;
-/**
- * Every execution id sorts after this: a ULID's first character is `0` until the year 3084. The paged query
- * needs a non-empty key prefix (DynamoDB refuses an empty string as a key value).
- */
-export const ULID_PREFIX = "0";
-
-export const table = () => useRuntime().config.tableName;
 export const lower = (address: string) => address.toLowerCase();
 
 // ---------------------------------------------------------------------------------------------------------

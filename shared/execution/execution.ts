@@ -18,7 +18,9 @@
  *
  * The modules: execution-stored.ts (stored shapes, notification), execution-write.ts (the record's writes),
  * execution-read.ts (reads, assembly), execution-bounds.ts (step and answer bounds), execution-list.ts (lists,
- * count, stats), execution-sweep.ts (the sweeper). This file re-exports what callers use.
+ * count, stats), execution-sweep.ts (the sweeper). This file re-exports what callers use. Their reads and writes go
+ * through the entities shared/store/entities/execution.ts (the execution item: keys, conditions, queries) and
+ * execution-parts.ts (step, output and run-input parts).
  */
 
 export { onChange, listenerCount } from "./execution-stored";

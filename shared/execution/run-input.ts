@@ -3,9 +3,8 @@
  * `triggerInput`), stored with the execution by the claim and read by the runner. Kept apart from the runner so
  * that whatever claims executions (the trigger, schedules, the chain watcher) does not carry the engine.
  */
-import { DeleteCommand, GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
 import { useRuntime } from "../runtime";
-import { Keys } from "../store/keys";
+import { deleteInputParts, readInputParts, writeInputParts } from "../store/entities/execution-parts";
 
 /** What the claim hands the run besides the workflow: the trigger step's output and `triggerInput`. */
 export interface RunRequest {
@@ -29,49 +28,16 @@ export async function runInputStorage(
   const json = JSON.stringify(request);
   const bytes = Buffer.from(json, "utf8");
   if (bytes.length <= INLINE_INPUT_BYTES) return { attributes: { runInput: json }, discard: async () => {} };
-  const { db, config, now } = useRuntime();
-  const parts = Math.ceil(bytes.length / PART_BYTES);
+  const { config, now } = useRuntime();
   // Kept as long as an execution can still be started (timeout) with a wide margin; TTL removes them after.
   const expiresAt = Math.floor(now() / 1000) + Math.ceil(config.limits.executionTimeoutMs / 1000) + 24 * 3600;
-  for (let part = 0; part < parts; part++) {
-    await db.send(
-      new PutCommand({
-        TableName: config.tableName,
-        Item: {
-          ...Keys.executionInput(executionId, part),
-          type: "executionInput",
-          v: 1,
-          part,
-          parts,
-          body: bytes.subarray(part * PART_BYTES, (part + 1) * PART_BYTES),
-          expiresAt,
-        },
-      }),
-    );
-  }
-  return {
-    attributes: { runInputParts: parts },
-    discard: async () => {
-      for (let part = 0; part < parts; part++) {
-        await db.send(new DeleteCommand({ TableName: config.tableName, Key: Keys.executionInput(executionId, part) }));
-      }
-    },
-  };
+  const parts = await writeInputParts(executionId, bytes, PART_BYTES, expiresAt);
+  return { attributes: { runInputParts: parts }, discard: () => deleteInputParts(executionId, parts) };
 }
 
 /** The run input the claim stored with the execution (inline, or in parts). */
 export async function readRunInput(executionId: string, execution: { runInput?: string; runInputParts?: number }): Promise<RunRequest> {
   if (execution.runInput !== undefined) return JSON.parse(execution.runInput) as RunRequest;
   if (!execution.runInputParts) return {};
-  const { db, config } = useRuntime();
-  const chunks = await Promise.all(
-    Array.from({ length: execution.runInputParts }, async (_, part) => {
-      const out = await db.send(
-        new GetCommand({ TableName: config.tableName, Key: Keys.executionInput(executionId, part), ConsistentRead: true }),
-      );
-      if (!out.Item) throw new Error(`part ${part} of the run input of ${executionId} is missing`);
-      return out.Item.body as Uint8Array;
-    }),
-  );
-  return JSON.parse(Buffer.concat(chunks).toString("utf8")) as RunRequest;
+  return JSON.parse((await readInputParts(executionId, execution.runInputParts)).toString("utf8")) as RunRequest;
 }

@@ -13,12 +13,10 @@
  * from the workflow's wallet through the owner-checked sender, each step recorded as it finishes, and a check
  * before every node that the workflow still exists and the sweeper has not ended the execution.
  */
-import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import type { Address } from "viem";
 import { useRuntime } from "../runtime";
 import { log } from "../log";
-import { Keys } from "../store/keys";
-import { isConditionFailure } from "../store/table";
+import { markRunStarted } from "../store/entities/execution";
 import { Secret } from "../secret";
 import { chainSettings, publicClient } from "../chain/chains";
 import { partChainId } from "../workflow/definition";
@@ -92,24 +90,7 @@ interface StartedExecution {
 
 /** The conditional "started" mark: only a pending execution not yet started takes it. */
 async function markStarted(workflowId: string, executionId: string): Promise<StartedExecution | undefined> {
-  const { db, config, now } = useRuntime();
-  try {
-    const out = await db.send(
-      new UpdateCommand({
-        TableName: config.tableName,
-        Key: Keys.execution(workflowId, executionId),
-        UpdateExpression: "SET runStartedAt = :now",
-        ConditionExpression: "#status = :pending AND attribute_not_exists(runStartedAt)",
-        ExpressionAttributeNames: { "#status": "status" },
-        ExpressionAttributeValues: { ":now": now(), ":pending": "pending" },
-        ReturnValues: "ALL_NEW",
-      }),
-    );
-    return out.Attributes as StartedExecution;
-  } catch (err) {
-    if (isConditionFailure(err)) return undefined;
-    throw err;
-  }
+  return (await markRunStarted({ workflowId, id: executionId }, useRuntime().now())) as StartedExecution | undefined;
 }
 
 async function run(workflow: Workflow.WorkflowRecord, execution: StartedExecution, request: RunRequest): Promise<Executions.Outcome> {

@@ -24,13 +24,11 @@
  *   last read, so ≤ 45 s.
  * Clock differences between processes shift these by the difference; 15 s are left before API.md's 60 s.
  */
-import { DeleteCommand, PutCommand, QueryCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { ulid } from "ulid";
 import { quotaReached } from "../errors";
 import { log } from "../log";
 import { useRuntime } from "../runtime";
-import { Keys } from "../store/keys";
-import { isConditionFailure, TTL_ATTRIBUTE } from "../store/table";
+import { freeSlot, readSlots, renewSlot, takeSlot } from "../store/entities/stream-slot";
 
 export interface StreamLeaseSettings {
   /** A lease lasts this long after it was taken or last renewed (ms). */
@@ -64,7 +62,6 @@ export function configureStreamLeases(overrides: Partial<StreamLeaseSettings> = 
 
 export const streamLeaseSettings = (): StreamLeaseSettings => ({ ...settings });
 
-const ITEM_TYPE = "streamSlot";
 /** Query, then claim what it showed free; a round is lost only to other claims, so rounds are few. */
 const MAX_ROUNDS = 8;
 /** A server-side close waits this long at most for its slot's deletion before closing the connection. */
@@ -75,35 +72,12 @@ const releasing = new Map<string, Set<Promise<void>>>();
 
 const ownerKey = (owner: string) => owner.toLowerCase();
 
-interface SlotItem {
-  sk: string;
-  streamId?: string;
-  leaseUntil?: number;
-}
-
 /** The owner's slots holding a live lease at `now`, by slot number (expired ones are absent: TTL is late). */
 export async function liveSlots(owner: string, now = useRuntime().now()): Promise<Map<number, string>> {
-  const { db, config } = useRuntime();
   const live = new Map<number, string>();
-  let startKey: Record<string, unknown> | undefined;
-  do {
-    const page = await db.send(
-      new QueryCommand({
-        TableName: config.tableName,
-        KeyConditionExpression: "pk = :pk AND begins_with(sk, :prefix)",
-        ExpressionAttributeValues: { ":pk": Keys.owner(owner), ":prefix": Keys.streamSlotPrefix },
-        ProjectionExpression: "sk, streamId, leaseUntil",
-        ConsistentRead: true,
-        ExclusiveStartKey: startKey,
-      }),
-    );
-    for (const item of (page.Items ?? []) as SlotItem[]) {
-      if (typeof item.leaseUntil === "number" && item.leaseUntil > now) {
-        live.set(Number(item.sk.slice(Keys.streamSlotPrefix.length)), String(item.streamId));
-      }
-    }
-    startKey = page.LastEvaluatedKey;
-  } while (startKey);
+  for (const { slot, streamId, leaseUntil } of await readSlots(owner)) {
+    if (typeof leaseUntil === "number" && leaseUntil > now) live.set(slot, String(streamId));
+  }
   return live;
 }
 
@@ -116,29 +90,8 @@ export const openStreamCount = async (owner: string): Promise<number> => (await 
  * vanished would have.
  */
 export async function claimSlot(owner: string, slot: number, streamId: string, now: number, leaseMs = settings.leaseMs): Promise<boolean> {
-  const { db, config } = useRuntime();
   const leaseUntil = now + leaseMs;
-  try {
-    await db.send(
-      new PutCommand({
-        TableName: config.tableName,
-        Item: {
-          ...Keys.streamSlot(owner, slot),
-          type: ITEM_TYPE,
-          v: 1,
-          streamId,
-          leaseUntil,
-          [TTL_ATTRIBUTE]: expiresAt(leaseUntil),
-        },
-        ConditionExpression: "attribute_not_exists(pk) OR leaseUntil <= :now",
-        ExpressionAttributeValues: { ":now": now },
-      }),
-    );
-    return true;
-  } catch (err) {
-    if (isConditionFailure(err)) return false;
-    throw err;
-  }
+  return takeSlot(owner, slot, { streamId, now, leaseUntil, expiresAt: expiresAt(leaseUntil) });
 }
 
 /** TTL clean-up an hour after the lease ends: reads never rely on it, and a late renewal never races it. */
@@ -203,19 +156,11 @@ export class StreamLease {
   }
 
   private async remove() {
-    const { db, config } = useRuntime();
     try {
-      await db.send(
-        new DeleteCommand({
-          TableName: config.tableName,
-          Key: Keys.streamSlot(this.owner, this.slot),
-          ConditionExpression: "streamId = :id",
-          ExpressionAttributeValues: { ":id": this.streamId },
-        }),
-      );
+      await freeSlot(this.owner, this.slot, this.streamId);
     } catch (err) {
-      // Taken over already, or the table is unreachable: then the lease ends by itself at `leaseUntil`.
-      if (!isConditionFailure(err)) log.warn("stream slot release failed; it expires instead", { slot: this.slot, error: err });
+      // The table is unreachable: then the lease ends by itself at `leaseUntil` (as when it was taken over).
+      log.warn("stream slot release failed; it expires instead", { slot: this.slot, error: err });
     }
   }
 
@@ -223,29 +168,25 @@ export class StreamLease {
     if (this.released) return;
     const lastRead = this.watcher.lastReadAt();
     if (lastRead === undefined || Date.now() - lastRead >= settings.idleMs) return this.drop("not read");
-    const { db, config, now } = useRuntime();
-    const at = now();
-    const leaseUntil = at + settings.leaseMs;
+    const { now } = useRuntime();
+    const leaseUntil = now() + settings.leaseMs;
+    let renewed: boolean;
     try {
-      await db.send(
-        new UpdateCommand({
-          TableName: config.tableName,
-          Key: Keys.streamSlot(this.owner, this.slot),
-          UpdateExpression: "SET leaseUntil = :until, #ttl = :ttl",
-          ConditionExpression: "streamId = :id",
-          ExpressionAttributeNames: { "#ttl": TTL_ATTRIBUTE },
-          ExpressionAttributeValues: { ":until": leaseUntil, ":ttl": expiresAt(leaseUntil), ":id": this.streamId },
-        }),
-      );
-      this.heldUntil = Math.max(this.heldUntil, leaseUntil);
+      renewed = await renewSlot(this.owner, this.slot, { streamId: this.streamId, leaseUntil, expiresAt: expiresAt(leaseUntil) });
     } catch (err) {
       if (this.released) return;
-      // Another stream holds the slot now: this one no longer counts, so it must end.
-      if (isConditionFailure(err)) return this.lose();
       log.warn("stream slot renewal failed", { slot: this.slot, error: err });
       // Unsure whether it still holds the slot by the next heartbeat: end rather than pass the cap.
       if (now() + settings.heartbeatMs >= this.heldUntil) this.drop("renewal failed");
+      return;
     }
+    if (renewed) {
+      this.heldUntil = Math.max(this.heldUntil, leaseUntil);
+      return;
+    }
+    if (this.released) return;
+    // Another stream holds the slot now: this one no longer counts, so it must end.
+    return this.lose();
   }
 
   /** The stream is not being read (or cannot keep its lease): free the slot and close the stream. */

@@ -20,11 +20,9 @@
  * T could let the two disagree at the boundary. In µs T is rounded to a whole number (error ≤ 0.5 µs per
  * token) and every sum stays an exact integer on both sides (µs since 1970 fit 2^53 until the year 2255).
  */
-import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { log } from "../log";
 import { useRuntime } from "../runtime";
-import { Keys } from "../store/keys";
-import { isConditionFailure, TTL_ATTRIBUTE } from "../store/table";
+import { writeBucket, type BucketWrite } from "../store/entities/rate-limit-bucket";
 
 export interface RateDecision {
   allowed: boolean;
@@ -130,53 +128,16 @@ function classify(tat: number | undefined, f: Frame): Form | "denied" {
   return tat > f.now + (f.burst - 1) * f.interval ? "denied" : "advance";
 }
 
-type Outcome = { written: true; tat: number } | { written: false; tat?: number };
-
-/** One conditional UpdateItem; a failed condition answers the stored tat (undefined: no bucket). */
-async function write(subject: string, form: Form, f: Frame): Promise<Outcome> {
-  const { db, config } = useRuntime();
-  const names = { "#type": "type", "#expires": TTL_ATTRIBUTE };
-  const values = {
-    ":type": "rateLimit",
-    ":v": 1,
-    ":now": f.now,
-    // The item is worthless once tat has passed (a full bucket is the same as no item): let TTL remove it.
-    ":expires": Math.ceil((f.now + f.burst * f.interval) / 1_000_000) + 1,
-  };
-  const expression =
+/** One conditional UpdateItem (shared/store/entities/rate-limit-bucket.ts); a failed condition answers the stored tat. */
+function write(subject: string, form: Form, f: Frame): Promise<BucketWrite> {
+  // The item is worthless once tat has passed (a full bucket is the same as no item): let TTL remove it.
+  const expiresAt = Math.ceil((f.now + f.burst * f.interval) / 1_000_000) + 1;
+  return writeBucket(
+    subject,
     form === "advance"
-      ? {
-          UpdateExpression: "SET tat = tat + :t, #type = :type, v = :v, #expires = :expires",
-          ConditionExpression: "tat >= :now AND tat <= :last",
-          ExpressionAttributeValues: { ...values, ":t": f.interval, ":last": f.now + (f.burst - 1) * f.interval },
-        }
-      : {
-          UpdateExpression: "SET tat = :fresh, #type = :type, v = :v, #expires = :expires",
-          ConditionExpression: "attribute_not_exists(tat) OR tat < :now OR tat > :impossible",
-          ExpressionAttributeValues: {
-            ...values,
-            ":fresh": f.now + f.interval,
-            ":impossible": f.now + f.burst * f.interval + MAX_CLOCK_SKEW_US,
-          },
-        };
-  try {
-    const res = await db.send(
-      new UpdateCommand({
-        TableName: config.tableName,
-        Key: Keys.rateLimit(subject),
-        ExpressionAttributeNames: names,
-        ...expression,
-        ReturnValues: "UPDATED_NEW",
-        ReturnValuesOnConditionCheckFailure: "ALL_OLD",
-      }),
-    );
-    return { written: true, tat: Number(res.Attributes?.tat) };
-  } catch (err) {
-    if (!isConditionFailure(err)) throw err;
-    // The document client does not unmarshall the item carried by the exception: it is a raw AttributeValue map.
-    const stored = (err as { Item?: { tat?: { N?: string } } }).Item?.tat?.N;
-    return { written: false, tat: stored === undefined ? undefined : Number(stored) };
-  }
+      ? { form, now: f.now, interval: f.interval, last: f.now + (f.burst - 1) * f.interval, expiresAt }
+      : { form, now: f.now, fresh: f.now + f.interval, impossible: f.now + f.burst * f.interval + MAX_CLOCK_SKEW_US, expiresAt },
+  );
 }
 
 /** The headers' numbers (API.md §4.2) from the bucket's tat after an allowed request, or as stored when denied. */

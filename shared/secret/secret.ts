@@ -24,16 +24,12 @@
  * The plaintext value is never logged, never returned, and never part of an error.
  */
 import * as v from "valibot";
-import { BatchGetCommand, GetCommand, TransactWriteCommand, UpdateCommand, DeleteCommand } from "@aws-sdk/lib-dynamodb";
 import { useRuntime } from "../runtime";
-import { decrement, incrementBelow } from "../store/counters";
 import { useOwner } from "../context";
 import { ApiError, notFound, quotaReached, validationFailed, type FieldError } from "../errors";
 import { fieldErrors } from "../http/validate";
 import { pageEnvelope, readPageParams } from "../http/paging";
-import { queryPage } from "../store/query";
-import { Keys } from "../store/keys";
-import { Index, cancellationReasons } from "../store/table";
+import { createSecret, deleteSecret, listSecrets, readSecrets, replaceSecret, Secret, workflowOwnerOf } from "../store/entities/secret";
 import { open, seal, type EncryptionContext, type Sealed } from "../keys/envelope";
 import { log } from "../log";
 import { Info, ListQuery, NAME_PATTERN, Name, PutBody, RemoveQuery, isReservedName } from "./schemas";
@@ -45,8 +41,6 @@ type Item = Record<string, unknown>;
 const ULID_PATTERN = /^[0-9A-HJKMNP-TV-Z]{26}$/;
 const POSITION_PATTERN = /^SECRET#[A-Za-z_][A-Za-z0-9_]{0,127}#(0|1#[0-9A-HJKMNP-TV-Z]{26})$/;
 const LIST_ENDPOINT = "GET /secrets";
-const ENTITY = "secret";
-const VERSION = 1;
 const MAX_ATTEMPTS = 25;
 
 export type Scope = "user" | "workflow";
@@ -122,23 +116,11 @@ const toInfo = (item: Item): Info => ({
   updatedAt: item.updatedAt as number,
 });
 
-const errorName = (err: unknown) => (err as { name?: string }).name;
-/** A cancelled transaction worth another attempt: only failed conditions and conflicts, nothing else. */
-const retryable = (reasons: string[]) =>
-  reasons.every((r) => r === "None" || r === "ConditionalCheckFailed" || r === "TransactionConflict");
 const backoff = (attempt: number) => new Promise((r) => setTimeout(r, Math.random() * 10 * Math.min(attempt, 8)));
 
 /** 404 WORKFLOW_NOT_FOUND unless the workflow exists and belongs to `owner` (same answer for both). */
 async function requireOwnWorkflow(owner: string, workflowId: string) {
-  const { db, config } = useRuntime();
-  const { Item } = await db.send(
-    new GetCommand({
-      TableName: config.tableName,
-      Key: Keys.workflow(workflowId),
-      ProjectionExpression: "#owner, #type",
-      ExpressionAttributeNames: { "#owner": "owner", "#type": "type" },
-    }),
-  );
+  const Item = await workflowOwnerOf(workflowId);
   if (!Item || Item.type !== "workflow" || typeof Item.owner !== "string" || Item.owner.toLowerCase() !== owner.toLowerCase()) {
     throw notFound("WORKFLOW_NOT_FOUND", "The workflow");
   }
@@ -156,85 +138,26 @@ export async function put(name: unknown, body: Record<string, unknown>): Promise
   const input = parsePut(name, body);
   if (input.workflowId) await requireOwnWorkflow(owner, input.workflowId);
 
-  const { db, config, now } = useRuntime();
+  const { config, now } = useRuntime();
   const sealed = await seal(input.value, encryptionContext(owner, input.name, input.workflowId));
-  const key = Keys.secret(owner, input.name, input.workflowId);
+  const id = { owner, name: input.name, workflowId: input.workflowId };
   const max = config.limits.maxSecretsPerOwner;
 
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
     const at = now();
     // 1. Replace an existing secret: keeps createdAt, never touches the counter.
-    try {
-      await db.send(
-        new UpdateCommand({
-          TableName: config.tableName,
-          Key: key,
-          UpdateExpression: "SET #updatedAt = :at, #encryptedKey = :ek, #iv = :iv, #ciphertext = :ct, #tag = :tag, #keyId = :kid",
-          ConditionExpression: "attribute_exists(#pk)",
-          ExpressionAttributeNames: {
-            "#pk": "pk",
-            "#updatedAt": "updatedAt",
-            "#encryptedKey": "encryptedKey",
-            "#iv": "iv",
-            "#ciphertext": "ciphertext",
-            "#tag": "tag",
-            "#keyId": "keyId",
-          },
-          ExpressionAttributeValues: {
-            ":at": at,
-            ":ek": sealed.encryptedKey,
-            ":iv": sealed.iv,
-            ":ct": sealed.ciphertext,
-            ":tag": sealed.tag,
-            ":kid": sealed.keyId,
-          },
-        }),
-      );
-      return "replaced";
-    } catch (err) {
-      if (errorName(err) === "TransactionConflictException") {
-        await backoff(attempt);
-        continue;
-      }
-      if (errorName(err) !== "ConditionalCheckFailedException") throw err;
+    const replaced = await replaceSecret(id, at, sealed);
+    if (replaced === "replaced") return "replaced";
+    if (replaced === "conflict") {
+      await backoff(attempt);
+      continue;
     }
-
     // 2. It does not exist: create it and count it in one transaction.
-    const item: Item = {
-      ...key,
-      ...(input.workflowId ? Keys.secretByWorkflow(owner, input.workflowId, input.name) : {}),
-      type: ENTITY,
-      v: VERSION,
-      owner: owner.toLowerCase(),
-      name: input.name,
-      scope: scopeOf(input.workflowId),
-      ...(input.workflowId ? { workflowId: input.workflowId } : {}),
-      createdAt: at,
-      updatedAt: at,
-      ...sealed,
-    };
-    try {
-      await db.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            { Put: { TableName: config.tableName, Item: item, ConditionExpression: "attribute_not_exists(pk)" } },
-            incrementBelow(owner, "secrets", max),
-          ],
-        }),
-      );
-      return "created";
-    } catch (err) {
-      if (errorName(err) !== "TransactionCanceledException") throw err;
-      const reasons = cancellationReasons(err);
-      if (!retryable(reasons)) throw err;
-      const [secretReason, counterReason] = reasons;
-      if (secretReason === "ConditionalCheckFailed") continue; // created meanwhile: replace it
-      if (counterReason === "ConditionalCheckFailed") {
-        // At the cap, and the secret did not exist when the transaction was evaluated.
-        throw quotaReached("SECRETS_LIMIT_REACHED", "secrets", max);
-      }
-      await backoff(attempt); // TransactionConflict: another write on the same items; try again
-    }
+    const created = await createSecret(id, { at, scope: scopeOf(input.workflowId), sealed }, max);
+    if (created === "created") return "created";
+    if (created === "exists") continue; // created meanwhile: replace it
+    if (created === "full") throw quotaReached("SECRETS_LIMIT_REACHED", "secrets", max);
+    await backoff(attempt); // TransactionConflict: another write on the same items; try again
   }
   log.warn("secret put gave up after repeated conflicts", { attempts: MAX_ATTEMPTS });
   throw new Error("Secret write kept conflicting with concurrent writes");
@@ -265,30 +188,7 @@ export async function list(query: Record<string, string | undefined>) {
   }
   if (workflowId) await requireOwnWorkflow(owner, workflowId);
 
-  const result = await queryPage(
-    workflowId
-      ? {
-          index: Index.gsi1,
-          pkName: "gsi1pk",
-          pk: Keys.secretByWorkflow(owner, workflowId, "").gsi1pk,
-          skName: "gsi1sk",
-          skPrefix: Keys.secretPrefix,
-          order: "asc",
-          limit: page.limit,
-          after: page.after,
-          before: page.before,
-        }
-      : {
-          pkName: "pk",
-          pk: Keys.owner(owner),
-          skName: "sk",
-          skPrefix: Keys.secretPrefix,
-          order: "asc",
-          limit: page.limit,
-          after: page.after,
-          before: page.before,
-        },
-  );
+  const result = await listSecrets(owner, workflowId, page);
   return pageEnvelope(result, toInfo, (item) => item.sk as string, LIST_ENDPOINT, owner);
 }
 
@@ -300,38 +200,17 @@ export async function remove(name: unknown, query: Record<string, string | undef
   const invalid = [...nameError(name), ...errors];
   if (invalid.length > 0) throw validationFailed(invalid);
   if (query.orgId !== undefined) throw scopeUnsupported("query.orgId");
-  const { db, config } = useRuntime();
-  const key = Keys.secret(owner, name as string, workflowId);
+  const id = { owner, name: name as string, workflowId };
 
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-    try {
-      await db.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            { Delete: { TableName: config.tableName, Key: key, ConditionExpression: "attribute_exists(pk)" } },
-            decrement(owner, "secrets"),
-          ],
-        }),
-      );
+    const outcome = await deleteSecret(id);
+    if (outcome === "deleted" || outcome === "absent") return;
+    if (outcome === "uncounted") {
+      // The counter is missing or zero although the secret existed (never written by this module): deleted anyway.
+      log.warn("secret counter out of step; deleting without decrement", { owner: owner.toLowerCase() });
       return;
-    } catch (err) {
-      if (errorName(err) !== "TransactionCanceledException") throw err;
-      const reasons = cancellationReasons(err);
-      if (!retryable(reasons)) throw err;
-      const [secretReason, counterReason] = reasons;
-      if (secretReason === "ConditionalCheckFailed") return; // nothing to delete
-      if (counterReason === "ConditionalCheckFailed") {
-        // The counter is missing or zero although the secret exists (never written by this module): still delete.
-        log.warn("secret counter out of step; deleting without decrement", { owner: owner.toLowerCase() });
-        try {
-          await db.send(new DeleteCommand({ TableName: config.tableName, Key: key, ConditionExpression: "attribute_exists(pk)" }));
-        } catch (e) {
-          if (errorName(e) !== "ConditionalCheckFailedException") throw e;
-        }
-        return;
-      }
-      await backoff(attempt);
     }
+    await backoff(attempt);
   }
   log.warn("secret delete gave up after repeated conflicts", { attempts: MAX_ATTEMPTS });
   throw new Error("Secret delete kept conflicting with concurrent writes");
@@ -347,23 +226,13 @@ export async function resolveForExecution(owner: string, workflowId: string | un
   const wf = workflowId && ULID_PATTERN.test(workflowId.toUpperCase()) ? workflowId.toUpperCase() : undefined;
   const wanted = [...new Set(names)].filter((n) => NAME_PATTERN.test(n) && !isReservedName(n));
   if (wanted.length === 0) return {};
-  const keys = wanted.flatMap((n) => [Keys.secret(owner, n, undefined), ...(wf ? [Keys.secret(owner, n, wf)] : [])]);
-  const found = new Map<string, Item>();
-  const { db, config } = useRuntime();
-  for (let i = 0; i < keys.length; i += 100) {
-    let pending: Record<string, unknown>[] | undefined = keys.slice(i, i + 100);
-    for (let attempt = 1; pending && pending.length > 0; attempt++) {
-      if (attempt > MAX_ATTEMPTS) throw new Error("Secret reads kept being throttled");
-      if (attempt > 1) await backoff(attempt);
-      const out = await db.send(new BatchGetCommand({ RequestItems: { [config.tableName]: { Keys: pending, ConsistentRead: true } } }));
-      for (const item of out.Responses?.[config.tableName] ?? []) found.set(item.sk as string, item);
-      pending = out.UnprocessedKeys?.[config.tableName]?.Keys as Record<string, unknown>[] | undefined;
-    }
-  }
+  const ids = wanted.flatMap((name) => [{ owner, name }, ...(wf ? [{ owner, name, workflowId: wf }] : [])]);
+  const found = await readSecrets(ids, MAX_ATTEMPTS, backoff);
   const entries = await Promise.all(
     wanted.map(async (n) => {
-      const item = (wf ? found.get(Keys.secret(owner, n, wf).sk) : undefined) ?? found.get(Keys.secret(owner, n, undefined).sk);
-      if (!item || item.type !== ENTITY) return undefined;
+      const sk = (workflowId?: string) => Secret.key({ owner, name: n, workflowId }).sk;
+      const item = (wf ? found.get(sk(wf)) : undefined) ?? found.get(sk());
+      if (!item || item.type !== Secret.type) return undefined;
       const itemWorkflow = item.scope === "workflow" ? (item.workflowId as string) : undefined;
       const value = await open(sealedOf(item), encryptionContext(owner, n, itemWorkflow));
       return [n, value] as const;

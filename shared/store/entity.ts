@@ -10,11 +10,15 @@
  * table needs (typed keys, typed conditions and updates, transaction items), in about 150 lines.
  */
 import {
+  BatchGetCommand,
   DeleteCommand,
   GetCommand,
   PutCommand,
+  QueryCommand,
   TransactWriteCommand,
   UpdateCommand,
+  type DynamoDBDocumentClient,
+  type QueryCommandInput,
   type TransactWriteCommandInput,
 } from "@aws-sdk/lib-dynamodb";
 import { useConfig, useRuntime } from "../runtime";
@@ -43,7 +47,17 @@ export interface WriteOptions {
 
 export interface UpdateOptions extends WriteOptions {
   returnValues?: ReturnValues;
+  /** On a failed condition the error carries the stored item (raw AttributeValues) as `Item`. */
+  returnOldOnFailure?: boolean;
 }
+
+/** The table and client an entity works on: the runtime's by default; another (a test's second process, an injected store) through `defineEntity(entity, () => store)`. */
+export interface EntityStore {
+  db: DynamoDBDocumentClient;
+  tableName: string;
+}
+
+const runtimeStore = (): EntityStore => ({ db: useRuntime().db, tableName: useConfig().tableName });
 
 function conditionFields(p: Placeholders, condition: Condition | undefined) {
   return condition ? { ConditionExpression: condition.render(p) } : {};
@@ -62,9 +76,9 @@ function writeFields(condition: Condition | undefined) {
   return { ...withCondition, ...p.fields() };
 }
 
-export function defineEntity<K>(definition: EntityDefinition<K>) {
-  const table = () => useConfig().tableName;
-  const db = () => useRuntime().db;
+export function defineEntity<K>(definition: EntityDefinition<K>, target: () => EntityStore = runtimeStore) {
+  const table = () => target().tableName;
+  const db = () => target().db;
   /** `type` and `v` first, so an item's own members (e.g. an older `v` being copied) win. */
   const stamped = (item: Item): Item => ({ type: definition.type, v: definition.version, ...item });
 
@@ -99,6 +113,7 @@ export function defineEntity<K>(definition: EntityDefinition<K>) {
           Key: definition.key(id),
           ...updateFields(actions, options.if),
           ...(options.returnValues ? { ReturnValues: options.returnValues } : {}),
+          ...(options.returnOldOnFailure ? { ReturnValuesOnConditionCheckFailure: "ALL_OLD" as const } : {}),
         }),
       );
       return result.Attributes;
@@ -141,4 +156,111 @@ export type Entity<K> = ReturnType<typeof defineEntity<K>>;
 /** Writes the items all or none (TransactWriteItems); a failed condition throws TransactionCanceledException. */
 export async function transact(items: readonly TransactItem[]): Promise<void> {
   await useRuntime().db.send(new TransactWriteCommand({ TransactItems: [...items] }));
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Queries and batch reads (an entity module's access patterns call these; domain code calls the entity module)
+
+/** A sort-key condition of a Query. */
+export type SortKey =
+  | { beginsWith: string }
+  | { between: readonly [string, string] }
+  | { eq: string }
+  | { lt: string }
+  | { le: string }
+  | { gt: string }
+  | { ge: string };
+
+export interface KeyQuery {
+  /** An index name (`gsi1`, `gsi2`): its key attributes are `<index>pk` / `<index>sk`. */
+  index?: string;
+  /** The partition key's value. */
+  pk: string;
+  sk?: SortKey;
+  filter?: Condition;
+  /** ProjectionExpression: only these attributes. */
+  attributes?: readonly string[];
+  consistent?: boolean;
+  /** Descending sort-key order (ScanIndexForward false). */
+  descending?: boolean;
+  /** Items evaluated per request (Limit). */
+  limit?: number;
+  /** Select COUNT: pages carry `count` and no items. */
+  count?: boolean;
+}
+
+const SORT_OPERATORS = { eq: "=", lt: "<", le: "<=", gt: ">", ge: ">=" } as const;
+
+function sortKeyCondition(p: Placeholders, name: string, sk: SortKey): string {
+  if ("beginsWith" in sk) return `begins_with(${p.path(name)}, ${p.value(sk.beginsWith)})`;
+  if ("between" in sk) return `${p.path(name)} BETWEEN ${p.value(sk.between[0])} AND ${p.value(sk.between[1])}`;
+  const [op, value] = Object.entries(sk)[0] as [keyof typeof SORT_OPERATORS, string];
+  return `${p.path(name)} ${SORT_OPERATORS[op]} ${p.value(value)}`;
+}
+
+function queryInput(q: KeyQuery, tableName: string): QueryCommandInput {
+  const p = new Placeholders();
+  const prefix = q.index ?? "";
+  const key = `${p.path(`${prefix}pk`)} = ${p.value(q.pk)}`;
+  const KeyConditionExpression = q.sk ? `${key} AND ${sortKeyCondition(p, `${prefix}sk`, q.sk)}` : key;
+  const FilterExpression = q.filter?.render(p);
+  const ProjectionExpression = q.attributes?.map((a) => p.path(a)).join(", ");
+  return {
+    TableName: tableName,
+    ...(q.index ? { IndexName: q.index } : {}),
+    KeyConditionExpression,
+    ...(FilterExpression ? { FilterExpression } : {}),
+    ...(ProjectionExpression && !q.count ? { ProjectionExpression } : {}),
+    ...(q.count ? { Select: "COUNT" as const } : {}),
+    ...(q.consistent ? { ConsistentRead: true } : {}),
+    ...(q.descending ? { ScanIndexForward: false } : {}),
+    ...(q.limit !== undefined ? { Limit: q.limit } : {}),
+    ...p.fields(),
+  };
+}
+
+export interface QueryPage {
+  items: Item[];
+  count: number;
+  lastKey?: Record<string, unknown>;
+}
+
+/** One Query request (one page), from `startKey`. */
+export async function queryOnce(q: KeyQuery, startKey?: Record<string, unknown>, store = runtimeStore()): Promise<QueryPage> {
+  const out = await store.db.send(new QueryCommand({ ...queryInput(q, store.tableName), ExclusiveStartKey: startKey }));
+  return { items: out.Items ?? [], count: out.Count ?? 0, lastKey: out.LastEvaluatedKey };
+}
+
+/** Every page of a Query, following LastEvaluatedKey: `for await (const page of queryEach(q))`. */
+export async function* queryEach(q: KeyQuery, store = runtimeStore()): AsyncGenerator<QueryPage> {
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    const page = await queryOnce(q, startKey, store);
+    yield page;
+    startKey = page.lastKey;
+  } while (startKey);
+}
+
+/** Every item a Query selects (all pages). */
+export async function queryAll(q: KeyQuery, store = runtimeStore()): Promise<Item[]> {
+  const items: Item[] = [];
+  for await (const page of queryEach(q, store)) items.push(...page.items);
+  return items;
+}
+
+/** One BatchGetItem request (at most 100 keys): the items found and the keys DynamoDB left unprocessed. */
+export async function batchGetOnce(
+  keys: readonly TableKey[],
+  options: { consistent?: boolean } = {},
+  store = runtimeStore(),
+): Promise<{ items: Item[]; unprocessed: TableKey[] }> {
+  const out = await store.db.send(
+    new BatchGetCommand({
+      RequestItems: { [store.tableName]: { Keys: [...keys], ...(options.consistent ? { ConsistentRead: true } : {}) } },
+    }),
+  );
+  return {
+    items: out.Responses?.[store.tableName] ?? [],
+    unprocessed: (out.UnprocessedKeys?.[store.tableName]?.Keys ?? []) as TableKey[],
+  };
 }

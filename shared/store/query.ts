@@ -4,6 +4,7 @@
  */
 import { QueryCommand, type QueryCommandInput, type QueryCommandOutput } from "@aws-sdk/lib-dynamodb";
 import { useRuntime } from "../runtime";
+import { Placeholders, type Condition } from "./expression";
 
 type Item = Record<string, unknown>;
 
@@ -18,6 +19,8 @@ export interface PagedQuery {
   /** List order: ascending or descending sort key. */
   order: "asc" | "desc";
   filter?: { expression: string; names?: Record<string, string>; values?: Record<string, unknown> };
+  /** A filter given as a condition value (./expression.ts), instead of `filter`. */
+  where?: Condition;
   limit: number;
   after?: string;
   before?: string;
@@ -54,7 +57,8 @@ export async function queryPage(q: PagedQuery): Promise<PageResult> {
 }
 
 /** Reads up to `want` items from position `from` (or the start) along (forward) or against list order. */
-async function collect(q: PagedQuery, walk: { from?: string; forward: boolean; inclusive: boolean; want: number }): Promise<Item[]> {
+async function collect(query: PagedQuery, walk: { from?: string; forward: boolean; inclusive: boolean; want: number }): Promise<Item[]> {
+  const q = withWhere(query);
   const { db, config } = useRuntime();
   const ascending = (q.order === "asc") === walk.forward;
   let lo = q.skPrefix;
@@ -89,6 +93,14 @@ async function collect(q: PagedQuery, walk: { from?: string; forward: boolean; i
     startKey = page.LastEvaluatedKey;
   } while (startKey);
   return out;
+}
+
+/** `where` as a `filter` (its placeholders `#n…` / `:v…` never meet the query's own `#pk`, `:lo`, …). */
+function withWhere(q: PagedQuery): PagedQuery {
+  if (!q.where) return q;
+  const p = new Placeholders();
+  const expression = q.where.render(p);
+  return { ...q, where: undefined, filter: { expression, names: p.names, values: p.values } };
 }
 
 /** Every page of a Query, following `LastEvaluatedKey`: `for await (const page of queryPages(input))`. */

@@ -38,11 +38,18 @@
  * chain's; if the chain refuses, the owner's reservation is given back. A budget of 0 refuses without reading
  * anything; `unlimited` (Infinity) grants without reading or writing anything.
  */
-import { BatchGetCommand, GetCommand, UpdateCommand, type DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { getAddress, type Address } from "viem";
 import { useRuntime } from "../runtime";
-import { Keys } from "../store/keys";
-import { isConditionFailure, TTL_ATTRIBUTE } from "../store/table";
+import {
+  addToBucket,
+  readCounter,
+  readCounters,
+  SponsoredGas,
+  takeFromBucket,
+  type CounterId,
+  type CounterItem,
+} from "../store/entities/sponsored-gas";
 import { log } from "../log";
 import type { UserOperationV07 } from "../chain/userop";
 
@@ -78,15 +85,10 @@ export interface Sponsorship {
   giveBack(): Promise<void>;
 }
 
-type Key = { pk: string; sk: string };
 interface Held {
-  key: Key;
+  id: CounterId;
   hour: number;
   gas: number;
-}
-interface CounterItem {
-  latest?: number;
-  hours?: Record<string, number>;
 }
 
 /** The runtime's budgets (API.md §18.5 settings). */
@@ -151,7 +153,7 @@ export async function reserveSponsoredGas(
   const held: Held[] = [];
   try {
     if (ownerCounted) {
-      const own = await reserveOn(store, Keys.sponsoredGasOwner(request.chainId, getAddress(request.owner)), budgets.perOwner, gas);
+      const own = await reserveOn(store, { chainId: request.chainId, owner: getAddress(request.owner) }, budgets.perOwner, gas);
       if (!own) return undefined;
       held.push(own);
     }
@@ -182,14 +184,14 @@ export async function reserveSponsoredGas(
 /** One counter: read, check, conditional add (see the header for why the condition is enough). */
 async function reserveOn(
   store: BudgetStore,
-  key: Key,
+  id: CounterId,
   cap: number,
   gas: number,
   firstRead?: CounterItem | null,
 ): Promise<Held | undefined> {
   let read = firstRead;
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
-    const item = read !== undefined ? read : await readCounter(store, key);
+    const item = read !== undefined ? read : await readCounter(store, id);
     read = undefined;
     const clockHour = Math.floor(store.now() / HOUR_MS);
     const latest = item?.latest;
@@ -197,39 +199,9 @@ async function reserveOn(
     const { used, current, stale } = tally(item, hour);
     if (used + gas > cap) return undefined;
     const room = cap - (used - current) - gas;
-    const names: Record<string, string> = { "#hours": "hours", "#latest": "latest", "#exp": TTL_ATTRIBUTE, "#type": "type", "#v": "v" };
-    const values: Record<string, unknown> = { ":hour": hour, ":exp": (hour + WINDOW_HOURS + 1) * 3600, ":type": "sponsoredGas", ":v": 1 };
-    let update: string;
-    let condition: string;
-    if (latest === undefined) {
-      update = "SET #hours = :hours, #latest = :hour, #exp = :exp, #type = :type, #v = :v";
-      condition = "attribute_not_exists(#latest)";
-      values[":hours"] = { [String(hour)]: gas };
-    } else {
-      names["#cur"] = String(hour);
-      stale.forEach((h, i) => (names[`#s${i}`] = h));
-      update =
-        "SET #hours.#cur = if_not_exists(#hours.#cur, :zero) + :gas, #latest = :hour, #exp = :exp, #type = :type, #v = :v" +
-        (stale.length ? ` REMOVE ${stale.map((_, i) => `#hours.#s${i}`).join(", ")}` : "");
-      condition = "#latest = :seen AND (attribute_not_exists(#hours.#cur) OR #hours.#cur <= :room)";
-      Object.assign(values, { ":zero": 0, ":gas": gas, ":seen": latest, ":room": room });
-    }
-    try {
-      await store.db.send(
-        new UpdateCommand({
-          TableName: store.tableName,
-          Key: key,
-          UpdateExpression: update,
-          ConditionExpression: condition,
-          ExpressionAttributeNames: names,
-          ExpressionAttributeValues: values,
-        }),
-      );
-      return { key, hour, gas };
-    } catch (err) {
-      if (!isConditionFailure(err)) throw err;
-      // No room at that instant, or the hour moved on (or the item appeared): read again.
-    }
+    const expiresAt = (hour + WINDOW_HOURS + 1) * 3600;
+    if (await addToBucket(store, id, { hour, gas, seen: latest, room, stale, expiresAt })) return { id, hour, gas };
+    // No room at that instant, or the hour moved on (or the item appeared): read again.
   }
   return undefined;
 }
@@ -238,13 +210,13 @@ async function reserveOn(
 async function reserveOnChain(store: BudgetStore, chainId: number, cap: number, shards: number, gas: number): Promise<Held | undefined> {
   const first = Math.floor(Math.random() * shards);
   const share = (s: number) => shardCap(cap, shards, s);
-  const held = await reserveOn(store, Keys.sponsoredGasChain(chainId, first), share(first), gas);
+  const held = await reserveOn(store, { chainId, shard: first }, share(first), gas);
   if (held || shards === 1) return held;
 
   const others = Array.from({ length: shards - 1 }, (_, i) => (first + 1 + i) % shards);
   const items = await readCounters(
     store,
-    others.map((s) => Keys.sponsoredGasChain(chainId, s)),
+    others.map((shard) => ({ chainId, shard })),
   );
   const hour = Math.floor(store.now() / HOUR_MS);
   const candidates = others
@@ -252,7 +224,7 @@ async function reserveOnChain(store: BudgetStore, chainId: number, cap: number, 
     .filter((c) => c.item === undefined || c.room >= gas)
     .sort((a, b) => b.room - a.room);
   for (const c of candidates) {
-    const got = await reserveOn(store, Keys.sponsoredGasChain(chainId, c.s), share(c.s), gas, c.item);
+    const got = await reserveOn(store, { chainId, shard: c.s }, share(c.s), gas, c.item);
     if (got) return got;
   }
   return undefined;
@@ -269,39 +241,16 @@ function tally(item: CounterItem | null | undefined, hour: number) {
   return { used, current: Number(item?.hours?.[String(hour)] ?? 0), stale };
 }
 
-async function readCounter(store: BudgetStore, key: Key): Promise<CounterItem | null> {
-  const out = await store.db.send(new GetCommand({ TableName: store.tableName, Key: key, ConsistentRead: true }));
-  return (out.Item as CounterItem | undefined) ?? null;
-}
-
-/** Several counters in one batch read: null for an absent item, undefined for one the batch left unread. */
-async function readCounters(store: BudgetStore, keys: Key[]): Promise<(CounterItem | null | undefined)[]> {
-  const out = await store.db.send(new BatchGetCommand({ RequestItems: { [store.tableName]: { Keys: keys, ConsistentRead: true } } }));
-  const found = new Map<string, CounterItem>();
-  for (const item of out.Responses?.[store.tableName] ?? []) found.set(String(item.pk), item as CounterItem);
-  const unread = new Set((out.UnprocessedKeys?.[store.tableName]?.Keys ?? []).map((k) => String(k.pk)));
-  return keys.map((k) => (unread.has(k.pk) ? undefined : (found.get(k.pk) ?? null)));
-}
-
 async function giveBackAll(store: BudgetStore, held: Held[]) {
   await Promise.all(held.map((h) => giveBack(store, h)));
 }
 
 /** Takes `gas` off the bucket it was added to; a bucket already out of the window (pruned) is left alone. */
-async function giveBack(store: BudgetStore, { key, hour, gas }: Held) {
+async function giveBack(store: BudgetStore, { id, hour, gas }: Held) {
   try {
-    await store.db.send(
-      new UpdateCommand({
-        TableName: store.tableName,
-        Key: key,
-        UpdateExpression: "SET #hours.#h = #hours.#h - :gas",
-        ConditionExpression: "#hours.#h >= :gas",
-        ExpressionAttributeNames: { "#hours": "hours", "#h": String(hour) },
-        ExpressionAttributeValues: { ":gas": gas },
-      }),
-    );
+    await takeFromBucket(store, id, hour, gas);
   } catch (err) {
-    if (isConditionFailure(err)) return;
-    log.warn("sponsored gas not given back", { pk: key.pk, hour, gas, error: err instanceof Error ? err.message : String(err) });
+    const pk = SponsoredGas.key(id).pk;
+    log.warn("sponsored gas not given back", { pk, hour, gas, error: err instanceof Error ? err.message : String(err) });
   }
 }

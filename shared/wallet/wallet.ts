@@ -3,15 +3,12 @@
  * the per-owner cap, hiding, and the EntryPoint nonce.
  */
 import * as v from "valibot";
-import { GetCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { getAddress, isAddressEqual, zeroAddress, type Address } from "viem";
 import { entryPoint07Abi } from "viem/account-abstraction";
 import { ApiError, notFound, quotaReached } from "../errors";
 import { useOwner } from "../context";
 import { useConfig, useRuntime } from "../runtime";
-import { Keys } from "../store/keys";
-import { incrementBelow } from "../store/counters";
-import { cancellationReasons, isConditionFailure } from "../store/table";
+import { createWallet, getWallet, setHidden, walletsOn as storedWalletsOn, workflowStatusesOf } from "../store/entities/wallet";
 import { AddressString } from "../http/address-schemas";
 import { CreateInput, UpdateInput, type Info } from "./schemas";
 import { contractRefused, controllerSigner, isKnownFactory, publicClient, resolveCallerChain } from "../chain/chains";
@@ -33,7 +30,6 @@ export interface WalletRecord {
   createdAt: number;
 }
 
-const table = () => useConfig().tableName;
 const walletNotFound = () => notFound("WALLET_NOT_FOUND", "The wallet");
 
 /** The caller's wallets on the resolved chain, sorted by salt as a number, then factory. */
@@ -51,16 +47,7 @@ export async function list(input: { chainId?: number; includeHidden: boolean }):
 }
 
 async function walletsOn(owner: Address, chainId: number): Promise<WalletRecord[]> {
-  const prefix = Keys.walletPrefix(chainId);
-  const out = await useRuntime().db.send(
-    new QueryCommand({
-      TableName: table(),
-      KeyConditionExpression: "pk = :pk AND begins_with(sk, :prefix)",
-      ExpressionAttributeValues: { ":pk": Keys.owner(owner), ":prefix": prefix },
-      ConsistentRead: true,
-    }),
-  );
-  return (out.Items ?? []) as WalletRecord[];
+  return (await storedWalletsOn(owner, chainId)) as unknown as WalletRecord[];
 }
 
 /** Registers (owner, chain, factory, salt); answers whether it was new. */
@@ -73,7 +60,6 @@ export async function create(input: v.InferOutput<typeof CreateInput>): Promise<
   }
   const address = await deriveAddress(chain, factory, owner, BigInt(input.salt));
 
-  const key = Keys.wallet(owner, chain.chainId, address);
   const existing = await get(owner, chain.chainId, address);
   if (existing) return { created: false, wallet: await toInfo(existing) };
 
@@ -87,26 +73,12 @@ export async function create(input: v.InferOutput<typeof CreateInput>): Promise<
     isHidden: false,
     createdAt: useRuntime().now(),
   };
-  try {
-    await useRuntime().db.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          {
-            Put: { TableName: table(), Item: { ...key, type: "wallet", v: 1, ...record }, ConditionExpression: "attribute_not_exists(pk)" },
-          },
-          incrementBelow(owner, `wallets#${chain.chainId}`, max),
-        ],
-      }),
-    );
-  } catch (err) {
-    if (!isConditionFailure(err)) throw err;
-    const [walletReason] = cancellationReasons(err);
-    if (walletReason === "ConditionalCheckFailed") {
-      const raced = await get(owner, chain.chainId, address);
-      if (raced) return { created: false, wallet: await toInfo(raced) };
-    }
-    throw quotaReached("WALLETS_LIMIT_REACHED", "wallets per owner on this chain", max);
+  const outcome = await createWallet({ ...record }, max);
+  if (outcome === "exists") {
+    const raced = await get(owner, chain.chainId, address);
+    if (raced) return { created: false, wallet: await toInfo(raced) };
   }
+  if (outcome !== "created") throw quotaReached("WALLETS_LIMIT_REACHED", "wallets per owner on this chain", max);
   return { created: true, wallet: await toInfo(record) };
 }
 
@@ -141,10 +113,7 @@ async function deriveAddress(chain: ChainSettings, factory: Address, owner: Addr
 }
 
 export async function get(owner: Address, chainId: number, address: Address): Promise<WalletRecord | undefined> {
-  const out = await useRuntime().db.send(
-    new GetCommand({ TableName: table(), Key: Keys.wallet(owner, chainId, address), ConsistentRead: true }),
-  );
-  return out.Item as WalletRecord | undefined;
+  return (await getWallet({ owner, chainId, address })) as WalletRecord | undefined;
 }
 
 /** The caller's wallet at `rawAddress` on the resolved chain, or 404 (malformed addresses too). */
@@ -160,17 +129,8 @@ export async function requireOwned(rawAddress: string, chainId?: number): Promis
 export async function update(rawAddress: string, chainId: number | undefined, input: v.InferOutput<typeof UpdateInput>): Promise<Info> {
   const { wallet, chain } = await requireOwned(rawAddress, chainId);
   if (input.isHidden === undefined || input.isHidden === wallet.isHidden) return toInfo(wallet);
-  const out = await useRuntime().db.send(
-    new UpdateCommand({
-      TableName: table(),
-      Key: Keys.wallet(wallet.owner, chain.chainId, wallet.address),
-      UpdateExpression: "SET isHidden = :hidden",
-      ConditionExpression: "attribute_exists(pk)",
-      ExpressionAttributeValues: { ":hidden": input.isHidden },
-      ReturnValues: "ALL_NEW",
-    }),
-  );
-  return toInfo(out.Attributes as WalletRecord);
+  const updated = await setHidden({ owner: wallet.owner, chainId: chain.chainId, address: wallet.address }, input.isHidden);
+  return toInfo(updated as unknown as WalletRecord);
 }
 
 /** EntryPoint `getNonce(wallet, 0)`: "0" for an undeployed account. */
@@ -196,27 +156,12 @@ export async function nonce(rawAddress: string, chainId?: number): Promise<strin
 async function workflowCounts(owner: Address, address: Address) {
   const counts = { enabled: 0, disabled: 0, completed: 0, failed: 0 };
   const now = useRuntime().now();
-  let startKey: Record<string, unknown> | undefined;
-  do {
-    const out = await useRuntime().db.send(
-      new QueryCommand({
-        TableName: table(),
-        IndexName: "gsi2",
-        KeyConditionExpression: "gsi2pk = :pk",
-        ExpressionAttributeValues: { ":pk": `${Keys.owner(owner)}#WALLET#${address.toLowerCase()}#WF` },
-        ProjectionExpression: "#status, expiredAt",
-        ExpressionAttributeNames: { "#status": "status" },
-        ExclusiveStartKey: startKey,
-      }),
-    );
-    for (const item of out.Items ?? []) {
-      const stored = item.status as keyof typeof counts;
-      const expired = (stored === "enabled" || stored === "disabled") && typeof item.expiredAt === "number" && item.expiredAt <= now;
-      const status = expired ? "completed" : stored;
-      if (status in counts) counts[status] += 1;
-    }
-    startKey = out.LastEvaluatedKey;
-  } while (startKey);
+  for (const item of await workflowStatusesOf(owner, address)) {
+    const stored = item.status as keyof typeof counts;
+    const expired = (stored === "enabled" || stored === "disabled") && typeof item.expiredAt === "number" && item.expiredAt <= now;
+    const status = expired ? "completed" : stored;
+    if (status in counts) counts[status] += 1;
+  }
   return counts;
 }
 

@@ -1,12 +1,11 @@
 /** Following pending withdrawals: on a read (refresh) and in the background (followUpPending); withdraw.ts re-exports them. */
-import { QueryCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { UserOperationReceiptNotFoundError } from "viem/account-abstraction";
 import { useConfig, useRuntime } from "../runtime";
-import { Keys } from "../store/keys";
+import { pendingWithdrawals, touchWithdrawal } from "../store/entities/withdrawal";
 import { bundlerClient, chainSettings } from "../chain/chains";
 import type { ChainSettings } from "../config";
 import type { Result, StoredWithdrawal } from "./withdraw-request";
-import { settle, table, toResult } from "./withdraw-records";
+import { settle, toResult } from "./withdraw-records";
 
 const FOLLOW_UP_INTERVAL_MS = 5_000;
 
@@ -28,18 +27,7 @@ export async function refresh(w: StoredWithdrawal, chain: ChainSettings): Promis
   if (now - w.submittedAt > useConfig().limits.withdrawPendingTimeoutMs) {
     return settle(w, { status: "failed", message: "user operation was not included" });
   }
-  await useRuntime()
-    .db.send(
-      new UpdateCommand({
-        TableName: table(),
-        Key: Keys.withdrawal(w.owner, w.chainId, w.smartWalletAddress, w.id),
-        UpdateExpression: "SET lastCheckedAt = :now",
-        ConditionExpression: "#status = :pending",
-        ExpressionAttributeNames: { "#status": "status" },
-        ExpressionAttributeValues: { ":now": now, ":pending": "pending" },
-      }),
-    )
-    .catch(() => undefined);
+  await touchWithdrawal({ owner: w.owner, chainId: w.chainId, wallet: w.smartWalletAddress, id: w.id }, now);
   return toResult(w);
 }
 
@@ -48,21 +36,13 @@ export async function refresh(w: StoredWithdrawal, chain: ChainSettings): Promis
  * (sparse index gsi2 `WITHDRAWAL#pending`). Run every few seconds locally, every minute in AWS.
  */
 export async function followUpPending(max = 100): Promise<{ checked: number; settled: number }> {
-  const out = await useRuntime().db.send(
-    new QueryCommand({
-      TableName: table(),
-      IndexName: "gsi2",
-      KeyConditionExpression: "gsi2pk = :pk",
-      ExpressionAttributeValues: { ":pk": Keys.pendingWithdrawal(0, "").gsi2pk },
-      Limit: max,
-    }),
-  );
+  const items = (await pendingWithdrawals(max)) as unknown as StoredWithdrawal[];
   let settled = 0;
-  for (const item of (out.Items ?? []) as StoredWithdrawal[]) {
+  for (const item of items) {
     const chain = useConfig().chains.find((c) => c.chainId === item.chainId);
     if (!chain) continue;
     const after = await refresh(item, chainSettings(chain.chainId));
     if (after.status !== "pending") settled += 1;
   }
-  return { checked: out.Items?.length ?? 0, settled };
+  return { checked: items.length, settled };
 }

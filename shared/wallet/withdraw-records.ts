@@ -1,31 +1,17 @@
 /** Withdrawal records: write, settle (only while pending), read, and the answer's shape (withdraw.ts sends). */
-import { GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { getAddress, type Address, type Hex } from "viem";
 import type { UserOperationReceipt } from "viem/account-abstraction";
 import { useOwner } from "../context";
-import { useConfig, useRuntime } from "../runtime";
-import { Keys } from "../store/keys";
+import { useRuntime } from "../runtime";
+import { getWithdrawal, recordWithdrawal, settleWithdrawal } from "../store/entities/withdrawal";
 import type { Status } from "./schemas";
 import type { Result, StoredWithdrawal } from "./withdraw-request";
-
-export const table = () => useConfig().tableName;
 
 // ---------------------------------------------------------------------------------------------
 // Records
 
 export async function record(w: StoredWithdrawal): Promise<Result> {
-  await useRuntime().db.send(
-    new PutCommand({
-      TableName: table(),
-      Item: {
-        ...Keys.withdrawal(w.owner, w.chainId, w.smartWalletAddress, w.id),
-        ...(w.status === "pending" ? Keys.pendingWithdrawal(w.submittedAt, w.id) : {}),
-        type: "withdrawal",
-        v: 1,
-        ...w,
-      },
-    }),
-  );
+  await recordWithdrawal({ owner: w.owner, chainId: w.chainId, wallet: w.smartWalletAddress, id: w.id }, { ...w });
   return toResult(w);
 }
 
@@ -35,37 +21,20 @@ export async function settle(
   outcome: { status: Status; message?: string; transactionHash?: Hex; userOpHash?: Hex | undefined },
 ): Promise<Result> {
   const owner = w.owner ?? useOwner();
-  const sets = ["#status = :status", "lastCheckedAt = :now"];
-  const removes = ["gsi2pk", "gsi2sk"];
-  const values: Record<string, unknown> = { ":status": outcome.status, ":pending": "pending", ":now": useRuntime().now() };
-  if (outcome.message) {
-    sets.push("message = :message");
-    values[":message"] = outcome.message;
-  }
-  if (outcome.transactionHash) {
-    sets.push("transactionHash = :tx");
-    values[":tx"] = outcome.transactionHash;
-  }
-  if ("userOpHash" in outcome && outcome.userOpHash === undefined) removes.push("userOpHash");
-  if (outcome.status === "pending") removes.length = 0;
-  try {
-    const out = await useRuntime().db.send(
-      new UpdateCommand({
-        TableName: table(),
-        Key: Keys.withdrawal(owner, w.chainId, w.smartWalletAddress, w.id),
-        UpdateExpression: `SET ${sets.join(", ")}${removes.length ? ` REMOVE ${removes.join(", ")}` : ""}`,
-        ConditionExpression: "#status = :pending",
-        ExpressionAttributeNames: { "#status": "status" },
-        ExpressionAttributeValues: values,
-        ReturnValues: "ALL_NEW",
-      }),
-    );
-    return toResult(out.Attributes as StoredWithdrawal);
-  } catch (err) {
-    if ((err as { name?: string }).name !== "ConditionalCheckFailedException") throw err;
-    const current = await getStored(owner, w.chainId, w.smartWalletAddress, w.id);
-    return toResult(current ?? (w as StoredWithdrawal));
-  }
+  const id = { owner, chainId: w.chainId, wallet: w.smartWalletAddress, id: w.id };
+  const after = await settleWithdrawal(
+    id,
+    {
+      status: outcome.status,
+      message: outcome.message,
+      transactionHash: outcome.transactionHash,
+      removeUserOpHash: "userOpHash" in outcome && outcome.userOpHash === undefined,
+    },
+    useRuntime().now(),
+  );
+  if (after) return toResult(after as unknown as StoredWithdrawal);
+  const current = await getStored(owner, w.chainId, w.smartWalletAddress, w.id);
+  return toResult(current ?? (w as StoredWithdrawal));
 }
 
 /** The answer after at most `waitMs`: confirmed or failed once the receipt is in, else still pending. */
@@ -81,10 +50,7 @@ export async function awaitReceipt(w: Result, receipt: Promise<UserOperationRece
 }
 
 export async function getStored(owner: Address, chainId: number, wallet: Address, id: string): Promise<StoredWithdrawal | undefined> {
-  const out = await useRuntime().db.send(
-    new GetCommand({ TableName: table(), Key: Keys.withdrawal(owner, chainId, wallet, id), ConsistentRead: true }),
-  );
-  return out.Item as StoredWithdrawal | undefined;
+  return (await getWithdrawal({ owner, chainId, wallet, id })) as StoredWithdrawal | undefined;
 }
 
 export function toResult(w: StoredWithdrawal | Result): Result {

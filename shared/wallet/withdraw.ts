@@ -9,8 +9,7 @@ import { erc20Abi, getAddress, type Address, type PublicClient } from "viem";
 import { ApiError, notFound } from "../errors";
 import { useOwner } from "../context";
 import { useConfig, useRuntime } from "../runtime";
-import { Keys } from "../store/keys";
-import { queryPage } from "../store/query";
+import { listWithdrawals as storedWithdrawals, withdrawalPosition as position } from "../store/entities/withdrawal";
 import type { Status } from "./schemas";
 import { bundlerClient, contractRefused, publicClient, unsupportedChain } from "../chain/chains";
 import { erc20Transfer } from "../chain/account";
@@ -183,25 +182,7 @@ export async function listWithdrawals(
 ) {
   const { wallet, chain } = await requireOwned(walletPath, chainId);
   const owner = useOwner();
-  const result = await queryPage({
-    pkName: "pk",
-    pk: Keys.owner(owner),
-    skName: "sk",
-    skPrefix: Keys.withdrawalPrefix(chain.chainId, wallet.address),
-    order: "desc",
-    limit: page.limit,
-    after: page.after,
-    before: page.before,
-    ...(statuses.length
-      ? {
-          filter: {
-            expression: `#status IN (${statuses.map((_, i) => `:s${i}`).join(", ")})`,
-            names: { "#status": "status" },
-            values: Object.fromEntries(statuses.map((s, i) => [`:s${i}`, s])),
-          },
-        }
-      : {}),
-  });
+  const result = await storedWithdrawals(owner, chain.chainId, wallet.address, statuses, page);
   const refreshed = await Promise.all(result.items.map((item) => refresh(item as unknown as StoredWithdrawal, chain)));
   return { result: { ...result, items: refreshed as unknown as Record<string, unknown>[] }, chain, wallet };
 }
@@ -217,4 +198,4 @@ export async function getWithdrawal(walletPath: string, chainId: number | undefi
 }
 
 /** Sort-key position of a withdrawal, for cursors. */
-export const withdrawalPosition = (chainId: number, wallet: Address, id: string) => `${Keys.withdrawalPrefix(chainId, wallet)}${id}`;
+export const withdrawalPosition = (chainId: number, wallet: Address, id: string) => position(chainId, wallet, id);

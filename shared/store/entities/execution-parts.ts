@@ -1,0 +1,116 @@
+/**
+ * The items of an execution beside its record, in the `EXEC#<id>` partition (pattern 13b, 13c): a recorded step's
+ * JSON in parts (`STEP#<stepId>#<part>`, step items v 2), a large step output in parts of its own
+ * (`OUT#<stepId>#<part>`), and a run input too large for the execution item (`INPUT#<part>`). Parts are binary,
+ * far below DynamoDB's item limit; a step's parts are written in the transaction that records it
+ * (./execution.ts recordStepItems).
+ */
+import { batchGetOnce, defineEntity, queryEach, type TableKey } from "../entity";
+import { Keys } from "../keys";
+
+export const ExecutionStep = defineEntity({
+  type: "executionStep",
+  version: 2,
+  key: ({ id, stepId, part }: { id: string; stepId: string; part: number }) => Keys.executionStep(id, stepId, part),
+});
+
+export const ExecutionStepOutput = defineEntity({
+  type: "executionStepOutput",
+  version: 2,
+  key: ({ id, stepId, part }: { id: string; stepId: string; part: number }) => Keys.executionStepOutput(id, stepId, part),
+});
+
+export const ExecutionInput = defineEntity({
+  type: "executionInput",
+  version: 1,
+  key: ({ id, part }: { id: string; part: number }) => Keys.executionInput(id, part),
+});
+
+type Item = Record<string, unknown>;
+
+/** A step's JSON (`body`) and, when it lies in items of its own, its output's JSON (`output`), cut in `partBytes`. */
+export interface StepRecording {
+  stepId: string;
+  body: Buffer;
+  /** The serialized output's bytes (whether or not it is inside `body`). */
+  outputBytes: number;
+  /** The output's JSON when it is not inside `body`. */
+  output?: Buffer;
+  partBytes: number;
+}
+
+/** The transaction items that write a step's parts and its output's parts. */
+export function stepPartItems(executionId: string, r: StepRecording) {
+  const parts = Math.max(1, Math.ceil(r.body.length / r.partBytes));
+  const outputParts = r.output ? Math.ceil(r.output.length / r.partBytes) : 0;
+  const slice = (bytes: Buffer, part: number) => bytes.subarray(part * r.partBytes, (part + 1) * r.partBytes);
+  return [
+    ...Array.from({ length: parts }, (_, part) =>
+      ExecutionStep.tx.put(
+        { id: executionId, stepId: r.stepId, part },
+        { stepId: r.stepId, part, parts, outputBytes: r.outputBytes, outputParts, body: slice(r.body, part) },
+      ),
+    ),
+    ...Array.from({ length: outputParts }, (_, part) =>
+      ExecutionStepOutput.tx.put(
+        { id: executionId, stepId: r.stepId, part },
+        { stepId: r.stepId, part, parts: outputParts, body: slice(r.output!, part) },
+      ),
+    ),
+  ];
+}
+
+/** Every step part of an execution (strongly consistent Query, one page per MB). */
+export async function* stepPartPages(executionId: string): AsyncGenerator<Item[]> {
+  const query = { pk: Keys.executionStep(executionId, "", 0).pk, sk: { beginsWith: "STEP#" }, consistent: true };
+  for await (const page of queryEach(query)) yield page.items;
+}
+
+/**
+ * The output parts of `steps` (strongly consistent BatchGetItem, 100 keys a request; unprocessed keys read again
+ * after a growing pause, giving up after 8 retries).
+ */
+export async function readOutputParts(executionId: string, steps: { stepId: string; parts: number }[]): Promise<Item[]> {
+  const keys = steps.flatMap((s) =>
+    Array.from({ length: s.parts }, (_, part) => ExecutionStepOutput.key({ id: executionId, stepId: s.stepId, part })),
+  );
+  const items: Item[] = [];
+  for (let i = 0; i < keys.length; i += 100) {
+    let request: TableKey[] = keys.slice(i, i + 100);
+    for (let attempt = 0; request.length; attempt++) {
+      if (attempt > 0) await new Promise((r) => setTimeout(r, Math.min(1_000, 25 * 2 ** attempt)));
+      if (attempt > 8) throw new Error("reading step outputs: keys left unprocessed");
+      const out = await batchGetOnce(request, { consistent: true });
+      items.push(...out.items);
+      request = out.unprocessed;
+    }
+  }
+  return items;
+}
+
+/** Writes a run input's parts (one PutItem each, in order), expiring at `expiresAt` (s). */
+export async function writeInputParts(executionId: string, bytes: Buffer, partBytes: number, expiresAt: number): Promise<number> {
+  const parts = Math.ceil(bytes.length / partBytes);
+  for (let part = 0; part < parts; part++) {
+    const body = bytes.subarray(part * partBytes, (part + 1) * partBytes);
+    await ExecutionInput.put({ id: executionId, part }, { part, parts, body, expiresAt });
+  }
+  return parts;
+}
+
+/** Deletes a run input's parts (one DeleteItem each, in order). */
+export async function deleteInputParts(executionId: string, parts: number): Promise<void> {
+  for (let part = 0; part < parts; part++) await ExecutionInput.delete({ id: executionId, part });
+}
+
+/** A run input's parts joined (strongly consistent GetItems in parallel); throws when one is missing. */
+export async function readInputParts(executionId: string, parts: number): Promise<Buffer> {
+  const chunks = await Promise.all(
+    Array.from({ length: parts }, async (_, part) => {
+      const item = await ExecutionInput.get({ id: executionId, part }, { consistent: true });
+      if (!item) throw new Error(`part ${part} of the run input of ${executionId} is missing`);
+      return item.body as Uint8Array;
+    }),
+  );
+  return Buffer.concat(chunks);
+}

@@ -1,0 +1,159 @@
+/**
+ * Secrets (API.md §12; shared/secret/secret.ts): one item per (owner, name, scope) in the owner's partition
+ * (sort key `SECRET#<name>#0` or `#1#<workflowId>`), workflow-scoped ones also on GSI1 per (owner, workflow).
+ * Owned here: the cap (a create and the owner's `secrets` counter in one transaction, a replace never counts, a
+ * delete and its decrement in one transaction), the list's two access patterns and the batch read of the engine.
+ */
+import { batchGetOnce, defineEntity, transact } from "../entity";
+import { setAll, when } from "../expression";
+import { decrement, incrementBelow } from "../counters";
+import { Keys } from "../keys";
+import { queryPage, type PageResult } from "../query";
+import { Index, cancellationReasons } from "../table";
+
+export interface SecretId {
+  owner: string;
+  name: string;
+  workflowId?: string;
+}
+
+export const Secret = defineEntity({
+  type: "secret",
+  version: 1,
+  key: ({ owner, name, workflowId }: SecretId) => Keys.secret(owner, name, workflowId),
+});
+
+/** The envelope-encrypted value as stored (shared/keys/envelope.ts Sealed). */
+export interface SealedValue {
+  encryptedKey: string;
+  iv: string;
+  ciphertext: string;
+  tag: string;
+  keyId: string;
+}
+
+type Item = Record<string, unknown>;
+
+const errorName = (err: unknown) => (err as { name?: string }).name;
+/** A cancelled transaction worth another attempt: only failed conditions and conflicts, nothing else. */
+const retryable = (reasons: string[]) =>
+  reasons.every((r) => r === "None" || r === "ConditionalCheckFailed" || r === "TransactionConflict");
+
+/**
+ * Replaces an existing secret's value (keeps createdAt, never touches the counter). "absent" when there is none;
+ * "conflict" when a transaction on the item was in progress (try again).
+ */
+export async function replaceSecret(id: SecretId, at: number, sealed: SealedValue): Promise<"replaced" | "absent" | "conflict"> {
+  try {
+    const { encryptedKey, iv, ciphertext, tag, keyId } = sealed;
+    await Secret.update(id, setAll({ updatedAt: at, encryptedKey, iv, ciphertext, tag, keyId }), { if: when.exists() });
+    return "replaced";
+  } catch (err) {
+    if (errorName(err) === "TransactionConflictException") return "conflict";
+    if (errorName(err) === "ConditionalCheckFailedException") return "absent";
+    throw err;
+  }
+}
+
+/**
+ * Creates the secret and counts it, in one transaction, only while it does not exist and the owner has fewer than
+ * `max`: "exists" (created meanwhile), "full" (at the cap), "conflict" (another write on the items: try again).
+ */
+export async function createSecret(
+  id: SecretId,
+  fields: { at: number; scope: string; sealed: SealedValue },
+  max: number,
+): Promise<"created" | "exists" | "full" | "conflict"> {
+  const item: Item = {
+    ...(id.workflowId ? Keys.secretByWorkflow(id.owner, id.workflowId, id.name) : {}),
+    owner: id.owner.toLowerCase(),
+    name: id.name,
+    scope: fields.scope,
+    ...(id.workflowId ? { workflowId: id.workflowId } : {}),
+    createdAt: fields.at,
+    updatedAt: fields.at,
+    ...fields.sealed,
+  };
+  try {
+    await transact([Secret.tx.put(id, item, { if: when.notExists() }), incrementBelow(id.owner, "secrets", max)]);
+    return "created";
+  } catch (err) {
+    if (errorName(err) !== "TransactionCanceledException") throw err;
+    const reasons = cancellationReasons(err);
+    if (!retryable(reasons)) throw err;
+    const [secretReason, counterReason] = reasons;
+    if (secretReason === "ConditionalCheckFailed") return "exists";
+    // At the cap, and the secret did not exist when the transaction was evaluated.
+    if (counterReason === "ConditionalCheckFailed") return "full";
+    return "conflict";
+  }
+}
+
+/**
+ * Deletes the secret and uncounts it, in one transaction: "absent" when there was none; "uncounted" when the
+ * counter is missing or zero although the secret exists (it is then deleted without decrement); "conflict": try again.
+ */
+export async function deleteSecret(id: SecretId): Promise<"deleted" | "absent" | "uncounted" | "conflict"> {
+  try {
+    await transact([Secret.tx.delete(id, { if: when.exists() }), decrement(id.owner, "secrets")]);
+    return "deleted";
+  } catch (err) {
+    if (errorName(err) !== "TransactionCanceledException") throw err;
+    const reasons = cancellationReasons(err);
+    if (!retryable(reasons)) throw err;
+    const [secretReason, counterReason] = reasons;
+    if (secretReason === "ConditionalCheckFailed") return "absent";
+    if (counterReason !== "ConditionalCheckFailed") return "conflict";
+  }
+  try {
+    await Secret.delete(id, { if: when.exists() });
+  } catch (e) {
+    if (errorName(e) !== "ConditionalCheckFailedException") throw e;
+  }
+  return "uncounted";
+}
+
+/** One page of the owner's secrets in list order (API.md §3), or of one workflow's (GSI1); positions are `sk`. */
+export function listSecrets(
+  owner: string,
+  workflowId: string | undefined,
+  page: { limit: number; after?: string; before?: string },
+): Promise<PageResult> {
+  const paging = { skPrefix: Keys.secretPrefix, order: "asc" as const, limit: page.limit, after: page.after, before: page.before };
+  return queryPage(
+    workflowId
+      ? { index: Index.gsi1, pkName: "gsi1pk", pk: Keys.secretByWorkflow(owner, workflowId, "").gsi1pk, skName: "gsi1sk", ...paging }
+      : { pkName: "pk", pk: Keys.owner(owner), skName: "sk", ...paging },
+  );
+}
+
+/**
+ * The secrets of `ids` that exist, by sort key (strongly consistent BatchGetItem, 100 keys a request, unprocessed
+ * keys read again after a backoff; throws after `maxAttempts` rounds of one request).
+ */
+export async function readSecrets(ids: SecretId[], maxAttempts: number, backoff: (attempt: number) => Promise<unknown>) {
+  const keys = ids.map((id) => Secret.key(id));
+  const found = new Map<string, Item>();
+  for (let i = 0; i < keys.length; i += 100) {
+    let pending = keys.slice(i, i + 100);
+    for (let attempt = 1; pending.length > 0; attempt++) {
+      if (attempt > maxAttempts) throw new Error("Secret reads kept being throttled");
+      if (attempt > 1) await backoff(attempt);
+      const out = await batchGetOnce(pending, { consistent: true });
+      for (const item of out.items) found.set(item.sk as string, item);
+      pending = out.unprocessed;
+    }
+  }
+  return found;
+}
+
+const WorkflowOwner = defineEntity({ type: "workflow", version: 1, key: (workflowId: string) => Keys.workflow(workflowId) });
+
+/**
+ * The `owner` and `type` of the workflow a workflow-scoped secret names (one GetItem of those two attributes):
+ * the check that the caller owns it. Read through the workflow's key only; the workflow record type's own entity
+ * (with its writes and invariants) is defined with the workflow modules.
+ */
+export async function workflowOwnerOf(workflowId: string): Promise<{ owner?: unknown; type?: unknown } | undefined> {
+  return WorkflowOwner.get(workflowId, { attributes: ["owner", "type"] });
+}

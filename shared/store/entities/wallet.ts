@@ -1,0 +1,63 @@
+/**
+ * Smart wallets (API.md §11; shared/wallet/wallet.ts): one item per (owner, chain, address) in the owner's
+ * partition. Owned here: the per-owner cap per chain (a create and the owner's `wallets#<chainId>` counter in one
+ * transaction), hiding only an existing wallet, and the reads: one wallet, the owner's wallets on a chain, and the
+ * statuses of the workflows of a wallet (pattern 12, workflow items on GSI2).
+ */
+import { defineEntity, queryEach, queryOnce, transact } from "../entity";
+import { set, when } from "../expression";
+import { incrementBelow } from "../counters";
+import { Keys } from "../keys";
+import { Index, cancellationReasons, isConditionFailure } from "../table";
+
+export interface WalletId {
+  owner: string;
+  chainId: number;
+  address: string;
+}
+
+export const Wallet = defineEntity({
+  type: "wallet",
+  version: 1,
+  key: ({ owner, chainId, address }: WalletId) => Keys.wallet(owner, chainId, address),
+});
+
+type Item = Record<string, unknown>;
+
+/** The wallet, or undefined (strongly consistent). */
+export const getWallet = (id: WalletId) => Wallet.get(id, { consistent: true });
+
+/** The owner's wallets on a chain (one strongly consistent Query: far fewer than a page). */
+export async function walletsOn(owner: string, chainId: number): Promise<Item[]> {
+  const page = await queryOnce({ pk: Keys.owner(owner), sk: { beginsWith: Keys.walletPrefix(chainId) }, consistent: true });
+  return page.items;
+}
+
+/**
+ * Writes the new wallet and counts it, in one transaction, only while it does not exist and the owner has fewer
+ * than `max` wallets on its chain: "exists" when it was there already, else "full" when refused.
+ */
+export async function createWallet(record: WalletId & Item, max: number): Promise<"created" | "exists" | "full"> {
+  const id = { owner: record.owner, chainId: record.chainId, address: record.address };
+  try {
+    await transact([Wallet.tx.put(id, record, { if: when.notExists() }), incrementBelow(record.owner, `wallets#${record.chainId}`, max)]);
+    return "created";
+  } catch (err) {
+    if (!isConditionFailure(err)) throw err;
+    const [walletReason] = cancellationReasons(err);
+    return walletReason === "ConditionalCheckFailed" ? "exists" : "full";
+  }
+}
+
+/** Sets `isHidden` on an existing wallet; answers the whole item after. */
+export async function setHidden(id: WalletId, isHidden: boolean): Promise<Item> {
+  return (await Wallet.update(id, [set("isHidden", isHidden)], { if: when.exists(), returnValues: "ALL_NEW" }))!;
+}
+
+/** `status` and `expiredAt` of every workflow of the owner's wallet (pattern 12: GSI2 of the workflow items). */
+export async function workflowStatusesOf(owner: string, address: string): Promise<{ status?: string; expiredAt?: number }[]> {
+  const statuses: { status?: string; expiredAt?: number }[] = [];
+  const query = { index: Index.gsi2, pk: Keys.workflowByWallet(owner, address, "").gsi2pk, attributes: ["status", "expiredAt"] };
+  for await (const page of queryEach(query)) statuses.push(...(page.items as { status?: string; expiredAt?: number }[]));
+  return statuses;
+}

@@ -1,0 +1,94 @@
+/**
+ * Withdrawals (API.md §11.5, §11.6; shared/wallet/withdraw*.ts): one item per withdrawal in the owner's
+ * partition, per (chain, wallet) newest first by ULID; a pending one also on sparse GSI2 `WITHDRAWAL#pending`,
+ * oldest first, for the background follow-up. Owned here: a withdrawal is settled (and leaves the pending index)
+ * or touched only while it is pending.
+ */
+import { defineEntity, queryOnce } from "../entity";
+import { remove, set, when, type UpdateAction } from "../expression";
+import { Keys } from "../keys";
+import { queryPage, type PageResult } from "../query";
+import { Index } from "../table";
+
+export interface WithdrawalId {
+  owner: string;
+  chainId: number;
+  wallet: string;
+  id: string;
+}
+
+export const Withdrawal = defineEntity({
+  type: "withdrawal",
+  version: 1,
+  key: ({ owner, chainId, wallet, id }: WithdrawalId) => Keys.withdrawal(owner, chainId, wallet, id),
+});
+
+type Item = Record<string, unknown>;
+
+const isPending = when.eq("status", "pending");
+
+/** Writes a new withdrawal (`record` holds the API fields and `owner`), on the pending index while pending. */
+export async function recordWithdrawal(id: WithdrawalId, record: Item & { status: string; submittedAt: number }): Promise<void> {
+  await Withdrawal.put(id, { ...(record.status === "pending" ? Keys.pendingWithdrawal(record.submittedAt, id.id) : {}), ...record });
+}
+
+export const getWithdrawal = (id: WithdrawalId) => Withdrawal.get(id, { consistent: true });
+
+/**
+ * Moves a pending withdrawal to `outcome.status` (leaving the pending index unless it stays pending), recording
+ * when it was checked; `removeUserOpHash` drops a hash that named no operation. Answers the item after, or
+ * undefined when it was not pending (nothing written).
+ */
+export async function settleWithdrawal(
+  id: WithdrawalId,
+  outcome: { status: string; message?: string; transactionHash?: string; removeUserOpHash?: boolean },
+  now: number,
+): Promise<Item | undefined> {
+  const actions: UpdateAction[] = [set("status", outcome.status), set("lastCheckedAt", now)];
+  if (outcome.message) actions.push(set("message", outcome.message));
+  if (outcome.transactionHash) actions.push(set("transactionHash", outcome.transactionHash));
+  if (outcome.status !== "pending") {
+    actions.push(remove("gsi2pk"), remove("gsi2sk"));
+    if (outcome.removeUserOpHash) actions.push(remove("userOpHash"));
+  }
+  try {
+    return await Withdrawal.update(id, actions, { if: isPending, returnValues: "ALL_NEW" });
+  } catch (err) {
+    if ((err as { name?: string }).name !== "ConditionalCheckFailedException") throw err;
+    return undefined;
+  }
+}
+
+/** Records that a pending withdrawal was checked at `now` (a failure is ignored: it is only a rate hint). */
+export async function touchWithdrawal(id: WithdrawalId, now: number): Promise<void> {
+  await Withdrawal.update(id, [set("lastCheckedAt", now)], { if: isPending }).catch(() => undefined);
+}
+
+/** The oldest pending withdrawals of every owner, at most `max` (one Query of the sparse index). */
+export async function pendingWithdrawals(max: number): Promise<Item[]> {
+  return (await queryOnce({ index: Index.gsi2, pk: Keys.pendingWithdrawal(0, "").gsi2pk, limit: max })).items;
+}
+
+/** Sort-key position of a withdrawal in its wallet's list, for cursors. */
+export const withdrawalPosition = (chainId: number, wallet: string, id: string) => `${Keys.withdrawalPrefix(chainId, wallet)}${id}`;
+
+/** One page of a wallet's withdrawals, newest first, only those of `statuses` when given (API.md §3, §11.6). */
+export function listWithdrawals(
+  owner: string,
+  chainId: number,
+  wallet: string,
+  statuses: readonly string[],
+  page: { limit: number; after?: string; before?: string },
+): Promise<PageResult> {
+  return queryPage({
+    pkName: "pk",
+    pk: Keys.owner(owner),
+    skName: "sk",
+    skPrefix: Keys.withdrawalPrefix(chainId, wallet),
+    order: "desc",
+    limit: page.limit,
+    after: page.after,
+    before: page.before,
+    ...(statuses.length ? { where: when.in("status", statuses) } : {}),
+  });
+}
