@@ -10,8 +10,9 @@ import { validateDefinition } from "./definition";
 import { startFiring } from "./scheduler";
 import * as Watch from "./watch-registry";
 import type { WorkflowRecord } from "./record";
-import { VERSION, RECORD_VERSION, type Item, table, ENTITY, type WorkflowInfo, toInfo, toItem } from "./stored";
+import { RECORD_VERSION, type Item, table, ENTITY, type WorkflowInfo, toInfo, toItem } from "./stored";
 import { takeSlot } from "./slots";
+import { putExpiry } from "../store/entities/expiry";
 
 // ---------------------------------------------------------------------------------------------------------
 // Create (§8.8.1)
@@ -110,24 +111,7 @@ export async function create(body: Record<string, unknown>): Promise<WorkflowInf
     v: RECORD_VERSION,
     ...toItem(record),
   };
-  const expiry =
-    record.expiredAt === undefined
-      ? []
-      : [
-          {
-            Put: {
-              TableName: table(),
-              Item: {
-                ...Keys.expiry(id),
-                ...Keys.expiryDue(record.expiredAt, id),
-                type: "expiry",
-                v: VERSION,
-                workflowId: id,
-                expiredAt: record.expiredAt,
-              },
-            },
-          },
-        ];
+  const expiry = record.expiredAt === undefined ? [] : [putExpiry(id, record.expiredAt)];
   await takeSlot(owner, () => ({ Put: { TableName: table(), Item: item, ConditionExpression: "attribute_not_exists(pk)" } }), expiry);
   await startFiring(record, now);
   await Watch.watch(record, now);

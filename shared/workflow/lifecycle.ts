@@ -2,7 +2,6 @@
  * A workflow's life after create: pause and resume (§8.8.6), cancel (§8.8.5), and the sweeper's expiry pass (§8.2;
  * ./workflow.ts, module header).
  */
-import { QueryCommand } from "@aws-sdk/lib-dynamodb";
 import { useOwner } from "../context";
 import { useRuntime } from "../runtime";
 import { Keys } from "../store/keys";
@@ -29,6 +28,7 @@ import {
   requireOwned,
 } from "./stored";
 import { takeSlot, writeReleasingSlot, forgetExpiry, completionUpdate } from "./slots";
+import { dueExpiries } from "../store/entities/expiry";
 
 // ---------------------------------------------------------------------------------------------------------
 // Pause, resume (§8.8.6)
@@ -166,20 +166,9 @@ async function stopAutomaticFiring(record: WorkflowRecord): Promise<void> {
  * is gone or already terminal is only cleaned up. Returns the ids stored expired by this pass.
  */
 export async function expireDue(now: number, max: number): Promise<string[]> {
-  const { db } = useRuntime();
-  const out = await db.send(
-    new QueryCommand({
-      TableName: table(),
-      IndexName: Index.gsi2,
-      KeyConditionExpression: "gsi2pk = :pk AND gsi2sk < :bound",
-      ExpressionAttributeValues: { ":pk": Keys.expiryDue(0, "").gsi2pk, ":bound": Keys.expiryDue(now + 1, "").gsi2sk.slice(0, -1) },
-      ProjectionExpression: "workflowId",
-      Limit: max,
-    }),
-  );
+  const due = await dueExpiries(now, max);
   const expired: string[] = [];
-  for (const entry of out.Items ?? []) {
-    const id = String(entry.workflowId);
+  for (const id of due) {
     let record = await read(id);
     for (let attempt = 1; record && isExpired(record, now) && attempt <= MAX_ATTEMPTS; attempt++) {
       const held = record.holdsSlot === true;

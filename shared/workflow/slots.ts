@@ -3,7 +3,7 @@
  * in the same transaction, the release of expired slot-holders, the write that completes a workflow, and the
  * expiry entry's removal.
  */
-import { DeleteCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
+import { TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
 import { quotaReached } from "../errors";
 import { useRuntime } from "../runtime";
 import { Keys } from "../store/keys";
@@ -117,9 +117,7 @@ export async function writeReleasingSlot(owner: Address, write: Record<string, u
 }
 
 /** Deletes the workflow's expiry entry (pattern 21), if any. */
-export async function forgetExpiry(id: string): Promise<void> {
-  await useRuntime().db.send(new DeleteCommand({ TableName: table(), Key: Keys.expiry(id) }));
-}
+export { forgetExpiry } from "../store/entities/expiry";
 
 /**
  * The write that completes workflow `id` (§8.2): status `completed` with `reason`, `completedAt` set to the update
