@@ -8,6 +8,15 @@ import { useTestRuntime } from "../support/runtime";
 import type { Runtime } from "../../shared/runtime";
 import { transact } from "../../shared/store/entity";
 import { dueExpiries, forgetExpiry, putExpiry } from "../../shared/store/entities/expiry";
+import {
+  advanceSchedule,
+  dropSchedule,
+  dueSchedules,
+  earliestSchedule,
+  putSchedule,
+  removeSchedule,
+  scheduleKey,
+} from "../../shared/store/entities/schedule";
 
 let runtime: Runtime;
 
@@ -36,5 +45,43 @@ describe("expiry entry (pattern 21)", () => {
     expect(await dueExpiries(1_700_000_000_000, 10)).toContain(id);
     await forgetExpiry(id);
     expect(await raw({ pk: `WF#${id}`, sk: "EXPIRY" })).toBeUndefined();
+  });
+});
+
+describe("local schedule item (pattern 16)", () => {
+  const id = "01JSCHEDULE000000000000001";
+  const owner = "0x00000000000000000000000000000000000000aA";
+
+  it("writes the item the local scheduler wrote; advancing moves it on gsi2 and records the owner", async () => {
+    await putSchedule({ workflowId: id, owner, triggerId: "t", nextFireAt: 1_700_000_000_000 });
+    expect(await raw(scheduleKey(id))).toEqual({
+      pk: `WF#${id}`,
+      sk: "SCHEDULE",
+      gsi2pk: "SCHEDULE#due",
+      gsi2sk: `001700000000000#${id}`,
+      type: "schedule",
+      v: 1,
+      workflowId: id,
+      owner,
+      triggerId: "t",
+      nextFireAt: 1_700_000_000_000,
+    });
+    expect((await dueSchedules(1_700_000_000_000, 10)).map((e) => e.workflowId)).toContain(id);
+    expect(await advanceSchedule(id, 1_700_000_000_000, 1_700_000_060_000, owner)).toBe(true);
+    expect(await raw(scheduleKey(id))).toMatchObject({ gsi2sk: `001700000060000#${id}`, nextFireAt: 1_700_000_060_000, owner });
+    expect((await dueSchedules(1_700_000_000_000, 10)).map((e) => e.workflowId)).not.toContain(id);
+    expect(await earliestSchedule()).toBe(1_700_000_060_000);
+  });
+
+  it("race: of concurrent advances and drops from one instant exactly one lands; a removed item is never resurrected", async () => {
+    await putSchedule({ workflowId: id, owner, triggerId: "t", nextFireAt: 1_800_000_000_000 });
+    const results = await Promise.all([
+      ...Array.from({ length: 6 }, (_, i) => advanceSchedule(id, 1_800_000_000_000, 1_800_000_000_000 + (i + 1) * 1000, owner)),
+      ...Array.from({ length: 4 }, () => dropSchedule(id, 1_800_000_000_000)),
+    ]);
+    expect(results.filter(Boolean)).toHaveLength(1);
+    await removeSchedule(id);
+    expect(await advanceSchedule(id, 1_800_000_000_000, 1_900_000_000_000, owner)).toBe(false);
+    expect(await raw(scheduleKey(id))).toBeUndefined();
   });
 });
