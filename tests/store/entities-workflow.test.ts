@@ -7,6 +7,7 @@ import { GetCommand } from "@aws-sdk/lib-dynamodb";
 import { useTestRuntime } from "../support/runtime";
 import type { Runtime } from "../../shared/runtime";
 import { transact } from "../../shared/store/entity";
+import { acquireLease, deleteCheckpoint, readCheckpoint, releaseLease, storeCursors } from "../../shared/store/entities/checkpoint";
 import { dueExpiries, forgetExpiry, putExpiry } from "../../shared/store/entities/expiry";
 import {
   advanceSchedule,
@@ -83,5 +84,58 @@ describe("local schedule item (pattern 16)", () => {
     await removeSchedule(id);
     expect(await advanceSchedule(id, 1_800_000_000_000, 1_900_000_000_000, owner)).toBe(false);
     expect(await raw(scheduleKey(id))).toBeUndefined();
+  });
+});
+
+describe("chain checkpoint and watcher lease (pattern 18)", () => {
+  const chainId = 990_001;
+  const key = { pk: `CHAIN#${chainId}`, sk: "CHECKPOINT" };
+
+  it("writes the item the watcher wrote: the lease, then the cursors; release removes the lease only", async () => {
+    expect(await acquireLease(chainId, "me", 1_000, 61_000)).toEqual({
+      ...key,
+      leaseOwner: "me",
+      leaseUntil: 61_000,
+      type: "chainCheckpoint",
+      v: 2,
+    });
+    expect(await storeCursors(chainId, "me", { block: 42, behind: { A: 40 }, floors: { "-": 39 }, rev: "R1" }, 62_000)).toBe(true);
+    expect(await raw(key)).toEqual({
+      ...key,
+      type: "chainCheckpoint",
+      v: 2,
+      leaseOwner: "me",
+      leaseUntil: 62_000,
+      block: 42,
+      behind: { A: 40 },
+      floors: { "-": 39 },
+      rev: "R1",
+    });
+    await releaseLease(chainId, "me");
+    expect(await readCheckpoint(chainId)).toEqual({
+      ...key,
+      type: "chainCheckpoint",
+      v: 2,
+      block: 42,
+      behind: { A: 40 },
+      floors: { "-": 39 },
+      rev: "R1",
+    });
+    await deleteCheckpoint(chainId);
+    expect(await raw(key)).toBeUndefined();
+  });
+
+  it("race: of concurrent acquirers exactly one holds the lease; the others neither store nor release it until it expires", async () => {
+    const holders = Array.from({ length: 8 }, (_, i) => `h${i}`);
+    const got = await Promise.all(holders.map((h) => acquireLease(chainId, h, 1_000, 61_000)));
+    const winners = holders.filter((_, i) => got[i] !== null);
+    expect(winners).toHaveLength(1);
+    const loser = holders.find((h) => h !== winners[0])!;
+    expect(await storeCursors(chainId, loser, { block: 1, behind: {}, floors: {}, rev: "X" }, 61_000)).toBe(false);
+    await releaseLease(chainId, loser);
+    expect(await raw(key)).toMatchObject({ leaseOwner: winners[0] });
+    expect(await acquireLease(chainId, loser, 60_999, 120_999)).toBeNull();
+    expect(await acquireLease(chainId, loser, 61_001, 121_001)).toMatchObject({ leaseOwner: loser });
+    await deleteCheckpoint(chainId);
   });
 });
