@@ -3,11 +3,12 @@
  * for attribute (literal items, read back raw), and keeps the conditional invariants it owns under races.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { GetCommand } from "@aws-sdk/lib-dynamodb";
+import { GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
 import { useTestRuntime } from "../support/runtime";
 import type { Runtime } from "../../shared/runtime";
 import { transact } from "../../shared/store/entity";
 import { acquireLease, deleteCheckpoint, readCheckpoint, releaseLease, storeCursors } from "../../shared/store/entities/checkpoint";
+import * as Watch from "../../shared/workflow/watch-registry";
 import { dueExpiries, forgetExpiry, putExpiry } from "../../shared/store/entities/expiry";
 import {
   advanceSchedule,
@@ -137,5 +138,100 @@ describe("chain checkpoint and watcher lease (pattern 18)", () => {
     expect(await acquireLease(chainId, loser, 60_999, 120_999)).toBeNull();
     expect(await acquireLease(chainId, loser, 61_001, 121_001)).toMatchObject({ leaseOwner: loser });
     await deleteCheckpoint(chainId);
+  });
+});
+
+describe("watch entry and its trigger item (pattern 19)", () => {
+  const id = "01JWATCH000000000000000001";
+  const entryKey = { pk: `WF#${id}`, sk: "WATCH" };
+  const triggerKey = { pk: `WF#${id}`, sk: "WATCH#TRIGGER" };
+  const small = { id: "t", name: "t", type: "block", config: { interval: 3 } };
+  const large = {
+    id: "t",
+    name: "t",
+    type: "event",
+    config: { queries: [{ addresses: Array.from({ length: 60 }, (_, i) => `0x${String(i).padStart(40, "0")}`) }] },
+  };
+
+  it("writes the entry the registry wrote (trigger inline), and a large trigger in its own item", async () => {
+    const w = { id, chainId: 31337, owner: "0xAbC0000000000000000000000000000000000001", trigger: small, expiredAt: 9_000_000 };
+    await Watch.watch(w as never, 1_000);
+    expect(await raw(entryKey)).toEqual({
+      ...entryKey,
+      gsi2pk: "CHAIN#31337#WATCH",
+      gsi2sk: id,
+      type: "watch",
+      v: 3,
+      workflowId: id,
+      chainId: 31337,
+      owner: "0xabc0000000000000000000000000000000000001",
+      expiredAt: 9_000_000,
+      since: 1_000,
+      trigger: JSON.stringify(small),
+    });
+    await Watch.unwatch(id);
+    expect(await raw(entryKey)).toBeUndefined();
+
+    await Watch.watch({ ...w, trigger: large } as never, 2_000);
+    expect(await raw(triggerKey)).toEqual({ ...triggerKey, type: "watchTrigger", v: 1, since: 2_000, trigger: JSON.stringify(large) });
+    expect(await raw(entryKey)).toEqual({
+      ...entryKey,
+      gsi2pk: "CHAIN#31337#WATCH",
+      gsi2sk: id,
+      type: "watch",
+      v: 3,
+      workflowId: id,
+      chainId: 31337,
+      owner: "0xabc0000000000000000000000000000000000001",
+      expiredAt: 9_000_000,
+      since: 2_000,
+      triggerStored: true,
+      triggerType: "event",
+    });
+    const listed = (await Watch.watchersOf(31337)).find((e) => e.workflowId === id);
+    expect(listed?.trigger).toEqual(large);
+    await Watch.unwatch(id, 1_999); // another entry's since: stays
+    expect(await raw(entryKey)).toBeDefined();
+    await Watch.unwatch(id, 2_000);
+    expect(await raw(entryKey)).toBeUndefined();
+    expect(await raw(triggerKey)).toBeUndefined();
+  });
+
+  it("race: concurrent fires leave the latest lastFiredAt; a removed entry is not recreated; an upgrade never overwrites a resume's entry", async () => {
+    await Watch.watch({ id, chainId: 31337, trigger: small } as never, 3_000);
+    await Promise.all([5, 9, 2, 7, 8, 1].map((at) => Watch.noteFired(id, at * 1000)));
+    expect(await raw(entryKey)).toMatchObject({ lastFiredAt: 9_000 });
+    await Watch.unwatch(id);
+    await Watch.noteFired(id, 10_000);
+    expect(await raw(entryKey)).toBeUndefined();
+
+    // An entry of version 2 (no owner) read by the watcher, while a resume writes a new entry (another since).
+    await runtime.db.send(
+      new PutCommand({
+        TableName: runtime.config.tableName,
+        Item: {
+          ...entryKey,
+          gsi2pk: "CHAIN#31337#WATCH",
+          gsi2sk: id,
+          type: "watch",
+          v: 2,
+          workflowId: id,
+          chainId: 31337,
+          since: 4_000,
+          trigger: JSON.stringify(small),
+        },
+      }),
+    );
+    await runtime.db.send(
+      new PutCommand({
+        TableName: runtime.config.tableName,
+        Item: { pk: `WF#${id}`, sk: "WORKFLOW", type: "workflow", v: 2, id, owner: "0xAbC0000000000000000000000000000000000001" },
+      }),
+    );
+    const [old] = (await Watch.watchersOf(31337)).filter((e) => e.workflowId === id);
+    await Watch.watch({ id, chainId: 31337, owner: "0xAbC0000000000000000000000000000000000001", trigger: small } as never, 5_000);
+    expect(await Watch.upgrade(old!)).toEqual(old);
+    expect(await raw(entryKey)).toMatchObject({ since: 5_000, v: 3 });
+    await Watch.unwatch(id);
   });
 });
