@@ -9,6 +9,16 @@ import type { Runtime } from "../../shared/runtime";
 import { transact } from "../../shared/store/entity";
 import { acquireLease, deleteCheckpoint, readCheckpoint, releaseLease, storeCursors } from "../../shared/store/entities/checkpoint";
 import * as Watch from "../../shared/workflow/watch-registry";
+import {
+  closedMarkers,
+  closeIntent,
+  executionWritten,
+  intentKey,
+  intentsInFlightBefore,
+  markerOf,
+  putClaimedExecution,
+  putIntent,
+} from "../../shared/store/entities/claim-intent";
 import { dueExpiries, forgetExpiry, putExpiry } from "../../shared/store/entities/expiry";
 import {
   advanceSchedule,
@@ -233,5 +243,66 @@ describe("watch entry and its trigger item (pattern 19)", () => {
     expect(await Watch.upgrade(old!)).toEqual(old);
     expect(await raw(entryKey)).toMatchObject({ since: 5_000, v: 3 });
     await Watch.unwatch(id);
+  });
+});
+
+describe("fire record (pattern 17) and claim intent (pattern 22)", () => {
+  const execution = {
+    pk: "WF#W1#EXEC",
+    sk: "01JEXEC0000000000000000001",
+    type: "execution",
+    v: 1,
+    id: "01JEXEC0000000000000000001",
+    status: "pending",
+  };
+  const stored = (fireId?: string) => ({
+    key: intentKey({ fireId, executionId: execution.id }),
+    isFire: fireId !== undefined,
+    workflowId: "W1",
+    executionId: execution.id,
+    claimedAt: 1_700_000_000_000,
+    execution,
+    expiresAt: 1_700_086_400,
+  });
+  const inFlight = { gsi2pk: "CLAIM#inflight", gsi2sk: `001700000000000#${execution.id}` };
+  const common = { workflowId: "W1", executionId: execution.id, claimedAt: 1_700_000_000_000, execution, expiresAt: 1_700_086_400 };
+
+  it("writes the items the claim wrote, lists them in flight, and closes them as it did", async () => {
+    expect(await putIntent(stored())).toBe(true);
+    const claimKey = { pk: `CLAIM#${execution.id}`, sk: "CLAIM" };
+    expect(await raw(claimKey)).toEqual({ ...claimKey, ...inFlight, type: "claim", v: 1, ...common });
+    expect(await putIntent(stored("F1"))).toBe(true);
+    const fireKey = { pk: "FIRE#F1", sk: "FIRE" };
+    expect(await raw(fireKey)).toEqual({ ...fireKey, ...inFlight, type: "fire", v: 1, ...common });
+    const listed = await intentsInFlightBefore(1_700_000_000_001, 10);
+    expect(listed.map((i) => i.key)).toEqual(expect.arrayContaining([claimKey, fireKey]));
+    expect(listed.find((i) => i.isFire)).toEqual({ ...stored("F1"), key: fireKey });
+    expect(await intentsInFlightBefore(1_700_000_000_000, 10)).toEqual([]);
+
+    expect(await closedMarkers([markerOf(claimKey), markerOf(fireKey)])).toEqual([]);
+    await closeIntent(claimKey);
+    await closeIntent(fireKey);
+    expect(await raw(claimKey)).toBeUndefined();
+    expect(await raw(fireKey)).toEqual({
+      ...fireKey,
+      type: "fire",
+      v: 1,
+      workflowId: "W1",
+      executionId: execution.id,
+      claimedAt: 1_700_000_000_000,
+      expiresAt: 1_700_086_400,
+    });
+    expect(await closedMarkers([markerOf(claimKey), markerOf(fireKey)])).toEqual([`claim#CLAIM#${execution.id}`, "claim#FIRE#F1"]);
+
+    expect(await executionWritten("W1", execution.id)).toBe(false);
+    await putClaimedExecution({ ...execution, index: 3 });
+    await putClaimedExecution({ ...execution, index: 4 }); // written already: a no-op
+    expect(await raw({ pk: execution.pk, sk: execution.sk })).toEqual({ ...execution, index: 3 });
+    expect(await executionWritten("W1", execution.id)).toBe(true);
+  });
+
+  it("race: one fire id is claimed once however many deliveries race", async () => {
+    const results = await Promise.all(Array.from({ length: 10 }, () => putIntent(stored("F2"))));
+    expect(results.filter(Boolean)).toHaveLength(1);
   });
 });
