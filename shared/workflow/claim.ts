@@ -263,12 +263,7 @@ async function completeAtCap(id: string, at: number): Promise<void> {
     const record = await read(id);
     if (!record || (record.status !== "enabled" && record.status !== "disabled") || record.executionCount < record.maxExecution) return;
     const held = record.holdsSlot === true;
-    const write = completionUpdate(id, held, {
-      reason: "MAX_EXECUTIONS_REACHED",
-      completedAt: ":now",
-      condition: "executionCount >= maxExecution",
-      now: at,
-    });
+    const write = completionUpdate(id, held, { reason: "MAX_EXECUTIONS_REACHED", cause: "atCap", now: at });
     if (await writeReleasingSlot(record.owner, write, held)) {
       await Promise.all([stopFiring(record), Watch.unwatch(id), forgetExpiry(id)]);
       return;

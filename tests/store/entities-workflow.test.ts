@@ -19,6 +19,9 @@ import {
   putClaimedExecution,
   putIntent,
 } from "../../shared/store/entities/claim-intent";
+import { completeItem, createItem, deleteItem, failItem, pauseItem, readWorkflowItem } from "../../shared/store/entities/workflow";
+import { fromItem, toItem } from "../../shared/workflow/stored";
+import type { WorkflowRecord } from "../../shared/workflow/record";
 import { dueExpiries, forgetExpiry, putExpiry } from "../../shared/store/entities/expiry";
 import {
   advanceSchedule,
@@ -304,5 +307,87 @@ describe("fire record (pattern 17) and claim intent (pattern 22)", () => {
   it("race: one fire id is claimed once however many deliveries race", async () => {
     const results = await Promise.all(Array.from({ length: 10 }, () => putIntent(stored("F2"))));
     expect(results.filter(Boolean)).toHaveLength(1);
+  });
+});
+
+describe("workflow record (patterns 10-12)", () => {
+  const id = "01JWORKFLOW000000000000001";
+  const owner = "0xAbC0000000000000000000000000000000000001";
+  const wallet = "0xDeF0000000000000000000000000000000000002";
+  const record = {
+    id,
+    owner,
+    name: "n",
+    smartWalletAddress: wallet,
+    chainId: 31337,
+    trigger: { id: "t", name: "t", type: "manual", config: {} },
+    nodes: [],
+    edges: [],
+    inputVariables: { a: 1 },
+    status: "enabled",
+    maxExecution: 2,
+    executionCount: 0,
+    createdAt: 1_000,
+    updatedAt: 1_000,
+    consecutiveErrors: 0,
+    holdsSlot: true,
+  } as unknown as WorkflowRecord;
+
+  it("writes the item create wrote (keys, owner and wallet lists, type, v 2, the document as text); reads it back", async () => {
+    await transact([createItem(id, owner, wallet, toItem(record))]);
+    expect(await raw({ pk: `WF#${id}`, sk: "WORKFLOW" })).toEqual({
+      pk: `WF#${id}`,
+      sk: "WORKFLOW",
+      gsi1pk: "OWNER#0xabc0000000000000000000000000000000000001#WF",
+      gsi1sk: id,
+      gsi2pk: "OWNER#0xabc0000000000000000000000000000000000001#WALLET#0xdef0000000000000000000000000000000000002#WF",
+      gsi2sk: id,
+      type: "workflow",
+      v: 2,
+      id,
+      owner,
+      smartWalletAddress: wallet,
+      chainId: 31337,
+      status: "enabled",
+      maxExecution: 2,
+      executionCount: 0,
+      createdAt: 1_000,
+      updatedAt: 1_000,
+      consecutiveErrors: 0,
+      holdsSlot: true,
+      document: JSON.stringify({ name: "n", trigger: record.trigger, nodes: [], edges: [], inputVariables: { a: 1 } }),
+    });
+    expect(fromItem((await readWorkflowItem(id))!)).toMatchObject(record);
+    await expect(transact([createItem(id, owner, wallet, toItem(record))])).rejects.toMatchObject({ name: "TransactionCanceledException" });
+  });
+
+  it("race: of a pause, a failure, a completion and a delete racing on one slot-holding record, exactly one lands", async () => {
+    await runtime.db.send(
+      new PutCommand({
+        TableName: runtime.config.tableName,
+        Item: {
+          pk: `WF#${id}`,
+          sk: "WORKFLOW",
+          type: "workflow",
+          v: 2,
+          ...toItem({ ...record, executionCount: 2, consecutiveErrors: 10 }),
+        },
+      }),
+    );
+    const writes = [
+      pauseItem(id, true, 5_000),
+      failItem(id, true, 5_000, 10),
+      completeItem(id, true, { reason: "MAX_EXECUTIONS_REACHED", cause: "atCap", now: 5_000 }),
+      deleteItem(id, true),
+    ];
+    const landed = await Promise.all(
+      writes.map((w) =>
+        transact([w]).then(
+          () => true,
+          () => false,
+        ),
+      ),
+    );
+    expect(landed.filter(Boolean)).toHaveLength(1);
   });
 });
