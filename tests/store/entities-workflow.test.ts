@@ -19,7 +19,17 @@ import {
   putClaimedExecution,
   putIntent,
 } from "../../shared/store/entities/claim-intent";
-import { completeItem, createItem, deleteItem, failItem, pauseItem, readWorkflowItem } from "../../shared/store/entities/workflow";
+import {
+  completeItem,
+  createItem,
+  deleteItem,
+  expiredSlotHolders,
+  failItem,
+  pauseItem,
+  readWorkflowItem,
+  releaseExpiredSlotItem,
+} from "../../shared/store/entities/workflow";
+import { decrement, incrementBelow } from "../../shared/store/counters";
 import { fromItem, toItem } from "../../shared/workflow/stored";
 import type { WorkflowRecord } from "../../shared/workflow/record";
 import { dueExpiries, forgetExpiry, putExpiry } from "../../shared/store/entities/expiry";
@@ -389,5 +399,39 @@ describe("workflow record (patterns 10-12)", () => {
       ),
     );
     expect(landed.filter(Boolean)).toHaveLength(1);
+  });
+
+  it("race: an expired slot-holder's slot is given back once however many creates at the cap release it", async () => {
+    const other = "01JWORKFLOW000000000000002";
+    await runtime.db.send(
+      new PutCommand({
+        TableName: runtime.config.tableName,
+        Item: {
+          pk: `WF#${other}`,
+          sk: "WORKFLOW",
+          ...{ gsi1pk: "OWNER#0xabc0000000000000000000000000000000000001#WF", gsi1sk: other },
+          type: "workflow",
+          v: 2,
+          ...toItem({ ...record, id: other, expiredAt: 2_000 }),
+        },
+      }),
+    );
+    await transact([incrementBelow(owner, "activeWorkflows", 10)]);
+    const holders: string[] = [];
+    for await (const ids of expiredSlotHolders(owner, 3_000)) holders.push(...ids);
+    expect(holders).toEqual([other]);
+    const released = await Promise.all(
+      Array.from({ length: 5 }, () =>
+        transact([releaseExpiredSlotItem(other, 3_000), decrement(owner, "activeWorkflows")]).then(
+          () => true,
+          () => false,
+        ),
+      ),
+    );
+    expect(released.filter(Boolean)).toHaveLength(1);
+    expect(await raw({ pk: "OWNER#0xabc0000000000000000000000000000000000001", sk: "COUNTER#activeWorkflows" })).toMatchObject({
+      count: 0,
+    });
+    expect(await raw({ pk: `WF#${other}`, sk: "WORKFLOW" })).toMatchObject({ holdsSlot: false });
   });
 });
