@@ -15,22 +15,24 @@
  * instant by about one claim, not two hundred; its run then waits only for its owner's turn in the run queue
  * (shared/execution/run-queue.ts).
  */
-import { DeleteCommand, PutCommand, QueryCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { useRuntime } from "../runtime";
 import { log } from "../log";
-import { Index, isConditionFailure } from "../store/table";
+import {
+  advanceSchedule,
+  dropSchedule,
+  dueSchedules,
+  earliestSchedule,
+  putSchedule,
+  removeSchedule,
+  type ScheduleEntry,
+} from "../store/entities/schedule";
 import type { WorkflowRecord } from "../workflow/workflow";
 import type { Scheduler } from "../workflow/scheduler";
 import { fireTimeTrigger, upcomingFires, type FireResult } from "./fire";
 import * as Workflow from "../workflow/workflow";
 
-const DUE = "SCHEDULE#due";
-/** Store pattern 16 (to move into shared/store/keys.ts beside the other builders). */
-export const scheduleKey = (workflowId: string) => ({ pk: `WF#${workflowId}`, sk: "SCHEDULE" });
-const dueKey = (nextFireAt: number, workflowId: string) => ({
-  gsi2pk: DUE,
-  gsi2sk: `${String(nextFireAt).padStart(15, "0")}#${workflowId}`,
-});
+/** Store pattern 16 (tests read items by it). */
+export { scheduleKey } from "../store/entities/schedule";
 
 const LOOP_MS = 1_000;
 /** Due items read per round of a tick (one Query; items are ~200 bytes). */
@@ -38,12 +40,7 @@ const DUE_PER_ROUND = 1_000;
 /** Fires claimed at once within a round. */
 const PARALLEL = 8;
 
-interface DueItem {
-  workflowId: string;
-  triggerId: string;
-  nextFireAt: number;
-  owner?: string;
-}
+type DueItem = ScheduleEntry;
 
 /** Due items owner by owner in turn (each owner's in due order); items written before `owner` count as their own owner. */
 export function interleaveByOwner<T extends { workflowId: string; owner?: string }>(items: T[]): T[] {
@@ -73,78 +70,23 @@ export interface LocalScheduler extends Scheduler {
 }
 
 export function createLocalScheduler(): LocalScheduler {
-  const table = () => useRuntime().config.tableName;
-  const db = () => useRuntime().db;
-
   async function ensure(workflow: WorkflowRecord, now: number) {
     const [next] = upcomingFires(workflow.trigger, workflow, now, 1);
     if (next === undefined) return remove(workflow.id);
-    await db().send(
-      new PutCommand({
-        TableName: table(),
-        Item: {
-          ...scheduleKey(workflow.id),
-          ...dueKey(next, workflow.id),
-          type: "schedule",
-          v: 1,
-          workflowId: workflow.id,
-          owner: workflow.owner,
-          triggerId: workflow.trigger.id,
-          nextFireAt: next,
-        },
-      }),
-    );
+    await putSchedule({ workflowId: workflow.id, owner: workflow.owner, triggerId: workflow.trigger.id, nextFireAt: next });
   }
 
-  async function remove(workflowId: string) {
-    await db().send(new DeleteCommand({ TableName: table(), Key: scheduleKey(workflowId) }));
-  }
-
-  async function due(now: number, limit: number) {
-    const out = await db().send(
-      new QueryCommand({
-        TableName: table(),
-        IndexName: Index.gsi2,
-        KeyConditionExpression: "gsi2pk = :pk AND gsi2sk <= :upTo",
-        ExpressionAttributeValues: { ":pk": DUE, ":upTo": `${String(now).padStart(15, "0")}#~` },
-        Limit: limit,
-      }),
-    );
-    return (out.Items ?? []) as DueItem[];
-  }
+  const remove = removeSchedule;
+  const due = dueSchedules;
 
   /** Moves the item from `instant` to the next fire (or removes it when there is none or the workflow is done). */
   async function advance(workflowId: string, instant: number, now: number, stop: boolean) {
     const workflow = stop ? undefined : await Workflow.getForRun(workflowId);
     const after = Math.max(instant, now - useRuntime().config.limits.missedFireGraceMs);
     const [next] = workflow ? upcomingFires(workflow.trigger, workflow, after, 1) : [];
-    try {
-      if (next === undefined) {
-        await db().send(
-          new DeleteCommand({
-            TableName: table(),
-            Key: scheduleKey(workflowId),
-            ConditionExpression: "nextFireAt = :at",
-            ExpressionAttributeValues: { ":at": instant },
-          }),
-        );
-      } else {
-        const k = dueKey(next, workflowId);
-        await db().send(
-          new UpdateCommand({
-            TableName: table(),
-            Key: scheduleKey(workflowId),
-            // `owner` too: items written before it was added get it on their first advance.
-            UpdateExpression: "SET nextFireAt = :next, gsi2sk = :sk, #owner = :owner",
-            ConditionExpression: "nextFireAt = :at",
-            ExpressionAttributeNames: { "#owner": "owner" },
-            ExpressionAttributeValues: { ":next": next, ":sk": k.gsi2sk, ":at": instant, ":owner": workflow!.owner },
-          }),
-        );
-      }
-    } catch (err) {
-      if (!isConditionFailure(err)) throw err; // another loop advanced it, or a pause removed it
-    }
+    // False when another loop advanced it, or a pause removed it: nothing to do.
+    if (next === undefined) await dropSchedule(workflowId, instant);
+    else await advanceSchedule(workflowId, instant, next, workflow!.owner);
   }
 
   async function fireOne(item: DueItem, now: number) {
@@ -190,19 +132,7 @@ export function createLocalScheduler(): LocalScheduler {
     ensure,
     remove,
     tick,
-    async nextDueAt() {
-      const out = await db().send(
-        new QueryCommand({
-          TableName: table(),
-          IndexName: Index.gsi2,
-          KeyConditionExpression: "gsi2pk = :pk",
-          ExpressionAttributeValues: { ":pk": DUE },
-          Limit: 1,
-        }),
-      );
-      const item = out.Items?.[0];
-      return item ? Number(item.nextFireAt) : undefined;
-    },
+    nextDueAt: earliestSchedule,
     start() {
       if (timer) return;
       timer = setInterval(() => {

@@ -30,7 +30,7 @@ export interface TableKey {
 }
 
 type Item = Record<string, unknown>;
-type TransactItem = NonNullable<TransactWriteCommandInput["TransactItems"]>[number];
+export type TransactItem = NonNullable<TransactWriteCommandInput["TransactItems"]>[number];
 export type ReturnValues = "NONE" | "ALL_OLD" | "UPDATED_OLD" | "ALL_NEW" | "UPDATED_NEW";
 
 export interface EntityDefinition<K> {
@@ -263,4 +263,89 @@ export async function batchGetOnce(
     items: out.Responses?.[store.tableName] ?? [],
     unprocessed: (out.UnprocessedKeys?.[store.tableName]?.Keys ?? []) as TableKey[],
   };
+}
+
+/**
+ * The same Query written with the sort key's condition as a `when` value on a named attribute (the workflow-side
+ * entities use this form; KeyQuery above names the index's key attributes by convention).
+ */
+export interface PartitionQuery {
+  index?: string;
+  /** The partition key attribute and its value. */
+  partition: readonly [name: string, value: string];
+  sort?: Condition;
+  filter?: Condition;
+  attributes?: readonly string[];
+  limit?: number;
+  /** Sort order (ScanIndexForward); DynamoDB's default (ascending) when not given. */
+  ascending?: boolean;
+  consistent?: boolean;
+  /** Select COUNT: pages answer `count` and no items. */
+  count?: boolean;
+}
+
+export interface PartitionPage {
+  items: Item[];
+  count: number;
+  /** Where the next page starts (LastEvaluatedKey), when there is one. */
+  next?: Item;
+}
+
+function partitionQueryInput(q: PartitionQuery, startKey: Item | undefined): QueryCommandInput {
+  const p = new Placeholders();
+  const [pkName, pkValue] = q.partition;
+  const KeyConditionExpression = `${p.path(pkName)} = ${p.value(pkValue)}` + (q.sort ? ` AND ${q.sort.render(p)}` : "");
+  const FilterExpression = q.filter?.render(p);
+  const ProjectionExpression = q.attributes?.map((a) => p.path(a)).join(", ");
+  return {
+    TableName: useConfig().tableName,
+    ...(q.index ? { IndexName: q.index } : {}),
+    KeyConditionExpression,
+    ...(FilterExpression ? { FilterExpression } : {}),
+    ...(ProjectionExpression ? { ProjectionExpression } : {}),
+    ...p.fields(),
+    ...(q.limit !== undefined ? { Limit: q.limit } : {}),
+    ...(q.ascending !== undefined ? { ScanIndexForward: q.ascending } : {}),
+    ...(q.consistent ? { ConsistentRead: true } : {}),
+    ...(q.count ? { Select: "COUNT" as const } : {}),
+    ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+  };
+}
+
+/** One Query request (one page), from `startKey` when given. */
+export async function queryPage(q: PartitionQuery, startKey?: Item): Promise<PartitionPage> {
+  const out = await useRuntime().db.send(new QueryCommand(partitionQueryInput(q, startKey)));
+  return { items: out.Items ?? [], count: out.Count ?? 0, ...(out.LastEvaluatedKey ? { next: out.LastEvaluatedKey } : {}) };
+}
+
+/** Every page of a Query, following LastEvaluatedKey: `for await (const page of queryPages(q))`. */
+export async function* queryPages(q: PartitionQuery): AsyncGenerator<PartitionPage> {
+  let startKey: Item | undefined;
+  do {
+    const page = await queryPage(q, startKey);
+    yield page;
+    startKey = page.next;
+  } while (startKey);
+}
+
+/** One BatchGetItem request (at most 100 keys): the items found, and the keys DynamoDB left unprocessed. */
+export async function batchGet(
+  keys: readonly TableKey[],
+  options: { consistent?: boolean; attributes?: readonly string[] } = {},
+): Promise<{ items: Item[]; unprocessed: TableKey[] }> {
+  const table = useConfig().tableName;
+  const p = new Placeholders();
+  const projection = options.attributes?.map((a) => p.path(a)).join(", ");
+  const out = await useRuntime().db.send(
+    new BatchGetCommand({
+      RequestItems: {
+        [table]: {
+          Keys: [...keys],
+          ...(options.consistent ? { ConsistentRead: true } : {}),
+          ...(projection ? { ProjectionExpression: projection, ExpressionAttributeNames: p.names } : {}),
+        },
+      },
+    }),
+  );
+  return { items: out.Responses?.[table] ?? [], unprocessed: (out.UnprocessedKeys?.[table]?.Keys ?? []) as TableKey[] };
 }

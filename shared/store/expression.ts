@@ -75,7 +75,7 @@ export const when = {
   gt: compare(">"),
   ge: compare(">="),
   beginsWith: (path: Path, prefix: string) => condition((p) => `begins_with(${p.path(path)}, ${p.value(prefix)})`),
-  between: (path: Path, lo: unknown, hi: unknown) => condition((p) => `${p.path(path)} BETWEEN ${p.value(lo)} AND ${p.value(hi)}`),
+  between: (path: Path, low: unknown, high: unknown) => condition((p) => `${p.path(path)} BETWEEN ${p.value(low)} AND ${p.value(high)}`),
   in: (path: Path, values: readonly unknown[]) => condition((p) => `${p.path(path)} IN (${values.map((v) => p.value(v)).join(", ")})`),
   /** The other attribute as an operand: `when.lt("used", when.attr("limit"))`. */
   attr: (path: Path) => new AttributeRef(path),
@@ -111,6 +111,8 @@ export const append = (path: Path, items: readonly unknown[]) =>
   action("SET", (p) => `${p.path(path)} = list_append(if_not_exists(${p.path(path)}, ${p.value([])}), ${p.value(items)})`);
 /** DynamoDB's ADD: a number added (from 0 when the attribute is missing), or members added to a set. */
 export const addTo = (path: Path, value: unknown) => action("ADD", (p) => `${p.path(path)} ${p.value(value)}`);
+/** `path = from`: another attribute's value (read before the update, like every operand). */
+export const copy = (path: Path, from: Path) => action("SET", (p) => `${p.path(path)} = ${p.path(from)}`);
 export const remove = (path: Path) => action("REMOVE", (p) => p.path(path));
 /** Sets every defined member of `values` (a shorthand for several `set`s). */
 export const setAll = (values: Record<string, unknown>) =>

@@ -1,12 +1,12 @@
 /** The sweeper's recovery of claims a crash interrupted (./claim.ts, "Claiming": steps 2-5 finished or dropped). */
-import { GetCommand, QueryCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
-import { useRuntime } from "../runtime";
-import { Keys } from "../store/keys";
-import { Index, cancellationReasons } from "../store/table";
+import { transact } from "../store/entity";
+import { executionWritten, intentInFlight, intentsInFlightBefore } from "../store/entities/claim-intent";
+import { takeIndexItem } from "../store/entities/workflow";
+import { cancellationReasons } from "../store/table";
 import type { Address } from "../address";
 import { log } from "../log";
-import { table, errorName, read } from "./stored";
-import { markerOf, CLAIM_RECOVERY_AFTER_MS, type Intent, RUNNABLE_CONDITION, indexOf, finishClaim, closeIntent } from "./claim";
+import { errorName, read } from "./stored";
+import { markerOf, CLAIM_RECOVERY_AFTER_MS, type Intent, indexOf, finishClaim, closeIntent } from "./claim";
 
 /** An execution the sweeper's recovery claimed or finished: its run must be handed to a runner. */
 export interface RecoveredClaim {
@@ -21,25 +21,15 @@ export interface RecoveredClaim {
  * whose runs the caller hands over (claim.ts `recoverInterruptedClaims`).
  */
 export async function recoverClaims(now: number, max = 100): Promise<RecoveredClaim[]> {
-  const { db } = useRuntime();
-  const bound = Keys.claimInFlight(now - CLAIM_RECOVERY_AFTER_MS, "");
-  const out = await db.send(
-    new QueryCommand({
-      TableName: table(),
-      IndexName: Index.gsi2,
-      KeyConditionExpression: "gsi2pk = :pk AND gsi2sk < :bound",
-      ExpressionAttributeValues: { ":pk": bound.gsi2pk, ":bound": bound.gsi2sk },
-      Limit: max,
-    }),
-  );
+  const intents = await intentsInFlightBefore(now - CLAIM_RECOVERY_AFTER_MS, max);
   const recovered: RecoveredClaim[] = [];
-  for (const item of out.Items ?? []) {
+  for (const stored of intents) {
     const intent: Intent = {
-      key: { pk: String(item.pk), sk: String(item.sk) },
-      isFire: item.type === "fire",
-      workflowId: String(item.workflowId),
-      execution: item.execution as Record<string, unknown>,
-      at: Number(item.claimedAt),
+      key: stored.key,
+      isFire: stored.isFire,
+      workflowId: stored.workflowId,
+      execution: stored.execution,
+      at: stored.claimedAt,
     };
     const done = await recoverClaim(intent, now).catch((err: unknown) => {
       log.warn("claim recovery failed; tried again on the next pass", { intent: intent.key.pk, error: (err as Error).message });
@@ -47,23 +37,14 @@ export async function recoverClaims(now: number, max = 100): Promise<RecoveredCl
     });
     if (done) recovered.push(done);
   }
-  if (out.Items?.length) log.info("recovered interrupted claims", { intents: out.Items.length, executions: recovered.length });
+  if (intents.length) log.info("recovered interrupted claims", { intents: intents.length, executions: recovered.length });
   return recovered;
 }
 
 async function recoverClaim(intent: Intent, now: number): Promise<RecoveredClaim | undefined> {
-  const { db } = useRuntime();
   const executionId = String(intent.execution.id);
-  const written = await db.send(
-    new GetCommand({
-      TableName: table(),
-      Key: Keys.execution(intent.workflowId, executionId),
-      ConsistentRead: true,
-      ProjectionExpression: "pk",
-    }),
-  );
-  if (written.Item) return void (await closeIntent(intent)); // only the close was missing
-  const marker = markerOf(intent.key.pk);
+  if (await executionWritten(intent.workflowId, executionId)) return void (await closeIntent(intent)); // only the close was missing
+  const marker = markerOf(intent.key);
   let record = await read(intent.workflowId);
   if (!record) return void (await closeIntent(intent)); // deleted: nothing to run
   let index = indexOf(record, marker);
@@ -85,23 +66,7 @@ async function recoverClaim(intent: Intent, now: number): Promise<RecoveredClaim
 /** Step 2 for the sweeper: the count update together with a check that the intent is still in flight. */
 async function claimForIntent(intent: Intent, marker: string, now: number): Promise<"claimed" | "closed" | "refused" | "busy"> {
   try {
-    await useRuntime().db.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          { ConditionCheck: { TableName: table(), Key: intent.key, ConditionExpression: "attribute_exists(gsi2pk)" } },
-          {
-            Update: {
-              TableName: table(),
-              Key: Keys.workflow(intent.workflowId),
-              UpdateExpression: "SET #count = #count + :one, #m = #count, lastRanAt = :now, updatedAt = :now",
-              ConditionExpression: RUNNABLE_CONDITION,
-              ExpressionAttributeNames: { "#st": "status", "#count": "executionCount", "#m": marker },
-              ExpressionAttributeValues: { ":enabled": "enabled", ":one": 1, ":now": now },
-            },
-          },
-        ] as never,
-      }),
-    );
+    await transact([intentInFlight(intent.key), takeIndexItem(intent.workflowId, marker, now)]);
     return "claimed";
   } catch (err) {
     if (errorName(err) !== "TransactionCanceledException") throw err;

@@ -1,18 +1,24 @@
 /** The claim that starts an execution (§8.8.7, §8.2, §18.4; see below); its recovery is in ./claim-recovery.ts. */
-import { BatchGetCommand, DeleteCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { ApiError } from "../errors";
-import { useRuntime } from "../runtime";
-import { Keys } from "../store/keys";
+import {
+  closeIntent as closeStoredIntent,
+  closedMarkers as closedOf,
+  intentKey,
+  isMarker,
+  markerOf as markerOfKey,
+  putClaimedExecution,
+  putIntent,
+} from "../store/entities/claim-intent";
+import { takeIndex as takeNextIndex } from "../store/entities/workflow";
+import type { TableKey } from "../store/entity";
 import type { Address } from "../address";
 import { log } from "../log";
 import { stopFiring } from "./scheduler";
 import * as Watch from "./watch-registry";
 import type { WorkflowRecord } from "./record";
 import {
-  VERSION,
   MAX_ATTEMPTS,
   type Item,
-  table,
   workflowNotFound,
   errorName,
   backoff,
@@ -65,12 +71,7 @@ export class DuplicateFire extends Error {
 // write.
 
 /** Attribute of the workflow item recording the index a claim took: `claim#` + the intent's partition key. */
-const MARKER_PREFIX = "claim#";
-export const markerOf = (intentPk: string) => `${MARKER_PREFIX}${intentPk}`;
-const intentKeyOf = (marker: string): { pk: string; sk: string } => {
-  const pk = marker.slice(MARKER_PREFIX.length);
-  return pk.startsWith("FIRE#") ? Keys.fire(pk.slice("FIRE#".length)) : Keys.claimIntent(pk.slice("CLAIM#".length));
-};
+export const markerOf = markerOfKey;
 /**
  * Index attributes are cleaned up once a claim reads at least `MARKERS_BEFORE_CLEANUP` of them (so most claims
  * make no extra read), at most `MARKERS_PER_CLEANUP` by one count update (a later claim removes the rest).
@@ -117,7 +118,7 @@ export class SimulatedCrash extends Error {
 }
 
 export interface Intent {
-  key: { pk: string; sk: string };
+  key: TableKey;
   isFire: boolean;
   workflowId: string;
   /** The execution item to write (its `index` set once known). */
@@ -141,7 +142,7 @@ export async function claim(id: string, opts: ClaimOptions): Promise<{ workflow:
   const execution = opts.execution(-1, record);
   const executionId = String(execution.id);
   const intent: Intent = {
-    key: opts.fire ? Keys.fire(opts.fire.fireId) : Keys.claimIntent(executionId),
+    key: intentKey({ fireId: opts.fire?.fireId, executionId }),
     isFire: opts.fire !== undefined,
     workflowId: record.id,
     execution,
@@ -155,7 +156,7 @@ export async function claim(id: string, opts: ClaimOptions): Promise<{ workflow:
 
   let index: number;
   try {
-    index = await takeIndex(record.id, markerOf(intent.key.pk), now, closed);
+    index = await takeIndex(record.id, markerOf(intent.key), now, closed);
   } catch (err) {
     // 404 or 412: nothing was claimed (a fire stays consumed). Anything else may have landed: the sweeper decides.
     if (err instanceof ApiError) await closeIntent(intent);
@@ -167,31 +168,10 @@ export async function claim(id: string, opts: ClaimOptions): Promise<{ workflow:
 
 async function writeIntent(intent: Intent, expiresAt: number, fireId?: string): Promise<void> {
   const executionId = String(intent.execution.id);
-  try {
-    await useRuntime().db.send(
-      new PutCommand({
-        TableName: table(),
-        Item: {
-          ...intent.key,
-          ...Keys.claimInFlight(intent.at, executionId),
-          type: intent.isFire ? "fire" : "claim",
-          v: VERSION,
-          workflowId: intent.workflowId,
-          executionId,
-          claimedAt: intent.at,
-          // As a map: the execution item's attributes are DynamoDB values already (as JSON text its strings'
-          // escapes could double a 200 KB run input past the item limit).
-          execution: intent.execution,
-          expiresAt,
-        },
-        ConditionExpression: "attribute_not_exists(pk)",
-      }),
-    );
-  } catch (err) {
-    if (errorName(err) !== "ConditionalCheckFailedException") throw err;
-    if (fireId !== undefined) throw new DuplicateFire(fireId);
-    throw new Error(`Claim intent for execution ${executionId} already exists`);
-  }
+  const { key, isFire, workflowId, execution, at: claimedAt } = intent;
+  if (await putIntent({ key, isFire, workflowId, executionId, claimedAt, execution, expiresAt })) return;
+  if (fireId !== undefined) throw new DuplicateFire(fireId);
+  throw new Error(`Claim intent for execution ${executionId} already exists`);
 }
 
 /**
@@ -202,26 +182,10 @@ async function writeIntent(intent: Intent, expiresAt: number, fireId?: string): 
  * between) the update is tried again.
  */
 async function takeIndex(id: string, marker: string, now: number, closed: string[]): Promise<number> {
-  const { db } = useRuntime();
-  const names: Record<string, string> = { "#st": "status", "#count": "executionCount", "#m": marker };
-  closed.forEach((name, i) => (names[`#d${i}`] = name));
-  let update = "SET #count = #count + :one, #m = #count, lastRanAt = :now, updatedAt = :now";
-  if (closed.length > 0) update += ` REMOVE ${closed.map((_, i) => `#d${i}`).join(", ")}`;
   for (let attempt = 1; attempt <= CLAIM_ATTEMPTS; attempt++) {
     claimStats.attempts += 1;
     try {
-      const out = await db.send(
-        new UpdateCommand({
-          TableName: table(),
-          Key: Keys.workflow(id),
-          UpdateExpression: update,
-          ConditionExpression: RUNNABLE_CONDITION,
-          ExpressionAttributeNames: names,
-          ExpressionAttributeValues: { ":enabled": "enabled", ":one": 1, ":now": now },
-          ReturnValues: "UPDATED_NEW",
-        }),
-      );
-      return Number(out.Attributes?.[marker]);
+      return await takeNextIndex(id, marker, now, closed);
     } catch (err) {
       const name = errorName(err);
       if (name === "ConditionalCheckFailedException") {
@@ -240,12 +204,6 @@ async function takeIndex(id: string, marker: string, now: number, closed: string
   throw new Error("Workflow claim kept meeting transactions on the workflow item");
 }
 
-/** Runnable (§8.2) at `:now`, and this claim's index not taken yet. */
-export const RUNNABLE_CONDITION =
-  "attribute_exists(pk) AND #st = :enabled AND #count < maxExecution" +
-  " AND (attribute_not_exists(expiredAt) OR expiredAt > :now) AND (attribute_not_exists(startAt) OR startAt <= :now)" +
-  " AND attribute_not_exists(#m)";
-
 export const indexOf = (record: WorkflowRecord, marker: string): number | undefined => {
   const value = (record as unknown as Item)[marker];
   return typeof value === "number" ? value : undefined;
@@ -259,13 +217,7 @@ export async function finishClaim(
 ): Promise<{ workflow: WorkflowRecord; index: number }> {
   const completes = index + 1 >= record.maxExecution;
   if (completes) await completeAtCap(record.id, intent.at);
-  try {
-    await useRuntime().db.send(
-      new PutCommand({ TableName: table(), Item: { ...intent.execution, index }, ConditionExpression: "attribute_not_exists(pk)" }),
-    );
-  } catch (err) {
-    if (errorName(err) !== "ConditionalCheckFailedException") throw err; // written already (the sweeper, or a retry)
-  }
+  await putClaimedExecution({ ...intent.execution, index }); // a no-op when written already (the sweeper, or a retry)
   // Not awaited: nothing waits on it, and if it never lands the sweeper finds the execution written and closes it.
   closeIntent(intent).catch((err: unknown) =>
     log.warn("could not close a claim intent", { intent: intent.key.pk, error: (err as Error).message }),
@@ -288,24 +240,7 @@ export async function finishClaim(
 
 /** A manual trigger's intent is deleted; a fire record stays (it guards its fire) without the in-flight listing. */
 export async function closeIntent(intent: Pick<Intent, "key" | "isFire">): Promise<void> {
-  const { db } = useRuntime();
-  if (!intent.isFire) {
-    await db.send(new DeleteCommand({ TableName: table(), Key: intent.key }));
-    return;
-  }
-  try {
-    await db.send(
-      new UpdateCommand({
-        TableName: table(),
-        Key: intent.key,
-        UpdateExpression: "REMOVE gsi2pk, gsi2sk, #execution",
-        ConditionExpression: "attribute_exists(pk)",
-        ExpressionAttributeNames: { "#execution": "execution" },
-      }),
-    );
-  } catch (err) {
-    if (errorName(err) !== "ConditionalCheckFailedException") throw err; // expired and removed: nothing to close
-  }
+  await closeStoredIntent(intent.key);
 }
 
 /**
@@ -313,21 +248,9 @@ export async function closeIntent(intent: Pick<Intent, "key" | "isFire">): Promi
  * safe to remove, since an intent is closed only after its execution is written. Unanswered keys count as open.
  */
 async function closedMarkers(record: WorkflowRecord): Promise<string[]> {
-  const markers = Object.keys(record)
-    .filter((k) => k.startsWith(MARKER_PREFIX))
-    .slice(0, MARKERS_PER_CLEANUP);
+  const markers = Object.keys(record).filter(isMarker).slice(0, MARKERS_PER_CLEANUP);
   if (markers.length < MARKERS_BEFORE_CLEANUP) return [];
-  const out = await useRuntime().db.send(
-    new BatchGetCommand({
-      RequestItems: {
-        [table()]: { Keys: markers.map(intentKeyOf), ConsistentRead: true, ProjectionExpression: "pk, gsi2pk" },
-      },
-    }),
-  );
-  const open = new Set<string>();
-  for (const item of out.Responses?.[table()] ?? []) if (item.gsi2pk !== undefined) open.add(String(item.pk));
-  for (const key of (out.UnprocessedKeys?.[table()]?.Keys ?? []) as Item[]) open.add(String(key.pk));
-  return markers.filter((m) => !open.has(intentKeyOf(m).pk));
+  return closedOf(markers);
 }
 
 /**
@@ -340,12 +263,7 @@ async function completeAtCap(id: string, at: number): Promise<void> {
     const record = await read(id);
     if (!record || (record.status !== "enabled" && record.status !== "disabled") || record.executionCount < record.maxExecution) return;
     const held = record.holdsSlot === true;
-    const write = completionUpdate(id, held, {
-      reason: "MAX_EXECUTIONS_REACHED",
-      completedAt: ":now",
-      condition: "executionCount >= maxExecution",
-      now: at,
-    });
+    const write = completionUpdate(id, held, { reason: "MAX_EXECUTIONS_REACHED", cause: "atCap", now: at });
     if (await writeReleasingSlot(record.owner, write, held)) {
       await Promise.all([stopFiring(record), Watch.unwatch(id), forgetExpiry(id)]);
       return;

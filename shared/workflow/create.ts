@@ -3,15 +3,15 @@ import { ulid } from "ulid";
 import { useOwner } from "../context";
 import { ApiError } from "../errors";
 import { useRuntime } from "../runtime";
-import { Keys } from "../store/keys";
-import { queryPages } from "../store/query";
+import { createItem, isOwnersWallet } from "../store/entities/workflow";
 import { checksumAddress, type Address } from "../address";
 import { validateDefinition } from "./definition";
 import { startFiring } from "./scheduler";
 import * as Watch from "./watch-registry";
 import type { WorkflowRecord } from "./record";
-import { VERSION, RECORD_VERSION, type Item, table, ENTITY, type WorkflowInfo, toInfo, toItem } from "./stored";
+import { type Item, type WorkflowInfo, toInfo, toItem } from "./stored";
 import { takeSlot } from "./slots";
+import { putExpiry } from "../store/entities/expiry";
 
 // ---------------------------------------------------------------------------------------------------------
 // Create (§8.8.1)
@@ -32,23 +32,7 @@ export function canonicalJson(value: unknown): string {
 }
 
 /** §8.7 item 9: `address` is one of the owner's registered wallets on any chain (hidden ones included). */
-async function isRegisteredWallet(owner: Address, address: Address): Promise<boolean> {
-  // Wallet sort keys are `WALLET#<chain>#<address lower-case>` (Keys.wallet): one Query over the owner's wallets,
-  // keys only; each is compared with the key Keys.wallet builds for its chain.
-  for await (const out of queryPages({
-    TableName: table(),
-    KeyConditionExpression: "pk = :pk AND begins_with(sk, :prefix)",
-    ExpressionAttributeValues: { ":pk": Keys.owner(owner), ":prefix": "WALLET#" },
-    ProjectionExpression: "sk",
-    ConsistentRead: true,
-  })) {
-    for (const item of out.Items ?? []) {
-      const chainId = Number(String(item.sk).split("#")[1]);
-      if (Keys.wallet(owner, chainId, address).sk === item.sk) return true;
-    }
-  }
-  return false;
-}
+const isRegisteredWallet = (owner: Address, address: Address) => isOwnersWallet(owner, address);
 
 /** POST /workflows: validates (§8.7 in order), stores the workflow `enabled` holding a slot of the cap, answers it. */
 export async function create(body: Record<string, unknown>): Promise<WorkflowInfo> {
@@ -102,33 +86,9 @@ export async function create(body: Record<string, unknown>): Promise<WorkflowInf
     });
   }
   // Item 10, with the record in the same transaction.
-  const item = {
-    ...Keys.workflow(id),
-    ...Keys.workflowByOwner(owner, id),
-    ...Keys.workflowByWallet(owner, record.smartWalletAddress, id),
-    type: ENTITY,
-    v: RECORD_VERSION,
-    ...toItem(record),
-  };
-  const expiry =
-    record.expiredAt === undefined
-      ? []
-      : [
-          {
-            Put: {
-              TableName: table(),
-              Item: {
-                ...Keys.expiry(id),
-                ...Keys.expiryDue(record.expiredAt, id),
-                type: "expiry",
-                v: VERSION,
-                workflowId: id,
-                expiredAt: record.expiredAt,
-              },
-            },
-          },
-        ];
-  await takeSlot(owner, () => ({ Put: { TableName: table(), Item: item, ConditionExpression: "attribute_not_exists(pk)" } }), expiry);
+  const item = toItem(record);
+  const expiry = record.expiredAt === undefined ? [] : [putExpiry(id, record.expiredAt)];
+  await takeSlot(owner, () => createItem(id, owner, record.smartWalletAddress, item), expiry);
   await startFiring(record, now);
   await Watch.watch(record, now);
   return info;

@@ -2,12 +2,9 @@
  * A workflow's life after create: pause and resume (§8.8.6), cancel (§8.8.5), and the sweeper's expiry pass (§8.2;
  * ./workflow.ts, module header).
  */
-import { QueryCommand } from "@aws-sdk/lib-dynamodb";
 import { useOwner } from "../context";
 import { useRuntime } from "../runtime";
-import { Keys } from "../store/keys";
-import { queryPages } from "../store/query";
-import { Index } from "../store/table";
+import { deleteItem, pauseItem, resumeItem, workflowSecretNames } from "../store/entities/workflow";
 import { log } from "../log";
 import { Secret } from "../secret";
 import { startFiring, stopFiring } from "./scheduler";
@@ -15,12 +12,10 @@ import * as Watch from "./watch-registry";
 import type { WorkflowRecord } from "./record";
 import {
   MAX_ATTEMPTS,
-  table,
   terminal,
   backoff,
   normaliseId,
   sameOwner,
-  slotIs,
   isExpired,
   read,
   type WorkflowInfo,
@@ -29,6 +24,7 @@ import {
   requireOwned,
 } from "./stored";
 import { takeSlot, writeReleasingSlot, forgetExpiry, completionUpdate } from "./slots";
+import { dueExpiries } from "../store/entities/expiry";
 
 // ---------------------------------------------------------------------------------------------------------
 // Pause, resume (§8.8.6)
@@ -41,17 +37,7 @@ export async function pause(rawId: string): Promise<WorkflowInfo> {
     const e = effectiveStatus(record, now);
     if (e.status === "completed" || e.status === "failed") throw terminal();
     if (e.status === "disabled") return toInfo(record, now);
-    const slot = slotIs(record.holdsSlot === true);
-    const update = {
-      Update: {
-        TableName: table(),
-        Key: Keys.workflow(record.id),
-        UpdateExpression: "SET #st = :disabled, holdsSlot = :false, updatedAt = :now",
-        ConditionExpression: `#st = :enabled AND (attribute_not_exists(expiredAt) OR expiredAt > :now) AND ${slot.expression}`,
-        ExpressionAttributeNames: { "#st": "status" },
-        ExpressionAttributeValues: { ":disabled": "disabled", ":enabled": "enabled", ":false": false, ":now": now, ...slot.values },
-      },
-    };
+    const update = pauseItem(record.id, record.holdsSlot === true, now);
     const written = await writeReleasingSlot(record.owner, update, record.holdsSlot === true);
     if (written) {
       await stopFiring(record);
@@ -71,16 +57,7 @@ export async function resume(rawId: string): Promise<WorkflowInfo> {
     const e = effectiveStatus(record, now);
     if (e.status === "completed" || e.status === "failed") throw terminal();
     if (e.status === "enabled") return toInfo(record, now);
-    const written = await takeSlot(record.owner, () => ({
-      Update: {
-        TableName: table(),
-        Key: Keys.workflow(record.id),
-        UpdateExpression: "SET #st = :enabled, holdsSlot = :true, updatedAt = :now",
-        ConditionExpression: "#st = :disabled AND (attribute_not_exists(expiredAt) OR expiredAt > :now) AND holdsSlot <> :true",
-        ExpressionAttributeNames: { "#st": "status" },
-        ExpressionAttributeValues: { ":disabled": "disabled", ":enabled": "enabled", ":true": true, ":now": now },
-      },
-    }));
+    const written = await takeSlot(record.owner, () => resumeItem(record.id, now));
     if (written) {
       await startFiring(record, now);
       await Watch.watch(record, now);
@@ -108,15 +85,7 @@ export async function remove(rawId: string): Promise<void> {
     if (record && !sameOwner(record.owner, owner)) return;
     if (record) {
       const held = record.holdsSlot === true;
-      const slot = slotIs(held);
-      const del = {
-        Delete: {
-          TableName: table(),
-          Key: Keys.workflow(id),
-          ConditionExpression: `attribute_exists(pk) AND ${slot.expression}`,
-          ExpressionAttributeValues: slot.values,
-        },
-      };
+      const del = deleteItem(id, held);
       if (!(await writeReleasingSlot(record.owner, del, held))) {
         await backoff(attempt);
         continue;
@@ -133,15 +102,8 @@ export async function remove(rawId: string): Promise<void> {
 /** The caller's secrets scoped to workflow `id` (store pattern 3), each deleted by the secrets module. */
 async function removeWorkflowSecrets(id: string): Promise<void> {
   const owner = useOwner();
-  for await (const out of queryPages({
-    TableName: table(),
-    IndexName: Index.gsi1,
-    KeyConditionExpression: "gsi1pk = :pk",
-    ExpressionAttributeValues: { ":pk": Keys.secretByWorkflow(owner, id, "").gsi1pk },
-    ProjectionExpression: "#name",
-    ExpressionAttributeNames: { "#name": "name" },
-  })) {
-    for (const item of out.Items ?? []) await Secret.remove(String(item.name), { workflowId: id });
+  for await (const names of workflowSecretNames(owner, id)) {
+    for (const name of names) await Secret.remove(name, { workflowId: id });
   }
 }
 
@@ -166,24 +128,13 @@ async function stopAutomaticFiring(record: WorkflowRecord): Promise<void> {
  * is gone or already terminal is only cleaned up. Returns the ids stored expired by this pass.
  */
 export async function expireDue(now: number, max: number): Promise<string[]> {
-  const { db } = useRuntime();
-  const out = await db.send(
-    new QueryCommand({
-      TableName: table(),
-      IndexName: Index.gsi2,
-      KeyConditionExpression: "gsi2pk = :pk AND gsi2sk < :bound",
-      ExpressionAttributeValues: { ":pk": Keys.expiryDue(0, "").gsi2pk, ":bound": Keys.expiryDue(now + 1, "").gsi2sk.slice(0, -1) },
-      ProjectionExpression: "workflowId",
-      Limit: max,
-    }),
-  );
+  const due = await dueExpiries(now, max);
   const expired: string[] = [];
-  for (const entry of out.Items ?? []) {
-    const id = String(entry.workflowId);
+  for (const id of due) {
     let record = await read(id);
     for (let attempt = 1; record && isExpired(record, now) && attempt <= MAX_ATTEMPTS; attempt++) {
       const held = record.holdsSlot === true;
-      const write = completionUpdate(id, held, { reason: "EXPIRED", completedAt: "expiredAt", condition: "expiredAt <= :now", now });
+      const write = completionUpdate(id, held, { reason: "EXPIRED", cause: "expired", now });
       if (await writeReleasingSlot(record.owner, write, held)) {
         expired.push(id);
         break;

@@ -2,19 +2,16 @@
  * The workflow record as stored and read (./workflow.ts, module header): constants and helpers the other workflow
  * modules share, the effective status (§8.2) and the §8.1 Workflow object, the stored form (item version 2), reads.
  */
-import { GetCommand } from "@aws-sdk/lib-dynamodb";
 import { useOwner } from "../context";
 import { ApiError, notFound } from "../errors";
 import { useRuntime } from "../runtime";
-import { Keys } from "../store/keys";
+import { readWorkflowItem, WorkflowItem } from "../store/entities/workflow";
 import { checksumAddress } from "../address";
 import type { Workflow } from "./schemas";
 import type { CompletionReason, StoredStatus, WorkflowRecord } from "./record";
 
-export const ENTITY = "workflow";
-export const VERSION = 1;
-/** Version of the workflow item: 2 keeps the client's document as JSON text (./workflow.ts, module header). */
-export const RECORD_VERSION = 2;
+/** The workflow item's `type` (its version, 2, keeps the client's document as JSON text: ./workflow.ts, module header). */
+export const ENTITY = WorkflowItem.type;
 export const ACTIVE_WORKFLOWS = "activeWorkflows";
 export const MAX_ATTEMPTS = 60;
 export const ULID_PATTERN = /^[0-9A-HJKMNP-TV-Z]{26}$/;
@@ -24,7 +21,6 @@ export type WorkflowInfo = Workflow;
 export type ListStatus = StoredStatus | "running";
 
 export type Item = Record<string, unknown>;
-export const table = () => useRuntime().config.tableName;
 export const workflowNotFound = () => notFound("WORKFLOW_NOT_FOUND", "The workflow");
 export const terminal = () =>
   new ApiError(409, "WORKFLOW_TERMINAL", "The workflow is completed or failed; its status can no longer change.");
@@ -34,12 +30,6 @@ export const backoff = (attempt: number) => new Promise((r) => setTimeout(r, Mat
 /** An id in any letter case upper-cased, or undefined when it cannot be a workflow id (then: as unknown). */
 export const normaliseId = (id: string): string | undefined => (ULID_PATTERN.test(id.toUpperCase()) ? id.toUpperCase() : undefined);
 export const sameOwner = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
-/** Condition that the record still holds (or still does not hold) a slot, as it did when read. */
-export const slotIs = (held: boolean) =>
-  held
-    ? { expression: "holdsSlot = :slotHeld", values: { ":slotHeld": true } }
-    : { expression: "(attribute_not_exists(holdsSlot) OR holdsSlot = :slotHeld)", values: { ":slotHeld": false } };
-
 // ---------------------------------------------------------------------------------------------------------
 // Effective status and the Workflow object
 
@@ -134,8 +124,8 @@ export function fromItem(item: Item): WorkflowRecord {
 // Reading
 
 export async function read(id: string): Promise<WorkflowRecord | undefined> {
-  const { Item } = await useRuntime().db.send(new GetCommand({ TableName: table(), Key: Keys.workflow(id), ConsistentRead: true }));
-  return Item && Item.type === ENTITY ? fromItem(Item) : undefined;
+  const item = await readWorkflowItem(id);
+  return item ? fromItem(item) : undefined;
 }
 
 /** The caller's workflow record, or 404 WORKFLOW_NOT_FOUND (unknown, malformed, deleted or another owner's alike). */

@@ -21,18 +21,22 @@
  * owner), 1 (trigger as a map, no owner). Entries of versions 1 and 2 are still read; the watcher upgrades each
  * once (`upgrade`: the owner read from the workflow record).
  */
-import { BatchGetCommand, DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
-import { useRuntime } from "../runtime";
-import { Keys } from "../store/keys";
-import { Index, isConditionFailure } from "../store/table";
+import {
+  anyWatchEntry,
+  deleteWatchEntry,
+  deleteWatchTrigger,
+  noteWatchFired,
+  putWatchEntry,
+  putWatchTrigger,
+  readWatchTriggers,
+  watchEntriesOf,
+} from "../store/entities/watch";
+import { workflowOwner } from "../store/entities/workflow";
 import type { Trigger } from "./schemas";
 
-const ENTITY = "watch";
-const TRIGGER_ENTITY = "watchTrigger";
 const VERSION = 3;
 /** Triggers up to this many bytes of JSON stay inside the entry; larger ones get their own item. */
 export const INLINE_TRIGGER_BYTES = 2048;
-const TRIGGER_SK = "WATCH#TRIGGER";
 
 export type ChainTrigger = Extract<Trigger, { type: "block" | "event" }> & { id: string };
 
@@ -62,9 +66,6 @@ export interface Watchable {
   expiredAt?: number;
 }
 
-const table = () => useRuntime().config.tableName;
-const triggerKey = (workflowId: string) => ({ pk: Keys.watch(workflowId).pk, sk: TRIGGER_SK });
-
 /** The chain a block or event trigger watches (its own `chainId`, else the workflow's). */
 export const watchedChain = (w: Watchable): number | undefined =>
   w.trigger.type === "block" || w.trigger.type === "event" ? (w.trigger.config.chainId ?? w.chainId) : undefined;
@@ -93,111 +94,34 @@ export async function watch(w: Watchable, now: number): Promise<void> {
  * not yet written). `replace`: only over the entry that is there with the same `since` (upgrades), else false.
  */
 async function writeEntry(entry: WatchEntry, replace: boolean): Promise<boolean> {
-  const { db } = useRuntime();
   const text = JSON.stringify(entry.trigger);
   const separate = Buffer.byteLength(text) > INLINE_TRIGGER_BYTES;
-  if (separate) {
-    await db.send(
-      new PutCommand({
-        TableName: table(),
-        Item: { ...triggerKey(entry.workflowId), type: TRIGGER_ENTITY, v: 1, since: entry.since, trigger: text },
-      }),
-    );
-  }
+  if (separate) await putWatchTrigger(entry.workflowId, entry.since, text);
   const { trigger: _trigger, v: _v, ...rest } = entry;
-  const item = {
-    ...Keys.watch(entry.workflowId),
-    ...Keys.watchByChain(entry.chainId, entry.workflowId),
-    type: ENTITY,
-    v: VERSION,
-    ...rest,
-    ...(separate ? { triggerStored: true, triggerType: entry.trigger.type } : { trigger: text }),
-  };
-  try {
-    await db.send(
-      new PutCommand({
-        TableName: table(),
-        Item: item,
-        ...(replace ? { ConditionExpression: "since = :since", ExpressionAttributeValues: { ":since": entry.since } } : {}),
-      }),
-    );
-    return true;
-  } catch (err) {
-    if (replace && isConditionFailure(err)) return false;
-    throw err;
-  }
+  const attributes = { ...rest, ...(separate ? { triggerStored: true, triggerType: entry.trigger.type } : { trigger: text }) };
+  return putWatchEntry(entry.workflowId, entry.chainId, attributes, replace ? { replacingSince: entry.since } : {});
 }
 
 /** Stops watching (pause, cancel, completion, failure); `since` given: only the entry that started then. */
 export async function unwatch(workflowId: string, since?: number): Promise<void> {
-  let old: Record<string, unknown> | undefined;
-  try {
-    const out = await useRuntime().db.send(
-      new DeleteCommand({
-        TableName: table(),
-        Key: Keys.watch(workflowId),
-        ReturnValues: "ALL_OLD",
-        ...(since !== undefined ? { ConditionExpression: "since = :since", ExpressionAttributeValues: { ":since": since } } : {}),
-      }),
-    );
-    old = out.Attributes;
-  } catch (err) {
-    if (!isConditionFailure(err)) throw err;
-  }
+  const old = await deleteWatchEntry(workflowId, since);
   if (!old?.triggerStored) return;
   // The trigger item of the entry just removed; one a resume has written meanwhile (another `since`) stays.
-  try {
-    await useRuntime().db.send(
-      new DeleteCommand({
-        TableName: table(),
-        Key: triggerKey(workflowId),
-        ConditionExpression: "since = :since",
-        ExpressionAttributeValues: { ":since": old.since },
-      }),
-    );
-  } catch (err) {
-    if (!isConditionFailure(err)) throw err;
-  }
+  await deleteWatchTrigger(workflowId, old.since);
 }
 
 /** Triggers already read, by workflow (with the `since` of the entry they were read for). */
 const triggerCache = new Map<string, { chainId: number; since: number; trigger: ChainTrigger }>();
 
 /** Whether any workflow watches `chainId` (one gsi2 Query of at most one item): an idle chain is not polled. */
-export async function isWatched(chainId: number): Promise<boolean> {
-  const out = await useRuntime().db.send(
-    new QueryCommand({
-      TableName: table(),
-      IndexName: Index.gsi2,
-      KeyConditionExpression: "gsi2pk = :pk",
-      ExpressionAttributeValues: { ":pk": Keys.watchByChain(chainId, "").gsi2pk },
-      Limit: 1,
-    }),
-  );
-  return (out.Items?.length ?? 0) > 0;
-}
+export const isWatched = (chainId: number): Promise<boolean> => anyWatchEntry(chainId);
 
 /**
  * Every workflow watching `chainId` (eventually consistent gsi2 Query, paged). Triggers kept in their own item
  * are read once per process (BatchGetItem); an entry whose trigger item cannot be read yet is left out.
  */
 export async function watchersOf(chainId: number): Promise<WatchEntry[]> {
-  const { db } = useRuntime();
-  const items: Record<string, unknown>[] = [];
-  let startKey: Record<string, unknown> | undefined;
-  do {
-    const out = await db.send(
-      new QueryCommand({
-        TableName: table(),
-        IndexName: Index.gsi2,
-        KeyConditionExpression: "gsi2pk = :pk",
-        ExpressionAttributeValues: { ":pk": Keys.watchByChain(chainId, "").gsi2pk },
-        ExclusiveStartKey: startKey,
-      }),
-    );
-    for (const item of out.Items ?? []) if (item.type === ENTITY) items.push(item);
-    startKey = out.LastEvaluatedKey;
-  } while (startKey);
+  const items = await watchEntriesOf(chainId);
 
   const missing = new Map<string, number>();
   for (const i of items)
@@ -230,15 +154,8 @@ export async function watchersOf(chainId: number): Promise<WatchEntry[]> {
 
 /** Reads trigger items (a workflow's trigger never changes: cached for the `since` of the entry that asked). */
 async function readTriggers(chainId: number, ids: string[], since: Map<string, number>): Promise<void> {
-  let keys: Record<string, unknown>[] = ids.map(triggerKey);
-  for (let attempt = 0; keys.length > 0 && attempt < 5; attempt++) {
-    const out = await useRuntime().db.send(new BatchGetCommand({ RequestItems: { [table()]: { Keys: keys } } }));
-    for (const item of out.Responses?.[table()] ?? []) {
-      const id = (item.pk as string).slice("WF#".length);
-      triggerCache.set(id, { chainId, since: since.get(id)!, trigger: JSON.parse(item.trigger as string) as ChainTrigger });
-    }
-    keys = (out.UnprocessedKeys?.[table()]?.Keys ?? []) as Record<string, unknown>[];
-  }
+  for (const [id, text] of await readWatchTriggers(ids))
+    triggerCache.set(id, { chainId, since: since.get(id)!, trigger: JSON.parse(text) as ChainTrigger });
 }
 
 const fromItem = (item: Record<string, unknown>, trigger: ChainTrigger): WatchEntry => ({
@@ -260,33 +177,11 @@ const fromItem = (item: Record<string, unknown>, trigger: ChainTrigger): WatchEn
  */
 export async function upgrade(entry: WatchEntry): Promise<WatchEntry> {
   if (entry.v >= VERSION) return entry;
-  const out = await useRuntime().db.send(
-    new GetCommand({
-      TableName: table(),
-      Key: Keys.workflow(entry.workflowId),
-      ProjectionExpression: "#o",
-      ExpressionAttributeNames: { "#o": "owner" },
-    }),
-  );
-  const owner = typeof out.Item?.owner === "string" ? out.Item.owner.toLowerCase() : undefined;
+  const owner = (await workflowOwner(entry.workflowId))?.toLowerCase();
   if (owner === undefined) return entry;
   const upgraded: WatchEntry = { ...entry, owner, v: VERSION };
   return (await writeEntry(upgraded, true)) ? upgraded : entry;
 }
 
 /** Records the chain time of a fire for the cooldown; an entry removed meanwhile stays removed. */
-export async function noteFired(workflowId: string, at: number): Promise<void> {
-  try {
-    await useRuntime().db.send(
-      new UpdateCommand({
-        TableName: table(),
-        Key: Keys.watch(workflowId),
-        UpdateExpression: "SET lastFiredAt = :at",
-        ConditionExpression: "attribute_exists(pk) AND (attribute_not_exists(lastFiredAt) OR lastFiredAt < :at)",
-        ExpressionAttributeValues: { ":at": at },
-      }),
-    );
-  } catch (err) {
-    if (!isConditionFailure(err)) throw err;
-  }
-}
+export const noteFired = noteWatchFired;

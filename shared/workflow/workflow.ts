@@ -2,22 +2,22 @@
  * Workflows (API.md §8.1, §8.2, §8.7 items 8-10, §8.8.1-§8.8.6): the stored record, its effective status, the
  * active-workflow cap, and the claim that starts an execution.
  *
- * Access patterns (shared/store/README.md):
+ * Access patterns (shared/store/README.md); keys, conditions and Queries are the entities' (shared/store/entities/):
  *
- * | Who / when                         | Reads or writes                                         | Key                                          |
+ * | Who / when                         | Reads or writes                                         | Entity (pattern)                             |
  * |------------------------------------|---------------------------------------------------------|----------------------------------------------|
- * | create                             | the caller's wallets (1 Query, keys only)               | pk = OWNER#o, sk begins with WALLET#          |
- * |                                    | record + active counter (1 TransactWriteItems)          | Keys.workflow, Keys.counter(o, activeWorkflows) |
- * | retrieve, pause, resume, delete    | the record (1 strongly consistent GetItem)              | Keys.workflow(id) (pattern 10)               |
- * | list, count                        | the owner's workflows newest first (Query)              | gsi1 Keys.workflowByOwner (pattern 11)       |
- * | list, count with one wallet        | that wallet's workflows newest first (Query)            | gsi2 Keys.workflowByWallet (pattern 12)      |
- * | claim (trigger, scheduler,         | intent PutItem, 1 conditional UpdateItem (count),       | Keys.claimIntent (pattern 22) or Keys.fire   |
- * | watcher)                           | PutItem (execution), intent Delete/UpdateItem           | (17), Keys.workflow, Keys.execution (13)     |
+ * | create                             | the caller's wallets (1 Query, keys only)               | workflow.ts isOwnersWallet                   |
+ * |                                    | record + active counter (1 TransactWriteItems)          | workflow.ts createItem (10-12), counters     |
+ * | retrieve, pause, resume, delete    | the record (1 strongly consistent GetItem)              | workflow.ts readWorkflowItem (10)            |
+ * | list, count                        | the owner's workflows newest first (Query)              | workflow.ts listQuery: gsi1 (11)             |
+ * | list, count with one wallet        | that wallet's workflows newest first (Query)            | workflow.ts listQuery: gsi2 (12)             |
+ * | claim (trigger, scheduler,         | intent PutItem, 1 conditional UpdateItem (count),       | claim-intent.ts putIntent (22, or fire 17),  |
+ * | watcher)                           | PutItem (execution), intent Delete/UpdateItem           | workflow.ts takeIndex, putClaimedExecution   |
  * |                                    | (./claim.ts, "Claiming")                                |                                              |
- * | claim recovery (sweeper)           | in-flight intents oldest first (Query) + per intent     | gsi2 Keys.claimInFlight (pattern 22)         |
- * |                                    | GetItem (execution), GetItem (record), steps left       | Keys.execution, Keys.workflow                |
- * | expiry pass (sweeper)              | due expiry entries oldest first (Query) + per workflow   | gsi2 Keys.expiryDue (pattern 21)             |
- * |                                    | GetItem + 1 TransactWriteItems (record + counter)       | Keys.workflow, Keys.counter                  |
+ * | claim recovery (sweeper)           | in-flight intents oldest first (Query) + per intent     | claim-intent.ts intentsInFlightBefore (22)   |
+ * |                                    | GetItem (execution), GetItem (record), steps left       | executionWritten, readWorkflowItem           |
+ * | expiry pass (sweeper)              | due expiry entries oldest first (Query) + per workflow   | expiry.ts dueExpiries (21)                   |
+ * |                                    | GetItem + 1 TransactWriteItems (record + counter)       | workflow.ts completeItem, counters           |
  *
  * Effective status (§8.2): a record stored `enabled` or `disabled` whose `expiredAt` is at or before now reads,
  * filters, counts and behaves as `completed` / `EXPIRED` with `completedAt = expiredAt`; nothing has to store it.
@@ -32,7 +32,7 @@
  * once more. The cap therefore counts exactly the enabled, unexpired workflows whenever it refuses.
  *
  * Expiry in the background (§8.2): a workflow created with `expiredAt` gets an expiry entry beside its record
- * (Keys.expiry, listed by due time through sparse gsi2, pattern 21). The sweeper's `expireDue` stores the effective
+ * (shared/store/entities/expiry.ts, listed by due time through sparse gsi2, pattern 21). The sweeper's `expireDue` stores the effective
  * status (`completed` / EXPIRED, `completedAt = expiredAt`), frees the slot and removes schedules and watch entry;
  * the entry goes last, so a pass interrupted half-way is finished by the next one. Cancel and the other terminal
  * writes delete the entry too (best effort: a stale one is only deleted by the pass).

@@ -1,0 +1,40 @@
+/**
+ * Expiry entry of a workflow with `expiredAt` (store pattern 21): beside the workflow record, listed by due time on
+ * the sparse gsi2 `EXPIRY#due` (`<expiredAt padded>#<id>`). Written in the create transaction, deleted by the
+ * sweeper's expiry pass once the workflow is stored expired, and on cancel, completion and failure.
+ */
+import { defineEntity, queryPage } from "../entity";
+import { when } from "../expression";
+import { Keys } from "../keys";
+import { Index } from "../table";
+
+const ExpiryEntry = defineEntity({
+  type: "expiry",
+  version: 1,
+  key: (workflowId: string) => Keys.expiry(workflowId),
+});
+
+/** Transaction item: the entry of workflow `workflowId` expiring at `expiredAt` (ms). */
+export function putExpiry(workflowId: string, expiredAt: number) {
+  return ExpiryEntry.tx.put(workflowId, { ...Keys.expiryDue(expiredAt, workflowId), workflowId, expiredAt });
+}
+
+/** Deletes the workflow's entry, if any. */
+export async function forgetExpiry(workflowId: string): Promise<void> {
+  await ExpiryEntry.delete(workflowId);
+}
+
+/** The ids of up to `max` workflows whose `expiredAt` is at or before `now`, oldest first (one Query). */
+export async function dueExpiries(now: number, max: number): Promise<string[]> {
+  const partition = Keys.expiryDue(0, "").gsi2pk;
+  // Every entry due at or before `now` sorts below the padded `now + 1` (the `#` and the id follow it).
+  const bound = Keys.expiryDue(now + 1, "").gsi2sk.slice(0, -1);
+  const page = await queryPage({
+    index: Index.gsi2,
+    partition: ["gsi2pk", partition],
+    sort: when.lt("gsi2sk", bound),
+    attributes: ["workflowId"],
+    limit: max,
+  });
+  return page.items.map((item) => String(item.workflowId));
+}

@@ -1,0 +1,292 @@
+/**
+ * The workflow record (store patterns 10-12): one item per workflow, `pk = WF#<id>`, `sk = WORKFLOW`, listed per
+ * owner on gsi1 (newest first) and per wallet on gsi2. The domain's stored form (item `v` 2, the client's document
+ * as JSON text) is built and read by shared/workflow/stored.ts; this module owns the keys, the reads and writes and
+ * their conditions.
+ */
+import { defineEntity, queryPages, queryPage, type PartitionQuery } from "../entity";
+import { add, copy, remove, set, when, type Condition } from "../expression";
+import { Keys } from "../keys";
+import { Index } from "../table";
+
+type Item = Record<string, unknown>;
+
+export const WorkflowItem = defineEntity({ type: "workflow", version: 2, key: (id: string) => Keys.workflow(id) });
+
+/** The workflow item (strongly consistent), or undefined when there is none. */
+export async function readWorkflowItem(id: string): Promise<Item | undefined> {
+  const item = await WorkflowItem.get(id, { consistent: true });
+  return item && item.type === WorkflowItem.type ? item : undefined;
+}
+
+/** The owner recorded on the workflow item (an eventually consistent read of that attribute), if the item exists. */
+export async function workflowOwner(id: string): Promise<string | undefined> {
+  const item = await WorkflowItem.get(id, { attributes: ["owner"] });
+  return typeof item?.owner === "string" ? item.owner : undefined;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The claim's count update (shared/workflow/claim.ts, "Claiming", step 2)
+
+/** Runnable (API.md §8.2) at `now`, and the claim recording its index under `marker` not landed yet. */
+const runnable = (now: number, marker: string) =>
+  when.and(
+    when.exists(),
+    when.eq("status", "enabled"),
+    when.lt("executionCount", when.attr("maxExecution")),
+    when.or(when.notExists("expiredAt"), when.gt("expiredAt", now)),
+    when.or(when.notExists("startAt"), when.le("startAt", now)),
+    when.notExists(marker),
+  );
+
+/** +1 on the count, the count before it recorded under `marker`, the run's time; index attributes `closed` removed. */
+const countActions = (marker: string, now: number, closed: readonly string[]) => [
+  add("executionCount", 1),
+  copy(marker, "executionCount"),
+  set("lastRanAt", now),
+  set("updatedAt", now),
+  ...closed.map((name) => remove(name)),
+];
+
+/**
+ * Takes the next index of a runnable workflow (one conditional UpdateItem, ReturnValues UPDATED_NEW): the index it
+ * gave. Throws ConditionalCheckFailedException when the workflow is gone, not runnable or this claim's index is taken.
+ */
+export async function takeIndex(id: string, marker: string, now: number, closed: readonly string[]): Promise<number> {
+  const updated = await WorkflowItem.update(id, countActions(marker, now, closed), {
+    if: runnable(now, marker),
+    returnValues: "UPDATED_NEW",
+  });
+  return Number(updated?.[marker]);
+}
+
+/** Transaction item: the same count update (the sweeper's, beside a check of the intent). */
+export const takeIndexItem = (id: string, marker: string, now: number) =>
+  WorkflowItem.tx.update(id, countActions(marker, now, []), { if: runnable(now, marker) });
+
+// ---------------------------------------------------------------------------------------------------------
+// Writes that take or give back a slot of the active cap, each a transaction item beside the counter's
+// (shared/workflow/slots.ts); every one is conditioned on the slot being as read (`held`).
+
+/** The record still holds (or still does not hold) a slot, as it did when read. */
+const slotIs = (held: boolean) => (held ? when.eq("holdsSlot", true) : when.or(when.notExists("holdsSlot"), when.eq("holdsSlot", false)));
+/** Not past `expiredAt` at `now` (or without one). */
+const unexpired = (now: number) => when.or(when.notExists("expiredAt"), when.gt("expiredAt", now));
+const enabledOrDisabled = () => when.in("status", ["enabled", "disabled"]);
+
+/**
+ * Transaction item: the new workflow's item (`attributes`: the stored form, besides keys, `type` and `v`), listed
+ * for its owner (gsi1) and its wallet (gsi2); only when no item has its key.
+ */
+export const createItem = (id: string, owner: string, wallet: string, attributes: Item) =>
+  WorkflowItem.tx.put(
+    id,
+    { ...Keys.workflowByOwner(owner, id), ...Keys.workflowByWallet(owner, wallet, id), ...attributes },
+    { if: when.notExists() },
+  );
+
+/** Transaction item: enabled (unexpired) → disabled, its slot given back. */
+export const pauseItem = (id: string, held: boolean, now: number) =>
+  WorkflowItem.tx.update(id, [set("status", "disabled"), set("holdsSlot", false), set("updatedAt", now)], {
+    if: when.and(when.eq("status", "enabled"), unexpired(now), slotIs(held)),
+  });
+
+/** Transaction item: disabled (unexpired, holding no slot) → enabled, holding a slot. */
+export const resumeItem = (id: string, now: number) =>
+  WorkflowItem.tx.update(id, [set("status", "enabled"), set("holdsSlot", true), set("updatedAt", now)], {
+    if: when.and(when.eq("status", "disabled"), unexpired(now), when.ne("holdsSlot", true)),
+  });
+
+/** Transaction item: the workflow's item deleted (cancel). */
+export const deleteItem = (id: string, held: boolean) => WorkflowItem.tx.delete(id, { if: when.and(when.exists(), slotIs(held)) });
+
+/**
+ * Transaction item: the write that completes the workflow (API.md §8.2): `completed` with `reason`, `completedAt`
+ * the claim's time `now` (at the cap: only while `executionCount >= maxExecution`) or its `expiredAt` (expired: only
+ * while `expiredAt <= now`), `updatedAt = now`, the slot given back; only while enabled or disabled.
+ */
+export const completeItem = (id: string, held: boolean, c: { reason: string; now: number; cause: "atCap" | "expired" }) =>
+  WorkflowItem.tx.update(
+    id,
+    [
+      set("status", "completed"),
+      set("completionReason", c.reason),
+      c.cause === "expired" ? copy("completedAt", "expiredAt") : set("completedAt", c.now),
+      set("holdsSlot", false),
+      set("updatedAt", c.now),
+    ],
+    {
+      if: when.and(
+        enabledOrDisabled(),
+        c.cause === "expired" ? when.le("expiredAt", c.now) : when.ge("executionCount", when.attr("maxExecution")),
+        slotIs(held),
+      ),
+    },
+  );
+
+/**
+ * Transaction item: enabled or disabled (unexpired at `endAt`) → `failed` / CONSECUTIVE_ERRORS at `endAt`, the slot
+ * given back; only while the consecutive errors are still at `limit` or more.
+ */
+export const failItem = (id: string, held: boolean, endAt: number, limit: number) =>
+  WorkflowItem.tx.update(
+    id,
+    [
+      set("status", "failed"),
+      set("completionReason", "CONSECUTIVE_ERRORS"),
+      set("completedAt", endAt),
+      set("holdsSlot", false),
+      set("updatedAt", endAt),
+    ],
+    { if: when.and(enabledOrDisabled(), when.ge("consecutiveErrors", limit), unexpired(endAt), slotIs(held)) },
+  );
+
+/** Transaction item: the slot of a workflow that expired while holding it given back (only once). */
+export const releaseExpiredSlotItem = (id: string, now: number) =>
+  WorkflowItem.tx.update(id, [set("holdsSlot", false)], { if: when.and(when.eq("holdsSlot", true), when.le("expiredAt", now)) });
+
+/** The ids of the owner's workflows that expired at or before `now` still holding a slot (gsi1 Query, every page). */
+export async function* expiredSlotHolders(owner: string, now: number): AsyncGenerator<string[]> {
+  for await (const page of queryPages({
+    index: Index.gsi1,
+    partition: ["gsi1pk", Keys.workflowByOwner(owner, "").gsi1pk],
+    filter: when.and(when.eq("holdsSlot", true), when.le("expiredAt", now)),
+    attributes: ["id"],
+  })) {
+    yield page.items.map((item) => String(item.id));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Consecutive errors (shared/workflow/outcome.ts)
+
+/** The workflow's consecutive errors (strongly consistent read of that attribute); undefined without an item. */
+export async function consecutiveErrorsOf(id: string): Promise<number | undefined> {
+  const item = await WorkflowItem.get(id, { consistent: true, attributes: ["consecutiveErrors"] });
+  return item ? Number(item.consecutiveErrors) : undefined;
+}
+
+/** Sets the consecutive errors back to 0; throws ConditionalCheckFailedException unless the item exists with some. */
+export async function resetConsecutiveErrors(id: string): Promise<void> {
+  await WorkflowItem.update(id, [set("consecutiveErrors", 0)], { if: when.and(when.exists(), when.gt("consecutiveErrors", 0)) });
+}
+
+/** +1 consecutive error on an existing item; the item after it. Throws ConditionalCheckFailedException without one. */
+export async function countConsecutiveError(id: string): Promise<Item> {
+  return (await WorkflowItem.update(id, [add("consecutiveErrors", 1)], { if: when.exists(), returnValues: "ALL_NEW" })) ?? {};
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Lists and counts (patterns 11 and 12: newest first by id)
+
+export interface ListScope {
+  /** Lower-case wallet addresses; none: all the owner's workflows. */
+  wallets: string[];
+  /** Effective statuses (API.md §8.2) at `now`; none: all. `running` matches nothing. */
+  statuses: string[];
+  now: number;
+}
+
+/** The index partition that serves the scope (one wallet: gsi2; else gsi1), and the filter for the rest. */
+export function listQuery(owner: string, scope: ListScope): PartitionQuery & { sortKey: string } {
+  const { wallets, now } = scope;
+  const terms: Condition[] = [];
+  if (wallets.length > 1)
+    terms.push(
+      when.in(
+        "gsi2pk",
+        wallets.map((w) => Keys.workflowByWallet(owner, w, "").gsi2pk),
+      ),
+    );
+  const statuses = new Set(scope.statuses);
+  if (statuses.size > 0) {
+    const alive = unexpired(now);
+    const parts: Condition[] = [];
+    if (statuses.has("enabled")) parts.push(when.and(when.eq("status", "enabled"), alive));
+    if (statuses.has("disabled")) parts.push(when.and(when.eq("status", "disabled"), alive));
+    if (statuses.has("completed"))
+      parts.push(
+        when.or(
+          when.eq("status", "completed"),
+          when.and(when.or(when.eq("status", "enabled"), when.eq("status", "disabled")), when.le("expiredAt", now)),
+        ),
+      );
+    if (statuses.has("failed")) parts.push(when.eq("status", "failed"));
+    // Only `running`: reserved, never stored, so nothing matches (every workflow item has an id).
+    terms.push(parts.length > 0 ? when.or(...parts) : when.notExists("id"));
+  }
+  const filter = terms.length > 0 ? { filter: when.and(...terms) } : {};
+  return wallets.length === 1
+    ? { index: Index.gsi2, partition: ["gsi2pk", Keys.workflowByWallet(owner, wallets[0]!, "").gsi2pk], sortKey: "gsi2sk", ...filter }
+    : { index: Index.gsi1, partition: ["gsi1pk", Keys.workflowByOwner(owner, "").gsi1pk], sortKey: "gsi1sk", ...filter };
+}
+
+/**
+ * Up to `want` items of the list from position `from` (a workflow id; none: the newest) along the list order
+ * (newest first, `forward`) or against it. Sort keys are bare ULIDs, so positions are sort-key conditions.
+ */
+export async function listWalk(
+  q: PartitionQuery & { sortKey: string },
+  walk: { from?: string; forward: boolean; inclusive: boolean; want: number },
+): Promise<Item[]> {
+  const op = walk.forward ? (walk.inclusive ? when.le : when.lt) : walk.inclusive ? when.ge : when.gt;
+  const { sortKey, ...query } = q;
+  const paged: PartitionQuery = {
+    ...query,
+    ...(walk.from !== undefined ? { sort: op(sortKey, walk.from) } : {}),
+    ascending: !walk.forward,
+    limit: q.filter ? Math.max(50, walk.want * 2) : walk.want + 1,
+  };
+  const out: Item[] = [];
+  let startKey: Item | undefined;
+  do {
+    const page = await queryPage(paged, startKey);
+    for (const item of page.items) {
+      out.push(item);
+      if (out.length >= walk.want) return out;
+    }
+    startKey = page.next;
+  } while (startKey);
+  return out;
+}
+
+/** How many items the list has (Select COUNT, every page). */
+export async function listCount(q: PartitionQuery & { sortKey: string }): Promise<number> {
+  const { sortKey: _sortKey, ...query } = q;
+  let total = 0;
+  for await (const page of queryPages({ ...query, count: true })) total += page.count;
+  return total;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Reads of other records' keys that workflow operations need (the wallet and secret entities may take them)
+
+/** Whether `address` is one of the owner's registered wallets on any chain (one Query of the wallets' keys). */
+export async function isOwnersWallet(owner: string, address: string): Promise<boolean> {
+  // Wallet sort keys are `WALLET#<chain>#<address lower-case>` (Keys.wallet): keys only, each compared with the key
+  // Keys.wallet builds for its chain.
+  const prefix = "WALLET#"; // every chain's (Keys.walletPrefix is one chain's)
+  for await (const page of queryPages({
+    partition: ["pk", Keys.owner(owner)],
+    sort: when.beginsWith("sk", prefix),
+    attributes: ["sk"],
+    consistent: true,
+  })) {
+    for (const item of page.items) {
+      const chainId = Number(String(item.sk).split("#")[1]);
+      if (Keys.wallet(owner, chainId, address).sk === item.sk) return true;
+    }
+  }
+  return false;
+}
+
+/** The names of the owner's secrets scoped to workflow `id` (store pattern 3: gsi1, every page). */
+export async function* workflowSecretNames(owner: string, id: string): AsyncGenerator<string[]> {
+  for await (const page of queryPages({
+    index: Index.gsi1,
+    partition: ["gsi1pk", Keys.secretByWorkflow(owner, id, "").gsi1pk],
+    attributes: ["name"],
+  })) {
+    yield page.items.map((item) => String(item.name));
+  }
+}
