@@ -84,7 +84,7 @@ export async function bundleLambda(entry: string, outfile?: string): Promise<Lam
 }
 
 /** The npm package a metafile input belongs to (its last `node_modules/` segment), undefined for our own modules. */
-export function packageOf(input: string): string | undefined {
+function packageOf(input: string): string | undefined {
   const at = input.lastIndexOf("node_modules/");
   if (at < 0) return undefined;
   const [first, second] = input.slice(at + "node_modules/".length).split("/");

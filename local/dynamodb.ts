@@ -31,7 +31,7 @@ function dynamoLocalDir(): string {
 }
 
 /** The java command line: DynamoDB Local's jar and its libraries, started by the loopback launcher. */
-export function dynamoLocalCommand(port: number, dbDir?: string): { args: string[]; cwd: string } {
+function dynamoLocalCommand(port: number, dbDir?: string): { args: string[]; cwd: string } {
   const home = dynamoLocalDir();
   const args = [
     `-Djava.library.path=${join(home, "DynamoDBLocal_lib")}`,

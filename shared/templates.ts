@@ -11,11 +11,11 @@
  */
 import { JsonText, member, parse, stringify } from "./json-text";
 
-export const TEMPLATE_UNRESOLVED = "TEMPLATE_UNRESOLVED";
+const TEMPLATE_UNRESOLVED = "TEMPLATE_UNRESOLVED";
 export const PATHS_ONLY_MESSAGE = "templates accept paths only; use a customCode node for expressions";
 
 /** JavaScript reserved words and literals, and the service's own roots: not allowed as trigger or node names. */
-export const JS_RESERVED_WORDS = [
+const JS_RESERVED_WORDS = [
   "break",
   "case",
   "catch",
@@ -71,7 +71,7 @@ export const JS_RESERVED_WORDS = [
   "console",
 ] as const;
 /** Roots the service provides to every step (§8.6 table); `value` and `index` only inside filter and loop. */
-export const SERVICE_ROOTS = ["secrets", "apContext", "context", "date", "settings", "value", "index"] as const;
+const SERVICE_ROOTS = ["secrets", "apContext", "context", "date", "settings", "value", "index"] as const;
 export const RESERVED_WORDS: readonly string[] = [...JS_RESERVED_WORDS, ...SERVICE_ROOTS];
 const RESERVED = new Set<string>(RESERVED_WORDS);
 export const isReservedWord = (word: string): boolean => RESERVED.has(word);
@@ -79,10 +79,10 @@ export const isReservedWord = (word: string): boolean => RESERVED.has(word);
 // ---------------------------------------------------------------------------------------------------------
 // Grammar
 
-export const IDENTIFIER_SOURCE = "[A-Za-z_$][A-Za-z0-9_$]*";
+const IDENTIFIER_SOURCE = "[A-Za-z_$][A-Za-z0-9_$]*";
 const SEGMENT_SOURCE = `\\.${IDENTIFIER_SOURCE}|\\.[0-9]+|\\[[0-9]+\\]|\\['[^']*'\\]|\\["[^"]*"\\]`;
 /** The path grammar as a regular expression source (no anchors), usable in JSON Schema patterns. */
-export const PATH_SOURCE = `${IDENTIFIER_SOURCE}(?:${SEGMENT_SOURCE})*`;
+const PATH_SOURCE = `${IDENTIFIER_SOURCE}(?:${SEGMENT_SOURCE})*`;
 const PATH_EXACT = new RegExp(`^${PATH_SOURCE}$`);
 const PATH_AT = new RegExp(PATH_SOURCE, "y");
 const SEGMENT_AT = new RegExp(SEGMENT_SOURCE, "y");
@@ -92,7 +92,7 @@ const SPACES_AT = /\s*/y;
  * One step of a path. `index` segments (`.0`, `[0]`) index arrays, or select the key of that spelling on
  * objects; `key` segments (`.name`, `['text']`, `["text"]`) select object keys only.
  */
-export type PathSegment = { kind: "key"; key: string } | { kind: "index"; key: string; index: number };
+type PathSegment = { kind: "key"; key: string } | { kind: "index"; key: string; index: number };
 
 export interface TemplatePath {
   /** The path as written (spaces around it removed): what TEMPLATE_UNRESOLVED and step `inputs` name. */
@@ -292,7 +292,7 @@ export function renderString(text: string, variables: Variables, options: Render
 }
 
 /** Keys whose values are never templated (API.md §8.6). */
-export const UNTEMPLATED_KEYS: readonly string[] = ["contractAbi"];
+const UNTEMPLATED_KEYS: readonly string[] = ["contractAbi"];
 
 export interface ConfigRenderOptions extends RenderOptions {
   /** Object keys whose values are copied without expansion; default `contractAbi`. */

@@ -18,7 +18,7 @@ const EXAMPLE_MESSAGE = [
   "Wallet: 0x5B38Da6a701c568545dCfcB03FcB875f56beddC4",
 ].join("\n");
 
-export const ExchangeRequest = component(
+const ExchangeRequest = component(
   "AuthExchangeRequest",
   v.pipe(
     v.strictObject({
@@ -47,7 +47,7 @@ export const ExchangeRequest = component(
   ),
 );
 
-export const ExchangeResponse = component(
+const ExchangeResponse = component(
   "AuthExchangeResponse",
   v.object({
     token: v.pipe(
@@ -79,7 +79,7 @@ const Jwk = component(
   }),
 );
 
-export const Jwks = component(
+const Jwks = component(
   "Jwks",
   v.pipe(
     v.object({ keys: v.array(Jwk) }),

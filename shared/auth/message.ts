@@ -18,9 +18,9 @@ import { ZERO_ADDRESS, checksumAddress, isAcceptedAddress, recoverPersonalSigner
 import { ApiError, type FieldError } from "../errors";
 import { useConfig, useRuntime } from "../runtime";
 
-export const AUTH_SENTENCE = "Please sign the below text for ownership verification.";
+const AUTH_SENTENCE = "Please sign the below text for ownership verification.";
 /** Prefixes of lines 3-8, in order. */
-export const AUTH_LINE_PREFIXES = ["URI: ", "Chain ID: ", "Version: ", "Issued At: ", "Expire At: ", "Wallet: "] as const;
+const AUTH_LINE_PREFIXES = ["URI: ", "Chain ID: ", "Version: ", "Issued At: ", "Expire At: ", "Wallet: "] as const;
 
 const FIELDS = ["ownerAddress", "signature", "message"] as const;
 const TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -31,7 +31,7 @@ const SIGNATURE = /^0x[0-9a-fA-F]{130}$/;
 const ISSUED_AT_SKEW_MS = 60_000;
 
 /** The parsed lines 3-8 of a well-formed message. */
-export interface AuthMessage {
+interface AuthMessage {
   uri: string;
   chainId: number;
   version: string;
@@ -104,7 +104,7 @@ function checkOwnerAddress(value: string): `0x${string}` {
  * Parses the 8 lines and checks, in the §7.1 order: layout, URI and Version, Chain ID (format, then
  * configured), time formats and order. The time-window checks against "now" are in `checkTimes`.
  */
-export function parseAuthMessage(message: string): AuthMessage {
+function parseAuthMessage(message: string): AuthMessage {
   // One trailing newline is allowed; a `\r` before each `\n` is tolerated.
   const text = message.endsWith("\r\n") ? message.slice(0, -2) : message.endsWith("\n") ? message.slice(0, -1) : message;
   const lines = text.split("\n").map((line) => (line.endsWith("\r") ? line.slice(0, -1) : line));

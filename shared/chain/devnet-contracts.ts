@@ -45,8 +45,8 @@ export const ANVIL_KEYS = {
 } as const satisfies Record<string, Hex>;
 
 /** CREATE2 salt of our factory and paymaster (addresses still depend on constructor args). */
-export const DEVNET_SALT: Hex = zeroHash;
-export const PAYMASTER_UNSTAKE_DELAY_SECONDS = 86_400;
+const DEVNET_SALT: Hex = zeroHash;
+const PAYMASTER_UNSTAKE_DELAY_SECONDS = 86_400;
 const PAYMASTER_STAKE = parseEther("1");
 const PAYMASTER_MIN_DEPOSIT = parseEther("10");
 const PAYMASTER_DEPOSIT = parseEther("100");
@@ -56,7 +56,7 @@ const BUNDLER_MIN_BALANCE = parseEther("100");
 const BUNDLER_FUNDING = parseEther("1000");
 
 /** Constructor-args-included init code of the factory for a controller. */
-export function factoryInitCode(entryPoint: Address, controller: Address): Hex {
+function factoryInitCode(entryPoint: Address, controller: Address): Hex {
   return concat([
     artifacts.ControlledAccountFactory.bytecode,
     encodeAbiParameters([{ type: "address" }, { type: "address" }], [entryPoint, controller]),
@@ -64,7 +64,7 @@ export function factoryInitCode(entryPoint: Address, controller: Address): Hex {
 }
 
 /** Init code of the VerifyingPaymaster for a signer. */
-export function paymasterInitCode(entryPoint: Address, signer: Address): Hex {
+function paymasterInitCode(entryPoint: Address, signer: Address): Hex {
   return concat([
     loadVerifyingPaymasterArtifact().bytecode,
     encodeAbiParameters([{ type: "address" }, { type: "address" }], [entryPoint, signer]),

@@ -35,15 +35,7 @@ import {
   type Managed,
 } from "./devnet-processes";
 
-export {
-  DEVNET_CHAIN_ID,
-  ANVIL_KEYS,
-  DEVNET_SALT,
-  PAYMASTER_UNSTAKE_DELAY_SECONDS,
-  factoryInitCode,
-  paymasterInitCode,
-  devnetAddresses,
-} from "./devnet-contracts";
+export { ANVIL_KEYS, devnetAddresses } from "./devnet-contracts";
 export { freePort } from "./devnet-processes";
 
 export interface DevnetInfo {

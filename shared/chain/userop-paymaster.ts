@@ -39,7 +39,7 @@ export function packPaymasterAndData({
 }
 
 /** paymasterData of the VerifyingPaymaster: abi.encode(validUntil, validAfter) | signature. */
-export function encodeVerifyingPaymasterData({ validUntil, validAfter, signature }: PaymasterWindow & { signature: Hex }): Hex {
+function encodeVerifyingPaymasterData({ validUntil, validAfter, signature }: PaymasterWindow & { signature: Hex }): Hex {
   return concat([encodeAbiParameters([{ type: "uint48" }, { type: "uint48" }], [validUntil, validAfter]), signature]);
 }
 
@@ -87,7 +87,7 @@ export function getVerifyingPaymasterHash({
 }
 
 /** Default paymaster gas limits used for estimation stubs (the bundler returns real values). */
-export const PAYMASTER_STUB_GAS = { paymasterVerificationGasLimit: 100_000n, paymasterPostOpGasLimit: 0n };
+const PAYMASTER_STUB_GAS = { paymasterVerificationGasLimit: 100_000n, paymasterPostOpGasLimit: 0n };
 
 /**
  * Op with VerifyingPaymaster fields holding a well-formed dummy signature, for gas estimation

@@ -27,7 +27,6 @@ export {
   type UserOperationV07,
   type DigestSigner,
   localDigestSigner,
-  signHashEip191,
   DUMMY_SIGNATURE,
   getUserOperationHashV07,
   signUserOperation,
@@ -39,21 +38,10 @@ export {
   getAccountAddress,
   predictAccountAddress,
   getSenderAddress,
-  type UserOperationFees,
   getUserOperationFees,
-  type BuildUserOperationParams,
   buildUserOperation,
 } from "./userop-account";
-export {
-  type PaymasterWindow,
-  packPaymasterAndData,
-  encodeVerifyingPaymasterData,
-  getVerifyingPaymasterHash,
-  PAYMASTER_STUB_GAS,
-  withVerifyingPaymasterStub,
-  type SponsorUserOperationParams,
-  sponsorUserOperation,
-} from "./userop-paymaster";
+export { packPaymasterAndData, getVerifyingPaymasterHash, withVerifyingPaymasterStub, sponsorUserOperation } from "./userop-paymaster";
 export { createBundler, estimateUserOperationGas, sendUserOperation, waitForUserOperationReceipt } from "./userop-bundler";
 
 // ---------------------------------------------------------------------------------------------
@@ -70,7 +58,7 @@ export interface ExecuteUserOperationParams extends Omit<BuildUserOperationParam
 }
 
 /** Build → (stub) → estimate → sponsor → sign (everything but sending). */
-export async function prepareUserOperation(p: ExecuteUserOperationParams): Promise<UserOperationV07> {
+async function prepareUserOperation(p: ExecuteUserOperationParams): Promise<UserOperationV07> {
   const entryPoint = p.entryPoint ?? entryPoint07Address;
   let op = await buildUserOperation(p);
   if (p.paymaster) op = withVerifyingPaymasterStub(op, { paymaster: p.paymaster.address });

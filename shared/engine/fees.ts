@@ -21,13 +21,13 @@ export const FALLBACK_GAS = {
   ...Object.fromEntries(defaultKinds.nodes.flatMap((k) => (k.fallbackGas !== undefined ? [[k.type, k.fallbackGas]] : []))),
   walletCreation: 500_000n,
 } as Readonly<Record<string, bigint>> & { readonly walletCreation: bigint };
-export const WALLET_CREATION_NODE_ID = "_wallet_creation";
+const WALLET_CREATION_NODE_ID = "_wallet_creation";
 /**
  * What a user operation spends around its calls: the account's and the paymaster's validation and the bundler's
  * pre-verification gas (about 73,000 for a sponsored EntryPoint v0.7 operation of a ControlledAccount, measured on
  * the devnet). eth_estimateGas of the calls alone is under half of what the operation uses.
  */
-export const OPERATION_OVERHEAD_GAS = 70_000n;
+const OPERATION_OVERHEAD_GAS = 70_000n;
 
 /** `{amount: execution_fee_usd, unit: "USD"}`. */
 export function executionFee(): Fee {

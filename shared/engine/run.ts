@@ -43,8 +43,8 @@ import {
 } from "../kinds";
 import type { RunInput, RunResult } from "./types";
 
-export const DEFAULT_STOP_REASON = "execution stopped";
-export const DEFAULT_DEADLINE_REASON = "execution timed out";
+const DEFAULT_STOP_REASON = "execution stopped";
+const DEFAULT_DEADLINE_REASON = "execution timed out";
 export const INTERNAL_ERROR = "internal error: the engine could not run the workflow";
 
 type Settled = "succeeded" | "failed" | "skipped";

@@ -10,11 +10,10 @@ import { STEP_ERROR_CODES } from "../kinds/kind";
 
 export const EXECUTION_STATUSES = ["pending", "success", "failed", "error"] as const;
 export type ExecutionStatus = (typeof EXECUTION_STATUSES)[number];
-export const TERMINAL_STATUSES: readonly ExecutionStatus[] = ["success", "failed", "error"];
 export const isTerminal = (status: ExecutionStatus) => status !== "pending";
 
 /** Step `errorCode` values (API.md §10.2), declared with the kinds that fail with them. */
-export { STEP_ERROR_CODES, type StepErrorCode } from "../kinds/kind";
+export { type StepErrorCode } from "../kinds/kind";
 
 // ---------------------------------------------------------------------------------------------------------
 // Fees (§9)

@@ -11,7 +11,7 @@ import type { Registry } from "../kinds";
 
 /** The sending port: declared by the sender's module (shared/wallet/send.ts), which the engine sits above. */
 import type { SendCalls } from "../wallet/send";
-export type { WalletCall, SendOutcome, SendCalls } from "../wallet/send";
+export type { SendOutcome, SendCalls } from "../wallet/send";
 
 /** The normalised definition a run executes (from shared/workflow/definition.ts). */
 export interface RunDefinition {

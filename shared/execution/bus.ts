@@ -11,7 +11,7 @@ import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge
 import { log } from "../log";
 
 /** An execution was claimed and written `pending`; a runner should run it. */
-export interface ExecutionRequested {
+interface ExecutionRequested {
   type: "execution.requested";
   workflowId: string;
   executionId: string;
@@ -20,7 +20,7 @@ export interface ExecutionRequested {
 }
 export type BusEvent = ExecutionRequested;
 
-export type BusHandler = (event: BusEvent) => Promise<void>;
+type BusHandler = (event: BusEvent) => Promise<void>;
 
 export interface EventBus {
   /**

@@ -57,7 +57,7 @@ const timeMs = (description: string) =>
  * What the interval pipe accepts, as one pattern: 100 to 5000 ms written as at most 7 digits (optionally with
  * `ms`), or as seconds with at most 4 integer digits and 3 decimals (rounded to whole ms).
  */
-export const INTERVAL_PATTERN =
+const INTERVAL_PATTERN =
   /^(?:(?:0{0,4}[1-9]\d{2}|0{0,3}[1-4]\d{3}|0{0,3}5000)(?:ms)?|(?:0{1,4}\.[1-9]\d{0,2}|0{0,3}[1-4](?:\.\d{1,3})?|0{0,3}5(?:\.0{1,3})?)s)$/;
 
 /** The stream's poll period: milliseconds as an integer, or `250ms` / `1s` / `1.5s`; 100 to 5000. */
@@ -154,7 +154,7 @@ export const getStatus = endpoint({
  * One event of the status stream. The schema of a `text/event-stream` response describes one event, field by
  * field, as SSE-aware client generators read it; the `: keep-alive` comments between events are no event.
  */
-export const StatusEvent = component(
+const StatusEvent = component(
   "ExecutionStatusEvent",
   v.pipe(
     v.object({

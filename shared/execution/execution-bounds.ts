@@ -12,20 +12,6 @@ const TRUNCATED = "…[truncated]";
 // ---------------------------------------------------------------------------------------------------------
 // Bounds of an answer (API.md §18.2)
 
-/**
- * An execution held whole in memory (a run's result) bounded as a recorded one is answered: at most
- * `max_execution_record_bytes` serialized (API.md §18.2). The steps it changes are copies; `execution` stays.
- */
-export function boundExecution(execution: Execution, max = useRuntime().config.limits.maxExecutionRecordBytes): Execution {
-  const bounded = { ...execution, steps: execution.steps.map((s) => ({ ...s })) };
-  fitRecord(
-    bounded,
-    bounded.steps.map((s) => ({ bytes: Buffer.byteLength(JSON.stringify(s.output)), held: true })),
-    max,
-  );
-  return bounded;
-}
-
 /** A last-resort log or error keeps this many bytes (API.md §10.2's `…[truncated]` form). */
 const LAST_RESORT_TEXT_BYTES = 256;
 
@@ -99,7 +85,7 @@ export function boundStep(step: Step, limits: Limits): Step {
 }
 
 /** At most `max` UTF-8 bytes, ending with `…[truncated]` when cut (never inside a character). */
-export function truncate(text: string, max: number): string {
+function truncate(text: string, max: number): string {
   const bytes = Buffer.from(text, "utf8");
   if (bytes.length <= max) return text;
   let cut = Math.max(0, max - Buffer.byteLength(TRUNCATED));

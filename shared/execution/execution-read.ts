@@ -92,7 +92,7 @@ export async function readSteps(id: string): Promise<ReadStep[]> {
 }
 
 /** The recorded outputs of `wanted` (steps whose output lies in its own items), into their steps. */
-export async function readOutputs(id: string, wanted: ReadStep[]): Promise<void> {
+async function readOutputs(id: string, wanted: ReadStep[]): Promise<void> {
   const chunks = new Map<string, Uint8Array[]>();
   const items = await readOutputParts(
     id,
@@ -111,7 +111,7 @@ export async function readOutputs(id: string, wanted: ReadStep[]): Promise<void>
   }
 }
 
-export function toSummary(item: StoredExecution): StatusSummary {
+function toSummary(item: StoredExecution): StatusSummary {
   return {
     id: item.id,
     workflowId: item.workflowId,
@@ -123,7 +123,7 @@ export function toSummary(item: StoredExecution): StatusSummary {
 }
 
 /** The steps in API order: trigger step first, then by startAt, node position, then recording order (API.md §10.1). */
-export function orderSteps(item: StoredExecution, recorded: ReadStep[]): ReadStep[] {
+function orderSteps(item: StoredExecution, recorded: ReadStep[]): ReadStep[] {
   const byId = new Map<string, ReadStep>();
   if (item.triggerStep) {
     const step = JSON.parse(item.triggerStep) as Step;
@@ -147,7 +147,7 @@ export function orderSteps(item: StoredExecution, recorded: ReadStep[]): ReadSte
 }
 
 /** The API shape of the execution item around `steps` (in API order). */
-export function toExecution(item: StoredExecution, steps: Step[]): Execution {
+function toExecution(item: StoredExecution, steps: Step[]): Execution {
   const order = new Map(steps.map((s, i) => [s.id, i]));
   const cogs = Object.values(item.cogs ?? {}).sort(
     (a, b) => (order.get(a.nodeId) ?? steps.length) - (order.get(b.nodeId) ?? steps.length) || (a.nodeId < b.nodeId ? -1 : 1),

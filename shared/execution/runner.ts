@@ -31,7 +31,7 @@ import { readRunInput, type RunRequest } from "./run-input";
 import { runQueue } from "./run-queue";
 import type { Cost, Step } from "./schemas";
 
-export const WORKFLOW_DELETED = "workflow was deleted";
+const WORKFLOW_DELETED = "workflow was deleted";
 
 // A process that loaded the runner can run what it claims when its host installed no bus (tests, scripts).
 setDefaultBus(() => withRunner(createInProcessBus()));

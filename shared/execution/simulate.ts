@@ -22,8 +22,8 @@ import { estimateFees, executionFee, valueFeeFor } from "../engine/fees";
 import { blockStepOutput, needsChainRead, triggerStepOutput } from "./trigger-output";
 import type { Execution, FeeEstimate, Step } from "./schemas";
 
-export const SIMULATION_TIMED_OUT = "simulation timed out";
-export const simulationTimeLimit = (ms: number) => `simulation time limit of ${ms} ms reached`;
+const SIMULATION_TIMED_OUT = "simulation timed out";
+const simulationTimeLimit = (ms: number) => `simulation time limit of ${ms} ms reached`;
 /** How long past the cap the answer waits for stopped work to record its steps. */
 const STOPPED_WORK_WAIT_MS = 1_500;
 

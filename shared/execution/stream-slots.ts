@@ -60,8 +60,6 @@ export function configureStreamLeases(overrides: Partial<StreamLeaseSettings> = 
   return { ...settings };
 }
 
-export const streamLeaseSettings = (): StreamLeaseSettings => ({ ...settings });
-
 /** Query, then claim what it showed free; a round is lost only to other claims, so rounds are few. */
 const MAX_ROUNDS = 8;
 /** A server-side close waits this long at most for its slot's deletion before closing the connection. */

@@ -17,7 +17,7 @@ export interface ObservedBlock {
   gasUsed: bigint;
 }
 
-export const isoMs = (ms: number) => new Date(ms).toISOString();
+const isoMs = (ms: number) => new Date(ms).toISOString();
 
 /** True when the output must wait for a chain read at run time (a block trigger without `triggerOutput`). */
 export const needsChainRead = (trigger: Pick<Trigger, "type">, triggerOutput: Record<string, unknown> | undefined) =>

@@ -31,7 +31,7 @@ import { isTerminal, type TriggerResult } from "./schemas";
 import { claimExecution, handOver } from "./claim";
 import { requireBus } from "./bus";
 
-export interface TriggerRequest {
+interface TriggerRequest {
   triggerType: TriggerType;
   triggerOutput?: Record<string, unknown>;
   triggerInput?: Record<string, unknown>;
@@ -54,7 +54,7 @@ const MAX_POLL_MS = 500;
 // The request
 
 /** Body fields (§8.8.7), every problem together; `triggerOutput` of a manual trigger takes only its three members. */
-export function parseRequest(body: Record<string, unknown>): TriggerRequest {
+function parseRequest(body: Record<string, unknown>): TriggerRequest {
   const parsed = v.safeParse(TriggerBody, body, { abortEarly: false });
   const errors: FieldError[] = parsed.success ? [] : fieldErrors(parsed.issues, "body");
   if (body.triggerType === "manual" && isObject(body.triggerOutput)) {

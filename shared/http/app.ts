@@ -11,7 +11,7 @@ import { ulid } from "ulid";
 import { ApiError, validationFailed, type FieldError } from "../errors";
 import { log } from "../log";
 import { useRuntime } from "../runtime";
-import { withCaller, type Caller } from "../context";
+import { withCaller } from "../context";
 import { problemResponse } from "./problem";
 import { RateLimiter, RateSubject, type RateDecision } from "./rate-limit";
 import { authenticate } from "./token";
@@ -28,8 +28,6 @@ import {
   type Part,
   type RequestSchema,
 } from "./contract";
-
-export type { Method };
 
 export type AppEnv = {
   Variables: {
@@ -132,7 +130,7 @@ function honoPattern(path: string): string {
  * `%2F` and `%25` stay encoded, so a decoded `/` can never split a segment and nothing is decoded twice;
  * path parameters undo those two when they are read (decodeParam).
  */
-export function routingPath(rawPath: string): string {
+function routingPath(rawPath: string): string {
   return rawPath
     .split(/(%2[fF]|%25)/)
     .map((part, i) => (i % 2 === 1 ? part.toUpperCase() : decodeSegment(part)))
@@ -284,7 +282,7 @@ function rawPath(url: string): string {
 }
 
 /** A routing path (decoded but for %2F and %25) written as a URL path again: only what must be escaped is. */
-export function canonicalPath(path: string): string {
+function canonicalPath(path: string): string {
   return path
     .split(/(%2F|%25)/)
     .map((part, i) => (i % 2 === 1 ? part : encodeURI(part).replace(/[?#]/g, (ch) => encodeURIComponent(ch))))
@@ -395,5 +393,3 @@ function clientIp(c: AppContext): string {
 
 /** Path parameter of the matched route (already percent-decoded). */
 export const pathParam = (c: AppContext, name: string): string => c.get("params")[name] ?? "";
-
-export type { Caller };

@@ -21,7 +21,7 @@ export type RequestSchema = v.GenericSchema<unknown, unknown> &
 /** Documentation text; a function when it quotes a setting (limits, lifetimes). */
 export type Text = string | ((config: Config) => string);
 
-export interface SuccessResponse {
+interface SuccessResponse {
   description: string;
   /** The body's schema; none for 204 and bodiless answers. */
   body?: v.GenericSchema;

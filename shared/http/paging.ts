@@ -10,7 +10,7 @@ import { asInteger, component, parameter } from "./contract";
 import { useRuntime } from "../runtime";
 import type { PageResult } from "../store/query";
 
-export const PageInfo = component(
+const PageInfo = component(
   "PageInfo",
   v.pipe(
     v.object({
@@ -28,7 +28,7 @@ export const PageInfo = component(
     ),
   ),
 );
-export type PageInfo = v.InferOutput<typeof PageInfo>;
+type PageInfo = v.InferOutput<typeof PageInfo>;
 
 /** The page envelope `{data, pageInfo}` of a list of `item`, as a named component. */
 export const page = <S extends v.GenericSchema>(name: string, item: S) =>
@@ -150,7 +150,7 @@ export class PageBudget {
  * read forward, from the end for a `before` page (it keeps the items nearest its cursor, so travel backward
  * skips nothing). Returns the index range [from, to) kept.
  */
-export function fitPage(sizes: number[], backward = false, budget = new PageBudget()): { from: number; to: number } {
+function fitPage(sizes: number[], backward = false, budget = new PageBudget()): { from: number; to: number } {
   const n = sizes.length;
   let kept = 0;
   while (kept < n && budget.take(sizes[backward ? n - 1 - kept : kept]!)) kept += 1;

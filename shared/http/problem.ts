@@ -4,7 +4,7 @@ import * as v from "valibot";
 import type { FieldError } from "../errors";
 import { component } from "./contract";
 
-export const FieldErrorSchema = component(
+const FieldErrorSchema = component(
   "FieldError",
   v.object({
     path: v.pipe(
@@ -18,6 +18,7 @@ export const FieldErrorSchema = component(
   }),
 );
 
+/** @public registered as the `Problem` component of the OpenAPI document when this module loads. */
 export const ProblemSchema = component(
   "Problem",
   v.pipe(

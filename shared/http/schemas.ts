@@ -40,7 +40,7 @@ export const ChainId = component(
 const IDEMPOTENCY_KEY_MESSAGE = "must be 1-255 printable ASCII characters without spaces";
 
 /** `Idempotency-Key` (API.md §1.4): 1-255 characters in 0x21-0x7E. */
-export const IdempotencyKey = parameter(
+const IdempotencyKey = parameter(
   "IdempotencyKey",
   v.optional(
     v.pipe(

@@ -28,24 +28,6 @@ export function parse<S extends v.GenericSchema>(schema: S, input: unknown, loca
   return result.output;
 }
 
-type Part = readonly [schema: v.GenericSchema, input: unknown, location: Location];
-
-/**
- * Validates several parts of one request (path, query, headers, body) together: every field error of every
- * part is reported in one 400 (API.md §1.6 step 6), in the order the parts are given.
- */
-export function parseParts<P extends Record<string, Part>>(parts: P): { [K in keyof P]: v.InferOutput<P[K][0]> } {
-  const errors: FieldError[] = [];
-  const out: Record<string, unknown> = {};
-  for (const [name, [schema, input, location]] of Object.entries(parts)) {
-    const result = v.safeParse(schema, input, { abortEarly: false });
-    if (result.success) out[name] = result.output;
-    else errors.push(...fieldErrors(result.issues, location));
-  }
-  if (errors.length > 0) throw validationFailed(errors);
-  return out as { [K in keyof P]: v.InferOutput<P[K][0]> };
-}
-
 /** Reads a JSON object body: an empty body reads as {}; `null` members are dropped (treated as absent). */
 export async function readJsonBody(c: Context): Promise<Record<string, unknown>> {
   const raw = await readBodyWithin(c.req.raw, useConfig().limits.maxBodyBytes);
@@ -79,7 +61,7 @@ export async function readJsonBody(c: Context): Promise<Record<string, unknown>>
  * the stack's end. It is the depth API.md §18.2 allows a response body, so inputs and outputs share one bound.
  * Counted on the text before anything walks the parsed value (JSON.parse itself does not recurse).
  */
-export const MAX_BODY_DEPTH = 512;
+const MAX_BODY_DEPTH = 512;
 
 /** Nesting depth of valid JSON text, counted on the text (strings skipped), without recursion. */
 function nestingDepth(text: string): number {
@@ -104,7 +86,7 @@ function nestingDepth(text: string): number {
  * no Content-Length never sits in memory beyond the limit. The 413 closes the connection, so the client
  * stops sending (API.md §1.3).
  */
-export async function readBodyWithin(request: Request, limit: number): Promise<Uint8Array> {
+async function readBodyWithin(request: Request, limit: number): Promise<Uint8Array> {
   const declared = Number(request.headers.get("content-length") ?? "0");
   if (declared > limit) throw tooLarge(limit);
   if (!request.body) return new Uint8Array(0);

@@ -32,7 +32,7 @@ export interface Sealed {
 
 export type EncryptionContext = Record<string, string>;
 
-export class EnvelopeError extends Error {
+class EnvelopeError extends Error {
   constructor(message: string) {
     super(message);
     this.name = "EnvelopeError";

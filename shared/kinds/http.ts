@@ -30,18 +30,7 @@ import { BODY_HEADERS, CREDENTIAL_HEADERS, parseHeaders, parseMethod, parseUrl, 
 import { destination, send } from "./http-destination";
 import { parseData, readBody, responseHeaders } from "./http-body";
 
-export {
-  MAX_REDIRECTS,
-  MAX_RESPONSE_DEPTH,
-  METHODS,
-  OutboundError,
-  type GuardOptions,
-  type Method,
-  type OutboundErrorCode,
-  type OutboundRequest,
-  type OutboundResponse,
-  type Resolver,
-} from "./http-types";
+export { OutboundError, type GuardOptions, type OutboundRequest, type OutboundResponse } from "./http-types";
 
 /**
  * Sends one request the way restApi and graphqlQuery do, following redirects, within the time and size

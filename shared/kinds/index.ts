@@ -31,24 +31,7 @@ export const kinds = buildRegistry(
   shapes,
 );
 
-export { shapes, type NodeType, type TriggerType, type NodeOf, type TriggerOf, type Node, type Trigger } from "./shapes";
+export { shapes } from "./shapes";
 
-export { buildRegistry, buildShapes, withKinds, type Registry, type Shapes, type KindSchemas } from "./registry";
-export {
-  defineNode,
-  defineTrigger,
-  nodeShape,
-  triggerShape,
-  isSuspend,
-  StepFailure,
-  STEP_ERROR_CODES,
-  type StepErrorCode,
-  type NodeKind,
-  type TriggerKind,
-  type NodeEnv,
-  type NodeResult,
-  type NodeOutcome,
-  type Suspension,
-  type Gas,
-} from "./kind";
-export type { LoopRunner } from "./nodes/loop";
+export { buildRegistry, withKinds, type Registry } from "./registry";
+export { defineNode, nodeShape, isSuspend, StepFailure, type NodeEnv, type NodeResult, type NodeOutcome, type Gas } from "./kind";

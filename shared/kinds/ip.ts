@@ -48,7 +48,7 @@ function v4Refusal(addr: number): string | undefined {
 }
 
 /** The eight 16-bit groups of an IPv6 address in any textual form (`::`, embedded dotted IPv4, zone id). */
-export function parseIPv6(text: string): number[] | undefined {
+function parseIPv6(text: string): number[] | undefined {
   let s = text.replace(/^\[|\]$/g, "");
   const zone = s.indexOf("%");
   if (zone >= 0) s = s.slice(0, zone);

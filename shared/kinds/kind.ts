@@ -89,7 +89,7 @@ export interface NodeResult {
  * runs, and the node is resumed when the wait ends (a signal, a chain event, or `deadline`). `state` is what the
  * kind needs to resume (JSON), kept with the execution.
  */
-export interface Suspension {
+interface Suspension {
   waitFor: "signal" | "chainEvent";
   /** TimeMs at which the wait ends by itself (the step then fails AWAIT_TIMEOUT). */
   deadline: number;
@@ -241,7 +241,7 @@ export type AnyNodeShape = NodeShape<string, any>;
 export type AnyNodeKind = NodeKind<string, any>;
 
 /** The window a create checks a trigger against (§8.7 item 4). */
-export interface CreateWindow {
+interface CreateWindow {
   now: number;
   startAt?: number;
   expiredAt?: number;

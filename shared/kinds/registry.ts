@@ -10,7 +10,7 @@ import * as v from "valibot";
 import { IdString, NameString, opt, strict, type DefinitionLimits } from "./schema-kit";
 import type { AnyNodeKind, AnyNodeShape, AnyTriggerKind, AnyTriggerShape, KindLookup, Raw, SchemaContext, WriteCost } from "./kind";
 
-export interface KindSchemas {
+interface KindSchemas {
   /** `{id, name, type, config}` per node kind, by type (registry order). */
   nodeOptions: Record<string, v.GenericSchema>;
   /** `{id?, name, type, config}` per trigger kind, by type. */

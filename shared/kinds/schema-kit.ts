@@ -4,7 +4,7 @@
  * config parts several kinds share.
  */
 import * as v from "valibot";
-import { ChainIdNumber, Uint256String, UlidString } from "../http/validate";
+import { ChainIdNumber, Uint256String } from "../http/validate";
 import { AddressString } from "../http/address-schemas";
 import {
   PATHS_ONLY_MESSAGE,
@@ -38,16 +38,16 @@ export const DEFAULT_LIMITS: DefinitionLimits = {
 // ---------------------------------------------------------------------------------------------------------
 // Building blocks
 
-export type NoNull<T> = { [K in keyof T]: Exclude<T[K], null> };
+type NoNull<T> = { [K in keyof T]: Exclude<T[K], null> };
 
 /** Drops members whose value is null or undefined (an optional member sent as null is absent). */
-export function withoutNulls<T extends Record<string, unknown>>(o: T): NoNull<T> {
+function withoutNulls<T extends Record<string, unknown>>(o: T): NoNull<T> {
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(o)) if (value !== null && value !== undefined) out[key] = value;
   return out as NoNull<T>;
 }
 
-export const objectMessage = (issue: v.StrictObjectIssue) => (issue.expected === "never" ? "is not a known member" : "must be an object");
+const objectMessage = (issue: v.StrictObjectIssue) => (issue.expected === "never" ? "is not a known member" : "must be an object");
 
 /**
  * valibot's object and record schemas accept arrays (and then see a fresh object): `refuseArrays` answers an
@@ -55,7 +55,7 @@ export const objectMessage = (issue: v.StrictObjectIssue) => (issue.expected ===
  * (type, entries, pipe), so variants and the JSON Schema conversion see a plain object schema in every
  * `typeMode` (JSON Schema's `type: object` already excludes arrays).
  */
-export function refuseArrays<const S extends v.GenericSchema>(schema: S): S {
+function refuseArrays<const S extends v.GenericSchema>(schema: S): S {
   return {
     ...schema,
     "~run"(dataset, config) {
@@ -92,9 +92,9 @@ export const record = <const K extends v.GenericSchema<string, string>, const V 
 
 export type Dataset = { typed?: boolean; value: unknown; issues?: v.BaseIssue<unknown>[] };
 
-export type RecordBase = Pick<v.RecordSchema<v.GenericSchema<string, string>, v.GenericSchema, string>, "key" | "value" | "~run">;
+type RecordBase = Pick<v.RecordSchema<v.GenericSchema<string, string>, v.GenericSchema, string>, "key" | "value" | "~run">;
 
-export function runRecord(base: RecordBase, dataset: Dataset, config: v.Config<v.BaseIssue<unknown>>): Dataset {
+function runRecord(base: RecordBase, dataset: Dataset, config: v.Config<v.BaseIssue<unknown>>): Dataset {
   const input = dataset.value;
   if (input === null || typeof input !== "object") return base["~run"](dataset as never, config) as Dataset;
   const output: Record<string, unknown> = {};
@@ -126,7 +126,7 @@ export function runRecord(base: RecordBase, dataset: Dataset, config: v.Config<v
 }
 
 /** `target[key] = value` as data for every key, `__proto__` included. */
-export function setMember(target: Record<string, unknown>, key: string, value: unknown): void {
+function setMember(target: Record<string, unknown>, key: string, value: unknown): void {
   Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
 }
 
@@ -162,7 +162,7 @@ export const utf8Bytes = (value: unknown) => Buffer.byteLength(JSON.stringify(va
 
 export const ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 export const NAME_PATTERN = /^[A-Za-z_$][A-Za-z0-9_$]{0,63}$/;
-export const NAME_MESSAGE = "must be a JavaScript identifier that is not a reserved word";
+const NAME_MESSAGE = "must be a JavaScript identifier that is not a reserved word";
 export const IDENTIFIER_PATTERN = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 
 export const IdString = v.pipe(str(), v.regex(ID_PATTERN, "must be 1-64 characters from A-Z, a-z, 0-9, _ and -"));
@@ -175,22 +175,19 @@ export const NameString = v.pipe(
 export const TimeMs = v.pipe(int(0), v.description("TimeMs: Unix time in milliseconds."));
 export const ChainId = v.pipe(ChainIdNumber, v.description("ChainId: a positive EVM chain id; 0 means absent."));
 export const Bytes32 = v.pipe(str(), v.regex(/^0x[0-9a-fA-F]{64}$/, "must be 32 bytes of hex (0x followed by 64 hex digits)"));
-export const HexString = v.pipe(
-  str(),
-  v.regex(/^0x(?:[0-9a-fA-F]{2})*$/, "must be hex data (0x followed by an even number of hex digits)"),
-);
-export { AddressString, Uint256String, UlidString };
+const HexString = v.pipe(str(), v.regex(/^0x(?:[0-9a-fA-F]{2})*$/, "must be hex data (0x followed by an even number of hex digits)"));
+export { AddressString, Uint256String };
 
-export const ZERO_ADDRESS = /^0x0{40}$/;
-export const NonZeroAddress = v.pipe(
+const ZERO_ADDRESS = /^0x0{40}$/;
+const NonZeroAddress = v.pipe(
   AddressString,
   v.check((a) => !ZERO_ADDRESS.test(a), "must not be the zero address"),
 );
-export const PositiveUint256 = v.pipe(
+const PositiveUint256 = v.pipe(
   Uint256String,
   v.check((s) => s !== "0", "must be greater than 0"),
 );
-export const HttpUrl = v.pipe(
+const HttpUrl = v.pipe(
   str(),
   v.check((s) => {
     try {
@@ -205,14 +202,14 @@ export const HttpUrl = v.pipe(
 // ---------------------------------------------------------------------------------------------------------
 // Templated fields (§8.4, §8.6)
 
-export const ANY_TEMPLATE = "[\\s\\S]*\\{\\{[\\s\\S]*";
+const ANY_TEMPLATE = "[\\s\\S]*\\{\\{[\\s\\S]*";
 
 /**
  * A node-config string that is either a template (contains `{{`; paths only) or a literal of `literal`'s
  * format. `pattern` is the literal's regex source, joined with the template alternative so that JSON Schema
  * gets the same choice.
  */
-export function templatedOr(literal: v.GenericSchema<string, string>, pattern: string, message: string, description: string) {
+function templatedOr(literal: v.GenericSchema<string, string>, pattern: string, message: string, description: string) {
   return v.pipe(
     str(message),
     v.regex(new RegExp(`^(?:${pattern}|${ANY_TEMPLATE})$`), message),
@@ -238,7 +235,7 @@ export function templatedOr(literal: v.GenericSchema<string, string>, pattern: s
   );
 }
 
-export const TEMPLATE_NOTE = "or a `{{ path }}` template (paths only), checked after expansion at run time";
+const TEMPLATE_NOTE = "or a `{{ path }}` template (paths only), checked after expansion at run time";
 export const AddressOrTemplate = templatedOr(
   AddressString,
   "0x[0-9a-fA-F]{40}",
@@ -326,7 +323,7 @@ export const ContractAbi = v.pipe(
 export const ABI_TYPE =
   /^(?:address|bool|string|bytes(?:[1-9]|[12][0-9]|3[0-2])?|u?int(?:8|16|24|32|40|48|56|64|72|80|88|96|104|112|120|128|136|144|152|160|168|176|184|192|200|208|216|224|232|240|248|256)?)(?:\[[0-9]*\])*$/;
 
-export function methodCall(templated: boolean) {
+function methodCall(templated: boolean) {
   return strict(
     {
       methodName: v.pipe(

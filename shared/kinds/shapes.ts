@@ -41,10 +41,10 @@ export const shapes = buildShapes({ nodes: NODE_SHAPES, triggers: TRIGGER_SHAPES
 type NodeKinds = (typeof NODE_SHAPES)[number];
 type TriggerKinds = (typeof TRIGGER_SHAPES)[number];
 type ConfigOf<K> = K extends { config(ctx: never): infer S } ? (S extends v.GenericSchema ? v.InferOutput<S> : never) : never;
-export type NodeType = NodeKinds["type"];
+type NodeType = NodeKinds["type"];
 export type TriggerType = TriggerKinds["type"];
-export type NodeOf<T extends NodeType> = { id: string; name: string; type: T; config: ConfigOf<Extract<NodeKinds, { type: T }>> };
-export type TriggerOf<T extends TriggerType> = {
+type NodeOf<T extends NodeType> = { id: string; name: string; type: T; config: ConfigOf<Extract<NodeKinds, { type: T }>> };
+type TriggerOf<T extends TriggerType> = {
   id?: string;
   name: string;
   type: T;

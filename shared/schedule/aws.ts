@@ -126,7 +126,7 @@ interface Desired {
 const atExpression = (instant: number) => `at(${new Date(instant).toISOString().slice(0, 19)})`;
 
 /** True when the trigger is served by one-time schedules refreshed on each fire. */
-export function usesOneTimeSchedules(trigger: Trigger): boolean {
+function usesOneTimeSchedules(trigger: Trigger): boolean {
   if (trigger.type === "fixedTime") return true;
   return trigger.type === "cron" && trigger.config.schedules.some((s) => toEventBridgeCron(s) === undefined);
 }

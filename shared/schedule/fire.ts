@@ -28,7 +28,7 @@ export type FireResult =
   /** `stop`: the workflow will never fire again (deleted, terminal, not time-triggered): its schedules can go. */
   | { outcome: "skipped"; reason: string; stop: boolean };
 
-export const fireId = (workflowId: string, triggerId: string, instant: number) => `${workflowId}:${triggerId}:${instant}`;
+const fireId = (workflowId: string, triggerId: string, instant: number) => `${workflowId}:${triggerId}:${instant}`;
 
 const isTimeTrigger = (trigger: Trigger & { id: string }): trigger is TimeTrigger =>
   trigger.type === "cron" || trigger.type === "fixedTime";

@@ -21,7 +21,7 @@ export const isReservedName = (name: string) => name.slice(0, 3).toLowerCase() =
 const utf8Bytes = (s: string) => Buffer.byteLength(s, "utf8");
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
-export const Value = v.pipe(
+const Value = v.pipe(
   v.string("must be a string"),
   v.check((s) => !LONE_SURROGATE.test(s), "must be valid Unicode text"),
   v.check(
@@ -36,7 +36,7 @@ export const Value = v.pipe(
   })),
 );
 
-export const WorkflowId = Ulid;
+const WorkflowId = Ulid;
 
 /** Missing required members say "is required"; a body that is not an object cannot reach here from HTTP. */
 const objectMessage = (issue: v.BaseIssue<unknown>) => (issue.expected === "Object" ? "must be an object" : "is required");

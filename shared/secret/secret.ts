@@ -34,8 +34,6 @@ import { open, seal, type EncryptionContext, type Sealed } from "../keys/envelop
 import { log } from "../log";
 import { Info, ListQuery, NAME_PATTERN, Name, PutBody, RemoveQuery, isReservedName } from "./schemas";
 
-export { Info, ListQuery, NAME_PATTERN, Name, PutBody, RemoveQuery, Value, WorkflowId, isReservedName } from "./schemas";
-
 type Item = Record<string, unknown>;
 
 const ULID_PATTERN = /^[0-9A-HJKMNP-TV-Z]{26}$/;
@@ -43,7 +41,7 @@ const POSITION_PATTERN = /^SECRET#[A-Za-z_][A-Za-z0-9_]{0,127}#(0|1#[0-9A-HJKMNP
 const LIST_ENDPOINT = "GET /secrets";
 const MAX_ATTEMPTS = 25;
 
-export type Scope = "user" | "workflow";
+type Scope = "user" | "workflow";
 
 // ---------------------------------------------------------------------------------------------------------
 // Validation in the order of API.md §1.6 step 6 and §12: path name, then body fields / query, then orgId.

@@ -15,7 +15,7 @@ import { openapiRoutes } from "./openapi";
 // Last, so modules load (and name their OpenAPI components) in the order the document lists them.
 import "./scheduler";
 
-export const routeGroups = {
+const routeGroups = {
   core: [...healthRoutes, ...authRoutes, ...openapiRoutes],
   secrets: secretRoutes,
   wallets: walletRoutes,

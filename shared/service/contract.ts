@@ -6,7 +6,7 @@ import * as v from "valibot";
 import { component, configured, described, endpoint, group } from "../http/contract";
 import { ChainId } from "../http/schemas";
 
-export const Health = component(
+const Health = component(
   "Health",
   v.object({
     status: v.pipe(

@@ -16,7 +16,7 @@ import { useRuntime, type Runtime } from "../runtime";
 const CHECK_TIMEOUT_MS = 2_000;
 const CACHE_MS = 10_000;
 
-export interface HealthChecks {
+interface HealthChecks {
   datastore: boolean;
   keyService: boolean;
   chainRpc: boolean;
@@ -25,7 +25,7 @@ export interface HealthChecks {
 const cache = new WeakMap<Runtime, { at: number; checks: Promise<HealthChecks> }>();
 
 /** The dependency checks, cached for up to 10 s (runtime clock). Never rejects. */
-export function checkDependencies(runtime: Runtime = useRuntime()): Promise<HealthChecks> {
+function checkDependencies(runtime: Runtime = useRuntime()): Promise<HealthChecks> {
   const now = runtime.now();
   const hit = cache.get(runtime);
   if (hit && now - hit.at >= 0 && now - hit.at < CACHE_MS) return hit.checks;

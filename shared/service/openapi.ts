@@ -84,9 +84,6 @@ function built(config: Config): Built {
   return entry;
 }
 
-/** The OpenAPI document for a configuration (the running one by default); built once per configuration. */
-export const openapiDocument = (config: Config = useRuntime().config): Json => built(config).document;
-
 export const openapiRoutes: Route[] = [
   route(Service.openapi, (c) => c.body(built(useRuntime().config).json, 200, { "Content-Type": "application/json; charset=utf-8" })),
   route(Service.docs, (c) => c.html(built(useRuntime().config).html, 200)),

@@ -7,7 +7,7 @@ import { defineEntity } from "./entity";
 import { add, set, when } from "./expression";
 import { Keys } from "./keys";
 
-export const Counter = defineEntity({
+const Counter = defineEntity({
   type: "counter",
   version: 1,
   key: ({ owner, name }: { owner: string; name: string }) => Keys.counter(owner, name),

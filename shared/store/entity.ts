@@ -31,7 +31,7 @@ export interface TableKey {
 
 type Item = Record<string, unknown>;
 export type TransactItem = NonNullable<TransactWriteCommandInput["TransactItems"]>[number];
-export type ReturnValues = "NONE" | "ALL_OLD" | "UPDATED_OLD" | "ALL_NEW" | "UPDATED_NEW";
+type ReturnValues = "NONE" | "ALL_OLD" | "UPDATED_OLD" | "ALL_NEW" | "UPDATED_NEW";
 
 export interface EntityDefinition<K> {
   /** The item's `type` attribute. */
@@ -151,8 +151,6 @@ export function defineEntity<K>(definition: EntityDefinition<K>, target: () => E
   };
 }
 
-export type Entity<K> = ReturnType<typeof defineEntity<K>>;
-
 /** Writes the items all or none (TransactWriteItems); a failed condition throws TransactionCanceledException. */
 export async function transact(items: readonly TransactItem[]): Promise<void> {
   await useRuntime().db.send(new TransactWriteCommand({ TransactItems: [...items] }));
@@ -162,7 +160,7 @@ export async function transact(items: readonly TransactItem[]): Promise<void> {
 // Queries and batch reads (an entity module's access patterns call these; domain code calls the entity module)
 
 /** A sort-key condition of a Query. */
-export type SortKey =
+type SortKey =
   | { beginsWith: string }
   | { between: readonly [string, string] }
   | { eq: string }
@@ -239,13 +237,6 @@ export async function* queryEach(q: KeyQuery, store = runtimeStore()): AsyncGene
     yield page;
     startKey = page.lastKey;
   } while (startKey);
-}
-
-/** Every item a Query selects (all pages). */
-export async function queryAll(q: KeyQuery, store = runtimeStore()): Promise<Item[]> {
-  const items: Item[] = [];
-  for await (const page of queryEach(q, store)) items.push(...page.items);
-  return items;
 }
 
 /** One BatchGetItem request (at most 100 keys): the items found and the keys DynamoDB left unprocessed. */

@@ -100,15 +100,9 @@ const action = (clause: UpdateAction["clause"], render: (p: Placeholders) => str
 
 /** `path = value`. */
 export const set = (path: Path, value: unknown) => action("SET", (p) => `${p.path(path)} = ${p.value(value)}`);
-/** `path = value` unless the attribute exists already. */
-export const setIfMissing = (path: Path, value: unknown) =>
-  action("SET", (p) => `${p.path(path)} = if_not_exists(${p.path(path)}, ${p.value(value)})`);
 /** `path = path + by`, counting from `start` when the attribute is missing (SET, so it works in maps too). */
 export const add = (path: Path, by: number | bigint, start: number | bigint = 0) =>
   action("SET", (p) => `${p.path(path)} = if_not_exists(${p.path(path)}, ${p.value(start)}) + ${p.value(by)}`);
-/** `path = list_append(path or [], items)`. */
-export const append = (path: Path, items: readonly unknown[]) =>
-  action("SET", (p) => `${p.path(path)} = list_append(if_not_exists(${p.path(path)}, ${p.value([])}), ${p.value(items)})`);
 /** DynamoDB's ADD: a number added (from 0 when the attribute is missing), or members added to a set. */
 export const addTo = (path: Path, value: unknown) => action("ADD", (p) => `${p.path(path)} ${p.value(value)}`);
 /** `path = from`: another attribute's value (read before the update, like every operand). */

@@ -2,7 +2,7 @@
  * Cursor-paged queries over one partition (or one index partition) in list order (API.md §3).
  * Positions are sort-key values, so a cursor stays usable after its item is deleted and never repeats an item.
  */
-import { QueryCommand, type QueryCommandInput, type QueryCommandOutput } from "@aws-sdk/lib-dynamodb";
+import { QueryCommand, type QueryCommandInput } from "@aws-sdk/lib-dynamodb";
 import { useRuntime } from "../runtime";
 import { Placeholders, type Condition } from "./expression";
 
@@ -101,14 +101,4 @@ function withWhere(q: PagedQuery): PagedQuery {
   const p = new Placeholders();
   const expression = q.where.render(p);
   return { ...q, where: undefined, filter: { expression, names: p.names, values: p.values } };
-}
-
-/** Every page of a Query, following `LastEvaluatedKey`: `for await (const page of queryPages(input))`. */
-export async function* queryPages(input: QueryCommandInput): AsyncGenerator<QueryCommandOutput> {
-  let startKey: QueryCommandInput["ExclusiveStartKey"];
-  do {
-    const page = await useRuntime().db.send(new QueryCommand({ ...input, ExclusiveStartKey: startKey }));
-    yield page;
-    startKey = page.LastEvaluatedKey;
-  } while (startKey);
 }

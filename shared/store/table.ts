@@ -10,7 +10,7 @@ export const TTL_ATTRIBUTE = "expiresAt";
 /** Index names say which pattern family they serve (README: GSI1 "by parent, newest first", GSI2 "by second parent"). */
 export const Index = { gsi1: "gsi1", gsi2: "gsi2" } as const;
 
-export function tableDefinition(tableName: string): CreateTableCommandInput {
+function tableDefinition(tableName: string): CreateTableCommandInput {
   const s = (name: string) => ({ AttributeName: name, AttributeType: "S" as const });
   const gsi = (name: string) => ({
     IndexName: name,

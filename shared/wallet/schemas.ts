@@ -106,7 +106,7 @@ export const WithdrawalIdPath = parameter(
   v.pipe(v.string(), v.description("Withdrawal id (ULID, any letter case). Malformed or unknown → 404 `WITHDRAWAL_NOT_FOUND`.")),
 );
 
-export const ChainIdParameter = parameter(
+const ChainIdParameter = parameter(
   "ChainId",
   v.optional(
     described(

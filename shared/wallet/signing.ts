@@ -32,7 +32,7 @@ export interface SignableWallet {
 // A cast cannot forge one: signWalletOperation only accepts objects verifySignable handed out.
 const verified = new WeakSet<SignableWallet>();
 
-export const walletNotOwned = () =>
+const walletNotOwned = () =>
   new ApiError(
     400,
     "WALLET_NOT_OWNED",

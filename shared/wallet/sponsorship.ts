@@ -59,7 +59,7 @@ const WINDOW_HOURS = 24;
 const ATTEMPTS = 6;
 /** Gas per shard of the chain's counter: far above any one operation's limits, so a shard with room takes one. */
 export const CHAIN_SHARD_GAS = 250_000_000;
-export const MAX_CHAIN_SHARDS = 16;
+const MAX_CHAIN_SHARDS = 16;
 
 /** Where the counters live: the runtime's table by default; tests pass other clients and clocks. */
 export interface BudgetStore {
@@ -92,7 +92,7 @@ interface Held {
 }
 
 /** The runtime's budgets (API.md §18.5 settings). */
-export function configuredBudgets(): Budgets {
+function configuredBudgets(): Budgets {
   const { sponsoredGasPerOwnerPerDay, sponsoredGasPerChainPerDay } = useRuntime().config.limits;
   return { perOwner: sponsoredGasPerOwnerPerDay, perChain: sponsoredGasPerChainPerDay };
 }

@@ -25,8 +25,8 @@ import { ETH, fieldError, parseRequest, type Request, type Result, type StoredWi
 import { awaitReceipt, getStored, record, settle } from "./withdraw-records";
 import { refresh } from "./withdraw-followup";
 
-export { type Result, type Request, parseRequest } from "./withdraw-request";
-export { refresh, followUpPending } from "./withdraw-followup";
+export { type Result } from "./withdraw-request";
+export { followUpPending } from "./withdraw-followup";
 
 // ---------------------------------------------------------------------------------------------
 // Withdraw

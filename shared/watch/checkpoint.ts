@@ -3,12 +3,12 @@
  * cursors it writes back (watcher.ts, "Progress").
  */
 import { useRuntime } from "../runtime";
-import { acquireLease, deleteCheckpoint, readCheckpoint, releaseLease, storeCursors } from "../store/entities/checkpoint";
+import { acquireLease, releaseLease, storeCursors } from "../store/entities/checkpoint";
 import type { WatchEntry } from "../workflow/watch-registry";
 import { ownerOf } from "./plan";
 
 /** How long a lease holds without being extended; every pass extends it. */
-export const LEASE_MS = 60_000;
+const LEASE_MS = 60_000;
 
 // ---------------------------------------------------------------------------------------------------------
 // Checkpoint, cursors and lease (pattern 18)
@@ -50,17 +50,6 @@ export async function store(
 /** Gives the lease up so the next invocation starts at once. */
 export async function release(chainId: number, holder: string): Promise<void> {
   await releaseLease(chainId, holder);
-}
-
-/** The chain's checkpoint (tests, tools): the head of the last pass (workflows listed in `behind` stand earlier). */
-export async function checkpointOf(chainId: number): Promise<number | undefined> {
-  const item = await readCheckpoint(chainId);
-  return typeof item?.block === "number" ? item.block : undefined;
-}
-
-/** Forgets the chain's checkpoint (tests, operators): the next pass starts at the head. */
-export async function resetCheckpoint(chainId: number): Promise<void> {
-  await deleteCheckpoint(chainId);
 }
 
 /** Where a workflow stood at the last write: its own cursor, its owner's floor, or the checkpoint's block. */

@@ -76,7 +76,7 @@ export function matchLog(query: EventQuery, raw: Pick<RpcLog, "address" | "topic
   return decoded;
 }
 
-export function eventsOf(abi: readonly unknown[] | undefined): AbiEvent[] {
+function eventsOf(abi: readonly unknown[] | undefined): AbiEvent[] {
   return (abi ?? []).filter((item): item is AbiEvent => (item as { type?: string }).type === "event");
 }
 

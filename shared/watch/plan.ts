@@ -65,7 +65,7 @@ export const ownerOf = (entry: WatchEntry): string => entry.owner ?? "";
 /** Prepared queries by `<workflowId>:<since>`: a trigger never changes, so each is read once. */
 export type PreparedCache = Map<string, Prepared[]>;
 
-export function preparedOf(entry: WatchEntry, cache: PreparedCache): Prepared[] {
+function preparedOf(entry: WatchEntry, cache: PreparedCache): Prepared[] {
   const key = `${entry.workflowId}:${entry.since}`;
   let found = cache.get(key);
   if (!found) {

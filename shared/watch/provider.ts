@@ -8,7 +8,7 @@ export class TooManyLogs extends Error {
   }
 }
 
-export class RequestTimeout extends Error {}
+class RequestTimeout extends Error {}
 
 export function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;

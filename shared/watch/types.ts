@@ -3,7 +3,7 @@ import type { PublicClient } from "viem";
 import type { Filter } from "./plan";
 
 /** Blocks per `eth_getLogs` at most: within what public RPC providers accept; halved on their range errors. */
-export const LOGS_RANGE_BLOCKS = 500;
+const LOGS_RANGE_BLOCKS = 500;
 
 export interface WatchLimits {
   /** `eth_getLogs` started per pass, dealt round robin across owners. */
@@ -41,13 +41,13 @@ export const DEFAULT_LIMITS: WatchLimits = {
   maxBehindEntries: 4_000,
 };
 
-export interface Fired {
+interface Fired {
   fireId: string;
   workflowId: string;
   executionId: string;
 }
 
-export interface RequestMade {
+interface RequestMade {
   owner: string;
   group: string;
   from: number;

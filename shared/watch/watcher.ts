@@ -62,18 +62,8 @@
  * fire.ts (a fire's claim), pass.ts (a pass), loop.ts (the polling loop). This file re-exports what callers use.
  */
 export { holds, matchLog, mergedFilter } from "./match";
-export {
-  DEFAULT_LIMITS,
-  LOGS_RANGE_BLOCKS,
-  type Fired,
-  type PassOptions,
-  type PassResult,
-  type RequestMade,
-  type WatchLimits,
-} from "./types";
-export { checkpointOf, LEASE_MS, release, resetCheckpoint } from "./checkpoint";
-export { classify } from "./provider";
-export { fireExecution, type FireOutcome } from "./fire";
-export { forget } from "./chain-watch";
+export { type PassOptions, type PassResult } from "./types";
+export { release } from "./checkpoint";
+export { fireExecution } from "./fire";
 export { watchChain } from "./pass";
-export { startWatching, watchedChains, type LoopOptions } from "./loop";
+export { startWatching, watchedChains } from "./loop";

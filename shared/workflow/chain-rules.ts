@@ -42,7 +42,7 @@ export function unsupportedChains(definition: Definition, chains: readonly Chain
 // Item 7: frequency floors
 
 /** Block times of API.md §5, seconds; any other chain 1 s. A chain's configured `blockTimeSeconds` wins. */
-export const DEFAULT_BLOCK_TIMES: Readonly<Record<number, number>> = {
+const DEFAULT_BLOCK_TIMES: Readonly<Record<number, number>> = {
   1: 12,
   11155111: 12,
   10: 2,
@@ -54,7 +54,7 @@ export const DEFAULT_BLOCK_TIMES: Readonly<Record<number, number>> = {
   4663: 0.1,
 };
 
-export function blockTimeSeconds(chainId: number, chains: readonly ChainInfo[] = []): number {
+function blockTimeSeconds(chainId: number, chains: readonly ChainInfo[] = []): number {
   return chains.find((c) => c.chainId === chainId)?.blockTimeSeconds ?? DEFAULT_BLOCK_TIMES[chainId] ?? 1;
 }
 

@@ -12,13 +12,17 @@ import { WORKFLOW_STATUSES, workflowSchemas } from "./schemas";
 
 const S = workflowSchemas();
 
+// Named components of the OpenAPI document (registered when this module loads, in this order).
+/** @public */
 export const Trigger = component("Trigger", S.Trigger);
+/** @public */
 export const Node = component("Node", S.Node);
+/** @public */
 export const Edge = component("Edge", S.Edge);
-export const Workflow = component("Workflow", S.Workflow);
-export const WorkflowPage = page("WorkflowPage", Workflow);
-export const CreateBody = component("WorkflowCreateRequest", S.CreateBody);
-export const WorkflowCount = component(
+const Workflow = component("Workflow", S.Workflow);
+const WorkflowPage = page("WorkflowPage", Workflow);
+const CreateBody = component("WorkflowCreateRequest", S.CreateBody);
+const WorkflowCount = component(
   "WorkflowCount",
   v.object({
     total: described(v.pipe(v.number(), v.integer(), v.minValue(0)), "The number of the caller's workflows matching the filters."),
@@ -27,7 +31,7 @@ export const WorkflowCount = component(
 
 const LIST_RULES = "Repeated keys, comma-separated values, or both; empty items are ignored, duplicates merged, at most 50 values.";
 
-export const LIST_STATUSES = [...WORKFLOW_STATUSES, "running"] as const;
+const LIST_STATUSES = [...WORKFLOW_STATUSES, "running"] as const;
 
 const SmartWalletFilter = parameter(
   "WorkflowWalletFilter",
@@ -50,8 +54,8 @@ const StatusFilter = parameter(
   ),
 );
 
-export const ListQuery = v.object({ smartWalletAddress: SmartWalletFilter, status: StatusFilter, ...PageQuery });
-export const CountQuery = v.object({ smartWalletAddress: SmartWalletFilter, status: StatusFilter });
+const ListQuery = v.object({ smartWalletAddress: SmartWalletFilter, status: StatusFilter, ...PageQuery });
+const CountQuery = v.object({ smartWalletAddress: SmartWalletFilter, status: StatusFilter });
 
 const IdParams = v.object({
   id: parameter(

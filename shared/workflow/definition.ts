@@ -38,9 +38,8 @@ import { address, crossFieldProblems } from "./field-rules";
 import { kinds as defaultKinds, type Registry } from "../kinds";
 import { unsupportedChains, frequencyProblems } from "./chain-rules";
 export type { Mode, ValidateOptions, ValidatedDefinition } from "./definition-types";
-export { inferConditionType } from "./field-rules";
 export { partChainId } from "./schemas";
-export { DEFAULT_BLOCK_TIMES, blockTimeSeconds, type CronFire, cronFires } from "./chain-rules";
+export { cronFires } from "./chain-rules";
 
 /**
  * §8.7 items 1-7 in order; throws ApiError (400 VALIDATION_FAILED, UNSUPPORTED_CHAIN, WORKFLOW_GRAPH_INVALID,

@@ -9,8 +9,6 @@ import { AddressString, workflowSchemas } from "./schemas";
 import type { Mode, ValidateOptions } from "./definition-types";
 import { kinds as defaultKinds } from "../kinds";
 import type { Add, RuleContext } from "../kinds/kind";
-export { inferConditionType } from "../kinds/nodes/branch";
-
 /** `value` as an EIP-55 address, or undefined when it is not one. */
 export const address = (value: unknown): string | undefined => {
   const r = v.safeParse(AddressString, value);
@@ -22,9 +20,9 @@ export const address = (value: unknown): string | undefined => {
 
 export type Raw = Record<string, unknown>;
 export const isObject = (x: unknown): x is Raw => typeof x === "object" && x !== null && !Array.isArray(x);
-export const present = (x: unknown) => x !== undefined && x !== null;
-export const arrayOf = (x: unknown): unknown[] => (Array.isArray(x) ? x : []);
-export const text = (x: unknown): string | undefined => (typeof x === "string" ? x : undefined);
+const present = (x: unknown) => x !== undefined && x !== null;
+const arrayOf = (x: unknown): unknown[] => (Array.isArray(x) ? x : []);
+const text = (x: unknown): string | undefined => (typeof x === "string" ? x : undefined);
 
 export function crossFieldProblems(input: unknown, options: ValidateOptions<Mode>): FieldError[] {
   if (!isObject(input)) return [];

@@ -8,7 +8,7 @@
 import { findTemplates, forEachString, wholeTemplatePath, type TemplatePath, type ValuePath } from "../templates";
 import { kinds as defaultKinds, type Registry } from "../kinds";
 
-export interface GraphNode {
+interface GraphNode {
   id: string;
   name: string;
   type: string;
@@ -32,7 +32,7 @@ export interface GraphProblem {
 }
 
 /** An edge into a node, as the engine needs it. */
-export interface IncomingEdge {
+interface IncomingEdge {
   edgeId: string;
   /** The trigger id or a node id (for a branch condition, the branch node's id). */
   source: string;
@@ -226,7 +226,7 @@ function checkReachable({ trigger, nodes }: GraphInput, graph: CompiledGraph): G
 const INPUT_VARIABLE_KEYS = new Set(["inputVariable"]);
 
 /** Every template path in a node config with where it is (contractAbi skipped; `inputVariable` is a whole path). */
-export function configTemplatePaths(config: unknown): { path: TemplatePath; at: ValuePath }[] {
+function configTemplatePaths(config: unknown): { path: TemplatePath; at: ValuePath }[] {
   const found: { path: TemplatePath; at: ValuePath }[] = [];
   forEachString(config, (text, at) => {
     const key = at[at.length - 1];
@@ -262,6 +262,6 @@ function checkTemplateAncestors({ nodes }: GraphInput, graph: CompiledGraph): Gr
 }
 
 /** `["headers", "X-Key"]` → `.headers.X-Key`; numbers as `[i]`. */
-export function formatPath(at: ValuePath): string {
+function formatPath(at: ValuePath): string {
   return at.map((k) => (typeof k === "number" ? `[${k}]` : `.${k}`)).join("");
 }

@@ -21,7 +21,7 @@ export interface Scheduler {
   afterFire?(workflow: WorkflowRecord, now: number): Promise<void>;
 }
 
-export const isTimeTriggered = (workflow: Pick<WorkflowRecord, "trigger">) =>
+const isTimeTriggered = (workflow: Pick<WorkflowRecord, "trigger">) =>
   workflow.trigger.type === "cron" || workflow.trigger.type === "fixedTime";
 
 let current: Scheduler | undefined;
@@ -39,7 +39,7 @@ export function setDefaultScheduler(make: () => Scheduler): void {
 }
 
 /** The installed scheduler, else the default made now (shared/service/scheduler.ts: EventBridge or local). */
-export async function currentScheduler(): Promise<Scheduler> {
+async function currentScheduler(): Promise<Scheduler> {
   if (current) return current;
   if (!makeDefault) throw new Error("No scheduler: the host imports shared/service/scheduler.ts or calls setScheduler");
   return (current = makeDefault());

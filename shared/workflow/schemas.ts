@@ -41,40 +41,10 @@ import {
   stringMap,
   IDENTIFIER_PATTERN,
 } from "../kinds/schema-kit";
-export {
-  DEFAULT_LIMITS,
-  record,
-  setMember,
-  ID_PATTERN,
-  NAME_PATTERN,
-  NAME_MESSAGE,
-  IdString,
-  NameString,
-  TimeMs,
-  ChainId,
-  Bytes32,
-  HexString,
-  AddressOrTemplate,
-  NonZeroAddressOrTemplate,
-  Uint256OrTemplate,
-  AmountOrTemplate,
-  HexOrTemplate,
-  UrlOrTemplate,
-  TemplateText,
-  WholeTemplate,
-  ContractAbi,
-  MethodCall,
-  LiteralMethodCall,
-  AddressString,
-  Uint256String,
-  UlidString,
-  partChainId,
-} from "../kinds/schema-kit";
-export { CRON_DESCRIPTORS, CRONER_OPTIONS, isCronExpression, CronExpression, isTimeZone, TimeZone } from "../kinds/triggers/cron";
+export { DEFAULT_LIMITS, record, AddressString, partChainId } from "../kinds/schema-kit";
+export { CRONER_OPTIONS } from "../kinds/triggers/cron";
 export type { DefinitionLimits } from "../kinds/schema-kit";
-export type { NodeType, TriggerType, Node, Trigger, NodeOf, TriggerOf } from "../kinds/shapes";
-export type { LoopRunner } from "../kinds/nodes/loop";
-export type { BranchCondition } from "../kinds/nodes/branch";
+export type { TriggerType, Node, Trigger } from "../kinds/shapes";
 export type { EventQuery } from "../kinds/triggers/event";
 
 /** Names that `inputVariables` keys may not take (§8.7 item 3); trigger and node names are checked too. */
@@ -239,10 +209,7 @@ function build(limits: DefinitionLimits, kinds: Shapes) {
 // ---------------------------------------------------------------------------------------------------------
 // Types (outputs: defaults filled in, addresses EIP-55, null members dropped)
 
-export type WorkflowSchemas = ReturnType<typeof build>;
+type WorkflowSchemas = ReturnType<typeof build>;
 type Out<K extends keyof WorkflowSchemas> = WorkflowSchemas[K] extends v.GenericSchema ? v.InferOutput<WorkflowSchemas[K]> : never;
 export type Edge = Out<"Edge">;
-export type CreateBody = Out<"CreateBody">;
-export type SimulateBody = Out<"SimulateBody">;
-export type EstimateFeesBody = Out<"EstimateFeesBody">;
 export type Workflow = Out<"Workflow">;

@@ -5,13 +5,11 @@
 import { useOwner } from "../context";
 import { ApiError, notFound } from "../errors";
 import { useRuntime } from "../runtime";
-import { readWorkflowItem, WorkflowItem } from "../store/entities/workflow";
+import { readWorkflowItem } from "../store/entities/workflow";
 import { checksumAddress } from "../address";
 import type { Workflow } from "./schemas";
 import type { CompletionReason, StoredStatus, WorkflowRecord } from "./record";
 
-/** The workflow item's `type` (its version, 2, keeps the client's document as JSON text: ./workflow.ts, module header). */
-export const ENTITY = WorkflowItem.type;
 export const ACTIVE_WORKFLOWS = "activeWorkflows";
 export const MAX_ATTEMPTS = 60;
 export const ULID_PATTERN = /^[0-9A-HJKMNP-TV-Z]{26}$/;

@@ -36,7 +36,7 @@ import type { Trigger } from "./schemas";
 
 const VERSION = 3;
 /** Triggers up to this many bytes of JSON stay inside the entry; larger ones get their own item. */
-export const INLINE_TRIGGER_BYTES = 2048;
+const INLINE_TRIGGER_BYTES = 2048;
 
 export type ChainTrigger = Extract<Trigger, { type: "block" | "event" }> & { id: string };
 
@@ -67,7 +67,7 @@ export interface Watchable {
 }
 
 /** The chain a block or event trigger watches (its own `chainId`, else the workflow's). */
-export const watchedChain = (w: Watchable): number | undefined =>
+const watchedChain = (w: Watchable): number | undefined =>
   w.trigger.type === "block" || w.trigger.type === "event" ? (w.trigger.config.chainId ?? w.chainId) : undefined;
 
 /** Starts watching for a workflow with a block or event trigger (create, resume); other triggers: nothing. */

@@ -50,23 +50,11 @@
  * resume, cancel and the expiry pass; ./claim.ts the claim; ./claim-recovery.ts its recovery by the sweeper;
  * ./outcome.ts consecutive errors.
  */
-export type { StoredStatus, CompletionReason, WorkflowRecord } from "./record";
-export {
-  ENTITY,
-  type WorkflowInfo,
-  type ListStatus,
-  effectiveStatus,
-  toInfo,
-  notRunnableReason,
-  toItem,
-  fromItem,
-  requireOwned,
-  getOwned,
-  getForRun,
-} from "./stored";
+export type { WorkflowRecord } from "./record";
+export { effectiveStatus, requireOwned, getOwned, getForRun } from "./stored";
 export { create } from "./create";
-export { type ListFilter, type Page, list, count } from "./list";
+export { list, count } from "./list";
 export { pause, resume, remove, expireDue } from "./lifecycle";
-export { DuplicateFire, CLAIM_RECOVERY_AFTER_MS, claimStats, type ClaimOptions, SimulatedCrash, claim } from "./claim";
-export { type RecoveredClaim, recoverClaims } from "./claim-recovery";
+export { DuplicateFire, CLAIM_RECOVERY_AFTER_MS, claimStats, SimulatedCrash, claim } from "./claim";
+export { recoverClaims } from "./claim-recovery";
 export { recordOutcome } from "./outcome";

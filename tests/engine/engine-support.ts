@@ -13,9 +13,9 @@ import { runWorkflow } from "../../shared/engine/run";
 import type { RunInput, SendCalls, SendOutcome } from "../../shared/engine/types";
 import type { Step } from "../../shared/execution/schemas";
 
-export const OWNER = "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4";
+const OWNER = "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4";
 export const WALLET = "0xAb8483F64d9C6d1EcF9b849Ae677dD3315835cb2";
-export const CHAIN = 31337;
+const CHAIN = 31337;
 
 export interface Body {
   trigger?: Record<string, unknown>;
@@ -27,7 +27,7 @@ export interface Body {
 export const manualTrigger = { id: "trig", name: "trigger1", type: "manual", config: { data: { greeting: "hi" } } };
 
 /** Validates the body as `:simulate` does (graph compiled, defaults filled in). */
-export function prepare(body: Body) {
+function prepare(body: Body) {
   const config = useConfig();
   return validateDefinition(
     {
@@ -88,7 +88,7 @@ export function fakeSender(outcomes: SendOutcome[] = []) {
   return { send, requests };
 }
 
-export const success = (n = 1, gasUsed = 100_000n, totalGasCost = 100_000n * 3n): SendOutcome => ({
+const success = (n = 1, gasUsed = 100_000n, totalGasCost = 100_000n * 3n): SendOutcome => ({
   ok: true,
   userOpHash: `0x${String(n).padStart(64, "a")}`,
   transactionHash: `0x${String(n).padStart(64, "b")}`,

@@ -12,9 +12,9 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { Graph, GraphBuild, GraphResource } from "./harness";
+import type { Graph, GraphResource } from "./harness";
 
-export type { Graph, GraphBuild, GraphResource };
+export type { Graph, GraphResource };
 
 export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const PLATFORM = join(ROOT, ".sst", "platform");

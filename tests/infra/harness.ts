@@ -23,7 +23,7 @@ export interface GraphResource {
   retainOnDelete?: boolean;
 }
 
-export interface GraphBuild {
+interface GraphBuild {
   functionID: string;
   handler: string;
   runtime: string;
@@ -133,7 +133,7 @@ async function startRpcStub(builds: GraphBuild[]): Promise<() => void> {
   return () => server.close();
 }
 
-/** Runs `program` (the bundled `run(mod.run)`) against the mocks and writes the graph to INFRA_GRAPH_OUT. */
+/** @public Runs `program` (the bundled `run(mod.run)`) against the mocks and writes the graph to INFRA_GRAPH_OUT. */
 export async function collect(stage: string, program: () => Promise<Record<string, unknown>>): Promise<void> {
   const graph: Graph = { resources: [], builds: [], outputs: {} };
   const stop = await startRpcStub(graph.builds);

@@ -117,10 +117,17 @@ describe("a kind defined in a test", () => {
         ],
       }),
     ]) as { components: { schemas: Record<string, unknown> } };
-    const text = JSON.stringify(doc.components.schemas.TinyNode);
-    expect(text).toContain('"const":"stamp"');
-    expect(text).toContain('"const":"ethTransfer"');
-    expect(JSON.stringify(doc)).toContain('"times"');
+    const union = doc.components.schemas.TinyNode as {
+      oneOf: unknown[];
+      discriminator: { propertyName: string; mapping: Record<string, string> };
+    };
+    expect(union.discriminator.propertyName).toBe("type");
+    expect(union.discriminator.mapping.stamp).toBe("#/components/schemas/StampTinyNode");
+    expect(union.discriminator.mapping.ethTransfer).toBe("#/components/schemas/EthTransferTinyNode");
+    expect(union.oneOf).toContainEqual({ $ref: "#/components/schemas/StampTinyNode" });
+    const stampNode = JSON.stringify(doc.components.schemas.StampTinyNode);
+    expect(stampNode).toContain('"const":"stamp"');
+    expect(stampNode).toContain('"times"');
   });
 
   it("runs in the engine, its templates resolved", async () => {

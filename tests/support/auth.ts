@@ -40,7 +40,7 @@ export function buildAuthMessage(p: AuthMessageParts): string {
   ].join("\n");
 }
 
-export const DEFAULT_URI = "https://app.example.com";
+const DEFAULT_URI = "https://app.example.com";
 
 /** The defaults a client would use against the current runtime: an allowed URI, the default chain, now. */
 export function messageDefaults(wallet: string, expiresInMs = 3_600_000): AuthMessageParts {

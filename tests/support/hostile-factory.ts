@@ -27,7 +27,7 @@ contract HostileFactory {
     fallback() external payable {}
 }`;
 
-export const hostileFactoryAbi = parseAbi([
+const hostileFactoryAbi = parseAbi([
   "constructor(address claim, address real, address victimOwner, uint256 victimSalt)",
   "function getAddress(address owner, uint256 salt) view returns (address)",
   "function createAccount(address owner, uint256 salt) returns (address)",

@@ -15,7 +15,7 @@ export interface ProxyRules {
   failAddresses?: Set<string>;
 }
 
-export interface GetLogsSeen {
+interface GetLogsSeen {
   addresses: string[];
   from: number;
   to: number;

@@ -6,7 +6,7 @@
 import { createServer, type IncomingHttpHeaders, type RequestListener } from "node:http";
 import type { AddressInfo } from "node:net";
 
-export interface UpstreamRequest {
+interface UpstreamRequest {
   path: string;
   headers: IncomingHttpHeaders;
   at: number;

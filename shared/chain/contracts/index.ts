@@ -90,7 +90,7 @@ const cache = new Map<string, ContractArtifact>();
  * ABI + creation bytecode of an @account-abstraction/contracts@0.7.0 artifact, read from
  * node_modules on first use (devDependency: devnet/tests only).
  */
-export function loadAccountAbstractionArtifact(name: AccountAbstractionArtifactName): ContractArtifact {
+function loadAccountAbstractionArtifact(name: AccountAbstractionArtifactName): ContractArtifact {
   let artifact = cache.get(name);
   if (!artifact) {
     const require = createRequire(import.meta.url);

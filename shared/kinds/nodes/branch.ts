@@ -11,7 +11,7 @@ import { IdString, list, opt, str, strict } from "../schema-kit";
 /** A JavaScript expression of branch and filter. */
 export const expressionText = v.pipe(str(), v.maxBytes(4096, "must be at most 4096 bytes"));
 
-export const BranchCondition = strict(
+const BranchCondition = strict(
   {
     id: IdString,
     type: opt(v.picklist(["if", "elseIf", "else"], "must be if, elseIf or else")),
@@ -19,12 +19,12 @@ export const BranchCondition = strict(
   },
   "BranchCondition. `type` is inferred when absent: `if` for the first, `else` for a last one with an empty expression, `elseIf` otherwise. The first is `if`, `if` only first, `else` at most once and last with an empty expression; only `else` may have an empty expression. Ids unique within the branch.",
 );
-export type BranchCondition = v.InferOutput<typeof BranchCondition>;
+type BranchCondition = v.InferOutput<typeof BranchCondition>;
 const config = strict({ conditions: list(BranchCondition, 1, 20, "conditions") });
 type Config = v.InferOutput<typeof config>;
 
 /** §8.4.7: `if` for the first, `else` for a last one with an empty expression, `elseIf` otherwise. */
-export function inferConditionType(index: number, count: number, expression: unknown): "if" | "elseIf" | "else" {
+function inferConditionType(index: number, count: number, expression: unknown): "if" | "elseIf" | "else" {
   if (index === 0) return "if";
   if (index === count - 1 && typeof expression === "string" && expression.trim() === "") return "else";
   return "elseIf";
@@ -83,7 +83,7 @@ export const branch = /* @__PURE__ */ defineNode(branchShape, {
 });
 
 /** The condition id a branch step output chose, or null. */
-export function chosenCondition(data: unknown, nodeId: string): string | null {
+function chosenCondition(data: unknown, nodeId: string): string | null {
   const id = (data as { conditionId?: unknown } | null)?.conditionId;
   return typeof id === "string" && id.startsWith(`${nodeId}.`) ? id.slice(nodeId.length + 1) : null;
 }

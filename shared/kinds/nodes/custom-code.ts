@@ -8,7 +8,7 @@ import { StepFailure, defineNode, nodeShape, type NodeEnv, type SchemaContext } 
 import { opt, str, strict } from "../schema-kit";
 
 /** A JavaScript source of 1 to `maxSourceBytes` bytes. */
-export const sourceText = ({ limits }: Pick<SchemaContext, "limits">) =>
+const sourceText = ({ limits }: Pick<SchemaContext, "limits">) =>
   v.pipe(str(), v.minBytes(1, "must not be empty"), v.maxBytes(limits.maxSourceBytes, `must be at most ${limits.maxSourceBytes} bytes`));
 
 const config = (ctx: Pick<SchemaContext, "limits">) =>

@@ -19,7 +19,7 @@ const config = strict({
 });
 type Config = v.InferOutput<typeof config>;
 
-export const FILTER_MAX_ITEMS = 10_000;
+const FILTER_MAX_ITEMS = 10_000;
 
 export const filterShape = nodeShape({
   type: "filter",

@@ -13,7 +13,7 @@ import { arrayLength, elements, JsonText, parse } from "../../json-text";
 import { NAME_PATTERN, WholeTemplate, opt, str, strict, partChainId } from "../schema-kit";
 
 /** A loop's runner: a kind that may run in a loop (`inLoop`), its config, and optionally an id and a name. */
-export interface LoopRunner {
+interface LoopRunner {
   type: string;
   config: unknown;
   id?: string;

@@ -18,7 +18,7 @@ import { type Answer, type Evaluation, type EvaluationLimits, type Json, type Sa
 import { sandboxPool, type SandboxPool } from "./pool";
 import { JsonText, stringify } from "../../json-text";
 
-export { LOG_TRUNCATED_MARKER, isFunctionBody, type Json, type SandboxErrorCode } from "./quickjs";
+export { LOG_TRUNCATED_MARKER, isFunctionBody, type Json } from "./quickjs";
 
 export interface SandboxLimits {
   /** Deadline for one evaluation, promise included (`sandbox_time_limit_ms`). */
@@ -36,7 +36,7 @@ export type SandboxResult<T> = { ok: true; value: T; log: string } | { ok: false
 /** The variables of API.md §8.6, by root name; JSON values (a BigInt is passed as its decimal string). */
 export type SandboxGlobals = Readonly<Record<string, unknown>>;
 
-export const SANDBOX_DEFAULTS = { timeLimitMs: 5_000, memoryLimitMib: 64, logLimitBytes: 65_536 } as const;
+const SANDBOX_DEFAULTS = { timeLimitMs: 5_000, memoryLimitMib: 64, logLimitBytes: 65_536 } as const;
 
 export interface RunInput extends SandboxLimits {
   /** `function-body`: customCode (top-level `return` and `await`; a returned promise is awaited). `expression`: one expression. */
@@ -69,7 +69,7 @@ export interface SessionOptions {
   pool?: SandboxPool;
 }
 
-export const budgetExceeded = (budgetMs: number) => `execution exceeded its JavaScript budget of ${budgetMs} ms`;
+const budgetExceeded = (budgetMs: number) => `execution exceeded its JavaScript budget of ${budgetMs} ms`;
 
 export class SandboxSession {
   private used = 0;

@@ -363,11 +363,3 @@ export function sandboxPool(): SandboxPool {
   shared ??= new SandboxPool(defaultPoolOptions());
   return shared;
 }
-
-/** Replaces the process's pool (tests that size it); the previous one is closed. */
-export async function setSandboxPool(options: PoolOptions): Promise<SandboxPool> {
-  const previous = shared;
-  shared = new SandboxPool(options);
-  await previous?.close();
-  return shared;
-}

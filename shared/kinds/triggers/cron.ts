@@ -8,12 +8,12 @@ import { Cron } from "croner";
 import { list, opt, str, strict } from "../schema-kit";
 import { defineTrigger, triggerShape } from "../kind";
 
-export const CRON_VALUE = "(?:[0-9]+|[A-Za-z]{3})";
-export const CRON_ITEM = `(?:\\*|${CRON_VALUE}(?:-${CRON_VALUE})?)(?:/[0-9]+)?`;
-export const CRON_FIELD = `${CRON_ITEM}(?:,${CRON_ITEM})*`;
-export const CRON_DESCRIPTORS = ["@yearly", "@annually", "@monthly", "@weekly", "@daily", "@hourly"] as const;
-export const CRON_PATTERN = new RegExp(`^(?:${CRON_DESCRIPTORS.join("|")}|${CRON_FIELD}(?:[ \\t]+${CRON_FIELD}){4})$`);
-export const CRON_MESSAGE =
+const CRON_VALUE = "(?:[0-9]+|[A-Za-z]{3})";
+const CRON_ITEM = `(?:\\*|${CRON_VALUE}(?:-${CRON_VALUE})?)(?:/[0-9]+)?`;
+const CRON_FIELD = `${CRON_ITEM}(?:,${CRON_ITEM})*`;
+const CRON_DESCRIPTORS = ["@yearly", "@annually", "@monthly", "@weekly", "@daily", "@hourly"] as const;
+const CRON_PATTERN = new RegExp(`^(?:${CRON_DESCRIPTORS.join("|")}|${CRON_FIELD}(?:[ \\t]+${CRON_FIELD}){4})$`);
+const CRON_MESSAGE =
   "must be a cron expression: five fields (minute hour day-of-month month day-of-week) with *, lists, ranges, steps and JAN-DEC/SUN-SAT names, or @yearly, @annually, @monthly, @weekly, @daily, @hourly";
 
 /**
@@ -23,7 +23,7 @@ export const CRON_MESSAGE =
  */
 export const CRONER_OPTIONS = { mode: "5-part", domAndDow: false, alternativeWeekdays: false, paused: true } as const;
 
-export function isCronExpression(expression: string): boolean {
+function isCronExpression(expression: string): boolean {
   if (!CRON_PATTERN.test(expression)) return false;
   try {
     // An expression that can never fire (`0 0 30 2 *`) is refused too: 28 years from 2000 cover every calendar.
@@ -33,7 +33,7 @@ export function isCronExpression(expression: string): boolean {
   }
 }
 
-export const CronExpression = v.pipe(
+const CronExpression = v.pipe(
   str(),
   v.regex(CRON_PATTERN, CRON_MESSAGE),
   v.check(isCronExpression, CRON_MESSAGE),
@@ -42,7 +42,7 @@ export const CronExpression = v.pipe(
   ),
 );
 
-export function isTimeZone(name: string): boolean {
+function isTimeZone(name: string): boolean {
   try {
     new Intl.DateTimeFormat("en-US", { timeZone: name });
     return true;
@@ -50,7 +50,7 @@ export function isTimeZone(name: string): boolean {
     return false;
   }
 }
-export const TimeZone = v.pipe(
+const TimeZone = v.pipe(
   str(),
   v.regex(/^[A-Za-z][A-Za-z0-9_+-]*(?:\/[A-Za-z0-9_+-]+)*$/, "must be an IANA time zone name such as Europe/Paris"),
   v.check(isTimeZone, "must be an IANA time zone name such as Europe/Paris"),

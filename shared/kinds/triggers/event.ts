@@ -8,7 +8,7 @@ import { ABI_TYPE, AddressString, Bytes32, ChainId, ContractAbi, LiteralMethodCa
 import { defineTrigger, triggerShape, type Add, type Raw } from "../kind";
 import { eventArgument, methodCallProblems } from "../abi";
 
-export const EventCondition = strict({
+const EventCondition = strict({
   fieldName: v.pipe(
     str(),
     v.minLength(1, "must not be empty"),

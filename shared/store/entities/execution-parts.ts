@@ -8,19 +8,19 @@
 import { batchGetOnce, defineEntity, queryEach, type TableKey } from "../entity";
 import { Keys } from "../keys";
 
-export const ExecutionStep = defineEntity({
+const ExecutionStep = defineEntity({
   type: "executionStep",
   version: 2,
   key: ({ id, stepId, part }: { id: string; stepId: string; part: number }) => Keys.executionStep(id, stepId, part),
 });
 
-export const ExecutionStepOutput = defineEntity({
+const ExecutionStepOutput = defineEntity({
   type: "executionStepOutput",
   version: 2,
   key: ({ id, stepId, part }: { id: string; stepId: string; part: number }) => Keys.executionStepOutput(id, stepId, part),
 });
 
-export const ExecutionInput = defineEntity({
+const ExecutionInput = defineEntity({
   type: "executionInput",
   version: 1,
   key: ({ id, part }: { id: string; part: number }) => Keys.executionInput(id, part),

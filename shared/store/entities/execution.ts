@@ -17,7 +17,7 @@ export interface ExecutionId {
   id: string;
 }
 
-export const Execution = defineEntity({
+const Execution = defineEntity({
   type: "execution",
   version: 1,
   key: ({ workflowId, id }: ExecutionId) => Keys.execution(workflowId, id),

@@ -8,7 +8,7 @@ import { add, set, when, type UpdateAction } from "../expression";
 import { Keys } from "../keys";
 import { isConditionFailure, TTL_ATTRIBUTE } from "../table";
 
-export const RateLimitBucket = defineEntity({
+const RateLimitBucket = defineEntity({
   type: "rateLimit",
   version: 1,
   key: (subject: string) => Keys.rateLimit(subject),

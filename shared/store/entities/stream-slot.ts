@@ -9,7 +9,7 @@ import { set, when } from "../expression";
 import { Keys } from "../keys";
 import { isConditionFailure, TTL_ATTRIBUTE } from "../table";
 
-export const StreamSlot = defineEntity({
+const StreamSlot = defineEntity({
   type: "streamSlot",
   version: 1,
   key: ({ owner, slot }: { owner: string; slot: number }) => Keys.streamSlot(owner, slot),

@@ -16,7 +16,7 @@ export interface WalletId {
   address: string;
 }
 
-export const Wallet = defineEntity({
+const Wallet = defineEntity({
   type: "wallet",
   version: 1,
   key: ({ owner, chainId, address }: WalletId) => Keys.wallet(owner, chainId, address),

@@ -17,7 +17,7 @@ export interface WithdrawalId {
   id: string;
 }
 
-export const Withdrawal = defineEntity({
+const Withdrawal = defineEntity({
   type: "withdrawal",
   version: 1,
   key: ({ owner, chainId, wallet, id }: WithdrawalId) => Keys.withdrawal(owner, chainId, wallet, id),

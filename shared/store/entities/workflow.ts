@@ -11,7 +11,7 @@ import { Index } from "../table";
 
 type Item = Record<string, unknown>;
 
-export const WorkflowItem = defineEntity({ type: "workflow", version: 2, key: (id: string) => Keys.workflow(id) });
+const WorkflowItem = defineEntity({ type: "workflow", version: 2, key: (id: string) => Keys.workflow(id) });
 
 /** The workflow item (strongly consistent), or undefined when there is none. */
 export async function readWorkflowItem(id: string): Promise<Item | undefined> {
