@@ -4,7 +4,7 @@
  *   base      shared/*.ts (config, runtime, log, errors, context, address; pure: templates, json-text)
  *   adapters  shared/store, shared/keys → shared/chain
  *   http      shared/http (the HTTP kit: app factory, declarations, validation, paging, problems; no domain)
- *   domain    shared/{auth,secret,wallet} → kinds → workflow → engine → execution → {schedule,watch}
+ *   domain    shared/{auth,secret,wallet,token} → kinds → workflow → engine → execution → {schedule,watch}
  *   service   shared/service (the composition root: every group, health, the OpenAPI document, wiring)
  *   entry     functions/, local/
  *
@@ -13,7 +13,7 @@
  * (tsPreCompilationDeps). No known violations are kept: every rule holds for the whole tree. `npm run deps` also
  * cruises tests/ and bench/, where only the cycle rule applies.
  */
-const DOMAIN = "^shared/(auth|secret|wallet|kinds|workflow|engine|execution|schedule|watch)/";
+const DOMAIN = "^shared/(auth|secret|wallet|token|kinds|workflow|engine|execution|schedule|watch)/";
 const layer = (name, comment, from, to) => ({ name, comment, severity: "error", from: { path: from }, to: { path: to } });
 
 module.exports = {
@@ -73,20 +73,20 @@ module.exports = {
     layer("service-below-entry", "The composition root never imports an entry point.", "^shared/service/", "^(functions|local)/"),
     {
       name: "domain-auth-secret-wallet",
-      comment: "auth, secret and wallet are the domain's bottom: they import no other domain folder.",
+      comment: "auth, secret, wallet and token are the domain's bottom: they import no other domain folder.",
       severity: "error",
-      from: { path: "^shared/(auth|secret|wallet)/" },
+      from: { path: "^shared/(auth|secret|wallet|token)/" },
       to: { path: DOMAIN, pathNot: "^shared/$1/" },
     },
     layer(
       "domain-kinds",
-      "The node and trigger kinds import auth, secret, wallet only.",
+      "The node and trigger kinds import auth, secret, wallet, token only.",
       "^shared/kinds/",
       "^shared/(workflow|engine|execution|schedule|watch)/",
     ),
     layer(
       "domain-workflow",
-      "workflow imports kinds, auth, secret, wallet only.",
+      "workflow imports kinds, auth, secret, wallet, token only.",
       "^shared/workflow/",
       "^shared/(engine|execution|schedule|watch)/",
     ),

@@ -54,7 +54,7 @@ export const secrets = group("Secrets", {
   permissions: [keyPermissions.seal],
 });
 
-/** Wallets: addresses from the controller key, withdrawals signed with it. */
+/** Wallets: addresses from the controller key, withdrawals signed with it; and token metadata read from the chains. */
 export const wallets = group("Wallets", {
   handler: "functions/wallets.handler",
   link: [chains],
@@ -93,6 +93,7 @@ const routes: [string, sst.aws.Function][] = [
   ["ANY /secrets/{proxy+}", secrets],
   ["ANY /wallets", wallets],
   ["ANY /wallets/{proxy+}", wallets],
+  ["ANY /tokens/{proxy+}", wallets], // GET /tokens/{address} (API.md §17.4)
   ["ANY /workflows", workflows],
   ["ANY /workflows/{proxy+}", workflows],
   // Top-level verbs (`/workflows:count`) are a segment of their own: neither route above matches them.

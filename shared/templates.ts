@@ -177,6 +177,19 @@ export function wholeTemplatePath(inputVariable: string): TemplatePath | null {
   return parsePath(m ? m[1]! : inputVariable);
 }
 
+/**
+ * API.md §17.6: a branch or filter expression whose whole text, trimmed, is one template `{{ E }}` around a
+ * JavaScript expression `E` (not a path): `E`, to evaluate as it is. Null when the text is anything else, and
+ * when every `{{ … }}` in it is a path (`{{ a.b }}`, `{{ a }} + {{ b }}`), which keeps §8.6's substitution. Such
+ * text never was valid JavaScript (an expression cannot begin with `{{`), so nothing valid changes meaning.
+ */
+export function templateExpression(text: string): string | null {
+  const trimmed = text.trim();
+  if (!trimmed.startsWith("{{") || !trimmed.endsWith("}}") || trimmed.length < 4) return null;
+  if (findTemplates(trimmed).every((t) => t.path !== null)) return null;
+  return trimmed.slice(2, -2);
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // Resolution
 

@@ -289,6 +289,11 @@ describe("every other function under the harness", () => {
       expect((await call(hosts.secrets, "PUT", "/secrets/HARNESS", { value: "s3cret" })).status).toBe(201);
       expect((await call(hosts.secrets, "GET", "/secrets")).json.data).toEqual([expect.objectContaining({ name: "HARNESS" })]);
       expect((await call(hosts.wallets, "GET", "/wallets")).json.data).toEqual([expect.objectContaining({ address: alice.wallet })]);
+      // GET /tokens/{address} is served by the wallets function (infra/api.ts).
+      expect((await call(hosts.wallets, "GET", "/tokens/0xEeeeeEeeeEeEeeEeEeEeeEEEeeeeEeeeeeeeEEeE")).json).toMatchObject({
+        found: true,
+        source: "native",
+      });
       expect((await call(hosts.executions, "GET", "/executions")).status).toBe(200);
       const swept = await hosts.sweeper.invoke<Record<string, unknown>>({ source: "aws.scheduler" }, { timeoutMs: 30_000 });
       expect(swept.result).toMatchObject({ executions: { timedOut: 0 } });

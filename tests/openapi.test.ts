@@ -424,6 +424,18 @@ describe("the service conforms to the document", () => {
     });
     expect(unsupported.status).toBe(415);
   });
+
+  it("tokens", async () => {
+    const h = alice.headers;
+    const native = await conforming("GET", "/tokens/{address}", "/tokens/0xeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee", { headers: h });
+    expect(native.body).toMatchObject({ found: true, source: "native" });
+    const nobody = privateKeyToAccount(generatePrivateKey()).address;
+    expect((await conforming("GET", "/tokens/{address}", `/tokens/${nobody}`, { headers: h })).body).toMatchObject({ found: false });
+    expect((await conforming("GET", "/tokens/{address}", "/tokens/0x12", { headers: h })).body?.errors[0].path).toBe("path.address");
+    expect((await conforming("GET", "/tokens/{address}", `/tokens/${nobody}?chainId=999999`, { headers: h })).body?.code).toBe(
+      "UNSUPPORTED_CHAIN",
+    );
+  });
 });
 
 describe("the document says what the server does (issue 18 item 5)", () => {

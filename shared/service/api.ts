@@ -8,6 +8,7 @@ import { serviceContract } from "./contract";
 import { authContract } from "../auth/contract";
 import { secretContract } from "../secret/contract";
 import { walletContract } from "../wallet/contract";
+import { tokenContract } from "../token/contract";
 import { workflowContract } from "../workflow/contract";
 import { runContract } from "../execution/run-contract";
 import { executionContract, workflowExecutionsContract } from "../execution/contract";
@@ -17,6 +18,7 @@ export const api: readonly Group[] = [
   authContract,
   secretContract,
   walletContract,
+  tokenContract,
   workflowContract,
   runContract,
   workflowExecutionsContract,

@@ -8,6 +8,7 @@ import { healthRoutes } from "./health";
 import { authRoutes } from "../auth/routes";
 import { secretRoutes } from "../secret/routes";
 import { walletRoutes } from "../wallet/routes";
+import { tokenRoutes } from "../token/routes";
 import { workflowRoutes } from "../workflow/routes";
 import { runRoutes } from "../execution/run-routes";
 import { executionRoutes, workflowExecutionRoutes } from "../execution/routes";
@@ -18,7 +19,8 @@ import "./scheduler";
 const routeGroups = {
   core: [...healthRoutes, ...authRoutes, ...openapiRoutes],
   secrets: secretRoutes,
-  wallets: walletRoutes,
+  // One function in AWS (functions/wallets.ts): token metadata reads the chain as the wallet routes do.
+  wallets: [...walletRoutes, ...tokenRoutes],
   workflows: workflowRoutes,
   runs: runRoutes,
   workflowExecutions: workflowExecutionRoutes,

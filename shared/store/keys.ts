@@ -99,6 +99,12 @@ export const Keys = {
   /** GSI2 of a pending withdrawal (sparse): the background follow-up reads them oldest first. */
   pendingWithdrawal: (submittedAt: number, id: string) => ({ gsi2pk: "WITHDRAWAL#pending", gsi2sk: `${submittedAt}#${id}` }),
 
+  /**
+   * Token metadata cache (API.md §17.4, shared/token/token.ts): one item per (chain, token), shared by every owner
+   * (it is public chain data), kept 24 hours when found and 10 minutes when not.
+   */
+  tokenMetadata: (chainId: number, address: string) => ({ pk: `TOKEN#${chainId}#${lower(address)}`, sk: "METADATA" }),
+
   /** Idempotency records: one per (owner, scope, key), expiring after idempotency_ttl_s. */
   idempotency: (owner: string, scope: string, key: string) => ({
     pk: `IDEM#${lower(owner)}#${scope}`,

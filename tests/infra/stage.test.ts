@@ -97,6 +97,7 @@ describe("functions: one per endpoint group, plus the workers and the stream", (
       "ANY /secrets/{proxy+}": "ApiSecrets",
       "ANY /wallets": "ApiWallets",
       "ANY /wallets/{proxy+}": "ApiWallets",
+      "ANY /tokens/{proxy+}": "ApiWallets",
       "ANY /workflows": "ApiWorkflows",
       "ANY /workflows/{proxy+}": "ApiWorkflows",
       "ANY /workflows:count": "ApiWorkflows",

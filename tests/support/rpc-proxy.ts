@@ -3,7 +3,9 @@
  * `maxAddresses` addresses, a block range wider than `maxRange`, more than `maxResults` logs in the answer
  * (Infura's "query returned more than N results", code -32005), or any request naming an address of `failAddresses`
  * (an internal error, every time). Rules can be changed while it runs. Every `eth_getLogs` is recorded with how it
- * was answered. Everything else is passed through unchanged.
+ * was answered, and the method of every call in `methods`. With `down` every request is answered HTTP 503, as a
+ * provider that is unavailable; a method in `failMethods` is answered with an internal JSON-RPC error. Everything
+ * else is passed through unchanged.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -13,6 +15,10 @@ export interface ProxyRules {
   maxRange?: number;
   maxResults?: number;
   failAddresses?: Set<string>;
+  /** Answer every request with HTTP 503 (the provider is unavailable). */
+  down?: boolean;
+  /** Answer calls of these methods with a JSON-RPC internal error (-32603). */
+  failMethods?: Set<string>;
 }
 
 interface GetLogsSeen {
@@ -27,12 +33,15 @@ export interface RpcProxy {
   url: string;
   rules: ProxyRules;
   getLogs: GetLogsSeen[];
+  /** The JSON-RPC method of every call received (a batch's each), in order, answered or not. */
+  methods: string[];
   close(): Promise<void>;
 }
 
 export async function startRpcProxy(target: string, rules: ProxyRules = {}): Promise<RpcProxy> {
   const getLogs: GetLogsSeen[] = [];
-  const proxy: RpcProxy = { url: "", rules, getLogs, close: async () => undefined };
+  const methods: string[] = [];
+  const proxy: RpcProxy = { url: "", rules, getLogs, methods, close: async () => undefined };
 
   const forward = async (body: string) => {
     const res = await fetch(target, { method: "POST", headers: { "Content-Type": "application/json" }, body });
@@ -49,6 +58,11 @@ export async function startRpcProxy(target: string, rules: ProxyRules = {}): Pro
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const body = Buffer.concat(chunks).toString("utf8");
     const call = JSON.parse(body) as { id: unknown; method: string; params?: unknown[] };
+    for (const one of Array.isArray(call) ? (call as { method: string }[]) : [call]) methods.push(one.method);
+    if (proxy.rules.down) return answer(res, 503, JSON.stringify({ error: "service unavailable" }));
+    if (!Array.isArray(call) && proxy.rules.failMethods?.has(call.method)) {
+      return answer(res, 200, refuse(call.id, -32603, "internal error"));
+    }
     if (Array.isArray(call) || call.method !== "eth_getLogs") return answer(res, 200, await forward(body));
 
     const filter = (call.params?.[0] ?? {}) as { address?: string | string[]; fromBlock?: string; toBlock?: string };

@@ -1,15 +1,24 @@
 /**
  * branch (API.md §8.4.7): the `if`/`elseIf` expressions in order in the sandbox (templates substituted as
- * text first); the first boolean `true` wins, `else` matches when reached. `X` = `{conditionId:
- * "<branchNodeId>.<conditionId>"}` or `{conditionId: null}`.
+ * text first; an expression written as one template `{{ E }}` around JavaScript is `E`, §17.6); the first
+ * boolean `true` wins, `else` matches when reached. `X` = `{conditionId: "<branchNodeId>.<conditionId>"}` or
+ * `{conditionId: null}`.
  */
 import * as v from "valibot";
-import { defineNode, nodeShape, type Add, type Raw } from "../kind";
+import { defineNode, nodeShape, type Add, type NodeEnv, type Raw } from "../kind";
+import { templateExpression } from "../../templates";
 import { SandboxFailure, sandboxLimits } from "./custom-code";
 import { IdString, list, opt, str, strict } from "../schema-kit";
 
 /** A JavaScript expression of branch and filter. */
 export const expressionText = v.pipe(str(), v.maxBytes(4096, "must be at most 4096 bytes"));
+
+/**
+ * The JavaScript of an expression as the sandbox runs it: `E` of a text written as one template `{{ E }}` around
+ * an expression (§17.6), else the text itself; path templates substituted as text either way (§8.6).
+ */
+export const expressionSource = (text: string, env: Pick<NodeEnv, "renderText">): string =>
+  env.renderText(templateExpression(text) ?? text);
 
 const BranchCondition = strict(
   {
@@ -74,7 +83,7 @@ export const branch = /* @__PURE__ */ defineNode(branchShape, {
     const conditions = config.conditions;
     const evaluated = conditions.filter((c) => c.type !== "else");
     const fallback = conditions.find((c) => c.type === "else");
-    const expressions = evaluated.map((c) => env.renderText(c.expression));
+    const expressions = evaluated.map((c) => expressionSource(c.expression, env));
     const result = await env.sandbox.branch({ expressions, globals: env.variables, ...sandboxLimits(env) });
     if (!result.ok) throw new SandboxFailure(result.errorCode, result.error, result.log);
     const chosen = result.value === null ? fallback : evaluated[result.value];

@@ -1,13 +1,13 @@
 /**
  * filter (API.md §8.4.8): `inputVariable` resolves to an array (at most 10,000 items, else INVALID_INPUT);
- * the expression (templates substituted as text) runs once per element with `value` and `index`. `X` = the
- * elements for which it gave the boolean `true`.
+ * the expression (templates substituted as text; written as one template `{{ E }}` around JavaScript, `E`:
+ * §17.6) runs once per element with `value` and `index`. `X` = the elements for which it gave the boolean `true`.
  */
 import * as v from "valibot";
 import { StepFailure, defineNode, nodeShape } from "../kind";
 import { arrayLength, elements, JsonText } from "../../json-text";
 import { SandboxFailure, sandboxLimits } from "./custom-code";
-import { expressionText } from "./branch";
+import { expressionSource, expressionText } from "./branch";
 import { WholeTemplate, strict } from "../schema-kit";
 
 const config = strict({
@@ -43,7 +43,9 @@ export const filter = /* @__PURE__ */ defineNode(filterShape, {
         `filter input has ${held ? arrayLength(held) : items.length} items; the limit is ${FILTER_MAX_ITEMS}`,
       );
     }
-    const source = env.renderText(config.expression);
+    // A function body (it contains `return`, §8.4.8: the sandbox's isFunctionBody) stays as written: `{{ … }}`
+    // around statements is two blocks, valid JavaScript, so §17.6 leaves it alone.
+    const source = /\breturn\b/.test(config.expression) ? env.renderText(config.expression) : expressionSource(config.expression, env);
     const result = await env.sandbox.filter({
       source,
       items,
