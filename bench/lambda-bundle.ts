@@ -16,6 +16,15 @@ import { fileURLToPath } from "node:url";
 
 export const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
+/** CommonJS dependencies (parts of the AWS SDK) call require(): ESM output needs a real one (SST's banner). */
+export const ESM_REQUIRE_BANNER = [
+  `import { createRequire as topLevelCreateRequire } from 'module';`,
+  `const require = topLevelCreateRequire(import.meta.url);`,
+  `import { fileURLToPath as topLevelFileUrlToPath, URL as topLevelURL } from "url"`,
+  `const __filename = topLevelFileUrlToPath(import.meta.url)`,
+  `const __dirname = topLevelFileUrlToPath(new topLevelURL(".", import.meta.url))`,
+].join("\n");
+
 export const LAMBDA_BUILD_OPTIONS = {
   bundle: true,
   platform: "node",

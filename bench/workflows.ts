@@ -30,7 +30,7 @@ import * as Executions from "../shared/execution/execution";
 import { runWorkflow } from "../shared/engine/run";
 import { SandboxSession } from "../shared/kinds/sandbox";
 import type { RunInput } from "../shared/engine/types";
-import { executionFee, valueFeeFor } from "../shared/engine/fees";
+import { executionFee, valueFeeFor } from "../shared/engine/fee-rules";
 import { renderConfig, renderString, resolvePath, wholeTemplatePath, TemplateUnresolvedError } from "../shared/templates";
 import { runVariables, stepVariables } from "../shared/engine/variables";
 import { isSuspend, kinds, type NodeEnv, type NodeResult } from "../shared/kinds";

@@ -28,6 +28,8 @@ const NEVER = [
 /** viem and what only viem brings. */
 const CHAIN = ["viem", "ox", "abitype", "@scure/*", "@adraffy/*", "isows"];
 
+/** The JavaScript sandbox: only the groups that run nodes (workflows: simulate, nodes:run; the runner). */
+const SANDBOX = ["@jitl/*", "quickjs-emscripten-core"];
 /** Only sign-in (core) signs tokens; every other function verifies them with node:crypto (shared/http/token.ts). */
 const SIGNING = ["jose"];
 /** Only the groups that seal or open secrets or sign with the controller key load the KMS client (shared/keys/kms.ts). */
@@ -38,29 +40,30 @@ const ADDRESSES = ["@noble/hashes", "@noble/curves"];
 /** What each function may not carry. A new entry point must declare its own before it ships. */
 const DENY: Record<string, string[]> = {
   // Sign-in recovers signers with @noble/curves and the catch-all may serve the OpenAPI document.
-  core: [...NEVER, ...CHAIN],
+  core: [...NEVER, ...CHAIN, ...SANDBOX],
   secrets: [
     ...NEVER,
     ...CHAIN,
     ...SIGNING,
     ...ADDRESSES,
+    ...SANDBOX,
     "@valibot/to-json-schema",
     "@aws-sdk/client-eventbridge",
     "@aws-sdk/client-scheduler",
     "croner",
   ],
-  wallets: [...NEVER, ...SIGNING, "@valibot/to-json-schema"],
+  wallets: [...NEVER, ...SIGNING, ...SANDBOX, "@valibot/to-json-schema"],
   workflows: [...NEVER, ...SIGNING, "@valibot/to-json-schema"],
-  executions: [...NEVER, ...CHAIN, ...SIGNING, ...ADDRESSES, ...KEYS, "@valibot/to-json-schema", "croner"],
-  stream: [...NEVER, ...CHAIN, ...SIGNING, ...ADDRESSES, ...KEYS, "@valibot/to-json-schema", "croner"],
+  executions: [...NEVER, ...CHAIN, ...SANDBOX, ...SIGNING, ...ADDRESSES, ...KEYS, "@valibot/to-json-schema", "croner"],
+  stream: [...NEVER, ...CHAIN, ...SANDBOX, ...SIGNING, ...ADDRESSES, ...KEYS, "@valibot/to-json-schema", "croner"],
   // The EventBridge target that runs executions: the engine and the chain, no HTTP app, no tokens.
   runner: [...NEVER, ...SIGNING, "hono", "@valibot/to-json-schema"],
   // A scheduled worker: no HTTP app, no tokens.
-  sweeper: [...NEVER, ...SIGNING, ...KEYS, "hono", "@valibot/to-json-schema"],
+  sweeper: [...NEVER, ...SIGNING, ...KEYS, ...SANDBOX, "hono", "@valibot/to-json-schema"],
   // The chain watcher: claims fires and reads chains; no HTTP app, no tokens.
-  watcher: [...NEVER, ...SIGNING, ...KEYS, "hono", "@valibot/to-json-schema"],
+  watcher: [...NEVER, ...SIGNING, ...KEYS, ...SANDBOX, "hono", "@valibot/to-json-schema"],
   // The EventBridge Scheduler target (time fires): claim and hand-over, no HTTP app, no tokens.
-  schedule: [...NEVER, ...SIGNING, ...KEYS, "hono", "@valibot/to-json-schema"],
+  schedule: [...NEVER, ...CHAIN, ...SIGNING, ...KEYS, ...SANDBOX, "hono", "@valibot/to-json-schema"],
 };
 
 const denied = (name: string, rules: string[]) =>

@@ -17,7 +17,7 @@ import { withRunner } from "../shared/execution/runner";
 import { recoverInterruptedClaims } from "../shared/execution/claim";
 import * as Executions from "../shared/execution/execution";
 import * as Workflow from "../shared/workflow/workflow";
-import { executionFee, valueFeeFor } from "../shared/engine/fees";
+import { executionFee, valueFeeFor } from "../shared/engine/fee-rules";
 import { Keys } from "../shared/store/keys";
 import type { Runtime } from "../shared/runtime";
 

@@ -104,6 +104,10 @@ async function slowWorkflow(ms: number): Promise<string> {
   return String(created.json.id);
 }
 
+/** A blocking manual trigger through the workflows function, with an Idempotency-Key. */
+const blockingTrigger = (workflowId: string, key: string) =>
+  call(workflows, "POST", `/workflows/${workflowId}:trigger`, { triggerType: "manual", isBlocking: true }, { "idempotency-key": key });
+
 async function execution(workflowId: string, executionId: string) {
   const res = await app.request(`/executions/${executionId}?workflowId=${workflowId}`, { headers: alice.headers });
   return (await res.json()) as { status: string; steps: { id: string; output: { data: unknown } }[] };
@@ -147,21 +151,9 @@ describe("a blocking trigger on Lambda", () => {
   it("answers a finished run at once, and a replay of its Idempotency-Key answers the same execution", async () => {
     const id = await slowWorkflow(10);
     const key = randomUUID();
-    const first = await call(
-      workflows,
-      "POST",
-      `/workflows/${id}:trigger`,
-      { triggerType: "manual", isBlocking: true },
-      { "idempotency-key": key },
-    );
+    const first = await blockingTrigger(id, key);
     expect([first.status, first.json.status]).toEqual([200, "success"]);
-    const again = await call(
-      workflows,
-      "POST",
-      `/workflows/${id}:trigger`,
-      { triggerType: "manual", isBlocking: true },
-      { "idempotency-key": key },
-    );
+    const again = await blockingTrigger(id, key);
     expect(again.status).toBe(200);
     expect(again.json).toEqual(first.json);
   }, 60_000);
@@ -169,21 +161,9 @@ describe("a blocking trigger on Lambda", () => {
   it("a replay that arrives while the run goes on waits for it in the invocation (no empty event loop) and answers its end", async () => {
     const id = await slowWorkflow(WAIT_MS + 1_000);
     const key = randomUUID();
-    const first = await call(
-      workflows,
-      "POST",
-      `/workflows/${id}:trigger`,
-      { triggerType: "manual", isBlocking: true },
-      { "idempotency-key": key },
-    );
+    const first = await blockingTrigger(id, key);
     expect(first.json.status).toBe("pending");
-    const again = await call(
-      workflows,
-      "POST",
-      `/workflows/${id}:trigger`,
-      { triggerType: "manual", isBlocking: true },
-      { "idempotency-key": key },
-    );
+    const again = await blockingTrigger(id, key);
     expect(again.status).toBe(200);
     expect(again.json.executionId).toBe(first.json.executionId);
     expect(again.json.status).toBe("success");

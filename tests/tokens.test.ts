@@ -84,6 +84,9 @@ async function rpcCalls<T>(run: () => Promise<T>): Promise<{ result: T; methods:
 const lower = (address: string) => address.toLowerCase();
 const randomAddress = () => privateKeyToAccount(generatePrivateKey()).address;
 
+/** The bytes32 test token's metadata (a MakerDAO-style contract). */
+const maker = () => ({ found: true, address: deployed.Bytes32Token, chainId: CHAIN, name: "Maker", symbol: "MKR", decimals: 18 });
+
 describe("GET /tokens/{address}: metadata read from the chain", () => {
   it("reads decimals, symbol and name with three eth_calls, then answers from the table cache without any RPC call", async () => {
     const address = deployed.StringToken!;
@@ -107,15 +110,7 @@ describe("GET /tokens/{address}: metadata read from the chain", () => {
   });
 
   it("decodes bytes32 symbols and names, and tolerates a token without name()", async () => {
-    expect((await get(`/tokens/${deployed.Bytes32Token}`)).body).toEqual({
-      found: true,
-      address: deployed.Bytes32Token,
-      chainId: CHAIN,
-      name: "Maker",
-      symbol: "MKR",
-      decimals: 18,
-      source: "rpc",
-    });
+    expect((await get(`/tokens/${deployed.Bytes32Token}`)).body).toEqual({ ...maker(), source: "rpc" });
     const noName = await get(`/tokens/${deployed.NoNameToken}`);
     expect(noName.body).toEqual({ found: true, address: deployed.NoNameToken, chainId: CHAIN, symbol: "NN", decimals: 0, source: "rpc" });
     expect((await get(`/tokens/${deployed.NoNameToken}`)).body).toEqual({ ...noName.body, source: "cache" });
@@ -229,15 +224,7 @@ describe("the reference client @avaprotocol/sdk-js 4.9.0: client.tokens.retrieve
     const client = new Client({ baseUrl: service.url });
     await client.auth.exchangeWithKey(generatePrivateKey(), { uri: "https://app.example.com", chainId: CHAIN, version: "0.1.0" });
     const token = (await client.tokens.retrieve(deployed.Bytes32Token!, { chainId: CHAIN })) as unknown as Record<string, unknown>;
-    expect(token).toEqual({
-      found: true,
-      address: deployed.Bytes32Token,
-      chainId: CHAIN,
-      name: "Maker",
-      symbol: "MKR",
-      decimals: 18,
-      source: "cache",
-    });
+    expect(token).toEqual({ ...maker(), source: "cache" });
     const native = (await client.tokens.retrieve(NATIVE)) as unknown as Record<string, unknown>;
     expect(native).toMatchObject({ found: true, symbol: "ETH", decimals: 18, source: "native" });
   });

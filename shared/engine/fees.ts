@@ -6,7 +6,6 @@
  */
 import { randomBytes } from "node:crypto";
 import { getAddress, type Address, type PublicClient } from "viem";
-import { useConfig } from "../runtime";
 import { chainSettings, isKnownFactory, publicClient } from "../chain/chains";
 import { encodeAccountCalls, encodeCreateAccount } from "../chain/userop";
 import { upstreamError } from "../chain/upstream";
@@ -14,7 +13,8 @@ import { partChainId } from "../workflow/definition";
 import { get as getWallet } from "../wallet/wallet";
 import { kinds as defaultKinds, type Registry } from "../kinds";
 import type { WriteCost } from "../kinds/kind";
-import type { Cost, Fee, FeeEstimate, ValueFee } from "./schemas";
+import type { Cost, FeeEstimate } from "./schemas";
+import { executionFee, valueFeeFor } from "./fee-rules";
 
 /** Gas units when estimation is impossible (API.md §9.6): each writing kind's fallback, and the wallet's creation. */
 export const FALLBACK_GAS = {
@@ -28,32 +28,6 @@ const WALLET_CREATION_NODE_ID = "_wallet_creation";
  * the devnet). eth_estimateGas of the calls alone is under half of what the operation uses.
  */
 const OPERATION_OVERHEAD_GAS = 70_000n;
-
-/** `{amount: execution_fee_usd, unit: "USD"}`. */
-export function executionFee(): Fee {
-  return { amount: useConfig().fees.executionFeeUsd, unit: "USD" };
-}
-
-/** The rule of API.md §9.6: tier1 when the workflow has a value-moving node (a kind that writes on-chain, or a loop of one). */
-export function valueFeeFor(nodes: readonly { type: string; config: unknown }[], kinds: Registry = defaultKinds): ValueFee {
-  if (nodes.some((node) => kinds.sendsUserOperation(node))) {
-    return {
-      fee: { amount: useConfig().fees.valueFeeTiers.tier1, unit: "PERCENTAGE" },
-      tier: "tier1",
-      valueBase: "input_token_value",
-      classificationMethod: "ruleBased",
-      confidence: 1,
-      reason: "workflow contains on-chain value-moving nodes",
-    };
-  }
-  return {
-    fee: { amount: "0", unit: "PERCENTAGE" },
-    tier: "unspecified",
-    classificationMethod: "ruleBased",
-    confidence: 1,
-    reason: "workflow contains no on-chain value-moving nodes",
-  };
-}
 
 export interface EstimateInput {
   /** The workflow chain and its nodes (a validated definition). */

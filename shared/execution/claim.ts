@@ -12,7 +12,7 @@ import { log } from "../log";
 import { useRuntime } from "../runtime";
 import * as Workflow from "../workflow/workflow";
 import type { Trigger } from "../workflow/schemas";
-import { executionFee, valueFeeFor } from "../engine/fees";
+import { executionFee, valueFeeFor } from "../engine/fee-rules";
 import * as Executions from "./execution";
 import { requireBus } from "./bus";
 import { runInputStorage, type RunRequest } from "./run-input";

@@ -18,7 +18,8 @@ import * as Wallet from "../wallet/wallet";
 import { chainSettings, publicClient } from "../chain/chains";
 import { partChainId, validateDefinition, type Mode } from "../workflow/definition";
 import { runWorkflow } from "../engine/run";
-import { estimateFees, executionFee, valueFeeFor } from "../engine/fees";
+import { estimateFees } from "../engine/fees";
+import { executionFee, valueFeeFor } from "../engine/fee-rules";
 import { blockStepOutput, needsChainRead, triggerStepOutput } from "./trigger-output";
 import type { Execution, FeeEstimate, Step } from "./schemas";
 

@@ -23,7 +23,7 @@ import { block } from "./triggers/block";
 import { event } from "./triggers/event";
 
 /** The service's registry: what every consumer uses unless given another (a test's, `withKinds`). */
-export const kinds = buildRegistry(
+export const kinds = /* @__PURE__ */ buildRegistry(
   {
     nodes: [ethTransfer, contractWrite, contractRead, graphqlQuery, restApi, customCode, branch, filter, loop, balance],
     triggers: [manual, fixedTime, cron, block, event],

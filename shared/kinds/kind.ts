@@ -200,6 +200,16 @@ export interface NodeShape<T extends string = string, C = unknown> {
   chainAware?: boolean;
   /** May be a loop's runner (API.md §8.4.9). */
   inLoop?: boolean;
+  /**
+   * Sends user operations from the runner wallet (`settings.runner` is then required by `:simulate`, and the
+   * value fee applies); a kind that holds another (the loop) answers from its raw config.
+   */
+  writesOnChain: boolean | ((config: Raw, kinds: ShapeLookup) => boolean);
+}
+
+/** What a shape's `writesOnChain` may ask of the other shapes (a loop asks its runner's). */
+export interface ShapeLookup {
+  node(type: string): AnyNodeShape | undefined;
 }
 
 /** Everything else about a node kind: its rules, fee and runner. */
@@ -208,11 +218,6 @@ export interface NodeBehaviour<C = unknown> {
   problems?(config: Raw, at: string, add: Add, ctx: RuleContext): void;
   /** After validation: what the stored document fills in (defaults that depend on other fields). */
   normalise?(config: C, kinds: KindLookup): C;
-  /**
-   * Sends user operations from the runner wallet (`settings.runner` is then required by `:simulate`, and the
-   * value fee applies); a kind that holds another (the loop) answers from its raw config.
-   */
-  writesOnChain: boolean | ((config: Raw, kinds: KindLookup) => boolean);
   /** JavaScript texts it runs (variables are globals there, so `secrets.X` in them is a reference). */
   javaScript?(config: C, kinds: KindLookup): string[];
   /** Branching kinds: the ids of the conditions edges leave from (`<nodeId>.<conditionId>`, §8.5). */

@@ -8,7 +8,17 @@
  */
 import * as v from "valibot";
 import { IdString, NameString, opt, strict, type DefinitionLimits } from "./schema-kit";
-import type { AnyNodeKind, AnyNodeShape, AnyTriggerKind, AnyTriggerShape, KindLookup, Raw, SchemaContext, WriteCost } from "./kind";
+import type {
+  AnyNodeKind,
+  AnyNodeShape,
+  AnyTriggerKind,
+  AnyTriggerShape,
+  KindLookup,
+  Raw,
+  SchemaContext,
+  ShapeLookup,
+  WriteCost,
+} from "./kind";
 
 interface KindSchemas {
   /** `{id, name, type, config}` per node kind, by type (registry order). */
@@ -21,21 +31,21 @@ interface KindSchemas {
   Trigger: v.GenericSchema;
 }
 
-export interface Shapes {
+export interface Shapes extends ShapeLookup {
   readonly nodes: readonly AnyNodeShape[];
   readonly triggers: readonly AnyTriggerShape[];
   readonly nodeTypes: readonly string[];
   readonly triggerTypes: readonly string[];
   /** The schemas for these limits (built once per distinct limits). */
   schemas(limits: DefinitionLimits): KindSchemas;
+  /** A node (raw or validated) that sends a user operation when it runs (a writing kind, or a loop of one). */
+  sendsUserOperation(node: unknown): boolean;
 }
 
-export interface Registry extends Shapes, KindLookup {
+export interface Registry extends Omit<Shapes, "node" | "nodes" | "triggers">, KindLookup {
   readonly nodes: readonly AnyNodeKind[];
   readonly triggers: readonly AnyTriggerKind[];
   trigger(type: string): AnyTriggerKind | undefined;
-  /** A node (raw or validated) that sends a user operation when it runs (a writing kind, or a loop of one). */
-  sendsUserOperation(node: unknown): boolean;
   /** The fee rule of a node when it sends a user operation. */
   writeCost(node: { type: string; config: unknown }): WriteCost | undefined;
   /** The JavaScript texts a node runs. */
@@ -52,11 +62,18 @@ export function buildShapes(list: { nodes: readonly AnyNodeShape[]; triggers: re
     throw new Error("two kinds share a type");
   }
   const cache = new Map<string, KindSchemas>();
-  return {
+  const byType = new Map(list.nodes.map((k) => [k.type, k]));
+  const shapes: Shapes = {
     nodes: list.nodes,
     triggers: list.triggers,
     nodeTypes,
     triggerTypes,
+    node: (type) => byType.get(type),
+    sendsUserOperation(node) {
+      if (!isObject(node)) return false;
+      const writes = byType.get(String(node.type))?.writesOnChain ?? false;
+      return typeof writes === "boolean" ? writes : writes(isObject(node.config) ? node.config : {}, shapes);
+    },
     schemas(limits) {
       const key = JSON.stringify(limits);
       let built = cache.get(key);
@@ -64,6 +81,7 @@ export function buildShapes(list: { nodes: readonly AnyNodeShape[]; triggers: re
       return built;
     },
   };
+  return shapes;
 }
 
 /**
@@ -85,11 +103,6 @@ export function buildRegistry(list: { nodes: readonly AnyNodeKind[]; triggers: r
     triggers: list.triggers,
     node: (type) => nodes.get(type),
     trigger: (type) => triggers.get(type),
-    sendsUserOperation(node) {
-      if (!isObject(node)) return false;
-      const writes = nodes.get(String(node.type))?.writesOnChain ?? false;
-      return typeof writes === "boolean" ? writes : writes(isObject(node.config) ? node.config : {}, registry);
-    },
     writeCost: ({ type, config }) => nodes.get(type)?.fee?.(config, registry),
     javaScript: ({ type, config }) => nodes.get(type)?.javaScript?.(config, registry) ?? [],
   };

@@ -35,7 +35,7 @@ const NODE_SHAPES = [
 ] as const;
 const TRIGGER_SHAPES = [manualShape, fixedTimeShape, cronShape, blockShape, eventShape] as const;
 
-export const shapes = buildShapes({ nodes: NODE_SHAPES, triggers: TRIGGER_SHAPES });
+export const shapes = /* @__PURE__ */ buildShapes({ nodes: NODE_SHAPES, triggers: TRIGGER_SHAPES });
 
 // Types of the stored document, by kind (outputs: defaults filled in, addresses EIP-55, null members dropped).
 type NodeKinds = (typeof NODE_SHAPES)[number];

@@ -13,7 +13,7 @@
  */
 import { ApiError } from "../errors";
 import { useRuntime } from "../runtime";
-import { cronFires } from "../workflow/definition";
+import { cronFires } from "../workflow/chain-rules";
 import type { Trigger } from "../workflow/schemas";
 import * as Workflow from "../workflow/workflow";
 import { triggerStepOutput } from "../execution/trigger-output";

@@ -24,23 +24,34 @@ export async function takeSlot(owner: Address, write: () => TransactItem, also: 
   const max = useRuntime().config.limits.maxActiveWorkflowsPerOwner;
   let released = false;
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-    try {
-      await transact([write(), incrementBelow(owner, ACTIVE_WORKFLOWS, max), ...also]);
-      return true;
-    } catch (err) {
-      if (errorName(err) !== "TransactionCanceledException") throw err;
-      const [recordReason, counterReason] = cancellationReasons(err);
-      if (recordReason === "ConditionalCheckFailed") return false;
-      if (counterReason === "ConditionalCheckFailed") {
-        if (released) throw quotaReached("WORKFLOWS_LIMIT_REACHED", "active workflows", max);
-        await releaseExpiredSlots(owner, useRuntime().now());
-        released = true;
-        continue;
-      }
-      await backoff(attempt); // TransactionConflict
+    const outcome = await recordAndCounter([write(), incrementBelow(owner, ACTIVE_WORKFLOWS, max), ...also]);
+    if (outcome !== "counter failed") {
+      if (outcome !== "conflict") return outcome === "written";
+      await backoff(attempt);
+      continue;
     }
+    if (released) throw quotaReached("WORKFLOWS_LIMIT_REACHED", "active workflows", max);
+    await releaseExpiredSlots(owner, useRuntime().now());
+    released = true;
   }
   throw new Error("Workflow write kept conflicting with concurrent writes");
+}
+
+/**
+ * One transaction of a record's write and its counter's change (then anything else): `written`, or whose condition
+ * failed (the record's first), or `conflict` (concurrent transactions; try again).
+ */
+async function recordAndCounter(items: TransactItem[]): Promise<"written" | "record failed" | "counter failed" | "conflict"> {
+  try {
+    await transact(items);
+    return "written";
+  } catch (err) {
+    if (errorName(err) !== "TransactionCanceledException") throw err;
+    const [recordReason, counterReason] = cancellationReasons(err);
+    if (recordReason === "ConditionalCheckFailed") return "record failed";
+    if (counterReason === "ConditionalCheckFailed") return "counter failed";
+    return "conflict";
+  }
 }
 
 /** Gives back the slots of the owner's workflows that expired while holding one; returns how many. */
@@ -67,21 +78,12 @@ async function releaseExpiredSlots(owner: Address, now: number): Promise<number>
  */
 export async function writeReleasingSlot(owner: Address, write: TransactItem, release: boolean): Promise<boolean> {
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-    const items = release ? [write, decrement(owner, ACTIVE_WORKFLOWS)] : [write];
-    try {
-      await transact(items);
-      return true;
-    } catch (err) {
-      if (errorName(err) !== "TransactionCanceledException") throw err;
-      const [recordReason, counterReason] = cancellationReasons(err);
-      if (recordReason === "ConditionalCheckFailed") return false;
-      if (counterReason === "ConditionalCheckFailed") {
-        log.warn("active workflow counter out of step; writing without decrement", { owner: owner.toLowerCase() });
-        release = false;
-        continue;
-      }
-      await backoff(attempt);
-    }
+    const outcome = await recordAndCounter(release ? [write, decrement(owner, ACTIVE_WORKFLOWS)] : [write]);
+    if (outcome === "written" || outcome === "record failed") return outcome === "written";
+    if (outcome === "counter failed") {
+      log.warn("active workflow counter out of step; writing without decrement", { owner: owner.toLowerCase() });
+      release = false;
+    } else await backoff(attempt);
   }
   throw new Error("Workflow write kept conflicting with concurrent writes");
 }

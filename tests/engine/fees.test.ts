@@ -17,7 +17,8 @@ import { ApiError } from "../../shared/errors";
 import { validateDefinition } from "../../shared/workflow/definition";
 import { erc20Transfer } from "../../shared/chain/account";
 import { FeeEstimate, type Cost } from "../../shared/execution/schemas";
-import { FALLBACK_GAS, estimateFees, executionFee, valueFeeFor } from "../../shared/engine/fees";
+import { FALLBACK_GAS, estimateFees } from "../../shared/engine/fees";
+import { executionFee, valueFeeFor } from "../../shared/engine/fee-rules";
 import { walletSender } from "../../shared/wallet/operation";
 
 const app = createServiceApp();

@@ -13,6 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Graph, GraphResource } from "./harness";
+import { ESM_REQUIRE_BANNER } from "../../bench/lambda-bundle";
 
 export type { Graph, GraphResource };
 
@@ -68,15 +69,7 @@ export async function buildGraph({ stage = "test", secrets = DEFAULT_SECRETS }: 
         sourcefile: "eval.ts",
         loader: "ts",
       },
-      banner: {
-        js: [
-          `import { createRequire as topLevelCreateRequire } from 'module';`,
-          `const require = topLevelCreateRequire(import.meta.url);`,
-          `import { fileURLToPath as topLevelFileUrlToPath, URL as topLevelURL } from "url"`,
-          `const __filename = topLevelFileUrlToPath(import.meta.url)`,
-          `const __dirname = topLevelFileUrlToPath(new topLevelURL(".", import.meta.url))`,
-        ].join("\n"),
-      },
+      banner: { js: ESM_REQUIRE_BANNER },
       mainFields: ["module", "main"],
       format: "esm",
       platform: "node",

@@ -19,12 +19,11 @@ import { ApiError } from "../../shared/errors";
 
 /** `stamp`: writes `times` copies of `text` (a template); a pretend write, priced at 33,000 gas. */
 const config = strict({ text: v.string(), times: v.pipe(v.number(), v.integer(), v.minValue(1)) });
-const stampShape = nodeShape({ type: "stamp", doc: "Repeats a text.", config: () => config });
+const stampShape = nodeShape({ type: "stamp", doc: "Repeats a text.", config: () => config, writesOnChain: true });
 const stamp = defineNode(stampShape, {
   problems: (config, at, add) => {
     if (config.times === 13) add(`${at}.times`, "must not be 13");
   },
-  writesOnChain: true,
   fee: (config) => ({ fallbackGas: 33_000n, calls: undefined, chainConfig: config }),
   cutOff: "RPC_ERROR",
   run: async (config, env) => {

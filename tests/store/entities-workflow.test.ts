@@ -177,9 +177,8 @@ describe("watch entry and its trigger item (pattern 19)", () => {
   };
 
   it("writes the entry the registry wrote (trigger inline), and a large trigger in its own item", async () => {
-    const w = { id, chainId: 31337, owner: "0xAbC0000000000000000000000000000000000001", trigger: small, expiredAt: 9_000_000 };
-    await Watch.watch(w as never, 1_000);
-    expect(await raw(entryKey)).toEqual({
+    // What every entry of this workflow holds whatever its trigger.
+    const entryItem = {
       ...entryKey,
       gsi2pk: "CHAIN#31337#WATCH",
       gsi2sk: id,
@@ -189,6 +188,11 @@ describe("watch entry and its trigger item (pattern 19)", () => {
       chainId: 31337,
       owner: "0xabc0000000000000000000000000000000000001",
       expiredAt: 9_000_000,
+    };
+    const w = { id, chainId: 31337, owner: "0xAbC0000000000000000000000000000000000001", trigger: small, expiredAt: 9_000_000 };
+    await Watch.watch(w as never, 1_000);
+    expect(await raw(entryKey)).toEqual({
+      ...entryItem,
       since: 1_000,
       trigger: JSON.stringify(small),
     });
@@ -198,15 +202,7 @@ describe("watch entry and its trigger item (pattern 19)", () => {
     await Watch.watch({ ...w, trigger: large } as never, 2_000);
     expect(await raw(triggerKey)).toEqual({ ...triggerKey, type: "watchTrigger", v: 1, since: 2_000, trigger: JSON.stringify(large) });
     expect(await raw(entryKey)).toEqual({
-      ...entryKey,
-      gsi2pk: "CHAIN#31337#WATCH",
-      gsi2sk: id,
-      type: "watch",
-      v: 3,
-      workflowId: id,
-      chainId: 31337,
-      owner: "0xabc0000000000000000000000000000000000001",
-      expiredAt: 9_000_000,
+      ...entryItem,
       since: 2_000,
       triggerStored: true,
       triggerType: "event",

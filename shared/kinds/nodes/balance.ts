@@ -39,6 +39,7 @@ export const balanceShape = nodeShape({
   doc: "Reads the native balance and ERC-20 balances of an address.",
   config: () => config,
   chainAware: true,
+  writesOnChain: false,
 });
 
 export const balance = /* @__PURE__ */ defineNode(balanceShape, {
@@ -49,7 +50,6 @@ export const balance = /* @__PURE__ */ defineNode(balanceShape, {
       add(`${at}.chain`, "must agree with chainId");
     }
   },
-  writesOnChain: false,
   cutOff: "RPC_ERROR",
   run: async (stored: Config, env) => {
     const config = env.render(stored);

@@ -66,6 +66,7 @@ export const branchShape = nodeShape({
   type: "branch",
   doc: "Evaluates if/elseIf/else expressions in order; edges leave from the chosen condition.",
   config: () => config,
+  writesOnChain: false,
 });
 
 export const branch = /* @__PURE__ */ defineNode(branchShape, {
@@ -77,7 +78,6 @@ export const branch = /* @__PURE__ */ defineNode(branchShape, {
   javaScript: (config) => config.conditions.map((c) => c.expression),
   conditions: (config) => config.conditions.map((c) => c.id),
   chosen: (data, nodeId) => chosenCondition(data, nodeId),
-  writesOnChain: false,
   cutOff: "SANDBOX_TIMEOUT",
   run: async (config: Config, env) => {
     const conditions = config.conditions;

@@ -105,6 +105,7 @@ export const contractReadShape = nodeShape({
   config: () => config,
   chainAware: true,
   inLoop: true,
+  writesOnChain: false,
 });
 
 export const contractRead = /* @__PURE__ */ defineNode(contractReadShape, {
@@ -112,7 +113,6 @@ export const contractRead = /* @__PURE__ */ defineNode(contractReadShape, {
     const abi = Array.isArray(config.contractAbi) ? config.contractAbi : undefined;
     methodCallProblems(Array.isArray(config.methodCalls) ? config.methodCalls : [], abi, `${at}.methodCalls`, add);
   },
-  writesOnChain: false,
   cutOff: "RPC_ERROR",
   run: async (stored: Config, env) => {
     const config = env.render(stored);

@@ -100,6 +100,7 @@ export const contractWriteShape = nodeShape({
   config: () => config,
   chainAware: true,
   inLoop: true,
+  writesOnChain: true,
 });
 
 export const contractWrite = /* @__PURE__ */ defineNode(contractWriteShape, {
@@ -108,7 +109,6 @@ export const contractWrite = /* @__PURE__ */ defineNode(contractWriteShape, {
     if (config.value !== undefined) return config;
     return config.callData !== undefined || config.methodCalls?.length === 1 ? { ...config, value: "0" } : config;
   },
-  writesOnChain: true,
   cutOff: "RPC_ERROR",
   fallbackGas: 150_000n,
   fee: (config) => (config.isSimulated ? undefined : { fallbackGas: 150_000n, calls: literalCalls(config), chainConfig: config }),

@@ -29,11 +29,11 @@ export const customCodeShape = nodeShape({
   doc: "Runs a JavaScript function body in the sandbox; its return value is the output.",
   config,
   inLoop: true,
+  writesOnChain: false,
 });
 
 export const customCode = /* @__PURE__ */ defineNode(customCodeShape, {
   javaScript: (config) => [config.source],
-  writesOnChain: false,
   cutOff: "SANDBOX_TIMEOUT",
   run: async (config: Config, env) => {
     const source = env.renderText(config.source);

@@ -32,10 +32,10 @@ export const ethTransferShape = nodeShape({
   config: () => config,
   chainAware: true,
   inLoop: true,
+  writesOnChain: true,
 });
 
 export const ethTransfer = /* @__PURE__ */ defineNode(ethTransferShape, {
-  writesOnChain: true,
   cutOff: "RPC_ERROR",
   fallbackGas: 50_000n,
   fee: (config) => ({ fallbackGas: 50_000n, calls: literalTransfer(config), chainConfig: config }),

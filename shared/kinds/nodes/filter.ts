@@ -25,11 +25,11 @@ export const filterShape = nodeShape({
   type: "filter",
   doc: "Keeps the elements of an array for which a JavaScript expression is true.",
   config: () => config,
+  writesOnChain: false,
 });
 
 export const filter = /* @__PURE__ */ defineNode(filterShape, {
   javaScript: (config) => [config.expression],
-  writesOnChain: false,
   cutOff: "SANDBOX_TIMEOUT",
   run: async (config: Config, env) => {
     const input = env.resolveWhole(config.inputVariable);

@@ -24,10 +24,10 @@ export const graphqlQueryShape = nodeShape({
   doc: "POSTs a GraphQL query through the guarded outbound client.",
   config,
   inLoop: true,
+  writesOnChain: false,
 });
 
 export const graphqlQuery = /* @__PURE__ */ defineNode(graphqlQueryShape, {
-  writesOnChain: false,
   cutOff: "NETWORK_ERROR",
   run: async (stored: Config, env) => {
     const config = env.render(stored);

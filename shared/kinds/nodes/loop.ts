@@ -48,6 +48,7 @@ export const loopShape = nodeShape({
   type: "loop",
   doc: "Runs its runner (another kind) once per element of an array, sequentially or in parallel.",
   config,
+  writesOnChain: (config, kinds) => isObject(config.runner) && kinds.node(String(config.runner.type))?.writesOnChain === true,
 });
 
 export const loop = /* @__PURE__ */ defineNode(loopShape, {
@@ -65,7 +66,6 @@ export const loop = /* @__PURE__ */ defineNode(loopShape, {
   javaScript: (config, kinds) => kinds.node(config.runner.type)?.javaScript?.(config.runner.config, kinds) ?? [],
   costChainConfig: (config) => config.runner.config,
   fee: (config, kinds) => kinds.node(config.runner.type)?.fee?.(config.runner.config, kinds),
-  writesOnChain: (config, kinds) => isObject(config.runner) && kinds.node(String(config.runner.type))?.writesOnChain === true,
   cutOff: "iterations",
   run: async (config: Config, env) => {
     const input = env.resolveWhole(config.inputVariable);

@@ -72,6 +72,7 @@ export const restApiShape = nodeShape({
   doc: "One HTTP request through the guarded outbound client; status 400 or above fails the step.",
   config: () => config,
   inLoop: true,
+  writesOnChain: false,
 });
 
 export const restApi = /* @__PURE__ */ defineNode(restApiShape, {
@@ -80,7 +81,6 @@ export const restApi = /* @__PURE__ */ defineNode(restApiShape, {
     const body = config.body !== undefined && config.body !== null;
     if (body && (method === "GET" || method === "HEAD")) add(`${at}.body`, `is not allowed with ${method}`);
   },
-  writesOnChain: false,
   cutOff: "NETWORK_ERROR",
   run: async (stored: Config, env) => {
     const config = env.render(stored);

@@ -18,7 +18,8 @@ import { type Answer, type Evaluation, type EvaluationLimits, type Json, type Sa
 import { sandboxPool, type SandboxPool } from "./pool";
 import { JsonText, stringify } from "../../json-text";
 
-export { LOG_TRUNCATED_MARKER, isFunctionBody, type Json } from "./quickjs";
+export { isFunctionBody, type Json } from "./quickjs";
+export { LOG_TRUNCATED_MARKER } from "../log-marker";
 
 export interface SandboxLimits {
   /** Deadline for one evaluation, promise included (`sandbox_time_limit_ms`). */

@@ -40,11 +40,10 @@ import {
   type QuickJSWASMModule,
 } from "quickjs-emscripten-core";
 import RELEASE_SYNC from "@jitl/quickjs-singlefile-mjs-release-sync";
+import { LOG_TRUNCATED_MARKER } from "../log-marker";
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 export type SandboxErrorCode = "SANDBOX_ERROR" | "SANDBOX_TIMEOUT" | "SANDBOX_MEMORY";
-
-export const LOG_TRUNCATED_MARKER = "…[truncated]";
 
 export interface EvaluationLimits {
   /** Deadline for the whole evaluation, promise included (`sandbox_time_limit_ms`, or what is left of the execution's budget). */
