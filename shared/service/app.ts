@@ -10,6 +10,7 @@ import { secretRoutes } from "../secret/routes";
 import { walletRoutes } from "../wallet/routes";
 import { workflowRoutes } from "../workflow/routes";
 import { runRoutes } from "../execution/run-routes";
+import { triggerRunRoutes } from "../watch/trigger-run-routes";
 import { executionRoutes, workflowExecutionRoutes } from "../execution/routes";
 import { openapiRoutes } from "./openapi";
 // Last, so modules load (and name their OpenAPI components) in the order the document lists them.
@@ -20,7 +21,7 @@ export const routeGroups = {
   secrets: secretRoutes,
   wallets: walletRoutes,
   workflows: workflowRoutes,
-  runs: runRoutes,
+  runs: [...runRoutes, ...triggerRunRoutes],
   workflowExecutions: workflowExecutionRoutes,
   executions: executionRoutes,
 } satisfies Record<string, Route[]>;
