@@ -188,7 +188,8 @@ export const runTrigger = endpoint({
 
 export const runContract = group({
   name: "Workflow runs",
-  description: "Running a stored workflow by hand, and simulating or pricing a definition without storing it.",
+  description:
+    "Running a stored workflow by hand, simulating or pricing a definition without storing it, and running one node or one trigger alone.",
   codes: {
     WORKFLOW_NOT_FOUND: { meaning: "Workflow unknown, malformed id, deleted, or another owner's." },
     TRIGGER_TYPE_MISMATCH: { meaning: "`triggerType` differs from the workflow's trigger type.", fields: true },
@@ -203,6 +204,7 @@ export const runContract = group({
       fields: true,
     },
     WALLET_NOT_OWNED: { meaning: "`inputVariables.settings.runner` is not a wallet the caller registered." },
+    TRIGGER_TOO_FREQUENT: { meaning: "Cron fires closer together than the floor, or a block period under the floor.", fields: true },
   },
   endpoints: [trigger, simulate, estimateFees, runNode, runTrigger],
 });
