@@ -15,6 +15,7 @@ import { startTestServer, type TestServer } from "./support/server";
 import { jsonClient, type Json } from "./support/client";
 import { deployTestToken, devnet, TRANSFER, transferEvent } from "./support/chain";
 import { startRpcProxy, type RpcProxy } from "./support/rpc-proxy";
+import { balanceOfFunction } from "./support/abis";
 import { createServiceApp } from "../shared/service/app";
 
 const CATCHUP = 1_000;
@@ -92,6 +93,16 @@ describe("POST /triggers:run", () => {
       trigger: transfersTo(token.address, to, [{ fieldName: "value", operator: "lt", value: "6" }]),
     });
     expect(earlier.body).toMatchObject({ success: true, output: { data: { args: { value: "5" } } } });
+
+    const withCalls = transfersTo(token.address, to);
+    Object.assign(withCalls.config.queries[0]!, {
+      contractAbi: [transferEvent, balanceOfFunction],
+      methodCalls: [{ methodName: "balanceOf", methodParams: [to] }],
+    });
+    const called = await call(alice, "POST", "/triggers:run", { trigger: withCalls });
+    expect(called.body.output.data.methodResults).toEqual([
+      { methodName: "balanceOf", contractAddress: getAddress(token.address), success: true, value: "12" },
+    ]);
   });
 
   it("event with no match: NO_MATCH and {data: null} after scanning max_catchup_blocks in bounded requests", async () => {
