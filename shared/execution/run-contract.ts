@@ -99,7 +99,7 @@ export const estimateFees = endpoint({
 });
 
 /** `POST /nodes:run` body (§17.2). */
-export const NodeRunBody = v.strictObject({
+const NodeRunBody = v.strictObject({
   node: described(schemas.Node, "Any node kind of §8.4 except `await`, validated by the §8.7 field rules."),
   inputVariables: v.optional(
     described(
@@ -115,7 +115,7 @@ export const NodeRunBody = v.strictObject({
   ),
 });
 
-export const NodeRunResult = component(
+const NodeRunResult = component(
   "NodeRunResult",
   v.object({
     success: v.boolean(),
@@ -147,7 +147,7 @@ export const runNode = endpoint({
 });
 
 /** `POST /triggers:run` body (§17.3). */
-export const TriggerRunBody = v.strictObject({
+const TriggerRunBody = v.strictObject({
   trigger: described(schemas.Trigger, "Validated as at create (frequency floors included)."),
   triggerInput: v.optional(
     described(
@@ -157,7 +157,7 @@ export const TriggerRunBody = v.strictObject({
   ),
 });
 
-export const TriggerRunResult = component(
+const TriggerRunResult = component(
   "TriggerRunResult",
   v.object({
     success: described(v.boolean(), "`false` only for an event trigger with no match, or when a chain read failed."),
