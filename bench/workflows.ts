@@ -57,6 +57,7 @@ export async function benchWorkflows(ctx: BenchContext): Promise<void> {
     const workflowId = await createOneNodeWorkflow(ctx.base, who);
     await benchBlockingTrigger(ctx, rounds, who, workflowId);
     await benchStream(ctx, streamRounds, who, workflowId);
+    await benchNodeRun(ctx, rounds, who);
     console.log(`workflow benches: ${((performance.now() - began) / 1000).toFixed(1)} s (rounds ${rounds}, stream rounds ${streamRounds})`);
   } finally {
     setRuntime(ctx.runtime);
@@ -344,6 +345,29 @@ const runOf = (workflow: Workflow.WorkflowRecord, executionId: string): RunInput
  * The difference to (b) is HTTP, auth and rate limit, the runner's started mark and run-input read, recording
  * the steps, the per-node stop check, the workflow's outcome and the final read of the answer.
  */
+/**
+ * `POST /nodes:run` of a one-line customCode (API.md §17.2) against `:simulate` of the same node behind a manual
+ * trigger: the same capped simulated run, without the Execution's envelope. Both store nothing (0 requests to the table
+ * beyond the rate limiter's).
+ */
+async function benchNodeRun(ctx: BenchContext, rounds: number, who: Owner) {
+  const node = { id: "c", name: "c", type: "customCode", config: { source: "return 1 + 1" } };
+  const post = (path: string, body: unknown, check: (answer: Record<string, unknown>) => boolean) =>
+    timed(async () => {
+      const res = await fetch(`${ctx.base}${path}`, { method: "POST", headers: who.headers, body: JSON.stringify(body) });
+      const answer = (await res.json()) as Record<string, unknown>;
+      if (res.status !== 200 || !check(answer)) throw new Error(`${path}: ${res.status} ${JSON.stringify(answer)}`);
+    });
+  const nodeRun = post("/nodes:run", { node }, (a) => a.success === true);
+  const simulate = post(
+    "/workflows:simulate",
+    { trigger: { id: "t", name: "t", type: "manual", config: {} }, nodes: [node], inputVariables: {} },
+    (a) => a.status === "success",
+  );
+  const [run, sim] = await interleaved(rounds, [nodeRun, simulate]);
+  ctx.report("POST /nodes:run, one-line customCode", run, ":simulate of the same node", sim);
+}
+
 async function benchBlockingTrigger(ctx: BenchContext, rounds: number, who: Owner, workflowId: string) {
   const { runtime } = ctx;
   const workflow = (await Workflow.getForRun(workflowId))!;

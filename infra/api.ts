@@ -98,6 +98,9 @@ const routes: [string, sst.aws.Function][] = [
   ["ANY /workflows/{proxy+}", workflows],
   // Top-level verbs (`/workflows:count`) are a segment of their own: neither route above matches them.
   ...["count", "simulate", "estimateFees"].map((verb): [string, sst.aws.Function] => [`ANY /workflows:${verb}`, workflows]),
+  // Running one part (API.md §17.2, §17.3) is the workflows group's too.
+  ["ANY /nodes:run", workflows],
+  ["ANY /triggers:run", workflows],
   ["ANY /executions", executions],
   ["ANY /executions/{proxy+}", executions],
   ...["count", "stats"].map((verb): [string, sst.aws.Function] => [`ANY /executions:${verb}`, executions]),

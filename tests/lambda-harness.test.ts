@@ -170,6 +170,19 @@ describe("a blocking trigger on Lambda", () => {
   }, 60_000);
 });
 
+describe("running one part on Lambda (API.md §17.2, §17.3)", () => {
+  it("the workflows function answers /nodes:run and /triggers:run", async () => {
+    const node = { id: "c", name: "c", type: "customCode", config: { source: "return 6 * 7" } };
+    const ran = await call(workflows, "POST", "/nodes:run", { node });
+    expect(ran.status, JSON.stringify(ran.json)).toBe(200);
+    expect(ran.json).toMatchObject({ success: true, output: { data: 42 } });
+    const manual = { id: "m", name: "m", type: "manual", config: { data: { a: 1 } } };
+    const trigger = await call(workflows, "POST", "/triggers:run", { trigger: manual });
+    expect(trigger.status, JSON.stringify(trigger.json)).toBe(200);
+    expect(trigger.json).toEqual({ success: true, output: { data: { a: 1 }, headers: {}, pathParams: {} } });
+  });
+});
+
 describe("the stream through the Function URL contract", () => {
   it("streams the frames of a running execution as they happen, and ends with it", async () => {
     const id = await slowWorkflow(2_500);

@@ -311,6 +311,8 @@ describe("document structure", () => {
       "POST /workflows/{id}:trigger",
       "POST /workflows:simulate",
       "POST /workflows:estimateFees",
+      "POST /nodes:run",
+      "POST /triggers:run",
     ];
     const served = documentedOperations().map(([m, p]) => `${m.toUpperCase()} ${p}`);
     const bodies = documentedOperations()
@@ -435,6 +437,37 @@ describe("the service conforms to the document", () => {
     expect((await conforming("GET", "/tokens/{address}", `/tokens/${nobody}?chainId=999999`, { headers: h })).body?.code).toBe(
       "UNSUPPORTED_CHAIN",
     );
+  });
+
+  it("running one node or one trigger (API.md §17.2, §17.3)", async () => {
+    const h = alice.headers;
+    const node = { id: "c", name: "c", type: "customCode", config: { source: "return { ok: true }" } };
+    const ran = await conforming("POST", "/nodes:run", "/nodes:run", { headers: h, body: { node, inputVariables: { x: 1 } } });
+    expect(ran.body).toMatchObject({ success: true, output: { data: { ok: true } } });
+    const failed = await conforming("POST", "/nodes:run", "/nodes:run", {
+      headers: h,
+      body: { node: { ...node, config: { source: "throw new Error('no')" } } },
+    });
+    expect(failed.body).toMatchObject({ success: false, errorCode: "SANDBOX_ERROR" });
+    expect((await conforming("POST", "/nodes:run", "/nodes:run", { headers: h, body: {} })).body?.code).toBe("VALIDATION_FAILED");
+    expect((await conforming("POST", "/nodes:run", "/nodes:run", { headers: h, body: { node, chainId: 999_999 } })).body?.code).toBe(
+      "UNSUPPORTED_CHAIN",
+    );
+
+    const manual = { id: "m", name: "m", type: "manual", config: { data: { a: 1 } } };
+    expect((await conforming("POST", "/triggers:run", "/triggers:run", { headers: h, body: { trigger: manual } })).body?.success).toBe(
+      true,
+    );
+    const cron = await conforming("POST", "/triggers:run", "/triggers:run", {
+      headers: h,
+      body: { trigger: { id: "c", name: "c", type: "cron", config: { schedules: ["0 0 * * *"] } } },
+    });
+    expect(cron.body?.nextFires).toHaveLength(5);
+    const often = await conforming("POST", "/triggers:run", "/triggers:run", {
+      headers: h,
+      body: { trigger: { id: "c", name: "c", type: "cron", config: { schedules: ["* * * * *"] } } },
+    });
+    expect(often.body?.code).toBe("TRIGGER_TOO_FREQUENT");
   });
 });
 

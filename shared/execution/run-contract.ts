@@ -4,9 +4,10 @@
  * (shared/execution/trigger.ts, shared/workflow/definition.ts) in the contract's order; the schemas document them.
  */
 import * as v from "valibot";
-import { described, endpoint, group } from "../http/contract";
-import { IdempotencyHeaders } from "../http/schemas";
+import { component, described, endpoint, group } from "../http/contract";
+import { ChainId, IdempotencyHeaders, TimeMs } from "../http/schemas";
 import { Execution, FeeEstimate, TriggerResult } from "./schemas";
+import { STEP_ERROR_CODES } from "../kinds/kind";
 import { TRIGGER_TYPES, record, workflowSchemas } from "../workflow/schemas";
 
 const schemas = workflowSchemas();
@@ -98,9 +99,98 @@ export const estimateFees = endpoint({
   },
 });
 
+/** `POST /nodes:run` body (§17.2). */
+const NodeRunBody = v.strictObject({
+  node: described(schemas.Node, "Any node kind of §8.4 except `await`, validated by the §8.7 field rules."),
+  inputVariables: v.optional(
+    described(
+      schemas.InputVariables,
+      "Variables for templates and JavaScript: each top-level key is a variable root, as if it were an earlier node's name; `settings` as in `:simulate` (`settings.runner` required when the node sends a user operation).",
+    ),
+  ),
+  chainId: v.optional(
+    described(
+      ChainId,
+      "The chain for kinds that need one when the node names none; default the caller's default chain (the JWT `aud` chain, else the service default).",
+    ),
+  ),
+});
+
+const NodeRunResult = component(
+  "NodeRunResult",
+  v.object({
+    success: v.boolean(),
+    error: v.optional(described(v.string(), "As in a step, when `success` is false.")),
+    errorCode: v.optional(v.picklist(STEP_ERROR_CODES)),
+    output: described(
+      v.record(v.string(), v.unknown()),
+      "`{data: X}` as the node kind defines (§8.4); truncated above 256 KiB as in a step.",
+    ),
+    log: v.optional(described(v.string(), "As in a step.")),
+    inputs: v.optional(described(v.array(v.string()), "The template paths the node resolved; never values.")),
+    startAt: TimeMs,
+    endAt: TimeMs,
+  }),
+);
+
+export const runNode = endpoint({
+  method: "POST",
+  path: "/nodes:run",
+  operationId: "runNode",
+  summary: "Run one node alone, once, without storing or sending anything",
+  description: ({ limits }) =>
+    `Runs the node exactly as it would run inside a workflow under \`:simulate\`: \`ethTransfer\` and \`contractWrite\` are simulated and never sent; reads, HTTP and JavaScript really run, with the same guards (private and metadata addresses refused), sandbox and execution budgets. \`{{secrets.X}}\` resolves to the caller's user-scoped secrets and is redacted everywhere. Run time is capped at ${limits.simulateTimeoutMs} ms. Nothing is stored. 200 whatever the node's outcome: the fields of its step.`,
+  body: NodeRunBody,
+  checkedByDomain: ["body"],
+  responses: { 200: { description: "The node's outcome, as its step would record it.", body: NodeRunResult } },
+  errors: { 400: ["VALIDATION_FAILED", "UNSUPPORTED_CHAIN", "WALLET_NOT_OWNED"] },
+  notes: { 400: "`WALLET_NOT_OWNED`: `inputVariables.settings.runner` is not one of the caller's registered wallets (on any chain)." },
+});
+
+/** `POST /triggers:run` body (§17.3). */
+const TriggerRunBody = v.strictObject({
+  trigger: described(schemas.Trigger, "Validated as at create (frequency floors included)."),
+  triggerInput: v.optional(
+    described(
+      record(v.string(), v.unknown()),
+      "manual only: `data`, `headers`, `pathParams`, each overriding the config's value (as `triggerOutput` of `:trigger`).",
+    ),
+  ),
+});
+
+const TriggerRunResult = component(
+  "TriggerRunResult",
+  v.object({
+    success: described(v.boolean(), "`false` only for an event trigger with no match, or when a chain read failed."),
+    error: v.optional(v.string()),
+    errorCode: v.optional(
+      described(v.picklist(["NO_MATCH", "RPC_ERROR"]), "`NO_MATCH`: no matching log; `RPC_ERROR`: a chain read failed."),
+    ),
+    output: described(
+      v.record(v.string(), v.unknown()),
+      "The trigger output a fire would carry (§8.3.6): manual its data; block the latest block whose number is a multiple of `interval`; event the most recent matching log within the last `max_catchup_blocks` blocks (`{data: null}` when none); fixedTime and cron the next fire after now.",
+    ),
+    nextFires: v.optional(described(v.array(TimeMs), "fixedTime and cron: the next fire instants after now (at most 5).")),
+  }),
+);
+
+export const runTrigger = endpoint({
+  method: "POST",
+  path: "/triggers:run",
+  operationId: "runTrigger",
+  summary: "Show what a trigger would produce, from real data, storing nothing",
+  description: ({ limits }) =>
+    `Validates the trigger as at create, then answers the output a fire would carry. Block: the latest block whose number is a multiple of \`interval\`. Event: the most recent log matching a query (conditions and \`methodCalls\` applied) within the last ${limits.maxCatchupBlocks} blocks, asked in bounded \`eth_getLogs\` requests from the head back, newest first. fixedTime and cron: the next fire after now and \`nextFires\`. Manual: its data, \`triggerInput\` overriding. 200 whatever the outcome.`,
+  body: TriggerRunBody,
+  checkedByDomain: ["body"],
+  responses: { 200: { description: "What the trigger would produce.", body: TriggerRunResult } },
+  errors: { 400: ["VALIDATION_FAILED", "UNSUPPORTED_CHAIN", "TRIGGER_TOO_FREQUENT"] },
+});
+
 export const runContract = group({
   name: "Workflow runs",
-  description: "Running a stored workflow by hand, and simulating or pricing a definition without storing it.",
+  description:
+    "Running a stored workflow by hand, simulating or pricing a definition without storing it, and running one node or one trigger alone.",
   codes: {
     WORKFLOW_NOT_FOUND: { meaning: "Workflow unknown, malformed id, deleted, or another owner's." },
     TRIGGER_TYPE_MISMATCH: { meaning: "`triggerType` differs from the workflow's trigger type.", fields: true },
@@ -115,6 +205,7 @@ export const runContract = group({
       fields: true,
     },
     WALLET_NOT_OWNED: { meaning: "`inputVariables.settings.runner` is not a wallet the caller registered." },
+    TRIGGER_TOO_FREQUENT: { meaning: "Cron fires closer together than the floor, or a block period under the floor.", fields: true },
   },
-  endpoints: [trigger, simulate, estimateFees],
+  endpoints: [trigger, simulate, estimateFees, runNode, runTrigger],
 });

@@ -1,8 +1,9 @@
-/** HTTP routes of running workflows (API.md §8.8.7-§8.8.9): run-contract.ts declares them; the domain does the work. */
+/** HTTP routes of running workflows and one node (API.md §8.8.7-§8.8.9, §17.2): run-contract.ts declares them; the domain does the work. */
 import { route, type Route } from "../http/app";
 import * as Contract from "./run-contract";
 import * as Trigger from "./trigger";
 import * as Simulation from "./simulate";
+import { runNode } from "./node-run";
 
 export const runRoutes: Route[] = [
   route(Contract.trigger, async (c, { params, headers, body }) => {
@@ -13,4 +14,5 @@ export const runRoutes: Route[] = [
   }),
   route(Contract.simulate, async (c, { body }) => c.json(await Simulation.simulate(body))),
   route(Contract.estimateFees, async (c, { body }) => c.json(await Simulation.estimate(body))),
+  route(Contract.runNode, async (c, { body }) => c.json(await runNode(body))),
 ];

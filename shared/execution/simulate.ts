@@ -18,12 +18,15 @@ import * as Wallet from "../wallet/wallet";
 import { chainSettings, publicClient } from "../chain/chains";
 import { partChainId, validateDefinition, type Mode } from "../workflow/definition";
 import { runWorkflow } from "../engine/run";
+import type { RunResult } from "../engine/types";
+import type { CompiledGraph } from "../workflow/graph";
+import type { SimulateDefinition } from "../workflow/definition-types";
 import { estimateFees } from "../engine/fees";
 import { executionFee, valueFeeFor } from "../engine/fee-rules";
 import { blockStepOutput, needsChainRead, triggerStepOutput } from "./trigger-output";
 import type { Execution, FeeEstimate, Step } from "./schemas";
 
-const SIMULATION_TIMED_OUT = "simulation timed out";
+export const SIMULATION_TIMED_OUT = "simulation timed out";
 const simulationTimeLimit = (ms: number) => `simulation time limit of ${ms} ms reached`;
 /** How long past the cap the answer waits for stopped work to record its steps. */
 const STOPPED_WORK_WAIT_MS = 1_500;
@@ -42,7 +45,7 @@ function validate<M extends Mode>(body: Record<string, unknown>, mode: M, now: n
 /** POST /workflows:simulate. */
 export async function simulate(body: Record<string, unknown>): Promise<Execution> {
   const owner = useOwner();
-  const { config, now } = useRuntime();
+  const { now } = useRuntime();
   const startAt = now();
   const { definition, graph } = validate(body, "simulate", startAt);
   const runner = definition.runner as Address | undefined;
@@ -76,6 +79,47 @@ export async function simulate(body: Record<string, unknown>): Promise<Execution
     triggerOutput = triggerStepOutput(definition.trigger, definition.triggerOutput, startAt);
   }
 
+  const outcome = await runCapped({ definition, graph, runner, owner, workflowId, executionId, triggerOutput, startAt });
+  if (outcome.kind === "timeout") {
+    return {
+      ...base,
+      endAt: now(),
+      status: "error",
+      error: SIMULATION_TIMED_OUT,
+      steps: ordered(outcome.steps, definition.nodes),
+      cogs: [],
+    };
+  }
+  const result = outcome.result;
+  return {
+    ...base,
+    endAt: result.endAt,
+    status: result.status,
+    ...(result.error !== undefined ? { error: result.error } : {}),
+    steps: result.steps,
+    cogs: result.cogs,
+  };
+}
+
+/** What a capped simulated run needs: the validated definition and who runs it. */
+export interface CappedRun {
+  definition: SimulateDefinition;
+  graph: CompiledGraph;
+  runner: Address | undefined;
+  owner: Address;
+  workflowId: string;
+  executionId: string;
+  triggerOutput: Record<string, unknown>;
+  startAt: number;
+}
+
+/**
+ * Runs a definition in simulate mode, cut off at `simulate_timeout_ms` (shared by `:simulate` and `/nodes:run`):
+ * the engine's result, or `timeout` with the steps recorded so far when stopped work still hung past the cap.
+ */
+export async function runCapped(input: CappedRun): Promise<{ kind: "done"; result: RunResult } | { kind: "timeout"; steps: Step[] }> {
+  const { config, now } = useRuntime();
+  const { definition, graph, runner, owner, workflowId, executionId, triggerOutput, startAt } = input;
   const deadline = startAt + config.limits.simulateTimeoutMs;
   const cut = new AbortController();
   const cutTimer = setTimeout(
@@ -117,16 +161,9 @@ export async function simulate(body: Record<string, unknown>): Promise<Execution
   });
   if (result === "timeout") {
     run.catch(() => undefined);
-    return { ...base, endAt: now(), status: "error", error: SIMULATION_TIMED_OUT, steps: ordered(steps, definition.nodes), cogs: [] };
+    return { kind: "timeout", steps };
   }
-  return {
-    ...base,
-    endAt: result.endAt,
-    status: result.status,
-    ...(result.error !== undefined ? { error: result.error } : {}),
-    steps: result.steps,
-    cogs: result.cogs,
-  };
+  return { kind: "done", result };
 }
 
 /** Steps as the Execution orders them: the trigger first, then by startAt, ties by position in `nodes`. */
@@ -137,7 +174,7 @@ function ordered(steps: Step[], nodes: readonly { id: string }[]): Step[] {
 }
 
 /** §8.7 item 9 for simulate: a wallet the caller registered on any configured chain (hidden ones included). */
-async function isCallersWallet(owner: Address, address: Address): Promise<boolean> {
+export async function isCallersWallet(owner: Address, address: Address): Promise<boolean> {
   const found = await Promise.all(useRuntime().config.chains.map((c) => Wallet.get(owner, c.chainId, address)));
   return found.some((w) => w !== undefined);
 }

@@ -11,6 +11,7 @@ import { walletRoutes } from "../wallet/routes";
 import { tokenRoutes } from "../token/routes";
 import { workflowRoutes } from "../workflow/routes";
 import { runRoutes } from "../execution/run-routes";
+import { triggerRunRoutes } from "../watch/trigger-run-routes";
 import { executionRoutes, workflowExecutionRoutes } from "../execution/routes";
 import { openapiRoutes } from "./openapi";
 // Last, so modules load (and name their OpenAPI components) in the order the document lists them.
@@ -22,7 +23,7 @@ const routeGroups = {
   // One function in AWS (functions/wallets.ts): token metadata reads the chain as the wallet routes do.
   wallets: [...walletRoutes, ...tokenRoutes],
   workflows: workflowRoutes,
-  runs: runRoutes,
+  runs: [...runRoutes, ...triggerRunRoutes],
   workflowExecutions: workflowExecutionRoutes,
   executions: executionRoutes,
 } satisfies Record<string, Route[]>;

@@ -3,7 +3,7 @@ import type { PublicClient } from "viem";
 import type { Filter } from "./plan";
 
 /** Blocks per `eth_getLogs` at most: within what public RPC providers accept; halved on their range errors. */
-const LOGS_RANGE_BLOCKS = 500;
+export const LOGS_RANGE_BLOCKS = 500;
 
 export interface WatchLimits {
   /** `eth_getLogs` started per pass, dealt round robin across owners. */

@@ -103,6 +103,8 @@ describe("functions: one per endpoint group, plus the workers and the stream", (
       "ANY /workflows:count": "ApiWorkflows",
       "ANY /workflows:simulate": "ApiWorkflows",
       "ANY /workflows:estimateFees": "ApiWorkflows",
+      "ANY /nodes:run": "ApiWorkflows",
+      "ANY /triggers:run": "ApiWorkflows",
       "ANY /executions": "ApiExecutions",
       "ANY /executions/{proxy+}": "ApiExecutions",
       "ANY /executions:count": "ApiExecutions",
