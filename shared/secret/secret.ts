@@ -29,7 +29,8 @@ import { useOwner } from "../context";
 import { ApiError, notFound, quotaReached, validationFailed, type FieldError } from "../errors";
 import { fieldErrors } from "../http/validate";
 import { pageEnvelope, readPageParams } from "../http/paging";
-import { createSecret, deleteSecret, listSecrets, readSecrets, replaceSecret, Secret, workflowOwnerOf } from "../store/entities/secret";
+import { createSecret, deleteSecret, listSecrets, readSecrets, replaceSecret, Secret } from "../store/entities/secret";
+import { workflowOwnerItem } from "../store/entities/workflow";
 import { open, seal, type EncryptionContext, type Sealed } from "../keys/envelope";
 import { log } from "../log";
 import { Info, ListQuery, NAME_PATTERN, Name, PutBody, RemoveQuery, isReservedName } from "./schemas";
@@ -118,7 +119,7 @@ const backoff = (attempt: number) => new Promise((r) => setTimeout(r, Math.rando
 
 /** 404 WORKFLOW_NOT_FOUND unless the workflow exists and belongs to `owner` (same answer for both). */
 async function requireOwnWorkflow(owner: string, workflowId: string) {
-  const Item = await workflowOwnerOf(workflowId);
+  const Item = await workflowOwnerItem(workflowId);
   if (!Item || Item.type !== "workflow" || typeof Item.owner !== "string" || Item.owner.toLowerCase() !== owner.toLowerCase()) {
     throw notFound("WORKFLOW_NOT_FOUND", "The workflow");
   }

@@ -1,6 +1,7 @@
 /** The sweeper's recovery of claims a crash interrupted (./claim.ts, "Claiming": steps 2-5 finished or dropped). */
 import { transact } from "../store/entity";
-import { executionWritten, intentInFlight, intentsInFlightBefore } from "../store/entities/claim-intent";
+import { intentInFlight, intentsInFlightBefore } from "../store/entities/claim-intent";
+import { executionWritten } from "../store/entities/execution";
 import { takeIndexItem } from "../store/entities/workflow";
 import { cancellationReasons } from "../store/table";
 import type { Address } from "../address";

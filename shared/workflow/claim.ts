@@ -6,9 +6,9 @@ import {
   intentKey,
   isMarker,
   markerOf as markerOfKey,
-  putClaimedExecution,
   putIntent,
 } from "../store/entities/claim-intent";
+import { putClaimedExecution } from "../store/entities/execution";
 import { takeIndex as takeNextIndex } from "../store/entities/workflow";
 import type { TableKey } from "../store/entity";
 import type { Address } from "../address";

@@ -12,13 +12,12 @@ import * as Watch from "../../shared/workflow/watch-registry";
 import {
   closedMarkers,
   closeIntent,
-  executionWritten,
   intentKey,
   intentsInFlightBefore,
   markerOf,
-  putClaimedExecution,
   putIntent,
 } from "../../shared/store/entities/claim-intent";
+import { executionWritten, putClaimedExecution } from "../../shared/store/entities/execution";
 import {
   completeItem,
   createItem,

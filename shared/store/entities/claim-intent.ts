@@ -120,26 +120,3 @@ export async function closedMarkers(markers: readonly string[]): Promise<string[
   for (const key of out.unprocessed) open.add(key.pk);
   return markers.filter((m) => !open.has(intentKeyOfMarker(m).pk));
 }
-
-// The execution item as a claim writes it (step 4): built whole, keys included, by the execution module
-// (shared/execution); the claim only writes it once and asks whether it was.
-const ClaimedExecution = defineEntity({
-  type: "execution",
-  version: 1,
-  key: (execution: Item): TableKey => ({ pk: String(execution.pk), sk: String(execution.sk) }),
-});
-
-/** Writes the execution item unless it is there already (the sweeper, or a retry, wrote it). */
-export async function putClaimedExecution(execution: Item): Promise<void> {
-  try {
-    await ClaimedExecution.put(execution, execution, { if: when.notExists() });
-  } catch (err) {
-    if (!isConditionFailure(err)) throw err;
-  }
-}
-
-/** Whether the execution `executionId` of workflow `workflowId` is written (strongly consistent, key only). */
-export async function executionWritten(workflowId: string, executionId: string): Promise<boolean> {
-  const execution = Keys.execution(workflowId, executionId);
-  return (await ClaimedExecution.get(execution, { consistent: true, attributes: ["pk"] })) !== undefined;
-}

@@ -27,6 +27,20 @@ type Item = Record<string, unknown>;
 
 const isPending = when.eq("status", "pending");
 
+/** Writes a claimed execution's item (built whole by shared/execution) unless it is there already (the sweeper, or a retry, wrote it). */
+export async function putClaimedExecution(item: Item): Promise<void> {
+  try {
+    await Execution.put({ workflowId: String(item.workflowId), id: String(item.id) }, item, { if: when.notExists() });
+  } catch (err) {
+    if (!isConditionFailure(err)) throw err;
+  }
+}
+
+/** Whether the execution `executionId` of workflow `workflowId` is written (strongly consistent, key only). */
+export async function executionWritten(workflowId: string, executionId: string): Promise<boolean> {
+  return (await Execution.get({ workflowId, id: executionId }, { consistent: true, attributes: ["pk"] })) !== undefined;
+}
+
 /**
  * The item of a new pending execution (keys, both indexes, `type`, `v`), for the claim's transaction; `fields`
  * holds its attributes from `id` on.

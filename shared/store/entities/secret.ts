@@ -146,14 +146,3 @@ export async function readSecrets(ids: SecretId[], maxAttempts: number, backoff:
   }
   return found;
 }
-
-const WorkflowOwner = defineEntity({ type: "workflow", version: 1, key: (workflowId: string) => Keys.workflow(workflowId) });
-
-/**
- * The `owner` and `type` of the workflow a workflow-scoped secret names (one GetItem of those two attributes):
- * the check that the caller owns it. Read through the workflow's key only; the workflow record type's own entity
- * (with its writes and invariants) is defined with the workflow modules.
- */
-export async function workflowOwnerOf(workflowId: string): Promise<{ owner?: unknown; type?: unknown } | undefined> {
-  return WorkflowOwner.get(workflowId, { attributes: ["owner", "type"] });
-}

@@ -20,6 +20,11 @@ export async function readWorkflowItem(id: string): Promise<Item | undefined> {
 }
 
 /** The owner recorded on the workflow item (an eventually consistent read of that attribute), if the item exists. */
+/** The `owner` and `type` of the item at a workflow's key (one GetItem of those two attributes): ownership checks. */
+export function workflowOwnerItem(id: string): Promise<{ owner?: unknown; type?: unknown } | undefined> {
+  return WorkflowItem.get(id, { attributes: ["owner", "type"] });
+}
+
 export async function workflowOwner(id: string): Promise<string | undefined> {
   const item = await WorkflowItem.get(id, { attributes: ["owner"] });
   return typeof item?.owner === "string" ? item.owner : undefined;
