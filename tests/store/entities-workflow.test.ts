@@ -32,15 +32,7 @@ import { decrement, incrementBelow } from "../../shared/store/counters";
 import { fromItem, toItem } from "../../shared/workflow/stored";
 import type { WorkflowRecord } from "../../shared/workflow/record";
 import { dueExpiries, forgetExpiry, putExpiry } from "../../shared/store/entities/expiry";
-import {
-  advanceSchedule,
-  dropSchedule,
-  dueSchedules,
-  earliestSchedule,
-  putSchedule,
-  removeSchedule,
-  scheduleKey,
-} from "../../shared/store/entities/schedule";
+import * as Schedule from "../../shared/store/entities/schedule";
 
 let runtime: Runtime;
 
@@ -77,8 +69,8 @@ describe("local schedule item (pattern 16)", () => {
   const owner = "0x00000000000000000000000000000000000000aA";
 
   it("writes the item the local scheduler wrote; advancing moves it on gsi2 and records the owner", async () => {
-    await putSchedule({ workflowId: id, owner, triggerId: "t", nextFireAt: 1_700_000_000_000 });
-    expect(await raw(scheduleKey(id))).toEqual({
+    await Schedule.putSchedule({ workflowId: id, owner, triggerId: "t", nextFireAt: 1_700_000_000_000 });
+    expect(await raw(Schedule.scheduleKey(id))).toEqual({
       pk: `WF#${id}`,
       sk: "SCHEDULE",
       gsi2pk: "SCHEDULE#due",
@@ -90,23 +82,23 @@ describe("local schedule item (pattern 16)", () => {
       triggerId: "t",
       nextFireAt: 1_700_000_000_000,
     });
-    expect((await dueSchedules(1_700_000_000_000, 10)).map((e) => e.workflowId)).toContain(id);
-    expect(await advanceSchedule(id, 1_700_000_000_000, 1_700_000_060_000, owner)).toBe(true);
-    expect(await raw(scheduleKey(id))).toMatchObject({ gsi2sk: `001700000060000#${id}`, nextFireAt: 1_700_000_060_000, owner });
-    expect((await dueSchedules(1_700_000_000_000, 10)).map((e) => e.workflowId)).not.toContain(id);
-    expect(await earliestSchedule()).toBe(1_700_000_060_000);
+    expect((await Schedule.dueSchedules(1_700_000_000_000, 10)).map((e) => e.workflowId)).toContain(id);
+    expect(await Schedule.advanceSchedule(id, 1_700_000_000_000, 1_700_000_060_000, owner)).toBe(true);
+    expect(await raw(Schedule.scheduleKey(id))).toMatchObject({ gsi2sk: `001700000060000#${id}`, nextFireAt: 1_700_000_060_000, owner });
+    expect((await Schedule.dueSchedules(1_700_000_000_000, 10)).map((e) => e.workflowId)).not.toContain(id);
+    expect(await Schedule.earliestSchedule()).toBe(1_700_000_060_000);
   });
 
   it("race: of concurrent advances and drops from one instant exactly one lands; a removed item is never resurrected", async () => {
-    await putSchedule({ workflowId: id, owner, triggerId: "t", nextFireAt: 1_800_000_000_000 });
+    await Schedule.putSchedule({ workflowId: id, owner, triggerId: "t", nextFireAt: 1_800_000_000_000 });
     const results = await Promise.all([
-      ...Array.from({ length: 6 }, (_, i) => advanceSchedule(id, 1_800_000_000_000, 1_800_000_000_000 + (i + 1) * 1000, owner)),
-      ...Array.from({ length: 4 }, () => dropSchedule(id, 1_800_000_000_000)),
+      ...Array.from({ length: 6 }, (_, i) => Schedule.advanceSchedule(id, 1_800_000_000_000, 1_800_000_000_000 + (i + 1) * 1000, owner)),
+      ...Array.from({ length: 4 }, () => Schedule.dropSchedule(id, 1_800_000_000_000)),
     ]);
     expect(results.filter(Boolean)).toHaveLength(1);
-    await removeSchedule(id);
-    expect(await advanceSchedule(id, 1_800_000_000_000, 1_900_000_000_000, owner)).toBe(false);
-    expect(await raw(scheduleKey(id))).toBeUndefined();
+    await Schedule.removeSchedule(id);
+    expect(await Schedule.advanceSchedule(id, 1_800_000_000_000, 1_900_000_000_000, owner)).toBe(false);
+    expect(await raw(Schedule.scheduleKey(id))).toBeUndefined();
   });
 });
 
@@ -319,6 +311,16 @@ describe("workflow record (patterns 10-12)", () => {
   const id = "01JWORKFLOW000000000000001";
   const owner = "0xAbC0000000000000000000000000000000000001";
   const wallet = "0xDeF0000000000000000000000000000000000002";
+  /** The record's scalar attributes, stored as they are. */
+  const counts = {
+    status: "enabled",
+    maxExecution: 2,
+    executionCount: 0,
+    createdAt: 1_000,
+    updatedAt: 1_000,
+    consecutiveErrors: 0,
+    holdsSlot: true,
+  };
   const record = {
     id,
     owner,
@@ -329,13 +331,7 @@ describe("workflow record (patterns 10-12)", () => {
     nodes: [],
     edges: [],
     inputVariables: { a: 1 },
-    status: "enabled",
-    maxExecution: 2,
-    executionCount: 0,
-    createdAt: 1_000,
-    updatedAt: 1_000,
-    consecutiveErrors: 0,
-    holdsSlot: true,
+    ...counts,
   } as unknown as WorkflowRecord;
 
   it("writes the item create wrote (keys, owner and wallet lists, type, v 2, the document as text); reads it back", async () => {
@@ -353,13 +349,7 @@ describe("workflow record (patterns 10-12)", () => {
       owner,
       smartWalletAddress: wallet,
       chainId: 31337,
-      status: "enabled",
-      maxExecution: 2,
-      executionCount: 0,
-      createdAt: 1_000,
-      updatedAt: 1_000,
-      consecutiveErrors: 0,
-      holdsSlot: true,
+      ...counts,
       document: JSON.stringify({ name: "n", trigger: record.trigger, nodes: [], edges: [], inputVariables: { a: 1 } }),
     });
     expect(fromItem((await readWorkflowItem(id))!)).toMatchObject(record);
