@@ -658,7 +658,9 @@ describe("storage and use", () => {
           ...stackEnv(),
           TABLE_NAME: runtime.config.tableName,
           KMS_ENDPOINT: "http://127.0.0.1:9",
+          // The same bucket settings as the test's runtime: one bucket is shared by both configurations.
           RATE_LIMIT_BURST: "1000000",
+          RATE_LIMIT_RPS: "1000000",
         }),
       });
       setRuntime(broken);
