@@ -239,15 +239,26 @@ export async function* queryEach(q: KeyQuery, store = runtimeStore()): AsyncGene
   } while (startKey);
 }
 
-/** One BatchGetItem request (at most 100 keys): the items found and the keys DynamoDB left unprocessed. */
+/**
+ * One BatchGetItem request (at most 100 keys), optionally of some attributes only: the items found and the keys
+ * DynamoDB left unprocessed.
+ */
 export async function batchGetOnce(
   keys: readonly TableKey[],
-  options: { consistent?: boolean } = {},
+  options: { consistent?: boolean; attributes?: readonly string[] } = {},
   store = runtimeStore(),
 ): Promise<{ items: Item[]; unprocessed: TableKey[] }> {
+  const p = new Placeholders();
+  const projection = options.attributes?.map((a) => p.path(a)).join(", ");
   const out = await store.db.send(
     new BatchGetCommand({
-      RequestItems: { [store.tableName]: { Keys: [...keys], ...(options.consistent ? { ConsistentRead: true } : {}) } },
+      RequestItems: {
+        [store.tableName]: {
+          Keys: [...keys],
+          ...(options.consistent ? { ConsistentRead: true } : {}),
+          ...(projection ? { ProjectionExpression: projection, ExpressionAttributeNames: p.names } : {}),
+        },
+      },
     }),
   );
   return {
@@ -304,39 +315,17 @@ function partitionQueryInput(q: PartitionQuery, startKey: Item | undefined): Que
 }
 
 /** One Query request (one page), from `startKey` when given. */
-export async function queryPage(q: PartitionQuery, startKey?: Item): Promise<PartitionPage> {
+export async function queryPartition(q: PartitionQuery, startKey?: Item): Promise<PartitionPage> {
   const out = await useRuntime().db.send(new QueryCommand(partitionQueryInput(q, startKey)));
   return { items: out.Items ?? [], count: out.Count ?? 0, ...(out.LastEvaluatedKey ? { next: out.LastEvaluatedKey } : {}) };
 }
 
-/** Every page of a Query, following LastEvaluatedKey: `for await (const page of queryPages(q))`. */
-export async function* queryPages(q: PartitionQuery): AsyncGenerator<PartitionPage> {
+/** Every page of a Query, following LastEvaluatedKey: `for await (const page of queryPartitionPages(q))`. */
+export async function* queryPartitionPages(q: PartitionQuery): AsyncGenerator<PartitionPage> {
   let startKey: Item | undefined;
   do {
-    const page = await queryPage(q, startKey);
+    const page = await queryPartition(q, startKey);
     yield page;
     startKey = page.next;
   } while (startKey);
-}
-
-/** One BatchGetItem request (at most 100 keys): the items found, and the keys DynamoDB left unprocessed. */
-export async function batchGet(
-  keys: readonly TableKey[],
-  options: { consistent?: boolean; attributes?: readonly string[] } = {},
-): Promise<{ items: Item[]; unprocessed: TableKey[] }> {
-  const table = useConfig().tableName;
-  const p = new Placeholders();
-  const projection = options.attributes?.map((a) => p.path(a)).join(", ");
-  const out = await useRuntime().db.send(
-    new BatchGetCommand({
-      RequestItems: {
-        [table]: {
-          Keys: [...keys],
-          ...(options.consistent ? { ConsistentRead: true } : {}),
-          ...(projection ? { ProjectionExpression: projection, ExpressionAttributeNames: p.names } : {}),
-        },
-      },
-    }),
-  );
-  return { items: out.Responses?.[table] ?? [], unprocessed: (out.UnprocessedKeys?.[table]?.Keys ?? []) as TableKey[] };
 }

@@ -7,7 +7,7 @@
  * those a crash left. The intent's put is conditional (a second claim of one fire, or of one execution id, fails
  * it); so is the execution's (writing it again is a no-op).
  */
-import { batchGet, defineEntity, queryPage, type TableKey, type TransactItem } from "../entity";
+import { batchGetOnce, defineEntity, queryPartition, type TableKey, type TransactItem } from "../entity";
 import { remove, when } from "../expression";
 import { Keys } from "../keys";
 import { Index, isConditionFailure } from "../table";
@@ -92,7 +92,7 @@ export const intentInFlight = (key: TableKey): TransactItem => {
 /** Up to `max` intents in flight whose claim began before `before` (ms), oldest first (one Query). */
 export async function intentsInFlightBefore(before: number, max: number): Promise<StoredIntent[]> {
   const bound = Keys.claimInFlight(before, "");
-  const page = await queryPage({
+  const page = await queryPartition({
     index: Index.gsi2,
     partition: ["gsi2pk", bound.gsi2pk],
     sort: when.lt("gsi2sk", bound.gsi2sk),
@@ -114,7 +114,7 @@ export async function intentsInFlightBefore(before: number, max: number): Promis
  * intents' keys): an intent is closed only after its execution is written. Unanswered keys count as open.
  */
 export async function closedMarkers(markers: readonly string[]): Promise<string[]> {
-  const out = await batchGet(markers.map(intentKeyOfMarker), { consistent: true, attributes: ["pk", "gsi2pk"] });
+  const out = await batchGetOnce(markers.map(intentKeyOfMarker), { consistent: true, attributes: ["pk", "gsi2pk"] });
   const open = new Set<string>();
   for (const item of out.items) if (item.gsi2pk !== undefined) open.add(String(item.pk));
   for (const key of out.unprocessed) open.add(key.pk);

@@ -3,7 +3,7 @@
  * the sparse gsi2 `EXPIRY#due` (`<expiredAt padded>#<id>`). Written in the create transaction, deleted by the
  * sweeper's expiry pass once the workflow is stored expired, and on cancel, completion and failure.
  */
-import { defineEntity, queryPage } from "../entity";
+import { defineEntity, queryPartition } from "../entity";
 import { when } from "../expression";
 import { Keys } from "../keys";
 import { Index } from "../table";
@@ -29,7 +29,7 @@ export async function dueExpiries(now: number, max: number): Promise<string[]> {
   const partition = Keys.expiryDue(0, "").gsi2pk;
   // Every entry due at or before `now` sorts below the padded `now + 1` (the `#` and the id follow it).
   const bound = Keys.expiryDue(now + 1, "").gsi2sk.slice(0, -1);
-  const page = await queryPage({
+  const page = await queryPartition({
     index: Index.gsi2,
     partition: ["gsi2pk", partition],
     sort: when.lt("gsi2sk", bound),

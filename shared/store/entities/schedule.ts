@@ -4,7 +4,7 @@
  * `<nextFireAt padded to 15>#<id>`. Moving an item to its next fire, or removing it after its last, is conditional on
  * the `nextFireAt` that was read, so two loops on one table (or a pause racing a fire) never resurrect or skip one.
  */
-import { defineEntity, queryPage } from "../entity";
+import { defineEntity, queryPartition } from "../entity";
 import { set, when } from "../expression";
 import { Index, isConditionFailure } from "../table";
 
@@ -36,13 +36,13 @@ export async function removeSchedule(workflowId: string): Promise<void> {
 
 /** Up to `limit` items due at or before `now`, in due order (one Query). */
 export async function dueSchedules(now: number, limit: number): Promise<ScheduleEntry[]> {
-  const page = await queryPage({ index: Index.gsi2, partition: ["gsi2pk", DUE], sort: when.le("gsi2sk", `${pad(now)}#~`), limit });
+  const page = await queryPartition({ index: Index.gsi2, partition: ["gsi2pk", DUE], sort: when.le("gsi2sk", `${pad(now)}#~`), limit });
   return page.items as unknown as ScheduleEntry[];
 }
 
 /** The earliest due instant, if any (one Query of one item). */
 export async function earliestSchedule(): Promise<number | undefined> {
-  const page = await queryPage({ index: Index.gsi2, partition: ["gsi2pk", DUE], limit: 1 });
+  const page = await queryPartition({ index: Index.gsi2, partition: ["gsi2pk", DUE], limit: 1 });
   const item = page.items[0];
   return item ? Number(item.nextFireAt) : undefined;
 }

@@ -5,7 +5,7 @@
  * replace or remove an entry are conditioned on its `since` (so they never touch the entry of a resume that
  * happened meanwhile), and `lastFiredAt` only moves forward on an entry that exists.
  */
-import { batchGet, defineEntity, queryPage, queryPages } from "../entity";
+import { batchGetOnce, defineEntity, queryPartition, queryPartitionPages } from "../entity";
 import { set, when } from "../expression";
 import { Keys } from "../keys";
 import { Index, isConditionFailure } from "../table";
@@ -67,14 +67,14 @@ export async function deleteWatchTrigger(workflowId: string, since: unknown): Pr
 
 /** Whether any workflow watches `chainId` (one gsi2 Query of at most one item). */
 export async function anyWatchEntry(chainId: number): Promise<boolean> {
-  const page = await queryPage({ index: Index.gsi2, partition: ["gsi2pk", Keys.watchByChain(chainId, "").gsi2pk], limit: 1 });
+  const page = await queryPartition({ index: Index.gsi2, partition: ["gsi2pk", Keys.watchByChain(chainId, "").gsi2pk], limit: 1 });
   return page.items.length > 0;
 }
 
 /** Every watch entry of `chainId` (eventually consistent gsi2 Query, every page). */
 export async function watchEntriesOf(chainId: number): Promise<Item[]> {
   const items: Item[] = [];
-  for await (const page of queryPages({ index: Index.gsi2, partition: ["gsi2pk", Keys.watchByChain(chainId, "").gsi2pk] })) {
+  for await (const page of queryPartitionPages({ index: Index.gsi2, partition: ["gsi2pk", Keys.watchByChain(chainId, "").gsi2pk] })) {
     for (const item of page.items) if (item.type === WatchEntryItem.type) items.push(item);
   }
   return items;
@@ -88,7 +88,7 @@ export async function readWatchTriggers(workflowIds: readonly string[]): Promise
   const found = new Map<string, string>();
   let keys = workflowIds.map((id) => WatchTriggerItem.key(id));
   for (let attempt = 0; keys.length > 0 && attempt < 5; attempt++) {
-    const out = await batchGet(keys);
+    const out = await batchGetOnce(keys);
     for (const item of out.items) found.set((item.pk as string).slice("WF#".length), item.trigger as string);
     keys = out.unprocessed;
   }

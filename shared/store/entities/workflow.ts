@@ -4,7 +4,7 @@
  * as JSON text) is built and read by shared/workflow/stored.ts; this module owns the keys, the reads and writes and
  * their conditions.
  */
-import { defineEntity, queryPages, queryPage, type PartitionQuery } from "../entity";
+import { defineEntity, queryPartitionPages, queryPartition, type PartitionQuery } from "../entity";
 import { add, copy, remove, set, when, type Condition } from "../expression";
 import { Keys } from "../keys";
 import { Index } from "../table";
@@ -152,7 +152,7 @@ export const releaseExpiredSlotItem = (id: string, now: number) =>
 
 /** The ids of the owner's workflows that expired at or before `now` still holding a slot (gsi1 Query, every page). */
 export async function* expiredSlotHolders(owner: string, now: number): AsyncGenerator<string[]> {
-  for await (const page of queryPages({
+  for await (const page of queryPartitionPages({
     index: Index.gsi1,
     partition: ["gsi1pk", Keys.workflowByOwner(owner, "").gsi1pk],
     filter: when.and(when.eq("holdsSlot", true), when.le("expiredAt", now)),
@@ -245,7 +245,7 @@ export async function listWalk(
   const out: Item[] = [];
   let startKey: Item | undefined;
   do {
-    const page = await queryPage(paged, startKey);
+    const page = await queryPartition(paged, startKey);
     for (const item of page.items) {
       out.push(item);
       if (out.length >= walk.want) return out;
@@ -259,7 +259,7 @@ export async function listWalk(
 export async function listCount(q: PartitionQuery & { sortKey: string }): Promise<number> {
   const { sortKey: _sortKey, ...query } = q;
   let total = 0;
-  for await (const page of queryPages({ ...query, count: true })) total += page.count;
+  for await (const page of queryPartitionPages({ ...query, count: true })) total += page.count;
   return total;
 }
 
@@ -271,7 +271,7 @@ export async function isOwnersWallet(owner: string, address: string): Promise<bo
   // Wallet sort keys are `WALLET#<chain>#<address lower-case>` (Keys.wallet): keys only, each compared with the key
   // Keys.wallet builds for its chain.
   const prefix = "WALLET#"; // every chain's (Keys.walletPrefix is one chain's)
-  for await (const page of queryPages({
+  for await (const page of queryPartitionPages({
     partition: ["pk", Keys.owner(owner)],
     sort: when.beginsWith("sk", prefix),
     attributes: ["sk"],
@@ -287,7 +287,7 @@ export async function isOwnersWallet(owner: string, address: string): Promise<bo
 
 /** The names of the owner's secrets scoped to workflow `id` (store pattern 3: gsi1, every page). */
 export async function* workflowSecretNames(owner: string, id: string): AsyncGenerator<string[]> {
-  for await (const page of queryPages({
+  for await (const page of queryPartitionPages({
     index: Index.gsi1,
     partition: ["gsi1pk", Keys.secretByWorkflow(owner, id, "").gsi1pk],
     attributes: ["name"],
