@@ -12,7 +12,7 @@
  * A failed chain read answers `success: false` with `RPC_ERROR`; an event trigger with no match `NO_MATCH`.
  */
 import * as v from "valibot";
-import { useCaller } from "../context";
+import { useCaller, useOwner } from "../context";
 import { validationFailed, type FieldError } from "../errors";
 import { fieldErrors } from "../http/validate";
 import { useRuntime } from "../runtime";
@@ -21,6 +21,15 @@ import { cronFires, partChainId, validateDefinition } from "../workflow/definiti
 import { workflowSchemas, type Trigger } from "../workflow/schemas";
 import { blockStepOutput, triggerStepOutput } from "../execution/trigger-output";
 import { latestMatchingLog } from "./event-scan";
+import { FairRunQueue } from "../execution/run-queue";
+
+/**
+ * Event scans a process runs at once (each at most 4 `eth_getLogs` in flight), served owner by owner: one owner's
+ * burst of `/triggers:run` calls queues behind its own turn instead of taking the shared RPC from the watcher and
+ * from other owners (API.md §18.4).
+ */
+const EVENT_SCAN_SLOTS = 4;
+const eventScans = new FairRunQueue(() => EVENT_SCAN_SLOTS);
 
 export interface TriggerRunResult {
   success: boolean;
@@ -70,11 +79,9 @@ export async function runTrigger(body: Record<string, unknown>): Promise<Trigger
       }
     }
     case "event": {
-      const found = await latestMatchingLog(
-        trigger.config.queries,
-        chainId,
-        config.limits.maxCatchupBlocks,
-        at + config.limits.simulateTimeoutMs,
+      // In the caller's fair turn among the process's scans (time queued counts against the same deadline).
+      const found = await eventScans.run(useOwner(), () =>
+        latestMatchingLog(trigger.config.queries, chainId, config.limits.maxCatchupBlocks, at + config.limits.simulateTimeoutMs),
       );
       if (found.kind === "error") return rpcError(found.error);
       if (found.kind === "none") {
