@@ -1,9 +1,9 @@
 /**
  * Starting one execution, shared by every way a workflow fires (the manual trigger, schedules, the chain
- * watcher): the claim (Workflow.claim: an intent, one conditional count update on the workflow item, then the
- * `pending` record with its trigger step and run input; an automatic fire's record is its intent, so a repeated
- * delivery claims nothing), then the hand-over publishes `execution.requested` for a runner. Carries no engine
- * code: the runner is reached only through the bus.
+ * watcher): the claim (Workflow.claim: one conditional count update on the workflow item, then the `pending`
+ * record with its trigger step and run input; an automatic fire's record is put first, so a repeated delivery
+ * claims nothing), then the hand-over publishes `execution.requested` for a runner. Carries no engine code: the
+ * runner is reached only through the bus.
  */
 import { ulid } from "ulid";
 import type { Address } from "viem";
@@ -15,7 +15,7 @@ import type { Trigger } from "../workflow/schemas";
 import { executionFee, valueFeeFor } from "../engine/fee-rules";
 import * as Executions from "./execution";
 import { requireBus } from "./bus";
-import { runInputStorage, type RunRequest } from "./run-input";
+import { readRunInput, runInputStorage, writeRunInputParts, type RunRequest } from "./run-input";
 import type { Step } from "./schemas";
 
 export interface ClaimRequest {
@@ -24,12 +24,17 @@ export interface ClaimRequest {
   owner?: Address;
   /** An automatic fire's id and how long its record must outlive repeated deliveries (unix seconds). */
   fire?: { fireId: string; expiresAt: number };
-  /** The trigger step's `output` as recorded now. */
-  stepOutput: Record<string, unknown>;
+  /**
+   * The trigger step's `output` as recorded now; a manual claim's is `runInput.triggerOutput` (`{data: null}` while
+   * a block trigger's waits for its chain read), so only a fire gives it.
+   */
+  stepOutput?: Record<string, unknown>;
   /** What the runner receives: the trigger output to run with (absent: read at run time) and `triggerInput`. */
   runInput: RunRequest;
   /** The workflow as the caller has just read it (strongly consistent), to save the claim its own read. */
   workflow?: Workflow.WorkflowRecord;
+  /** `workflow` is the process's cached copy (Workflow.cachedForTrigger): its mutable members are not trusted. */
+  cached?: boolean;
 }
 
 /**
@@ -41,47 +46,105 @@ const claimedOwners = new Map<string, string>();
 const MAX_REMEMBERED = 10_000;
 
 /**
- * Claims one execution (Workflow.claim: 412/404, DuplicateFire) and returns its id. Run input too large for the
- * execution item is written in parts first and removed again when the claim is refused.
+ * Claims one execution (Workflow.claim: 412/404, DuplicateFire) and returns its id. A fire's run input too large
+ * for the execution item, and a manual claim's too large to keep beside its marker, is written in parts first and
+ * removed again when the claim is refused.
  */
 export async function claimExecution(workflowId: string, request: ClaimRequest): Promise<string> {
   const { now } = request;
   const executionId = ulid(now);
-  const storage = await runInputStorage(executionId, request.runInput);
+  const common = {
+    now,
+    ...(request.owner ? { owner: request.owner } : {}),
+    ...(request.workflow ? { record: request.workflow } : {}),
+    ...(request.cached ? { cached: true } : {}),
+  };
+  let discard = async () => {};
   try {
-    const { workflow } = await Workflow.claim(workflowId, {
-      now,
-      ...(request.owner ? { owner: request.owner } : {}),
-      ...(request.fire ? { fire: request.fire } : {}),
-      ...(request.workflow ? { record: request.workflow } : {}),
-      execution: (index, claimed) => ({
-        ...Executions.pendingItem({
-          workflowId: claimed.id,
-          owner: claimed.owner,
-          chainId: claimed.chainId,
-          id: executionId,
-          index,
-          startAt: now,
-          executionFee: executionFee(),
-          valueFee: valueFeeFor(claimed.nodes),
-          triggerStep: triggerStep(claimed.trigger, request.stepOutput, now),
-        }),
-        ...storage.attributes,
-      }),
-    });
-    if (request.owner === undefined) {
+    if (request.fire) {
+      const storage = await runInputStorage(executionId, request.runInput);
+      discard = storage.discard;
+      const stepOutput = request.stepOutput ?? request.runInput.triggerOutput ?? { data: null };
+      const { workflow } = await Workflow.claim(workflowId, {
+        ...common,
+        fire: request.fire,
+        execution: (index, claimed) => ({ ...pendingExecution(claimed, executionId, index, now, stepOutput), ...storage.attributes }),
+      });
       claimedOwners.set(executionId, workflow.owner);
       // Bounded: a claim whose hand-over never comes (its caller failed in between) must not pile up.
       if (claimedOwners.size > MAX_REMEMBERED) claimedOwners.delete(claimedOwners.keys().next().value!);
+    } else {
+      const kept = await keptRunInput(executionId, request.runInput);
+      discard = kept.discard;
+      await Workflow.claim(workflowId, {
+        ...common,
+        runInput: kept.runInput,
+        execution: (index, claimed) => runExecutionItem(claimed, executionId, index, now, request.runInput, kept.attributes),
+      });
     }
   } catch (err) {
-    // Only a refusal means nothing was claimed. After any other failure the intent may be in flight, and the
-    // sweeper's recovery may still run the execution with these parts.
-    if (err instanceof ApiError || err instanceof Workflow.DuplicateFire) await storage.discard();
+    // Only a refusal means nothing was claimed. After any other failure the claim may have landed, and the
+    // sweeper's recovery may still write the execution with these parts.
+    if (err instanceof ApiError || err instanceof Workflow.DuplicateFire) await discard();
     throw err;
   }
   return executionId;
 }
+
+/**
+ * A manual claim's run input: on the execution item as every run input is (runInputStorage: inline up to
+ * 200,000 bytes); beside the marker on the workflow item its JSON when at most 1 KB, else the number of run-input
+ * parts, written now, before the claim (so the sweeper can write the execution after a crash).
+ */
+async function keptRunInput(
+  executionId: string,
+  request: RunRequest,
+): Promise<{ runInput: Workflow.KeptRunInput; attributes: Record<string, unknown>; discard: () => Promise<void> }> {
+  const json = JSON.stringify(request);
+  if (Buffer.byteLength(json, "utf8") <= Workflow.INLINE_CLAIM_INPUT_BYTES)
+    return { runInput: json, attributes: { runInput: json }, discard: async () => {} };
+  const storage = await runInputStorage(executionId, request);
+  if ("runInputParts" in storage.attributes) return { runInput: Number(storage.attributes.runInputParts), ...storage };
+  const parts = await writeRunInputParts(executionId, json);
+  return { runInput: parts.parts, attributes: storage.attributes, discard: parts.discard };
+}
+
+/** The `pending` execution item of a manual claim: its trigger step's output is the run input's (§8.8.7). */
+function runExecutionItem(
+  workflow: Workflow.WorkflowRecord,
+  executionId: string,
+  index: number,
+  at: number,
+  request: RunRequest,
+  runInput: Record<string, unknown>,
+): Record<string, unknown> {
+  // A block trigger without `triggerOutput` reads its chain at run time; until then the step shows `{data: null}`.
+  return { ...pendingExecution(workflow, executionId, index, at, request.triggerOutput ?? { data: null }), ...runInput };
+}
+
+function pendingExecution(workflow: Workflow.WorkflowRecord, id: string, index: number, at: number, stepOutput: Record<string, unknown>) {
+  return Executions.pendingItem({
+    workflowId: workflow.id,
+    owner: workflow.owner,
+    chainId: workflow.chainId,
+    id,
+    index,
+    startAt: at,
+    executionFee: executionFee(),
+    valueFee: valueFeeFor(workflow.nodes),
+    triggerStep: triggerStep(workflow.trigger, stepOutput, at),
+  });
+}
+
+/**
+ * The sweeper's builder (Workflow.recoverClaims): the execution item of a manual claim a crash interrupted, from the
+ * workflow as stored, its index and the run input kept beside its marker: the item the claim would have written.
+ */
+const rebuildExecution: Workflow.RunClaimBuilder = async ({ workflow, executionId, index, at, runInput }) => {
+  const attributes = typeof runInput === "number" ? { runInputParts: runInput } : { runInput };
+  const request = await readRunInput(executionId, attributes);
+  return runExecutionItem(workflow, executionId, index, at, request, attributes);
+};
 
 const triggerStep = (trigger: Trigger & { id: string }, output: Record<string, unknown>, at: number): Step => ({
   id: trigger.id,
@@ -120,7 +183,7 @@ export async function handOver(workflowId: string, executionId: string, owner?: 
  * to a runner. Returns how many.
  */
 export async function recoverInterruptedClaims(now = useRuntime().now()): Promise<number> {
-  const recovered = await Workflow.recoverClaims(now);
+  const recovered = await Workflow.recoverClaims(now, rebuildExecution);
   for (const claim of recovered) await handOver(claim.workflowId, claim.executionId, claim.owner);
   return recovered.length;
 }

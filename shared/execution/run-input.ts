@@ -28,11 +28,23 @@ export async function runInputStorage(
   const json = JSON.stringify(request);
   const bytes = Buffer.from(json, "utf8");
   if (bytes.length <= INLINE_INPUT_BYTES) return { attributes: { runInput: json }, discard: async () => {} };
-  const { config, now } = useRuntime();
-  // Kept as long as an execution can still be started (timeout) with a wide margin; TTL removes them after.
-  const expiresAt = Math.floor(now() / 1000) + Math.ceil(config.limits.executionTimeoutMs / 1000) + 24 * 3600;
-  const parts = await writeInputParts(executionId, bytes, PART_BYTES, expiresAt);
+  const parts = await writeInputParts(executionId, bytes, PART_BYTES, partsExpiry());
   return { attributes: { runInputParts: parts }, discard: () => deleteInputParts(executionId, parts) };
+}
+
+/**
+ * Writes the run input's JSON in parts (whatever its size): a manual claim keeps those beside its marker when the
+ * input is too large to keep there itself (shared/workflow/claim.ts). `discard` removes them.
+ */
+export async function writeRunInputParts(executionId: string, json: string): Promise<{ parts: number; discard: () => Promise<void> }> {
+  const parts = await writeInputParts(executionId, Buffer.from(json, "utf8"), PART_BYTES, partsExpiry());
+  return { parts, discard: () => deleteInputParts(executionId, parts) };
+}
+
+/** Parts are kept as long as an execution can still be started (timeout) with a wide margin; TTL removes them after. */
+function partsExpiry(): number {
+  const { config, now } = useRuntime();
+  return Math.floor(now() / 1000) + Math.ceil(config.limits.executionTimeoutMs / 1000) + 24 * 3600;
 }
 
 /** The run input the claim stored with the execution (inline, or in parts). */

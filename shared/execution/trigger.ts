@@ -8,7 +8,9 @@
  *
  * Order: body fields (400) → workflow lookup (404) → `triggerType` (400 TRIGGER_TYPE_MISMATCH) → `triggerInput`
  * keys against the workflow's trigger and node names (400) → Idempotency-Key replay or conflict (409/422) →
- * the claim, which decides runnable (412 with `reason`) atomically with `executionCount < maxExecution`.
+ * the claim, which decides runnable (412 with `reason`) atomically with `executionCount < maxExecution`. Without
+ * an Idempotency-Key the lookup may use the process's cached record of the workflow (Workflow.ownedForTrigger):
+ * a warm trigger is then two DynamoDB requests up to its answer, the count update and the execution's put.
  *
  * Idempotency-Key: the key is completed as soon as the execution is claimed, so a repeat during a long blocking
  * run is a replay (the same execution, waited on again), not a 409; a request that fails before the claim
@@ -108,8 +110,7 @@ function checkAgainstWorkflow(request: TriggerRequest, workflow: Workflow.Workfl
 export async function trigger(rawId: string, body: Record<string, unknown>, idempotencyKey: string | undefined): Promise<TriggerAnswer> {
   const request = parseRequest(body);
   const owner = useOwner();
-  const workflow = await Workflow.requireOwned(rawId);
-  checkAgainstWorkflow(request, workflow);
+  const { workflow, cached } = await lookUp(rawId, request, idempotencyKey === undefined);
 
   const scope = `trigger#${workflow.id}`;
   if (idempotencyKey) {
@@ -120,7 +121,7 @@ export async function trigger(rawId: string, body: Record<string, unknown>, idem
   let executionId: string;
   let startAt: number;
   try {
-    ({ executionId, startAt } = await claimRun(workflow, request));
+    ({ executionId, startAt } = await claimRun(workflow, cached, request));
   } catch (err) {
     if (idempotencyKey) await Idempotency.release(owner, scope, idempotencyKey);
     throw err;
@@ -147,19 +148,37 @@ export async function trigger(rawId: string, body: Record<string, unknown>, idem
   return { status: 202, result, location: locationOf(workflow.id, executionId), replayed: false };
 }
 
+/**
+ * The workflow lookup (404) and the checks against it (400), in the contract's order. Without an Idempotency-Key
+ * the process's cached record may serve (its definition never changes; the claim's count update decides the
+ * rest), so a trigger of a workflow this process has seen reads nothing before its claim; a check that fails on
+ * a cached record is confirmed on the record read now (a deleted workflow answers 404, not 400).
+ */
+async function lookUp(rawId: string, request: TriggerRequest, useCache: boolean) {
+  const found = await Workflow.ownedForTrigger(rawId, useCache);
+  try {
+    checkAgainstWorkflow(request, found.record);
+  } catch (err) {
+    if (!found.cached) throw err;
+    const fresh = await Workflow.ownedForTrigger(rawId, false);
+    checkAgainstWorkflow(request, fresh.record);
+    return { workflow: fresh.record, cached: false };
+  }
+  return { workflow: found.record, cached: found.cached };
+}
+
 /** The claim: the execution record `pending` (trigger step included) with the next index. */
-async function claimRun(workflow: Workflow.WorkflowRecord, request: TriggerRequest) {
+async function claimRun(workflow: Workflow.WorkflowRecord, cached: boolean, request: TriggerRequest) {
   const now = useRuntime().now();
-  // A block trigger without `triggerOutput` reads its chain at run time; until then the step shows `{data: null}`.
+  // A block trigger without `triggerOutput` reads its chain at run time (the claim records its step as `{data: null}`).
   const readsChain = needsChainRead(workflow.trigger, request.triggerOutput);
-  const output = readsChain ? { data: null } : triggerStepOutput(workflow.trigger, request.triggerOutput, now);
   const executionId = await claimExecution(workflow.id, {
     now,
     owner: workflow.owner,
     workflow,
-    stepOutput: output,
+    cached,
     runInput: {
-      ...(readsChain ? {} : { triggerOutput: output }),
+      ...(readsChain ? {} : { triggerOutput: triggerStepOutput(workflow.trigger, request.triggerOutput, now) }),
       ...(request.triggerInput ? { triggerInput: request.triggerInput } : {}),
     },
   });

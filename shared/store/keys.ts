@@ -57,6 +57,18 @@ export const Keys = {
    * execution is written. An automatic fire's intent is its fire record (pattern 17), kept after.
    */
   claimIntent: (executionId: string) => ({ pk: `CLAIM#${executionId}`, sk: "CLAIM" }),
+  /**
+   * Claim journal (pattern 22): the workflows one process (`claimer`) claimed manual executions of during one epoch
+   * (a minute, `epoch` its start in ms), written before the first of those claims' count updates and deleted by
+   * that process once every one of them wrote its execution; what a crash leaves, the sweeper finds through its
+   * gsi2 entry once due.
+   */
+  claimJournal: (claimer: string, epoch: number) => ({ pk: `CLAIMJOURNAL#${claimer}#${String(epoch).padStart(15, "0")}`, sk: "JOURNAL" }),
+  /** GSI2 of a claim journal (pattern 22): listed from the instant the sweeper may take it over (`dueAt`), oldest first. */
+  claimJournalDue: (dueAt: number, claimer: string) => ({
+    gsi2pk: "CLAIM#journal",
+    gsi2sk: `${String(dueAt).padStart(15, "0")}#${claimer}`,
+  }),
   /** GSI2 of an intent still in flight (pattern 22, sparse): the sweeper finishes the ones left by a crash, oldest first. */
   claimInFlight: (startAt: number, executionId: string) => ({
     gsi2pk: "CLAIM#inflight",

@@ -11,11 +11,15 @@
  * | retrieve, pause, resume, delete    | the record (1 strongly consistent GetItem)              | workflow.ts readWorkflowItem (10)            |
  * | list, count                        | the owner's workflows newest first (Query)              | workflow.ts listQuery: gsi1 (11)             |
  * | list, count with one wallet        | that wallet's workflows newest first (Query)            | workflow.ts listQuery: gsi2 (12)             |
- * | claim (trigger, scheduler,         | intent PutItem, 1 conditional UpdateItem (count),       | claim-intent.ts putIntent (22, or fire 17),  |
- * | watcher)                           | PutItem (execution), intent Delete/UpdateItem           | workflow.ts takeIndex, putClaimedExecution   |
- * |                                    | (./claim.ts, "Claiming")                                |                                              |
- * | claim recovery (sweeper)           | in-flight intents oldest first (Query) + per intent     | claim-intent.ts intentsInFlightBefore (22)   |
- * |                                    | GetItem (execution), GetItem (record), steps left       | executionWritten, readWorkflowItem           |
+ * | manual claim (trigger)             | 1 conditional UpdateItem (count, marker, run input),    | workflow.ts takeIndex (10),                  |
+ * |                                    | PutItem (execution); the journal once per workflow,     | putClaimedExecution, claim-intent.ts         |
+ * |                                    | process and minute (./claim.ts, "Claiming")             | journalWorkflows (22)                        |
+ * | fire's claim (scheduler, watcher)  | fire record PutItem, the count UpdateItem, PutItem      | claim-intent.ts putIntent (17), takeIndex,   |
+ * |                                    | (execution), fire record UpdateItem (closed)            | putClaimedExecution, closeIntent             |
+ * | claim recovery (sweeper)           | fires' intents in flight (Query) + per intent GetItem   | claim-intent.ts intentsInFlightBefore (17),  |
+ * |                                    | (execution), GetItem (record), steps left; journals due | journalsDue (22), readWorkflowItem,          |
+ * |                                    | (Query) + per workflow GetItem, per stale marker        | executionWritten, removeClaimAttributes      |
+ * |                                    | GetItem (execution), 1 UpdateItem (markers removed)     |                                              |
  * | expiry pass (sweeper)              | due expiry entries oldest first (Query) + per workflow   | expiry.ts dueExpiries (21)                   |
  * |                                    | GetItem + 1 TransactWriteItems (record + counter)       | workflow.ts completeItem, counters           |
  *
@@ -47,7 +51,8 @@
  * This module is the facade: callers import `* as Workflow` from here; the code sits beside it by concern.
  * ./stored.ts the record (stored form, effective status, the Workflow object, reads); ./create.ts create;
  * ./list.ts list and count; ./slots.ts the active cap and the writes that complete a workflow; ./lifecycle.ts pause,
- * resume, cancel and the expiry pass; ./claim.ts the claim; ./claim-recovery.ts its recovery by the sweeper;
+ * resume, cancel and the expiry pass; ./claim.ts the claim, ./claim-journal.ts this process's claim journal,
+ * ./record-cache.ts the records the trigger claims on; ./claim-recovery.ts the claims' recovery by the sweeper;
  * ./outcome.ts consecutive errors.
  */
 export type { WorkflowRecord } from "./record";
@@ -55,6 +60,15 @@ export { effectiveStatus, requireOwned, getOwned, getForRun } from "./stored";
 export { create } from "./create";
 export { list, count } from "./list";
 export { pause, resume, remove, expireDue } from "./lifecycle";
-export { DuplicateFire, CLAIM_RECOVERY_AFTER_MS, claimStats, SimulatedCrash, claim } from "./claim";
-export { recoverClaims } from "./claim-recovery";
+export {
+  DuplicateFire,
+  CLAIM_RECOVERY_AFTER_MS,
+  INLINE_CLAIM_INPUT_BYTES,
+  claimStats,
+  SimulatedCrash,
+  claim,
+  type KeptRunInput,
+} from "./claim";
+export { recoverClaims, type RunClaimBuilder } from "./claim-recovery";
+export { ownedForTrigger } from "./record-cache";
 export { recordOutcome } from "./outcome";

@@ -1,28 +1,45 @@
 /**
- * Claim intents (store pattern 22) and fire records (pattern 17): the first write of a claim
- * (shared/workflow/claim.ts, "Claiming"). A manual trigger's intent is `CLAIM#<executionId>` / `CLAIM`, deleted once
- * its execution is written; an automatic fire's intent is its fire record `FIRE#<fireId>` / `FIRE`, kept after (it
- * guards its fire: at most one execution per fire id). Both hold the execution item to write and are listed on
- * the sparse gsi2 `CLAIM#inflight` (`<claimedAt padded>#<executionId>`) while in flight, where the sweeper finds
- * those a crash left. The intent's put is conditional (a second claim of one fire, or of one execution id, fails
- * it); so is the execution's (writing it again is a no-op).
+ * What a claim writes besides the workflow's count and the execution (shared/workflow/claim.ts, "Claiming"), and the
+ * index attributes ("markers") its count update leaves on the workflow item:
+ *
+ * - fire records (pattern 17): an automatic fire's intent `FIRE#<fireId>` / `FIRE`, put conditionally before the
+ *   workflow's count is taken (a second claim of one fire fails it), holding the execution item to write and listed
+ *   on the sparse gsi2 `CLAIM#inflight` while in flight; kept after (it guards its fire);
+ * - claim journals (pattern 22): per process and minute, the workflows whose manual executions that process
+ *   claimed, written before the first of those count updates, deleted once all of them wrote their executions; the
+ *   sweeper takes over the journals still there when due (gsi2 `CLAIM#journal`);
+ * - manual claim intents `CLAIM#<executionId>` / `CLAIM` (pattern 22, written by claims before the journals; only
+ *   read, finished and deleted now, by the sweeper's recovery of those still in flight).
+ *
+ * Markers: a fire's claim records its index as `claim#FIRE#<fireId>` (an old manual intent's as `claim#CLAIM#<id>`);
+ * a manual claim as `claim#EXEC#<executionId>`, beside `claimInput#<executionId>` (its run input, or the number of
+ * run-input parts written before it), from which the sweeper writes the execution a crash left unwritten.
  */
 import { batchGetOnce, defineEntity, queryPartition, type TableKey, type TransactItem } from "../entity";
-import { remove, when } from "../expression";
+import { addTo, remove, set, when } from "../expression";
 import { Keys } from "../keys";
-import { Index, isConditionFailure } from "../table";
+import { Index, isConditionFailure, TTL_ATTRIBUTE } from "../table";
 
 type Item = Record<string, unknown>;
 
 const FireRecord = defineEntity({ type: "fire", version: 1, key: (fireId: string) => Keys.fire(fireId) });
 const ClaimIntent = defineEntity({ type: "claim", version: 1, key: (executionId: string) => Keys.claimIntent(executionId) });
+const ClaimJournal = defineEntity({
+  type: "claimJournal",
+  version: 1,
+  key: ({ claimer, epoch }: { claimer: string; epoch: number }) => Keys.claimJournal(claimer, epoch),
+});
 
 const FIRE_PREFIX = Keys.fire("").pk;
 const CLAIM_PREFIX = Keys.claimIntent("").pk;
-/** Attribute of the workflow item recording the index a claim took: `claim#` + the intent's partition key. */
+/** Attributes of the workflow item recording the index a claim took start with this. */
 const MARKER_PREFIX = "claim#";
+/** A manual claim's marker: `claim#EXEC#<executionId>`. */
+const RUN_MARKER_PREFIX = `${MARKER_PREFIX}EXEC#`;
+/** A manual claim's run input beside its marker: `claimInput#<executionId>`. */
+const RUN_INPUT_PREFIX = "claimInput#";
 
-/** The key of a claim's intent: its fire record, or a manual trigger's intent. */
+/** The key of a fire's intent (its record), or of an old manual trigger's intent. */
 export const intentKey = (claim: { fireId?: string; executionId: string }): TableKey =>
   claim.fireId !== undefined ? FireRecord.key(claim.fireId) : ClaimIntent.key(claim.executionId);
 
@@ -34,7 +51,14 @@ const owning = (key: TableKey) =>
 
 /** The workflow item's attribute that records the index taken for the intent at `key`. */
 export const markerOf = (key: TableKey) => `${MARKER_PREFIX}${key.pk}`;
+/** The marker of a manual claim (no intent): `claim#EXEC#<executionId>`. */
+export const runMarkerOf = (executionId: string) => `${RUN_MARKER_PREFIX}${executionId}`;
+/** The attribute holding a manual claim's run input (or its parts count) beside its marker. */
+export const runInputAttributeOf = (executionId: string) => `${RUN_INPUT_PREFIX}${executionId}`;
 export const isMarker = (attribute: string) => attribute.startsWith(MARKER_PREFIX);
+/** The execution id of a manual claim's marker, or undefined for a fire's (or an old intent's) marker. */
+export const runMarkerExecution = (attribute: string): string | undefined =>
+  attribute.startsWith(RUN_MARKER_PREFIX) ? attribute.slice(RUN_MARKER_PREFIX.length) : undefined;
 const intentKeyOfMarker = (marker: string): TableKey => {
   const pk = marker.slice(MARKER_PREFIX.length);
   return pk.startsWith(FIRE_PREFIX) ? FireRecord.key(pk.slice(FIRE_PREFIX.length)) : ClaimIntent.key(pk.slice(CLAIM_PREFIX.length));
@@ -53,7 +77,7 @@ export interface StoredIntent {
   expiresAt: number;
 }
 
-/** Writes the intent, listed in flight; false when one is there already (a fire claimed before, or a repeat). */
+/** Writes a fire's intent, listed in flight; false when one is there already (the fire was claimed before). */
 export async function putIntent(intent: StoredIntent): Promise<boolean> {
   const { entity, id } = owning(intent.key);
   const { workflowId, executionId, claimedAt, execution, expiresAt } = intent;
@@ -110,8 +134,9 @@ export async function intentsInFlightBefore(before: number, max: number): Promis
 }
 
 /**
- * Of the index attributes `markers`, those whose intents are closed (one strongly consistent BatchGetItem of the
- * intents' keys): an intent is closed only after its execution is written. Unanswered keys count as open.
+ * Of the intent markers `markers` (fires' and old manual intents'), those whose intents are closed (one strongly
+ * consistent BatchGetItem of the intents' keys): an intent is closed only after its execution is written.
+ * Unanswered keys count as open.
  */
 export async function closedMarkers(markers: readonly string[]): Promise<string[]> {
   const out = await batchGetOnce(markers.map(intentKeyOfMarker), { consistent: true, attributes: ["pk", "gsi2pk"] });
@@ -119,4 +144,56 @@ export async function closedMarkers(markers: readonly string[]): Promise<string[
   for (const item of out.items) if (item.gsi2pk !== undefined) open.add(String(item.pk));
   for (const key of out.unprocessed) open.add(key.pk);
   return markers.filter((m) => !open.has(intentKeyOfMarker(m).pk));
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Claim journals (pattern 22)
+
+export interface JournalId {
+  /** The process's claimer id. */
+  claimer: string;
+  /** The epoch's start (ms). */
+  epoch: number;
+}
+
+/**
+ * Adds `workflowIds` to the journal (one UpdateItem, creating it listed for the sweeper from `dueAt`); `expiresAt`
+ * (unix seconds) only cleans up.
+ */
+export async function journalWorkflows(
+  journal: JournalId,
+  workflowIds: readonly string[],
+  dueAt: number,
+  expiresAt: number,
+): Promise<void> {
+  await ClaimJournal.update(journal, [
+    addTo("workflows", new Set(workflowIds)),
+    set("type", ClaimJournal.type),
+    set("v", ClaimJournal.version),
+    set("claimer", journal.claimer),
+    set("epoch", journal.epoch),
+    ...Object.entries(Keys.claimJournalDue(dueAt, journal.claimer)).map(([name, value]) => set(name, value)),
+    set(TTL_ATTRIBUTE, expiresAt),
+  ]);
+}
+
+/** Deletes the journal (every claim it lists wrote its execution, or the sweeper finished them). */
+export async function closeJournal(journal: JournalId): Promise<void> {
+  await ClaimJournal.delete(journal);
+}
+
+/** Up to `max` journals due at `now` (their process did not close them), oldest first (one Query of gsi2). */
+export async function journalsDue(now: number, max: number): Promise<(JournalId & { workflows: string[] })[]> {
+  const bound = Keys.claimJournalDue(now, "");
+  const page = await queryPartition({
+    index: Index.gsi2,
+    partition: ["gsi2pk", bound.gsi2pk],
+    sort: when.lt("gsi2sk", bound.gsi2sk),
+    limit: max,
+  });
+  return page.items.map((item) => ({
+    claimer: String(item.claimer),
+    epoch: Number(item.epoch),
+    workflows: [...((item.workflows as Set<string> | undefined) ?? [])],
+  }));
 }

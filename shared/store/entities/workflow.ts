@@ -31,7 +31,7 @@ export async function workflowOwner(id: string): Promise<string | undefined> {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// The claim's count update (shared/workflow/claim.ts, "Claiming", step 2)
+// The claim's count update (shared/workflow/claim.ts, "Claiming")
 
 /** Runnable (API.md §8.2) at `now`, and the claim recording its index under `marker` not landed yet. */
 const runnable = (now: number, marker: string) =>
@@ -44,30 +44,99 @@ const runnable = (now: number, marker: string) =>
     when.notExists(marker),
   );
 
-/** +1 on the count, the count before it recorded under `marker`, the run's time; index attributes `closed` removed. */
-const countActions = (marker: string, now: number, closed: readonly string[]) => [
+/** What one count update writes besides +1 on the count. */
+export interface IndexTake {
+  /** The attribute that records the index given (the count before the update). */
+  marker: string;
+  /** The claim's time: `lastRanAt` and `updatedAt`. */
+  now: number;
+  /** Attributes set beside the marker (a manual claim's run input). */
+  also?: Item;
+  /** Attributes removed by the same write (markers of claims whose executions are written). */
+  removed?: readonly string[];
+}
+
+/** +1 on the count, the count before it recorded under `marker`, the run's time, `also` set, `removed` removed. */
+const countActions = (take: IndexTake) => [
   add("executionCount", 1),
-  copy(marker, "executionCount"),
-  set("lastRanAt", now),
-  set("updatedAt", now),
-  ...closed.map((name) => remove(name)),
+  copy(take.marker, "executionCount"),
+  set("lastRanAt", take.now),
+  set("updatedAt", take.now),
+  ...Object.entries(take.also ?? {}).map(([name, value]) => set(name, value)),
+  ...(take.removed ?? []).map((name) => remove(name)),
 ];
 
 /**
- * Takes the next index of a runnable workflow (one conditional UpdateItem, ReturnValues UPDATED_NEW): the index it
- * gave. Throws ConditionalCheckFailedException when the workflow is gone, not runnable or this claim's index is taken.
+ * Takes the next index of a runnable workflow (one conditional UpdateItem, ReturnValues UPDATED_NEW): `{index}`.
+ * When the condition fails (gone, not runnable, or this claim's index already taken) the answer is the item as the
+ * condition saw it (ReturnValuesOnConditionCheckFailure, so explaining costs no read): `{refused}`, undefined when
+ * there is no item.
  */
-export async function takeIndex(id: string, marker: string, now: number, closed: readonly string[]): Promise<number> {
-  const updated = await WorkflowItem.update(id, countActions(marker, now, closed), {
-    if: runnable(now, marker),
-    returnValues: "UPDATED_NEW",
-  });
-  return Number(updated?.[marker]);
+export async function takeIndex(id: string, take: IndexTake): Promise<{ index: number } | { refused: Item | undefined }> {
+  try {
+    const updated = await WorkflowItem.update(id, countActions(take), {
+      if: runnable(take.now, take.marker),
+      returnValues: "UPDATED_NEW",
+      returnOldOnFailure: true,
+    });
+    return { index: Number(updated?.[take.marker]) };
+  } catch (err) {
+    if ((err as { name?: string }).name !== "ConditionalCheckFailedException") throw err;
+    // The document client leaves the item carried by the exception as raw AttributeValues.
+    const raw = (err as { Item?: Record<string, AttributeValue> }).Item;
+    return { refused: raw && Object.keys(raw).length > 0 ? fromAttributeValues(raw) : undefined };
+  }
 }
 
 /** Transaction item: the same count update (the sweeper's, beside a check of the intent). */
 export const takeIndexItem = (id: string, marker: string, now: number) =>
-  WorkflowItem.tx.update(id, countActions(marker, now, []), { if: runnable(now, marker) });
+  WorkflowItem.tx.update(id, countActions({ marker, now }), { if: runnable(now, marker) });
+
+/** Removes claim attributes (markers and what they keep beside them) from an existing workflow item (one UpdateItem). */
+export async function removeClaimAttributes(id: string, names: readonly string[]): Promise<void> {
+  if (names.length === 0) return;
+  try {
+    await WorkflowItem.update(
+      id,
+      names.map((name) => remove(name)),
+      { if: when.exists() },
+    );
+  } catch (err) {
+    if ((err as { name?: string }).name !== "ConditionalCheckFailedException") throw err; // deleted: nothing to remove
+  }
+}
+
+/** A DynamoDB AttributeValue as the low-level API carries it. */
+type AttributeValue = {
+  S?: string;
+  N?: string;
+  BOOL?: boolean;
+  NULL?: boolean;
+  M?: Record<string, AttributeValue>;
+  L?: AttributeValue[];
+  SS?: string[];
+  NS?: string[];
+  B?: Uint8Array;
+  BS?: Uint8Array[];
+};
+
+/** The raw item of a failed condition as the document client would have read it (the workflow item's types). */
+function fromAttributeValues(raw: Record<string, AttributeValue>): Item {
+  const value = (v: AttributeValue): unknown => {
+    if (v.S !== undefined) return v.S;
+    if (v.N !== undefined) return Number(v.N);
+    if (v.BOOL !== undefined) return v.BOOL;
+    if (v.NULL !== undefined) return null;
+    if (v.M !== undefined) return Object.fromEntries(Object.entries(v.M).map(([k, x]) => [k, value(x)]));
+    if (v.L !== undefined) return v.L.map(value);
+    if (v.SS !== undefined) return new Set(v.SS);
+    if (v.NS !== undefined) return new Set(v.NS.map(Number));
+    if (v.B !== undefined) return v.B;
+    if (v.BS !== undefined) return new Set(v.BS);
+    return undefined;
+  };
+  return Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, value(v)]));
+}
 
 // ---------------------------------------------------------------------------------------------------------
 // Writes that take or give back a slot of the active cap, each a transaction item beside the counter's
