@@ -71,4 +71,4 @@ export {
 } from "./claim";
 export { recoverClaims, type RunClaimBuilder } from "./claim-recovery";
 export { ownedForTrigger } from "./record-cache";
-export { recordOutcome } from "./outcome";
+export { recordOutcome, errorMark, outcomeHint, type OutcomeHint } from "./outcome";
