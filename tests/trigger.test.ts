@@ -10,6 +10,7 @@ import { startService, type TestService } from "./support/service";
 import { startUpstream, type Upstream } from "./support/upstream";
 import { jsonClient, type Json, type Owner } from "./support/client";
 import { setBus } from "../shared/execution/bus";
+import { GetCommand } from "@aws-sdk/lib-dynamodb";
 import * as Idempotency from "../shared/store/idempotency";
 
 const SECRET = "sk-live-7f3c9a1e5b";
@@ -19,16 +20,20 @@ const newOwner = (salt = "1") => ownerWithWallet(salt);
 /** The restApi target: echoes what it received. */
 let target: Upstream;
 let offset = 0;
+/** Answers of `/hold` requests, sent when a test calls them. */
+const held: (() => void)[] = [];
 
 beforeAll(async () => {
   service = await startService();
   service.runtime.now = () => Date.now() + offset;
   target = await startUpstream((req, res) => {
     const delay = req.url?.startsWith("/slow") ? 1_500 : 0;
-    setTimeout(() => {
+    const answer = () => {
       res.writeHead(200, { "Content-Type": "application/json" });
       res.end(JSON.stringify({ path: req.url, auth: req.headers.authorization ?? null, items: [1, 2, 3] }));
-    }, delay);
+    };
+    if (req.url?.startsWith("/hold")) held.push(answer);
+    else setTimeout(answer, delay);
   });
 });
 
@@ -368,6 +373,36 @@ describe("Idempotency-Key", () => {
     expect(elsewhere.headers.get("idempotency-replayed")).toBeNull();
   });
 
+  it("a blocking replay waiting on a run of this process reads the execution only when the run changes it", async () => {
+    const alice = await newOwner();
+    const wf = await createWorkflow(alice, {
+      nodes: [{ id: "wait", name: "wait", type: "restApi", config: { url: `${target.url}/hold`, method: "GET" } }],
+    });
+    const key = { "Idempotency-Key": "held-run" };
+    const body = { triggerType: "manual", isBlocking: true };
+    const holding = target.requests.length;
+    const first = trigger(alice, wf.id, body, key);
+    await until(() => target.requests.length > holding); // the run is inside its only node
+    const reads = recordReads(wf.id);
+    try {
+      const replay = trigger(alice, wf.id, body, key);
+      await until(() => reads.times.length > 0); // the replay's first read of the execution
+      await sleep(1_200);
+      // Polling would have read the record 4 times by now (after 100, 250, 475 and 812 ms); notified, it waits.
+      expect(reads.times.filter((t) => t > reads.times[0]!)).toEqual([]);
+      const released = Date.now();
+      held.splice(0).forEach((answer) => answer());
+      const [original, again] = await Promise.all([first, replay]);
+      expect(original.body.status).toBe("success");
+      expect(again.headers.get("idempotency-replayed")).toBe("true");
+      expect(again.body).toEqual(original.body);
+      // Woken by the run's end, not by a poll: read again only after the release.
+      expect(reads.times.filter((t) => t > reads.times[0]! && t < released)).toEqual([]);
+    } finally {
+      reads.stop();
+    }
+  });
+
   it("409 while the first request has not claimed yet; a refused request (412) forgets its key", async () => {
     const alice = await newOwner();
     const wf = await createWorkflow(alice);
@@ -416,3 +451,26 @@ describe("concurrent triggers", () => {
     });
   });
 });
+
+/** Times of this process's strongly consistent GetItems of executions of `workflowId` (status reads), until `stop`. */
+function recordReads(workflowId: string) {
+  const db = service.runtime.db as unknown as { send: (command: unknown) => Promise<unknown> };
+  const send = db.send;
+  const times: number[] = [];
+  db.send = (command: unknown) => {
+    const input = (command as { input?: { Key?: { pk?: string } } }).input;
+    if (command instanceof GetCommand && input?.Key?.pk === `WF#${workflowId}#EXEC`) times.push(Date.now());
+    return send.call(db, command);
+  };
+  return { times, stop: () => (db.send = send) };
+}
+
+async function until(condition: () => boolean, timeoutMs = 10_000) {
+  const end = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > end) throw new Error("condition not reached in time");
+    await sleep(10);
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -51,6 +51,8 @@ export interface TriggerAnswer {
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 const POLL_MS = 100;
 const MAX_POLL_MS = 500;
+/** A wait for a run in this process reads again after this long without a change notification. */
+const NOTIFIED_POLL_MS = 2_000;
 
 // ---------------------------------------------------------------------------------------------------------
 // The request
@@ -203,17 +205,39 @@ async function replay(workflowId: string, outcome: Record<string, unknown>): Pro
 }
 
 /**
- * The execution's result once it has ended, or at `deadline` as it stands then: the record read every 100 ms,
- * backing off to 500 ms. The waits hold a timer that keeps the event loop alive, so a Lambda invocation waiting
- * here is not ended as an empty event loop (Runtime.NodeJsExit).
+ * The execution's result once it has ended, or at `deadline` as it stands then. With the in-process bus every run
+ * is this process's, and it notifies its changes (Executions.onChange): the wait reads the record once, then only
+ * when woken by a change (and every 2 s in case of one it could not see). With a remote bus (AWS: the runner
+ * function runs it) the record is read every 100 ms, backing off to 500 ms. The waits hold a timer that keeps the
+ * event loop alive, so a Lambda invocation waiting here is not ended as an empty event loop (Runtime.NodeJsExit).
  */
 async function resultBy(workflowId: string, executionId: string, deadline: number): Promise<TriggerResult> {
-  let result = await currentResult(workflowId, executionId);
-  for (let pause = POLL_MS; !isTerminal(result.status) && useRuntime().now() < deadline; pause = Math.min(pause * 1.5, MAX_POLL_MS)) {
-    await delay(Math.min(pause, Math.max(0, deadline - useRuntime().now())));
-    result = await currentResult(workflowId, executionId);
+  const notified = !requireBus().remote;
+  let changed = false;
+  let wake: (() => void) | undefined;
+  const unsubscribe = Executions.onChange(workflowId, executionId, () => {
+    changed = true;
+    wake?.();
+  });
+  try {
+    let result = await currentResult(workflowId, executionId);
+    const first = notified ? NOTIFIED_POLL_MS : POLL_MS;
+    const most = notified ? NOTIFIED_POLL_MS : MAX_POLL_MS;
+    for (let pause = first; !isTerminal(result.status) && useRuntime().now() < deadline; pause = Math.min(pause * 1.5, most)) {
+      if (!changed) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, Math.min(pause, Math.max(0, deadline - useRuntime().now())));
+          wake = () => (clearTimeout(timer), resolve());
+        });
+        wake = undefined;
+      }
+      changed = false;
+      result = await currentResult(workflowId, executionId);
+    }
+    return result;
+  } finally {
+    unsubscribe();
   }
-  return result;
 }
 
 /** Waits for `work` to settle or for `deadline`, whichever comes first, and leaves no timer behind. */
@@ -247,5 +271,4 @@ const locationOf = (workflowId: string, executionId: string) => `/executions/${e
 
 const isObject = (x: unknown): x is Record<string, unknown> => typeof x === "object" && x !== null && !Array.isArray(x);
 const dropNulls = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).filter(([, value]) => value !== null));
-const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 const noop = () => undefined;
