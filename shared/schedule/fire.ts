@@ -83,6 +83,7 @@ export async function fireTimeTrigger(input: {
   try {
     executionId = await claimExecution(workflow.id, {
       now,
+      workflow, // just read (strongly consistent): the claim does not read it again
       // The record only has to outlive every delivery that could still claim: later ones are skipped as missed.
       fire: { fireId: id, expiresAt: Math.ceil((instant + grace) / 1000) + 3600 },
       stepOutput: output,
