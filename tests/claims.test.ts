@@ -1,9 +1,11 @@
 /**
  * Claims without 5xx (API.md §18.4, first bullet) over real HTTP servers: concurrent `:trigger` calls of one
  * workflow get their §8.8.7 answers only (202, or 412 at maxExecution), exactly maxExecution executions exist with
- * indexes 0 to maxExecution − 1, also through two service apps on one table; claims interrupted by a crash at each
- * step are finished (or dropped) by the sweeper's recovery without losing an index or a fire; index attributes of
- * finished claims do not pile up on the workflow item.
+ * indexes 0 to maxExecution − 1, also through two service apps on one table; a warm manual claim is two DynamoDB
+ * requests and a refused one is one, answered exactly from a cached record that has gone stale; an automatic fire
+ * delivered several times claims once; claims interrupted by a crash at each step are finished (or dropped) by the
+ * sweeper's recovery without losing an index, a fire or a run input; index attributes of finished claims do not
+ * pile up on the workflow item.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ulid } from "ulid";
@@ -14,7 +16,8 @@ import { jsonClient, type Json, type Owner } from "./support/client";
 import { createServiceApp } from "../shared/service/app";
 import { createInProcessBus, setBus, type InProcessBus } from "../shared/execution/bus";
 import { withRunner } from "../shared/execution/runner";
-import { recoverInterruptedClaims } from "../shared/execution/claim";
+import { claimExecution, recoverInterruptedClaims } from "../shared/execution/claim";
+import { writeRunInputParts } from "../shared/execution/run-input";
 import * as Executions from "../shared/execution/execution";
 import * as Workflow from "../shared/workflow/workflow";
 import { executionFee, valueFeeFor } from "../shared/engine/fee-rules";
@@ -70,6 +73,26 @@ async function executionsOf(who: Owner, workflowId: string): Promise<Json[]> {
 const rawWorkflow = async (id: string) =>
   (await runtime.db.send(new GetCommand({ TableName: runtime.config.tableName, Key: Keys.workflow(id), ConsistentRead: true }))).Item!;
 const indexAttributes = (item: Record<string, unknown>) => Object.keys(item).filter((k) => k.startsWith("claim#"));
+const claimAttributes = (item: Record<string, unknown>) => Object.keys(item).filter((k) => k.startsWith("claim"));
+
+/** The DynamoDB requests this process sends while `work` runs, as `<Command> <pk>` (the rate limiter's left out). */
+async function requestsOf(work: () => Promise<void>): Promise<string[]> {
+  const db = runtime.db as unknown as { send: (command: unknown) => Promise<unknown> };
+  const send = db.send;
+  const seen: string[] = [];
+  db.send = (command: unknown) => {
+    const input = (command as { input?: { Key?: { pk?: string }; Item?: { pk?: string } } }).input;
+    const pk = input?.Key?.pk ?? input?.Item?.pk ?? "";
+    if (!pk.startsWith("RATE#")) seen.push(`${(command as object).constructor.name.replace(/Command$/, "")} ${pk}`);
+    return send.call(db, command);
+  };
+  try {
+    await work();
+  } finally {
+    db.send = send;
+  }
+  return seen;
+}
 
 async function concurrentTriggers(count: number, max: number, servers: ReturnType<typeof jsonClient>[]) {
   const alice = await viaFirst.ownerWithWallet();
@@ -130,6 +153,69 @@ describe("concurrent claims of one workflow", () => {
     expect(indexAttributes(await rawWorkflow(wf.id)).length).toBeLessThanOrEqual(10);
     await bus.idle();
     expect((await executionsOf(bob, wf.id)).map((e) => e.index).sort((a, b) => a - b)).toEqual(Array.from({ length: 53 }, (_, i) => i));
+    // The journal's pass (as the sweeper makes it once due) writes nothing and takes the rest away.
+    expect(await sweepClaimsLater()).toBe(0);
+    expect(claimAttributes(await rawWorkflow(wf.id))).toEqual([]);
+    expect(await executionsOf(bob, wf.id)).toHaveLength(53);
+  });
+});
+
+describe("what a claim costs, and its answers", () => {
+  it("a warm manual trigger is one count update and one put; a refused one is the failed update alone, answered exactly", async () => {
+    const gus = await viaFirst.ownerWithWallet();
+    const wf = await createWorkflow(gus, 1000);
+    setBus(createInProcessBus()); // runs stay pending: only the claims are counted
+    try {
+      const trigger = async () =>
+        expect((await call(gus, "POST", `/workflows/${wf.id}:trigger`, { triggerType: "manual" })).status).toBe(202);
+      await trigger(); // reads and caches the record, journals the workflow for this minute
+      let warm: string[] = [];
+      for (let attempt = 0; attempt < 3; attempt++) {
+        warm = await requestsOf(trigger);
+        if (!warm.some((r) => r.includes("CLAIMJOURNAL#"))) break; // a new minute: the journal is written once more
+      }
+      expect(warm).toEqual([`Update WF#${wf.id}`, `Put WF#${wf.id}#EXEC`]);
+
+      expect((await call(gus, "POST", `/workflows/${wf.id}:pause`)).status).toBe(200);
+      let answer: Json = {};
+      const refused = await requestsOf(
+        async () => void (answer = await call(gus, "POST", `/workflows/${wf.id}:trigger`, { triggerType: "manual" })),
+      );
+      expect(answer).toMatchObject({ status: 412, body: { code: "WORKFLOW_NOT_RUNNABLE", reason: "DISABLED" } });
+      expect(refused).toEqual([`Update WF#${wf.id}`]);
+
+      // The cached record is stale once the workflow is gone: still 404, before a TRIGGER_TYPE_MISMATCH.
+      expect((await call(gus, "DELETE", `/workflows/${wf.id}`)).status).toBe(204);
+      for (const triggerType of ["manual", "cron"]) {
+        expect((await call(gus, "POST", `/workflows/${wf.id}:trigger`, { triggerType })).body).toMatchObject({
+          code: "WORKFLOW_NOT_FOUND",
+        });
+      }
+      const stranger = await viaFirst.ownerWithWallet();
+      const other = await createWorkflow(stranger, 10);
+      await call(stranger, "POST", `/workflows/${other.id}:trigger`, { triggerType: "manual" });
+      expect((await call(gus, "POST", `/workflows/${other.id}:trigger`, { triggerType: "manual" })).status).toBe(404);
+    } finally {
+      setBus(bus);
+    }
+  });
+
+  it("an automatic fire delivered five times at once, and again later, claims one execution", async () => {
+    const hal = await viaFirst.ownerWithWallet();
+    const wf = await createWorkflow(hal, 10);
+    const now = runtime.now();
+    const fire = { fireId: `${wf.id}:t:${now}`, expiresAt: Math.floor(now / 1000) + 3600 };
+    const deliver = () =>
+      claimExecution(wf.id, { now, fire, runInput: { triggerOutput: { data: { at: now } } } }).then(
+        (id) => id,
+        (err: unknown) => (err instanceof Workflow.DuplicateFire ? "duplicate" : Promise.reject(err)),
+      );
+    const outcomes = await Promise.all(Array.from({ length: 5 }, deliver));
+    expect(outcomes.filter((o) => o === "duplicate")).toHaveLength(4);
+    expect(await deliver()).toBe("duplicate");
+    const executions = await executionsOf(hal, wf.id);
+    expect(executions.map((e) => [e.index, e.id])).toEqual([[0, outcomes.find((o) => o !== "duplicate")]]);
+    expect((await call(hal, "GET", `/workflows/${wf.id}`)).body.executionCount).toBe(1);
   });
 });
 
@@ -224,6 +310,56 @@ describe("a crash in the middle of a claim", () => {
     expect((await executionsOf(erin, wf.id)).map((e) => e.index).sort()).toEqual([0, 1]);
   });
 
+  it("after the count update with a run input over 1 KB (kept in parts): the sweeper's execution runs with that input", async () => {
+    const ivy = await viaFirst.ownerWithWallet();
+    const created = await call(ivy, "POST", "/workflows", {
+      smartWalletAddress: ivy.wallet,
+      trigger: { id: "t", name: "start", type: "manual", config: { data: {} } },
+      nodes: [{ id: "size", name: "size", type: "customCode", config: { source: "return start.data.big.length" } }],
+    });
+    const wf = created.body;
+    const now = runtime.now();
+    const id = ulid(now);
+    const request = { triggerOutput: { data: { big: "x".repeat(3_000) }, headers: {}, pathParams: {} } };
+    const { parts } = await writeRunInputParts(id, JSON.stringify(request));
+    const claimed = Workflow.claim(wf.id, {
+      now,
+      crashAt: "afterCount",
+      runInput: parts,
+      execution: (index, workflow) => ({
+        ...Executions.pendingItem({
+          workflowId: workflow.id,
+          owner: workflow.owner,
+          chainId: workflow.chainId,
+          id,
+          index,
+          startAt: now,
+          executionFee: executionFee(),
+          valueFee: valueFeeFor(workflow.nodes),
+          triggerStep: {
+            id: "t",
+            type: "manual",
+            name: "start",
+            success: true,
+            config: {},
+            output: request.triggerOutput,
+            startAt: now,
+            endAt: now,
+          },
+        }),
+        runInput: JSON.stringify(request),
+      }),
+    });
+    await expect(claimed).rejects.toBeInstanceOf(Workflow.SimulatedCrash);
+    expect(await executionsOf(ivy, wf.id)).toEqual([]);
+    expect(await sweepClaimsLater()).toBe(1);
+    await bus.idle();
+    const [execution] = await executionsOf(ivy, wf.id);
+    expect(execution).toMatchObject({ id, index: 0, status: "success", startAt: now });
+    expect(execution!.steps.map((step: Json) => step.output.data)).toEqual([request.triggerOutput.data, 3_000]);
+    expect(claimAttributes(await rawWorkflow(wf.id))).toEqual([]);
+  });
+
   it("a fire whose workflow stopped being runnable meanwhile is dropped by the sweeper, its fire still consumed", async () => {
     const fay = await viaFirst.ownerWithWallet();
     const wf = await createWorkflow(fay, 10);
@@ -235,5 +371,32 @@ describe("a crash in the middle of a claim", () => {
     expect((await call(fay, "POST", `/workflows/${wf.id}:resume`)).status).toBe(200);
     await expect(claimStoppedAt(wf, "afterIntent", fireId)).rejects.toBeInstanceOf(Workflow.DuplicateFire);
     expect(await sweepClaimsLater()).toBe(0);
+  });
+});
+
+describe("the run's outcome", () => {
+  it("a success whose run saw no consecutive errors makes no request; one counted by this process since is reset", async () => {
+    const joy = await viaFirst.ownerWithWallet();
+    const wf = await createWorkflow(joy, 10);
+    const read = async () => (await Workflow.getForRun(wf.id))!;
+    const mark = Workflow.errorMark(wf.id);
+    const seen = Workflow.outcomeHint(await read(), mark);
+    expect(await requestsOf(() => Workflow.recordOutcome(wf.id, "success", runtime.now(), seen))).toEqual([]);
+
+    // An error ends while another run (hint taken before it) is still going: that run's success resets it.
+    const before = Workflow.outcomeHint(await read(), Workflow.errorMark(wf.id));
+    await Workflow.recordOutcome(wf.id, "error", runtime.now());
+    expect((await read()).consecutiveErrors).toBe(1);
+    const reset = await requestsOf(() => Workflow.recordOutcome(wf.id, "success", runtime.now(), before));
+    expect(reset).toEqual([`Get WF#${wf.id}`, `Update WF#${wf.id}`]);
+    expect((await read()).consecutiveErrors).toBe(0);
+
+    // A run that began with errors counted reads and resets at its end; without a hint, as before: one read.
+    await Workflow.recordOutcome(wf.id, "error", runtime.now());
+    const counted = Workflow.outcomeHint(await read(), Workflow.errorMark(wf.id));
+    expect(counted.consecutiveErrors).toBe(1);
+    await Workflow.recordOutcome(wf.id, "failed", runtime.now(), counted);
+    expect((await read()).consecutiveErrors).toBe(0);
+    expect(await requestsOf(() => Workflow.recordOutcome(wf.id, "success", runtime.now()))).toEqual([`Get WF#${wf.id}`]);
   });
 });
