@@ -27,6 +27,7 @@ import { setLogLevel } from "../shared/log";
 import { publicClient, bundlerClient, controllerSigner } from "../shared/chain/chains";
 import { executeUserOperation } from "../shared/chain/userop";
 import { stat, statCells, type Stat } from "./stats";
+import { sameWriteEveryTime } from "./replay";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 200);
 const CHAIN_ROUNDS = Number(process.env.BENCH_CHAIN_ROUNDS ?? 15);
@@ -91,6 +92,7 @@ async function main() {
     if (part("claims")) await (await import("./claims")).benchClaims({ base, runtime, report, rows });
     if (part("cron")) await (await import("./cron-floor")).benchCronFloor(report);
     if (part("isolation")) await (await import("./isolation")).benchIsolation({ base, runtime, report, rows });
+    if (part("load")) await (await import("./load")).benchLoad({ base, runtime, report, rows });
 
     printTable();
     await server.close();
@@ -211,25 +213,6 @@ async function againstItsOwnRequests(runtime: Runtime, name: string, call: () =>
   const kinds = recorded.map((c) => c.constructor.name.replace(/Command$/, "")).join("+");
   report(name, viaRoute, kinds, direct);
   rows[rows.length - 1]!.push(`+${(viaRoute.p50 - direct.p50).toFixed(2)} ms`);
-}
-
-/** A conditional write as the same write without its condition (and the names and values only it used). */
-function sameWriteEveryTime(command: object): object {
-  const input = { ...(command as { input: Record<string, unknown> }).input };
-  if (typeof input.ConditionExpression !== "string") return command;
-  delete input.ConditionExpression;
-  delete input.ReturnValuesOnConditionCheckFailure;
-  const expressions = ["UpdateExpression", "KeyConditionExpression", "FilterExpression", "ProjectionExpression"]
-    .map((k) => input[k] ?? "")
-    .join(" ");
-  const used = (placeholder: string) => new RegExp(`${placeholder}(?![A-Za-z0-9_])`).test(expressions);
-  for (const key of ["ExpressionAttributeValues", "ExpressionAttributeNames"]) {
-    const entries = Object.entries((input[key] ?? {}) as Record<string, unknown>).filter(([placeholder]) => used(placeholder));
-    if (entries.length > 0) input[key] = Object.fromEntries(entries);
-    else delete input[key];
-  }
-  const Command = command.constructor as new (input: Record<string, unknown>) => object;
-  return new Command(input);
 }
 
 /**
