@@ -12,7 +12,7 @@ import { serveApp } from "./http-server";
 import { startLocalStack } from "./stack";
 import { followUpPending } from "../shared/wallet/withdraw";
 import { sweep } from "../shared/execution/execution";
-import { expireDue, recordOutcome } from "../shared/workflow/workflow";
+import { closeJournals, expireDue, recordOutcome } from "../shared/workflow/workflow";
 import { log } from "../shared/log";
 import { createInProcessBus, setBus } from "../shared/execution/bus";
 import { withRunner } from "../shared/execution/runner";
@@ -107,6 +107,8 @@ async function main() {
     await scheduler.stop();
     await watcher.stop();
     await server.close();
+    // Claims have all answered: their journals are closed here rather than left to the sweeper of the next start.
+    await closeJournals().catch((err) => log.warn("could not close the claim journals", { error: (err as Error).message }));
     await stack.stop();
     console.log("Stopped.");
     process.exit(0);

@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ulid } from "ulid";
-import { GetCommand } from "@aws-sdk/lib-dynamodb";
+import { GetCommand, QueryCommand } from "@aws-sdk/lib-dynamodb";
 import { useTestRuntime } from "./support/runtime";
 import { startTestServer, type TestServer } from "./support/server";
 import { jsonClient, type Json, type Owner } from "./support/client";
@@ -161,6 +161,29 @@ describe("concurrent claims of one workflow", () => {
 });
 
 describe("what a claim costs, and its answers", () => {
+  it("the process closes its own journal once its claims are done: their markers go, nothing is left for the sweeper", async () => {
+    const kim = await viaFirst.ownerWithWallet();
+    const wf = await createWorkflow(kim, 100);
+    const answers = await Promise.all(
+      Array.from({ length: 5 }, () => call(kim, "POST", `/workflows/${wf.id}:trigger`, { triggerType: "manual" })),
+    );
+    expect(answers.map((a) => a.status)).toEqual([202, 202, 202, 202, 202]);
+    expect(claimAttributes(await rawWorkflow(wf.id)).length).toBeGreaterThan(0);
+    await Workflow.closeJournals();
+    expect(claimAttributes(await rawWorkflow(wf.id))).toEqual([]);
+    const journals = await runtime.db.send(
+      new QueryCommand({
+        TableName: runtime.config.tableName,
+        IndexName: "gsi2",
+        KeyConditionExpression: "gsi2pk = :journals",
+        ExpressionAttributeValues: { ":journals": "CLAIM#journal" },
+        ConsistentRead: false,
+      }),
+    );
+    expect((journals.Items ?? []).filter((j) => (j.workflows as Set<string>).has(wf.id))).toEqual([]);
+    await bus.idle();
+  });
+
   it("a warm manual trigger is one count update and one put; a refused one is the failed update alone, answered exactly", async () => {
     const gus = await viaFirst.ownerWithWallet();
     const wf = await createWorkflow(gus, 1000);

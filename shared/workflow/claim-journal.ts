@@ -45,6 +45,8 @@ interface Epoch {
   written: Map<string, Promise<void>>;
   /** Claims of the epoch that have not written their execution (or been refused) yet. */
   inFlight: number;
+  /** Closed (or left to the sweeper): a later claim in the same minute journals in a new epoch object. */
+  closed: boolean;
 }
 
 const epochs = new Map<number, Epoch>();
@@ -62,7 +64,13 @@ export async function enterJournal(workflowId: string): Promise<() => void> {
   const start = now - (now % JOURNAL_EPOCH_MS);
   let epoch = epochs.get(start);
   if (!epoch) {
-    epoch = { id: { claimer, epoch: start }, dueAt: start + JOURNAL_EPOCH_MS + JOURNAL_GRACE_MS, written: new Map(), inFlight: 0 };
+    epoch = {
+      id: { claimer, epoch: start },
+      dueAt: start + JOURNAL_EPOCH_MS + JOURNAL_GRACE_MS,
+      written: new Map(),
+      inFlight: 0,
+      closed: false,
+    };
     epochs.set(start, epoch);
     scheduleClose(epoch, start + JOURNAL_EPOCH_MS + CLOSE_DELAY_MS - now);
   }
@@ -123,19 +131,33 @@ function scheduleClose(epoch: Epoch, inMs: number): void {
 /**
  * The epoch's end: once its claims have all finished, their markers still on the workflow items are removed (one
  * UpdateItem per workflow that has some) and the journal deleted. While a claim is still in flight it waits, until
- * the journal is due: then it is left to the sweeper.
+ * the journal is due: then it is left to the sweeper. `now` (closeJournals): without waiting for the epoch's end.
  */
-async function closeEpoch(epoch: Epoch): Promise<void> {
-  const now = useRuntime().now();
+async function closeEpoch(epoch: Epoch, now = false): Promise<void> {
+  if (epoch.closed) return;
   if (epoch.inFlight > 0) {
-    if (now + CLOSE_RETRY_MS < epoch.dueAt) return scheduleClose(epoch, CLOSE_RETRY_MS);
-    epochs.delete(epoch.id.epoch);
-    return;
+    if (now) return;
+    if (useRuntime().now() + CLOSE_RETRY_MS < epoch.dueAt) return scheduleClose(epoch, CLOSE_RETRY_MS);
+    return retire(epoch);
   }
-  epochs.delete(epoch.id.epoch);
+  retire(epoch);
   await Promise.allSettled(epoch.written.values());
   for (const workflowId of epoch.written.keys()) await flushClosed(workflowId);
   await closeJournal(epoch.id);
+}
+
+/** No claim joins the epoch any more (one that comes in the same minute starts a new one, journaled again). */
+function retire(epoch: Epoch): void {
+  epoch.closed = true;
+  if (epochs.get(epoch.id.epoch) === epoch) epochs.delete(epoch.id.epoch);
+}
+
+/**
+ * Closes now every journal of this process whose claims have all finished (a process shutting down, tests): their
+ * markers removed and the journals deleted, so the sweeper has nothing to take over. Claims in flight keep theirs.
+ */
+export async function closeJournals(): Promise<void> {
+  for (const epoch of [...epochs.values()]) await closeEpoch(epoch, true);
 }
 
 /** Removes the remembered attributes of `workflowId` (one UpdateItem; given back on failure). */

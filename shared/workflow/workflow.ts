@@ -70,5 +70,6 @@ export {
   type KeptRunInput,
 } from "./claim";
 export { recoverClaims, type RunClaimBuilder } from "./claim-recovery";
+export { closeJournals } from "./claim-journal";
 export { ownedForTrigger } from "./record-cache";
 export { recordOutcome, errorMark, outcomeHint, type OutcomeHint } from "./outcome";
