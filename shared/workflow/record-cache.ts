@@ -17,7 +17,7 @@ const records = new Map<string, { record: WorkflowRecord; bytes: number }>();
 let bytes = 0;
 
 /** The record last remembered for `id` (its immutable members), or undefined. */
-export function cachedRecord(id: string): WorkflowRecord | undefined {
+function cachedRecord(id: string): WorkflowRecord | undefined {
   const entry = records.get(id);
   if (!entry) return undefined;
   records.delete(id); // most recently used last
@@ -26,8 +26,12 @@ export function cachedRecord(id: string): WorkflowRecord | undefined {
 }
 
 /** Remembers a record just read (least recently used ones make room). */
-export function rememberRecord(record: WorkflowRecord): void {
-  forgetRecord(record.id);
+function rememberRecord(record: WorkflowRecord): void {
+  const previous = records.get(record.id);
+  if (previous) {
+    records.delete(record.id);
+    bytes -= previous.bytes;
+  }
   const size = JSON.stringify([record.trigger, record.nodes, record.edges, record.inputVariables]).length;
   if (size > MAX_BYTES / 8) return;
   records.set(record.id, { record, bytes: size });
@@ -37,14 +41,6 @@ export function rememberRecord(record: WorkflowRecord): void {
     records.delete(id);
     bytes -= entry.bytes;
   }
-}
-
-/** Forgets `id` (its workflow was deleted in this process). */
-export function forgetRecord(id: string): void {
-  const entry = records.get(id);
-  if (!entry) return;
-  records.delete(id);
-  bytes -= entry.bytes;
 }
 
 /**

@@ -56,7 +56,7 @@
  * ./outcome.ts consecutive errors.
  */
 export type { WorkflowRecord } from "./record";
-export { effectiveStatus, requireOwned, getOwned, getForRun } from "./stored";
+export { effectiveStatus, getOwned, getForRun } from "./stored";
 export { create } from "./create";
 export { list, count } from "./list";
 export { pause, resume, remove, expireDue } from "./lifecycle";
@@ -72,4 +72,4 @@ export {
 export { recoverClaims, type RunClaimBuilder } from "./claim-recovery";
 export { closeJournals } from "./claim-journal";
 export { ownedForTrigger } from "./record-cache";
-export { recordOutcome, errorMark, outcomeHint, type OutcomeHint } from "./outcome";
+export { recordOutcome, errorMark, outcomeHint } from "./outcome";
