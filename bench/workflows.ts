@@ -340,8 +340,8 @@ const runOf = (workflow: Workflow.WorkflowRecord, executionId: string): RunInput
 
 /**
  * Baselines: (a) the engine alone on the same stored definition: what any trigger must at least spend running
- * the node; (b) what a blocking trigger cannot do without: the claim (GetItem + the conditional
- * TransactWriteItems writing the pending record), the engine, and the finishing UpdateItem, called directly.
+ * the node; (b) what a blocking trigger cannot do without: the claim (GetItem of the workflow, its conditional
+ * count UpdateItem and the PutItem of the pending record), the engine, and the finishing UpdateItem, called directly.
  * The difference to (b) is HTTP, auth and rate limit, the runner's started mark and run-input read, recording
  * the steps, the per-node stop check, the workflow's outcome and the final read of the answer.
  */
@@ -402,7 +402,7 @@ async function benchBlockingTrigger(ctx: BenchContext, rounds: number, who: Owne
   const name = `blocking trigger → terminal (${kinds.length} req)`;
   ctx.report(name, trigger, "runWorkflow alone", engine);
   note(ctx, `+${(trigger.p50 - engine.p50).toFixed(2)} ms`);
-  ctx.report(name, trigger, "claim+engine+finish (3 req)", essential);
+  ctx.report(name, trigger, "claim+engine+finish (4 req)", essential);
   note(ctx, `+${(trigger.p50 - essential.p50).toFixed(2)} ms`);
   console.log(`a blocking trigger's DynamoDB requests, in order: ${kinds.join(", ")}`);
 }
