@@ -17,6 +17,8 @@ interface ExecutionRequested {
   executionId: string;
   /** The workflow's owner: runs queue per owner (run-queue.ts). Absent on events from before it was added. */
   owner?: string;
+  /** A waiting execution whose wait ended: resume it (API.md §17.1), rather than start it. */
+  resume?: boolean;
 }
 export type BusEvent = ExecutionRequested;
 

@@ -8,6 +8,10 @@
  * racing its own event) finds the mark and runs nothing. A runner that dies after the mark leaves the execution
  * pending, and the sweeper ends it `error` "execution timed out" (API.md §10.3).
  *
+ * A run that waits (API.md §17.1, ./waits.ts) suspends with its state persisted and holds nothing; whoever ends a
+ * wait hands it back through the bus (`resume`), and any process resumes it from the stored state: the resume
+ * takes the execution back to `pending` conditionally (one driver), and goes on from where the run stood.
+ *
  * A run: the workflow as stored now (deleted → `error` "workflow was deleted"), the run input written by the
  * claim, secrets resolved by name only when referenced (workflow scope over user scope), user operations sent
  * from the workflow's wallet through the owner-checked sender, each step recorded as it finishes, and a check
@@ -28,6 +32,10 @@ import * as Executions from "./execution";
 import { blockStepOutput } from "./trigger-output";
 import { createInProcessBus, setDefaultBus, type BusEvent, type EventBus } from "./bus";
 import { readRunInput, type RunRequest } from "./run-input";
+import { endedWaits, loadState, waitHost } from "./waits";
+import { emitChange } from "./execution-stored";
+import { getExecution, openWaitsOf, resumeRun } from "../store/entities/execution";
+import type { RunInput } from "../engine/types";
 import { runQueue } from "./run-queue";
 import type { Cost, Step } from "./schemas";
 
@@ -45,7 +53,8 @@ export function withRunner<B extends EventBus>(bus: B): B {
     if (event.type !== "execution.requested") return;
     const owner = event.owner ?? (await Executions.readSummary(event.workflowId, event.executionId))?.owner;
     if (owner === undefined) return; // no such execution: nothing to run
-    await runQueued(owner, event.workflowId, event.executionId);
+    if (event.resume) await resumeQueued(owner, event.workflowId, event.executionId);
+    else await runQueued(owner, event.workflowId, event.executionId);
   });
   return bus;
 }
@@ -55,10 +64,53 @@ export function runQueued(owner: string, workflowId: string, executionId: string
   return runQueue().run(owner, () => runExecution(workflowId, executionId));
 }
 
+/** Resumes a waiting execution in `owner`'s turn (run-queue.ts). */
+export function resumeQueued(owner: string, workflowId: string, executionId: string): Promise<void> {
+  return runQueue().run(owner, () => resumeExecution(workflowId, executionId));
+}
+
 /** Runs the execution once; a repeated call for the same id does nothing. Never throws for a run's failure. */
 export async function runExecution(workflowId: string, executionId: string): Promise<void> {
   const started = await markStarted(workflowId, executionId);
   if (!started) return;
+  await drive(workflowId, executionId, async (workflow) => {
+    const request = await readRunInput(executionId, started);
+    return run(workflow, started, request, { startedAt: started.startAt, pendingMsBefore: 0 });
+  });
+}
+
+/**
+ * Resumes a waiting execution whose wait ended (./waits.ts): `pending` again (conditional on the state it
+ * suspended with, so one resumer wins), then the run goes on from its stored state with the waits that ended.
+ * Does nothing when the execution is not waiting.
+ */
+export async function resumeExecution(workflowId: string, executionId: string): Promise<void> {
+  const key = { workflowId, id: executionId };
+  const waiting = await getExecution(key);
+  if (waiting?.status !== "waiting") return;
+  const { now } = useRuntime();
+  const at = now();
+  const pendingMs = Number(waiting.pendingMs ?? 0);
+  const resumed = await resumeRun(key, Number(waiting.stateGeneration), at, at - pendingMs);
+  if (!resumed) return;
+  emitChange(workflowId, executionId);
+  await drive(workflowId, executionId, async (workflow) => {
+    const snapshot = await loadState(resumed);
+    const open = openWaitsOf(resumed);
+    const ended = await endedWaits(
+      executionId,
+      snapshot.open.filter((id) => !open.has(id)),
+    );
+    return run(workflow, resumed as unknown as StartedExecution, {}, { startedAt: at, pendingMsBefore: pendingMs }, { snapshot, ended });
+  });
+}
+
+/** One pass of a run, to its end or its suspension: the workflow as stored now, then the outcome recorded. */
+async function drive(
+  workflowId: string,
+  executionId: string,
+  pass: (workflow: Workflow.WorkflowRecord) => Promise<Executions.Outcome | "waiting">,
+): Promise<void> {
   const { now } = useRuntime();
   try {
     const workflow = await Workflow.getForRun(workflowId);
@@ -66,8 +118,8 @@ export async function runExecution(workflowId: string, executionId: string): Pro
       await Executions.finish(workflowId, executionId, { status: "error", error: WORKFLOW_DELETED, endAt: now() });
       return;
     }
-    const request = await readRunInput(executionId, started);
-    const outcome = await run(workflow, started, request);
+    const outcome = await pass(workflow);
+    if (outcome === "waiting") return;
     if (await Executions.finish(workflowId, executionId, outcome)) await Workflow.recordOutcome(workflowId, outcome.status, outcome.endAt);
   } catch (err) {
     log.error("run failed", { workflowId, executionId, error: err });
@@ -93,7 +145,13 @@ async function markStarted(workflowId: string, executionId: string): Promise<Sta
   return (await markRunStarted({ workflowId, id: executionId }, useRuntime().now())) as StartedExecution | undefined;
 }
 
-async function run(workflow: Workflow.WorkflowRecord, execution: StartedExecution, request: RunRequest): Promise<Executions.Outcome> {
+async function run(
+  workflow: Workflow.WorkflowRecord,
+  execution: StartedExecution,
+  request: RunRequest,
+  pass: { startedAt: number; pendingMsBefore: number },
+  resume?: RunInput["resume"],
+): Promise<Executions.Outcome | "waiting"> {
   const { now } = useRuntime();
   const { id: workflowId, trigger, nodes, edges, inputVariables, chainId } = workflow;
   const owner = workflow.owner;
@@ -101,7 +159,7 @@ async function run(workflow: Workflow.WorkflowRecord, execution: StartedExecutio
   const partChain = new Map(nodes.map((n) => [n.id, partChainId(n.config, chainId)]));
 
   let triggerOutput = request.triggerOutput;
-  if (!triggerOutput) {
+  if (!triggerOutput && !resume) {
     const blockChain = partChainId(trigger.config, chainId);
     try {
       triggerOutput = blockStepOutput(await publicClient(chainSettings(blockChain)).getBlock({ blockTag: "latest" }));
@@ -123,7 +181,7 @@ async function run(workflow: Workflow.WorkflowRecord, execution: StartedExecutio
       smartWalletAddress: workflow.smartWalletAddress as Address,
       chainId,
     },
-    triggerOutput,
+    triggerOutput: triggerOutput ?? {},
     ...(request.triggerInput ? { triggerInput: request.triggerInput } : {}),
     startAt: execution.startAt,
     secrets: (names) => Secret.resolveForExecution(owner, workflowId, names),
@@ -136,7 +194,14 @@ async function run(workflow: Workflow.WorkflowRecord, execution: StartedExecutio
       return !current || finished;
     },
     stopReason: WORKFLOW_DELETED,
+    waits: waitHost(
+      { workflowId, id: execution.id, owner },
+      new Map(nodes.map((n, i) => [n.id, { name: n.name, position: i, config: n.config }])),
+      pass,
+    ),
+    ...(resume ? { resume } : {}),
   });
+  if (result.status === "waiting") return "waiting";
   return { status: result.status, ...(result.error !== undefined ? { error: result.error } : {}), endAt: result.endAt, cogs: result.cogs };
 }
 

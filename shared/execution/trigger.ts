@@ -190,7 +190,7 @@ async function replay(workflowId: string, outcome: Record<string, unknown>): Pro
  */
 async function resultBy(workflowId: string, executionId: string, deadline: number): Promise<TriggerResult> {
   let result = await currentResult(workflowId, executionId);
-  for (let pause = POLL_MS; !isTerminal(result.status) && useRuntime().now() < deadline; pause = Math.min(pause * 1.5, MAX_POLL_MS)) {
+  for (let pause = POLL_MS; result.status === "pending" && useRuntime().now() < deadline; pause = Math.min(pause * 1.5, MAX_POLL_MS)) {
     await delay(Math.min(pause, Math.max(0, deadline - useRuntime().now())));
     result = await currentResult(workflowId, executionId);
   }

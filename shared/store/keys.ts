@@ -38,6 +38,16 @@ export const Keys = {
   executionByOwner: (owner: string, id: string) => ({ gsi1pk: `${Keys.owner(owner)}#EXEC`, gsi1sk: id }),
   /** GSI2 of a pending execution (pattern 15, sparse: removed when terminal): the sweeper reads them oldest first. */
   pendingExecution: (startAt: number, id: string) => ({ gsi2pk: "EXEC#pending", gsi2sk: `${String(startAt).padStart(15, "0")}#${id}` }),
+  /**
+   * GSI2 of a waiting execution (pattern 26, sparse: only while `waiting`, API.md §17.1): the sweeper reads those
+   * whose attention time (the earliest deadline of their waits, or the moment a wait ended) has come.
+   */
+  waitingExecution: (at: number, id: string) => ({ gsi2pk: "EXEC#waiting", gsi2sk: `${String(at).padStart(15, "0")}#${id}` }),
+  /** A waiting run's engine state (pattern 13d): sealed JSON in parts, one generation per suspension. */
+  executionState: (id: string, generation: number, part: number) => ({
+    pk: `EXEC#${id}`,
+    sk: `STATE#${String(generation).padStart(6, "0")}#${String(part).padStart(3, "0")}`,
+  }),
   /** Recorded steps of an execution (pattern 13b): a step's JSON in parts, each far below DynamoDB's 400 KB item limit. */
   executionStep: (id: string, stepId: string, part: number) => ({
     pk: `EXEC#${id}`,
