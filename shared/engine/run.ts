@@ -109,7 +109,10 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
     choices: Object.fromEntries(choices),
     outputs: Object.fromEntries([...outputs].map(([id, json]) => [id, json.text])),
     open: [...open],
-    steps: [...earlierSteps, ...steps.slice(restored ? 0 : 1).map((s) => ({ id: s.id, name: s.name, startAt: s.startAt, success: s.success }))],
+    steps: [
+      ...earlierSteps,
+      ...steps.slice(restored ? 0 : 1).map((s) => ({ id: s.id, name: s.name, startAt: s.startAt, success: s.success })),
+    ],
     spent: { ...budget.spent(), sandboxMs: sandbox.usedMs },
   });
 
@@ -127,15 +130,15 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
     const { trigger } = definition;
     if (!restored)
       await record({
-      id: trigger.id ?? graph.triggerId,
-      type: trigger.type,
-      name: trigger.name,
-      success: true,
-      config: trigger.config as Record<string, unknown>,
-      output: redactor.value(input.triggerOutput),
-      startAt: input.startAt,
-      endAt: input.startAt,
-    });
+        id: trigger.id ?? graph.triggerId,
+        type: trigger.type,
+        name: trigger.name,
+        success: true,
+        config: trigger.config as Record<string, unknown>,
+        output: redactor.value(input.triggerOutput),
+        startAt: input.startAt,
+        endAt: input.startAt,
+      });
 
     /** A wait that ended: its step is recorded by whatever ended it; the run takes its outcome as a finished node's. */
     const applyEnded = (ended: EndedWait) => {
@@ -287,7 +290,7 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
       while (progressed && stopped === undefined && internal === undefined) {
         progressed = false;
         for (const id of graph.order) {
-          if (state.has(id) || running.has(id)) continue;
+          if (state.has(id) || running.has(id) || open.has(id)) continue;
           const incoming = graph.incoming.get(id) ?? [];
           if (!incoming.every((e) => settled(e.source))) continue;
           if (!incoming.some(isActive) || incoming.some((e) => state.get(e.source) === "failed")) {

@@ -24,7 +24,10 @@ const WorkflowIds = parameter(
 const Statuses = parameter(
   "ExecutionStatuses",
   v.optional(
-    listOf(Status, `Only executions with one of these statuses: \`pending\`, \`success\`, \`failed\`, \`error\`, \`waiting\`. ${LIST_RULES}`),
+    listOf(
+      Status,
+      `Only executions with one of these statuses: \`pending\`, \`success\`, \`failed\`, \`error\`, \`waiting\`. ${LIST_RULES}`,
+    ),
     [],
   ),
 );
@@ -235,7 +238,9 @@ export const executionContract = group({
       meaning:
         "Execution unknown, not in the given workflow, or another owner's (retrieve, getStatus, stream); for a signal, also a caller who is neither the owner nor an approver of the await node.",
     },
-    EXECUTION_NOT_WAITING: { meaning: "The execution has no open signal wait for that node (ended, past its deadline, a chainEvent wait, or unknown)." },
+    EXECUTION_NOT_WAITING: {
+      meaning: "The execution has no open signal wait for that node (ended, past its deadline, a chainEvent wait, or unknown).",
+    },
     TOO_MANY_STREAMS: {
       meaning:
         "The caller's open streams are at `max_open_streams_per_owner`; `limit` is the cap. A quota, not a rate limit: no `Retry-After`. A stream closed by either side frees its slot at once.",

@@ -83,7 +83,8 @@ export async function signal(
   return answer(false);
 }
 
-const endedNodes = (item: Item) => Object.keys(item).flatMap((name) => (name.startsWith(END_PREFIX) ? [name.slice(END_PREFIX.length)] : []));
+const endedNodes = (item: Item) =>
+  Object.keys(item).flatMap((name) => (name.startsWith(END_PREFIX) ? [name.slice(END_PREFIX.length)] : []));
 
 /** The same signal from the caller who ended the wait: a repeat, answered without change. */
 function isRepeat(item: Item, nodeId: string | undefined, signal: { decision: string; payload: unknown; signer: string }): boolean {

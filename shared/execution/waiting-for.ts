@@ -30,8 +30,10 @@ export interface WaitingFor {
   approvers?: string[];
 }
 
-/** The open waits of an execution item as `waitingFor`, in node order; undefined when none is open. */
+/** The open waits of a pending or waiting execution as `waitingFor`, in node order; undefined when none is open. */
 export function waitingForOf(item: Item): WaitingFor[] | undefined {
+  // A run that ended (swept, its workflow deleted) may leave waits behind: they are no longer open.
+  if (item.status !== "pending" && item.status !== "waiting") return undefined;
   const waits = [...openWaitsOf(item)].map(([nodeId, w]) => ({ nodeId, ...(w as unknown as StoredWait) }));
   if (waits.length === 0) return undefined;
   waits.sort((a, b) => a.position - b.position);

@@ -51,7 +51,12 @@ interface NodeInfo {
 }
 
 /** Records a wait that began; false when the execution is no longer pending (nothing recorded). */
-export async function beginWait(execution: ExecutionId, node: NodeInfo & { id: string }, wait: Suspension, inputs: string[]): Promise<boolean> {
+export async function beginWait(
+  execution: ExecutionId,
+  node: NodeInfo & { id: string },
+  wait: Suspension,
+  inputs: string[],
+): Promise<boolean> {
   const stored: StoredWait = {
     kind: wait.waitFor,
     name: node.name,
@@ -98,7 +103,12 @@ export const storedEnd = (item: Item, nodeId: string) => item[`${END_PREFIX}${no
  * caller has just read it. Answers the item's status when it ended it (the caller hands a `waiting` one over), or
  * undefined when the wait was not open for that end.
  */
-export async function endWait(execution: ExecutionId, nodeId: string, end: WaitEnd, read?: Item): Promise<"pending" | "waiting" | undefined> {
+export async function endWait(
+  execution: ExecutionId,
+  nodeId: string,
+  end: WaitEnd,
+  read?: Item,
+): Promise<"pending" | "waiting" | undefined> {
   let item = read;
   for (let attempt = 0; attempt < 5; attempt++) {
     item ??= await getExecution(execution);
@@ -171,7 +181,12 @@ function stepOf(nodeId: string, wait: StoredWait, end: WaitEnd, at: number): Ste
  * (`{data: {address, blockNumber, …}}`), and hands a waiting run over; false when the wait is no longer open
  * (ended, timed out, execution gone).
  */
-export async function endWaitByEvent(workflowId: string, executionId: string, nodeId: string, output: Record<string, unknown>): Promise<boolean> {
+export async function endWaitByEvent(
+  workflowId: string,
+  executionId: string,
+  nodeId: string,
+  output: Record<string, unknown>,
+): Promise<boolean> {
   const execution = { workflowId, id: executionId };
   const item = await getExecution(execution);
   const wait = item ? (openWaitsOf(item).get(nodeId) as unknown as StoredWait | undefined) : undefined;
@@ -187,9 +202,18 @@ export async function endWaitByEvent(workflowId: string, executionId: string, no
  */
 export async function handOverResume(execution: ExecutionId, owner: string): Promise<void> {
   try {
-    await requireBus().publish({ type: "execution.requested", workflowId: execution.workflowId, executionId: execution.id, owner, resume: true });
+    await requireBus().publish({
+      type: "execution.requested",
+      workflowId: execution.workflowId,
+      executionId: execution.id,
+      owner,
+      resume: true,
+    });
   } catch (err) {
-    log.warn("could not hand a waiting run over for resuming; the sweeper will", { executionId: execution.id, error: (err as Error).message });
+    log.warn("could not hand a waiting run over for resuming; the sweeper will", {
+      executionId: execution.id,
+      error: (err as Error).message,
+    });
   }
 }
 

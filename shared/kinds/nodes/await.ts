@@ -17,7 +17,7 @@ const DEFAULT_TIMEOUT_S = 86_400;
 
 const config = strict(
   {
-    channel: opt(v.pipe(str(), v.description('`api`: the run waits for `POST /executions/{id}:signal`. Any other value is refused.'))),
+    channel: opt(v.pipe(str(), v.description("`api`: the run waits for `POST /executions/{id}:signal`. Any other value is refused."))),
     chainEvent: opt(
       strict(
         { queries: list(EventQuery, 1, 10, "queries"), chainId: opt(ChainId) },
@@ -27,7 +27,13 @@ const config = strict(
     approvers: opt(
       v.pipe(list(AddressString, 0, 10, "approvers"), v.description("Addresses that may signal besides the owner. Only with `channel`.")),
     ),
-    prompt: opt(v.pipe(str(), v.maxLength(2000, "must be at most 2000 characters"), v.description("Shown in `waitingFor`; templates expanded when the wait begins."))),
+    prompt: opt(
+      v.pipe(
+        str(),
+        v.maxLength(2000, "must be at most 2000 characters"),
+        v.description("Shown in `waitingFor`; templates expanded when the wait begins."),
+      ),
+    ),
     timeoutSeconds: opt(int(60, MAX_AWAIT_TIMEOUT_S), DEFAULT_TIMEOUT_S),
   },
   "await. Exactly one of `channel` and `chainEvent`.",
@@ -53,8 +59,7 @@ export const awaitNode = /* @__PURE__ */ defineNode(awaitShape, {
     const hasEvent = config.chainEvent !== undefined && config.chainEvent !== null;
     if (hasChannel === hasEvent) add(at, "must set exactly one of channel and chainEvent");
     if (hasChannel && typeof config.channel === "string" && config.channel !== "api") add(`${at}.channel`, "channel not supported");
-    if (hasEvent && Array.isArray(config.approvers) && config.approvers.length > 0)
-      add(`${at}.approvers`, "is allowed only with channel");
+    if (hasEvent && Array.isArray(config.approvers) && config.approvers.length > 0) add(`${at}.approvers`, "is allowed only with channel");
   },
   cutOff: "AWAIT_TIMEOUT",
   run: async (stored: Config, env) => {
