@@ -27,7 +27,7 @@ import * as Executions from "./execution";
 import { needsChainRead, triggerStepOutput } from "./trigger-output";
 import { runQueued } from "./runner";
 import { log } from "../log";
-import { isTerminal, type TriggerResult } from "./schemas";
+import type { TriggerResult } from "./schemas";
 import { claimExecution, handOver } from "./claim";
 import { requireBus } from "./bus";
 
