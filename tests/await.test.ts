@@ -10,13 +10,15 @@ import { httpTarget } from "./support/server";
 import { startService, type TestService } from "./support/service";
 import { executionPath, jsonClient, type Json, type Owner } from "./support/client";
 import { endDueWaits } from "../shared/execution/waits";
+import { sweep } from "../shared/execution/execution";
 
 let service: TestService;
 const { call, ownerWithWallet, createWorkflow } = jsonClient(() => service.url);
 let offset = 0;
 
 beforeAll(async () => {
-  service = await startService(process.env.AWAIT_DEBUG ? { LOG_LEVEL: "debug" } : {});
+  // A small JavaScript budget per execution: one test spends it on both sides of a wait.
+  service = await startService({ SANDBOX_TIME_PER_EXECUTION_MS: "1500" });
   service.runtime.now = () => Date.now() + offset;
 });
 
@@ -279,5 +281,81 @@ describe("validation, simulate and fees", () => {
     });
     expect(fees.status, JSON.stringify(fees.body)).toBe(200);
     expect(fees.body.cogs).toEqual([]);
+  });
+});
+
+describe("across a wait", () => {
+  it("the stream stays open through the wait: waiting, then pending again, then success", async () => {
+    const alice = await ownerWithWallet();
+    const wf = await createWorkflow(alice, {
+      trigger: { id: "t", name: "start", type: "manual", config: {} },
+      nodes: [approval("gate"), code("slow", "const t = Date.now(); while (Date.now() - t < 400) {} return 1")],
+    });
+    const started = await blocking(alice, wf.id);
+    const res = await fetch(`${service.url}/executions/${started.executionId}:stream?workflowId=${wf.id}`, {
+      headers: { Authorization: `Bearer ${alice.token}` },
+    });
+    expect(res.status).toBe(200);
+    const reader = res.body!.getReader();
+    let text = "";
+    const first = await reader.read();
+    text += new TextDecoder().decode(first.value);
+    expect((await signal(alice, wf.id, started.executionId, { decision: "approve" })).status).toBe(200);
+    for (;;) {
+      const chunk = await reader.read();
+      if (chunk.done) break;
+      text += new TextDecoder().decode(chunk.value);
+    }
+    const statuses = [...text.matchAll(/^data: (.*)$/gm)].map((m) => (JSON.parse(m[1]!) as Json).status);
+    expect(statuses.filter((s, i) => s !== statuses[i - 1])).toEqual(["waiting", "pending", "success"]);
+    const frames = [...text.matchAll(/^data: (.*)$/gm)].map((m) => JSON.parse(m[1]!) as Json);
+    expect(frames[0]!.waitingFor).toHaveLength(1);
+  });
+
+  it("execution_timeout_ms counts pending time only, and a signal's Idempotency-Key replays its answer", async () => {
+    const alice = await ownerWithWallet();
+    const wf = await createWorkflow(alice, {
+      trigger: { id: "t", name: "start", type: "manual", config: {} },
+      nodes: [approval("gate", { timeoutSeconds: 7200 }), code("after")],
+    });
+    const started = await blocking(alice, wf.id);
+    offset += 30 * 60_000; // twice the 15-minute execution timeout, all of it waiting
+    try {
+      await sweep(service.runtime.now());
+      expect((await call(alice, "GET", executionPath(wf.id, started.executionId))).body.status).toBe("waiting");
+      const headers = { "Idempotency-Key": "sig-1" };
+      const first = await signal(alice, wf.id, started.executionId, { decision: "approve" }, headers);
+      expect(first.status).toBe(200);
+      expect(first.body.status).toBe("success");
+      const again = await signal(alice, wf.id, started.executionId, { decision: "approve" }, headers);
+      expect(again.status).toBe(200);
+      expect(again.headers.get("idempotency-replayed")).toBe("true");
+      expect(again.body.id).toBe(started.executionId);
+      const mismatch = await signal(alice, wf.id, started.executionId, { decision: "reject" }, headers);
+      expect(mismatch.status).toBe(422);
+    } finally {
+      offset -= 30 * 60_000;
+    }
+  });
+
+  it("the JavaScript and HTTP budgets of the execution carry across the wait", async () => {
+    const alice = await ownerWithWallet();
+    const spin = (ms: number) => `const t = Date.now(); while (Date.now() - t < ${ms}) {} return 1`;
+    const { sandboxTimePerExecutionMs } = service.runtime.config.limits;
+    expect(sandboxTimePerExecutionMs).toBe(1500);
+    const wf = await createWorkflow(alice, {
+      trigger: { id: "t", name: "start", type: "manual", config: {} },
+      nodes: [
+        code("before", spin(Math.round(sandboxTimePerExecutionMs * 0.7))),
+        approval("gate"),
+        code("after", spin(sandboxTimePerExecutionMs)),
+      ],
+    });
+    const started = await blocking(alice, wf.id);
+    const res = await signal(alice, wf.id, started.executionId, { decision: "approve" });
+    expect(res.body.status).toBe("failed");
+    const after = res.body.steps.find((s: Json) => s.id === "after");
+    expect(after.errorCode).toBe("SANDBOX_TIMEOUT");
+    expect(after.error).toMatch(/budget/);
   });
 });
