@@ -127,8 +127,9 @@ export async function watchersOf(chainId: number): Promise<WatchEntry[]> {
 
 /**
  * Every workflow watching `chainId`, and the await watch entries of the chain-event waits listed with them (one
- * eventually consistent gsi2 Query, paged: shared/watch/waits.ts reads those). Triggers kept in their own item are
- * read once per process (BatchGetItem); an entry whose trigger item cannot be read yet is left out.
+ * eventually consistent gsi2 Query, paged; the chain watcher serves the waits: shared/watch/chain-waits.ts).
+ * Triggers kept in their own item are read once per process (BatchGetItem); an entry whose trigger item cannot be
+ * read yet is left out.
  */
 export async function chainWatchersOf(chainId: number): Promise<{ entries: WatchEntry[]; awaits: ListedAwait[] }> {
   const { watches: items, awaits } = await chainWatchItems(chainId);

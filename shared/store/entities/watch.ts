@@ -5,7 +5,7 @@
  * replace or remove an entry are conditioned on its `since` (so they never touch the entry of a resume that
  * happened meanwhile), and `lastFiredAt` only moves forward on an entry that exists.
  *
- * Await watch entry of a chain-event wait (pattern 19b; API.md §17.1, shared/watch/waits.ts): beside the
+ * Await watch entry of a chain-event wait (pattern 19b; API.md §17.1, shared/watch/chain-waits.ts): beside the
  * execution's steps, `pk = EXEC#<executionId>`, `sk = AWAIT#<nodeId>`, listed on the same gsi2 partition as the
  * chain's watch entries (`gsi2sk = await#<executionId>#<nodeId>`), so one Query a pass lists both; queries too large
  * for the entry lie in an item beside it (`sk = AWAIT#<nodeId>#QUERIES`, not indexed).
