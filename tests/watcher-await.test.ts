@@ -7,6 +7,7 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { randomBytes } from "node:crypto";
+import { GetCommand } from "@aws-sdk/lib-dynamodb";
 import { ulid } from "ulid";
 import { getAddress, pad, parseAbiItem, type Address, type Hex } from "viem";
 import { compileContract, devnet, fundedAccount, TRANSFER, transferEvent } from "./support/chain";
@@ -16,6 +17,7 @@ import { release, watchChain, watchedChains, type PassOptions, type PassResult }
 import { unwatch, watch, type ChainTrigger } from "../shared/workflow/watch-registry";
 import { chainWatchItems, deleteAwaitWatch, putAwaitWatch, type AwaitWatch } from "../shared/store/entities/watch";
 import { readCheckpoint } from "../shared/store/entities/checkpoint";
+import type { Runtime } from "../shared/runtime";
 
 const mocks = vi.hoisted(() => ({
   ended: [] as { workflowId: string; executionId: string; nodeId: string; output: Record<string, unknown> }[],
@@ -46,8 +48,10 @@ vi.mock(import("../shared/watch/fire"), async (importOriginal) => ({
 const CHAIN = 31337;
 const HOLDER = "watcher-await";
 
+let runtime: Runtime;
+
 beforeAll(async () => {
-  await useTestRuntime({ MIN_BLOCK_INTERVAL_S: "0" });
+  runtime = await useTestRuntime({ MIN_BLOCK_INTERVAL_S: "0" });
 });
 
 afterAll(async () => {
@@ -296,6 +300,32 @@ describe("chain-event waits", () => {
     expect(mocks.ended).toHaveLength(1);
     expect(mocks.ended[0]!.output.data).toMatchObject({ address: getAddress(y.contract), blockNumber: earlier.block });
     expect(await listedWaits()).toEqual([]);
+  });
+
+  it("queries too large for the entry lie in an item of their own, read by the watcher and removed with the entry; a wait 10 minutes past its deadline is dropped", async () => {
+    await withCheckpoint();
+    const owner = randomAddress().toLowerCase();
+    const watched = randomAddress();
+    const { contract, burst } = await deployBurst();
+    const addresses = [...Array.from({ length: 99 }, randomAddress), contract];
+    const big = newWait(owner, [{ addresses, topics: [TRANSFER, null, pad(watched)] }], await head());
+    const stale = newWait(owner, [{ addresses: [contract], topics: [TRANSFER, null, pad(watched)] }], await head(), {
+      deadline: Date.now() - 11 * 60_000,
+    });
+    await putAwaitWatch(big);
+    await putAwaitWatch(stale);
+    const listed = (await chainWatchItems(CHAIN)).awaits;
+    expect(listed.find((w) => w.executionId === big.executionId)!.queries).toBeUndefined();
+    expect(listed.find((w) => w.executionId === stale.executionId)!.queries).toEqual(stale.queries);
+    const queriesItem = { pk: `EXEC#${big.executionId}`, sk: "AWAIT#wait#QUERIES" };
+    expect((await runtime.db.send(new GetCommand({ TableName: runtime.config.tableName, Key: queriesItem }))).Item).toBeDefined();
+
+    const log = await burst(watched, 1n);
+    const results = await passUntil((r) => r.waitsEnded.length > 0);
+    expect(results.flatMap((r) => r.waitsEnded).map((e) => [e.executionId, e.blockNumber])).toEqual([[big.executionId, log.block]]);
+    expect(mocks.ended.map((e) => e.executionId)).toEqual([big.executionId]);
+    expect(await listedWaits()).toEqual([]);
+    expect((await runtime.db.send(new GetCommand({ TableName: runtime.config.tableName, Key: queriesItem }))).Item).toBeUndefined();
   });
 
   it("two owners' waits are served fairly: one owner's many request groups never delay the other's wait", async () => {
