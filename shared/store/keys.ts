@@ -77,6 +77,15 @@ export const Keys = {
   /** Watch entry of a block/event workflow (pattern 19): beside its record, listed per chain through sparse gsi2. */
   watch: (workflowId: string) => ({ pk: `WF#${workflowId}`, sk: "WATCH" }),
   watchByChain: (chainId: number, workflowId: string) => ({ gsi2pk: `CHAIN#${chainId}#WATCH`, gsi2sk: workflowId }),
+  /**
+   * Await watch entry of a chain-event wait (pattern 19b, API.md §17.1): beside the execution's steps, listed with
+   * the chain's watch entries on the same sparse gsi2 partition (its sort key never equals a workflow id).
+   */
+  awaitWatch: (executionId: string, nodeId: string) => ({ pk: `EXEC#${executionId}`, sk: `AWAIT#${nodeId}` }),
+  awaitWatchByChain: (chainId: number, executionId: string, nodeId: string) => ({
+    gsi2pk: `CHAIN#${chainId}#WATCH`,
+    gsi2sk: `await#${executionId}#${nodeId}`,
+  }),
   /** Expiry entry of a workflow with `expiredAt` (pattern 21): beside its record, due ones through sparse gsi2. */
   expiry: (workflowId: string) => ({ pk: `WF#${workflowId}`, sk: "EXPIRY" }),
   expiryDue: (expiredAt: number, workflowId: string) => ({
