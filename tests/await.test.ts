@@ -11,6 +11,10 @@ import { startService, type TestService } from "./support/service";
 import { executionPath, jsonClient, type Json, type Owner } from "./support/client";
 import { endDueWaits } from "../shared/execution/waits";
 import { sweep } from "../shared/execution/execution";
+import { release, watchChain } from "../shared/watch/watcher";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { getAddress } from "viem";
+import { TRANSFER, deployTestToken } from "./support/chain";
 
 let service: TestService;
 const { call, ownerWithWallet, createWorkflow } = jsonClient(() => service.url);
@@ -87,7 +91,7 @@ describe("approve and reject", () => {
     const gate = res.body.steps.find((s: Json) => s.id === "gate");
     expect(gate).toMatchObject({ type: "await", success: true, startAt: waiting.waitingFor[0].since });
     expect(gate.output.data).toEqual({ decision: "approve", payload: { extra: 5 }, signer: expect.any(String), at: expect.any(Number) });
-    expect(gate.output.data.signer.toLowerCase()).toBe(alice.owner.toLowerCase());
+    expect(gate.output.data.signer).toBe(getAddress(alice.owner));
     expect(res.body.steps.find((s: Json) => s.id === "after").output.data).toBe(25);
     expect(res.body.steps.map((s: Json) => s.id)).toEqual(["t", "before", "gate", "after"]);
   });
@@ -133,7 +137,7 @@ describe("who may signal", () => {
     expect(Object.keys(res.body).sort()).toEqual(["endAt", "id", "startAt", "status", "workflowId"]);
     expect(res.body.status).toBe("success");
     const done = (await call(alice, "GET", executionPath(wf.id, started.executionId))).body;
-    expect(done.steps.find((s: Json) => s.id === "gate").output.data.signer.toLowerCase()).toBe(bob.owner.toLowerCase());
+    expect(done.steps.find((s: Json) => s.id === "gate").output.data.signer).toBe(getAddress(bob.owner));
   });
 });
 
@@ -271,7 +275,7 @@ describe("validation, simulate and fees", () => {
     expect(sim.body.status).toBe("success");
     const gate = sim.body.steps.find((s: Json) => s.id === "gate");
     expect(gate.output.data).toMatchObject({ decision: "approve", payload: null });
-    expect(gate.output.data.signer.toLowerCase()).toBe(alice.owner.toLowerCase());
+    expect(gate.output.data.signer).toBe(getAddress(alice.owner));
     expect(gate.log).toMatch(/approved at once/);
     const fees = await call(alice, "POST", "/workflows:estimateFees", {
       ...definition,
@@ -357,5 +361,51 @@ describe("across a wait", () => {
     const after = res.body.steps.find((s: Json) => s.id === "after");
     expect(after.errorCode).toBe("SANDBOX_TIMEOUT");
     expect(after.error).toMatch(/budget/);
+  });
+});
+
+describe("chain-event waits", () => {
+  it("the first matching log after the wait began ends it through the watcher, and the run goes on with the log", async () => {
+    const alice = await ownerWithWallet();
+    const token = await deployTestToken();
+    const to = privateKeyToAccount(generatePrivateKey()).address;
+    await token.mint(to, 1n); // before the wait: never ends it
+    const wf = await createWorkflow(alice, {
+      trigger: { id: "t", name: "start", type: "manual", config: {} },
+      nodes: [
+        {
+          id: "gate",
+          name: "gate",
+          type: "await",
+          config: { chainEvent: { queries: [{ addresses: [token.address], topics: [TRANSFER] }] } },
+        },
+        code("after", "return gate.data.transactionHash"),
+      ],
+    });
+    const holder = `await-${wf.id}`;
+    expect((await watchChain(31337, { holder })).status).toMatch(/started|processed/);
+    const started = await blocking(alice, wf.id);
+    expect(started.status).toBe("waiting");
+    const waiting = (await call(alice, "GET", executionPath(wf.id, started.executionId))).body;
+    expect(waiting.waitingFor).toEqual([expect.objectContaining({ nodeId: "gate", kind: "chainEvent" })]);
+    expect(waiting.waitingFor[0].approvers).toBeUndefined();
+    // A chain-event wait takes no signal.
+    expect((await signal(alice, wf.id, started.executionId, { decision: "approve" })).status).toBe(409);
+
+    await token.mint(to, 2n);
+    let done: Json | undefined;
+    for (let i = 0; i < 40 && done === undefined; i++) {
+      await watchChain(31337, { holder });
+      const read = (await call(alice, "GET", executionPath(wf.id, started.executionId))).body;
+      if (read.status !== "waiting" && read.status !== "pending") done = read;
+      else await new Promise((r) => setTimeout(r, 250));
+    }
+    await release(31337, holder);
+    expect(done?.status).toBe("success");
+    const gate = done!.steps.find((s: Json) => s.id === "gate");
+    expect(gate.output.data).toMatchObject({ address: getAddress(token.address), transactionHash: expect.stringMatching(/^0x/) });
+    // The log of the second mint (amount 2), not the first one, mined before the wait began.
+    expect(BigInt(gate.output.data.data)).toBe(2n);
+    expect(done!.steps.find((s: Json) => s.id === "after").output.data).toBe(gate.output.data.transactionHash);
   });
 });

@@ -370,6 +370,7 @@ describe("lists, count and stats", () => {
       succeeded: inWindow.filter((r) => r.status === "success").length,
       failed: inWindow.filter((r) => r.status === "failed" || r.status === "error").length,
       pending: inWindow.filter((r) => r.status === "pending").length,
+      waiting: 0,
       avgExecutionTime: Math.round(terminal.reduce((s, r) => s + r.duration!, 0) / terminal.length),
     });
     expect(v.safeParse(Stats, res.body).issues).toBeUndefined();
@@ -386,12 +387,14 @@ describe("lists, count and stats", () => {
       succeeded: 0,
       failed: 0,
       pending: 1,
+      waiting: 0,
     });
     expect((await get(stranger, `/executions:stats?since=${base}&until=${base + 100_000}&workflowId=${wfA}`)).body).toEqual({
       total: 0,
       succeeded: 0,
       failed: 0,
       pending: 0,
+      waiting: 0,
     });
 
     for (const query of [`since=${until}&until=${since}`, "since=-1", "until=1.5", "since=abc", `since=${Date.now() + 86_400_000}`]) {

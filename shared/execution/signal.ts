@@ -7,7 +7,6 @@
  * payload from the caller who ended it (200, nothing changes). Then the run goes on in a runner (the bus) and the
  * answer waits, at most `blocking_trigger_wait_ms`, for its next terminal or `waiting` status.
  */
-import { getAddress } from "viem";
 import { ApiError, notFound, validationFailed } from "../errors";
 import { useOwner } from "../context";
 import { useConfig, useRuntime } from "../runtime";
@@ -45,6 +44,7 @@ export async function signal(
   if (Buffer.byteLength(JSON.stringify(payload)) > MAX_SIGNAL_PAYLOAD_BYTES)
     throw validationFailed([{ path: "body.payload", message: `must be at most ${MAX_SIGNAL_PAYLOAD_BYTES} bytes serialized` }]);
 
+  // The token's subject, EIP-55 as sign-in wrote it (shared/http/token.ts).
   const caller = useOwner();
   const id = /^[0-9A-HJKMNP-TV-Z]{26}$/.test(rawId.toUpperCase()) ? rawId.toUpperCase() : undefined;
   const execution = { workflowId, id: id ?? "" };
@@ -72,7 +72,7 @@ export async function signal(
     if (claim.kind === "replay") return answer(true);
   }
   try {
-    const ended = await endSignalWait(execution, item, target, { decision: body.decision, payload, signer: getAddress(caller) });
+    const ended = await endSignalWait(execution, item, target, { decision: body.decision, payload, signer: caller });
     if (ended === "waiting") await handOverResume(execution, owner);
     if (ended !== "replayed") await goneOn(execution, target!);
   } catch (err) {

@@ -30,6 +30,7 @@ import {
   type ExecutionId,
 } from "../store/entities/execution";
 import { deleteStateParts, readStateParts, writeStateParts } from "../store/entities/execution-parts";
+import { putAwaitWatch } from "../store/entities/watch";
 import type { Suspension } from "../kinds";
 import type { EndedWait, RunSnapshot, WaitHost } from "../engine/types";
 import { requireBus } from "./bus";
@@ -52,7 +53,7 @@ interface NodeInfo {
 
 /** Records a wait that began; false when the execution is no longer pending (nothing recorded). */
 export async function beginWait(
-  execution: ExecutionId,
+  execution: ExecutionId & { owner: string },
   node: NodeInfo & { id: string },
   wait: Suspension,
   inputs: string[],
@@ -69,6 +70,19 @@ export async function beginWait(
     config: JSON.stringify(node.config),
     inputs,
   };
+  // The watcher ends a chain-event wait (shared/watch/chain-waits.ts): its entry is written before the wait, so
+  // no log after `afterBlock` can be missed; an entry whose wait never opened ends nothing and is dropped.
+  if (wait.waitFor === "chainEvent")
+    await putAwaitWatch({
+      workflowId: execution.workflowId,
+      executionId: execution.id,
+      nodeId: node.id,
+      owner: execution.owner,
+      chainId: wait.chainId!,
+      queries: wait.query ?? [],
+      afterBlock: wait.afterBlock!,
+      deadline: wait.deadline,
+    });
   const begun = await putOpenWait(execution, node.id, stored as unknown as Item);
   if (begun) emitChange(execution.workflowId, execution.id);
   return begun;
@@ -283,7 +297,7 @@ export function waitHost(
   const key = { workflowId: execution.workflowId, id: execution.id };
   return {
     async begin(nodeId, wait, inputs) {
-      await beginWait(key, { id: nodeId, ...nodes.get(nodeId)! }, wait, inputs);
+      await beginWait(execution, { id: nodeId, ...nodes.get(nodeId)! }, wait, inputs);
     },
     async quiet(snapshot) {
       const { now, config } = useRuntime();

@@ -35,4 +35,14 @@ export const kinds = /* @__PURE__ */ buildRegistry(
 export { shapes } from "./shapes";
 
 export { buildRegistry, withKinds, type Registry } from "./registry";
-export { defineNode, nodeShape, isSuspend, StepFailure, type NodeEnv, type NodeResult, type NodeOutcome, type Gas, type Suspension } from "./kind";
+export {
+  defineNode,
+  nodeShape,
+  isSuspend,
+  StepFailure,
+  type NodeEnv,
+  type NodeResult,
+  type NodeOutcome,
+  type Gas,
+  type Suspension,
+} from "./kind";
