@@ -53,7 +53,7 @@ export function withRunner<B extends EventBus>(bus: B): B {
     if (event.type !== "execution.requested") return;
     const owner = event.owner ?? (await Executions.readSummary(event.workflowId, event.executionId))?.owner;
     if (owner === undefined) return; // no such execution: nothing to run
-    if (event.resume) await resumeQueued(owner, event.workflowId, event.executionId);
+    if (event.resume) await runQueue().run(owner, () => resumeExecution(event.workflowId, event.executionId));
     else await runQueued(owner, event.workflowId, event.executionId);
   });
   return bus;
@@ -62,11 +62,6 @@ export function withRunner<B extends EventBus>(bus: B): B {
 /** Runs the execution in `owner`'s turn (run-queue.ts): the bus's deliveries and blocking triggers alike. */
 export function runQueued(owner: string, workflowId: string, executionId: string): Promise<void> {
   return runQueue().run(owner, () => runExecution(workflowId, executionId));
-}
-
-/** Resumes a waiting execution in `owner`'s turn (run-queue.ts). */
-export function resumeQueued(owner: string, workflowId: string, executionId: string): Promise<void> {
-  return runQueue().run(owner, () => resumeExecution(workflowId, executionId));
 }
 
 /** Runs the execution once; a repeated call for the same id does nothing. Never throws for a run's failure. */

@@ -20,7 +20,7 @@ import type { StoredWait } from "./waiting-for";
 import type { Execution, StatusSummary } from "./schemas";
 
 /** Signal `payload` at most (§17.5), serialized. */
-export const MAX_SIGNAL_PAYLOAD_BYTES = 65_536;
+const MAX_SIGNAL_PAYLOAD_BYTES = 65_536;
 
 export interface SignalBody {
   decision: "approve" | "reject";

@@ -52,7 +52,7 @@ interface NodeInfo {
 }
 
 /** Records a wait that began; false when the execution is no longer pending (nothing recorded). */
-export async function beginWait(
+async function beginWait(
   execution: ExecutionId & { owner: string },
   node: NodeInfo & { id: string },
   wait: Suspension,

@@ -12,7 +12,7 @@ import { chainClient, read } from "../chain";
 import { AddressString, ChainId, int, list, opt, str, strict } from "../schema-kit";
 
 /** `max_await_timeout_s` (§17.5). */
-export const MAX_AWAIT_TIMEOUT_S = 604_800;
+const MAX_AWAIT_TIMEOUT_S = 604_800;
 const DEFAULT_TIMEOUT_S = 86_400;
 
 const config = strict(

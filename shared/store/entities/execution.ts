@@ -109,10 +109,6 @@ export async function markRunStarted(execution: ExecutionId, now: number): Promi
 /** The execution item (strongly consistent). */
 export const getExecution = (execution: ExecutionId) => Execution.get(execution, { consistent: true });
 
-/** The status fields and owner (strongly consistent GetItem of those only). */
-export const getExecutionSummary = (execution: ExecutionId) =>
-  Execution.get(execution, { consistent: true, attributes: ["id", "workflowId", "status", "startAt", "endAt", "error", "owner"] });
-
 /** Executions pending since before `cutoff` (ms), oldest first, at most `max` (pattern 15: one Query). */
 export async function pendingBefore(cutoff: number, max: number): Promise<{ workflowId: string; id: string }[]> {
   const { gsi2pk, gsi2sk } = Keys.pendingExecution(cutoff, "");
@@ -206,7 +202,7 @@ export async function readExecutions(
 // of waits, so that no write needs the map to exist first. While `waiting` the item is on gsi2 `EXEC#waiting`
 // (pattern 26) instead of the pending index.
 
-export const WAIT_PREFIX = "wait:";
+const WAIT_PREFIX = "wait:";
 export const END_PREFIX = "end:";
 
 /** The open waits of an execution item, by node id. */
