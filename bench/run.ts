@@ -91,6 +91,8 @@ async function main() {
     if (part("claims")) await (await import("./claims")).benchClaims({ base, runtime, report, rows });
     if (part("cron")) await (await import("./cron-floor")).benchCronFloor(report);
     if (part("isolation")) await (await import("./isolation")).benchIsolation({ base, runtime, report, rows });
+    setRuntime(runtime);
+    if (part("waits")) await (await import("./waits")).benchWaits({ base, runtime, report, rows });
 
     printTable();
     await server.close();

@@ -89,13 +89,13 @@ export async function resumeExecution(workflowId: string, executionId: string): 
   const resumed = await resumeRun(key, Number(waiting.stateGeneration), at, at - pendingMs);
   if (!resumed) return;
   emitChange(workflowId, executionId);
+  // The state and the ended waits' steps are read while drive() reads the workflow: three reads, one round trip.
+  const open = openWaitsOf(resumed);
+  const endedIds = ((resumed.openWaits as string[] | undefined) ?? []).filter((id) => !open.has(id));
+  const prepared = Promise.all([loadState(resumed), endedWaits(executionId, endedIds)]);
+  prepared.catch(() => undefined); // awaited below unless the workflow is gone
   await drive(workflowId, executionId, async (workflow) => {
-    const snapshot = await loadState(resumed);
-    const open = openWaitsOf(resumed);
-    const ended = await endedWaits(
-      executionId,
-      snapshot.open.filter((id) => !open.has(id)),
-    );
+    const [snapshot, ended] = await prepared;
     return run(workflow, resumed as unknown as StartedExecution, {}, { startedAt: at, pendingMsBefore: pendingMs }, { snapshot, ended });
   });
 }
