@@ -306,6 +306,9 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
       if (running.size === 0) {
         if (open.size === 0 || stopped !== undefined || internal !== undefined) break;
         await notified;
+        // Not suspended for a workflow deleted meanwhile (its waiting runs were ended already).
+        stopped = await stopReason();
+        if (stopped !== undefined) break;
         const answer = await input.waits!.quiet(snapshot());
         if ("suspended" in answer) {
           suspended = true;
