@@ -104,9 +104,3 @@ export async function finish(workflowId: string, id: string, outcome: Outcome): 
   emitChange(workflowId, id);
   return true;
 }
-
-/** For the runner's shouldStop: true once the execution is terminal (or gone), by a strongly consistent read. */
-export async function isFinished(workflowId: string, id: string): Promise<boolean> {
-  const found = await readSummary(workflowId, id);
-  return !found || found.summary.status !== "pending";
-}

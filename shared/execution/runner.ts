@@ -15,7 +15,8 @@
  * A run: the workflow as stored now (deleted → `error` "workflow was deleted"), the run input written by the
  * claim, secrets resolved by name only when referenced (workflow scope over user scope), user operations sent
  * from the workflow's wallet through the owner-checked sender, each step recorded as it finishes, and a check
- * before every node that the workflow still exists and the sweeper has not ended the execution.
+ * before a node starts that the workflow still exists (read again once a node has finished since the last look)
+ * and that the sweeper has not ended the execution (a step it could not record).
  */
 import type { Address } from "viem";
 import { useRuntime } from "../runtime";
@@ -133,6 +134,8 @@ interface StartedExecution {
   startAt: number;
   runInput?: string;
   runInputParts?: number;
+  /** The trigger step the claim wrote into the item, when small (JSON). */
+  triggerStep?: string;
 }
 
 /** The conditional "started" mark: only a pending execution not yet started takes it. */
@@ -164,6 +167,8 @@ async function run(
     }
   }
 
+  let ended = false;
+  let stepsSinceCheck = 0;
   const result = await runWorkflow({
     mode: "run",
     definition: { chainId, trigger, nodes, edges, inputVariables },
@@ -182,11 +187,28 @@ async function run(
     secrets: (names) => Secret.resolveForExecution(owner, workflowId, names),
     sendCalls: walletSender({ owner: owner as Address, wallet: workflow.smartWalletAddress as Address }),
     onStep: async (step) => {
-      await Executions.recordStep(workflowId, execution.id, step, costOf(step, partChain.get(step.id) ?? chainId), position.get(step.id));
+      // The claim wrote a small trigger step into the execution item: recorded again only if the run's differs
+      // (redacted, or a block read at run time).
+      if (step.id === trigger.id && execution.triggerStep !== undefined && sameOutput(execution.triggerStep, step)) return;
+      const recorded = await Executions.recordStep(
+        workflowId,
+        execution.id,
+        step,
+        costOf(step, partChain.get(step.id) ?? chainId),
+        position.get(step.id),
+      );
+      // Not pending any more (the sweeper ended it): nothing further starts.
+      if (!recorded) ended = true;
+      else if (step.id !== trigger.id) stepsSinceCheck++;
     },
+    // Before a node starts: stopped once a step could not be recorded, and the workflow read again only when a node
+    // has finished since the last look (the pass began by reading it), so a run whose nodes all start at once
+    // reads nothing more.
     shouldStop: async () => {
-      const [current, finished] = await Promise.all([Workflow.getForRun(workflowId), Executions.isFinished(workflowId, execution.id)]);
-      return !current || finished;
+      if (ended) return true;
+      if (stepsSinceCheck === 0) return false;
+      stepsSinceCheck = 0;
+      return !(await Workflow.getForRun(workflowId));
     },
     stopReason: WORKFLOW_DELETED,
     waits: waitHost(
@@ -198,6 +220,11 @@ async function run(
   });
   if (result.status === "waiting") return "waiting";
   return { status: result.status, ...(result.error !== undefined ? { error: result.error } : {}), endAt: result.endAt, cogs: result.cogs };
+}
+
+/** Whether the trigger step the claim stored (JSON) has the output the run recorded. */
+function sameOutput(stored: string, step: Step): boolean {
+  return JSON.stringify((JSON.parse(stored) as Step).output) === JSON.stringify(step.output);
 }
 
 /** The cost a step's user operation adds while the run goes (API.md §9.6); the final list comes with the result. */
