@@ -1,0 +1,150 @@
+/**
+ * Delivering a signed user operation to the bundler and following it to its receipt (API.md §11.5, §19).
+ *
+ * An operation's nonce key belongs to that operation alone (../chain/nonce.ts), so whatever the bundler says about
+ * that nonce says it about this operation: when an answer is lost the very same operation is sent again (same bytes,
+ * same hash), never a new one under another key, and the EntryPoint includes it at most once. A re-sent operation
+ * is in when the bundler takes it or already holds it ("already known", the same nonce "already present" or "being
+ * processed"), or when the chain has already used its nonce; it was never in when the bundler refuses it for any
+ * other reason while its nonce is still unused.
+ */
+import { BaseError, RpcRequestError, getAddress, type Address, type Hex, type PublicClient } from "viem";
+import { entryPoint07Abi, type BundlerClient, type UserOperationReceipt } from "viem/account-abstraction";
+import { splitNonce } from "../chain/nonce";
+import type { UserOperationV07 } from "../chain/userop";
+
+/** The bundler's or paymaster's JSON-RPC error (message and code); undefined for transport failures. */
+export function bundlerRefusal(err: unknown): { message: string; code: number } | undefined {
+  if (!(err instanceof BaseError)) return undefined;
+  const rpc = err.walk((e) => e instanceof RpcRequestError) as RpcRequestError | null;
+  if (!rpc) return undefined;
+  return { message: rpc.details || rpc.shortMessage, code: rpc.code };
+}
+
+/** The bundler's or paymaster's refusal message when it answered with a JSON-RPC error; undefined for transport failures. */
+export function bundlerRejection(err: unknown): string | undefined {
+  return bundlerRefusal(err)?.message;
+}
+
+/**
+ * A refusal because the account is being or has been deployed by another operation: init code for an account that
+ * has code (AA10), or a second operation with init code while one is in the bundler's mempool (Alto: AA10 or AA25
+ * "invalid account deployment"). The operation is then built again without init code once the account has code.
+ */
+export const isDeploymentConflict = (message: string) => /\bAA10\b|invalid account deployment/i.test(message);
+
+/** The bundler already holds this nonce of ours: the same operation, sent before. */
+const alreadyHeld = (message: string) => /already known|already present|already being processed/i.test(message);
+
+export type SendAnswer = { accepted: true } | { lost: true } | { refused: string };
+
+/** eth_sendUserOperation: accepted, refused with the bundler's message, or lost (no answer: it may be in). */
+export async function sendOnce(bundler: BundlerClient, op: UserOperationV07, entryPoint: Address): Promise<SendAnswer> {
+  try {
+    await bundler.sendUserOperation({ ...op, entryPointAddress: getAddress(entryPoint) } as never);
+    return { accepted: true };
+  } catch (err) {
+    const refusal = bundlerRejection(err);
+    return refusal === undefined ? { lost: true } : { refused: refusal };
+  }
+}
+
+/** Whether the EntryPoint has used `op`'s nonce (its key's sequence is past it): the operation under it was included. */
+export async function nonceUsed(client: PublicClient, entryPoint: Address, op: UserOperationV07): Promise<boolean> {
+  const current = await client.readContract({
+    address: getAddress(entryPoint),
+    abi: entryPoint07Abi,
+    functionName: "getNonce",
+    args: [op.sender, splitNonce(op.nonce).key],
+  });
+  return current > op.nonce;
+}
+
+/**
+ * Sends `op` again after its answer was lost: "in" when the bundler takes it, holds it already or the chain used its
+ * nonce; "lost" when unanswered again; refused (with the message) when it was never in.
+ */
+export async function resend(
+  client: PublicClient,
+  bundler: BundlerClient,
+  entryPoint: Address,
+  op: UserOperationV07,
+): Promise<"in" | "lost" | { refused: string }> {
+  const answer = await sendOnce(bundler, op, entryPoint);
+  if ("accepted" in answer) return "in";
+  if ("lost" in answer) return "lost";
+  if (alreadyHeld(answer.refused)) return "in";
+  const used = await nonceUsed(client, entryPoint, op).catch(() => undefined);
+  if (used !== false) return used ? "in" : "lost"; // the chain could not say: ask again later
+  return answer;
+}
+
+/** The receipt when the bundler has one; undefined when it has none yet or could not be asked. */
+export async function receiptIfAny(bundler: BundlerClient, hash: Hex): Promise<UserOperationReceipt | undefined> {
+  try {
+    return await bundler.getUserOperationReceipt({ hash });
+  } catch {
+    return undefined;
+  }
+}
+
+export type Followed = { receipt: UserOperationReceipt } | { refused: string } | { timedOut: true };
+
+/**
+ * Follows a sent operation to its receipt for up to `waitMs`. With `lost` (the send's answer never came) the same
+ * operation is sent again every second until the bundler answers; a refusal then means it was never in.
+ */
+export async function follow(p: {
+  client: PublicClient;
+  bundler: BundlerClient;
+  entryPoint: Address;
+  op: UserOperationV07;
+  hash: Hex;
+  waitMs: number;
+  lost: boolean;
+}): Promise<Followed> {
+  const deadline = Date.now() + p.waitMs;
+  let unanswered = p.lost;
+  let resendAt = Date.now() + RESEND_PAUSE_MS;
+  for (;;) {
+    const receipt = await receiptIfAny(p.bundler, p.hash);
+    if (receipt) return { receipt };
+    if (unanswered && Date.now() >= resendAt) {
+      const again = await resend(p.client, p.bundler, p.entryPoint, p.op);
+      if (typeof again === "object") return again;
+      unanswered = again === "lost";
+      resendAt = Date.now() + RESEND_PAUSE_MS;
+    }
+    const left = deadline - Date.now();
+    if (left <= 0) return { timedOut: true };
+    await new Promise((resolve) => setTimeout(resolve, Math.min(RECEIPT_POLL_MS, left)));
+  }
+}
+
+const RECEIPT_POLL_MS = 200;
+const RESEND_PAUSE_MS = 1_000;
+
+// ---------------------------------------------------------------------------------------------
+// Stored operations (a withdrawal keeps the signed operation it sends, so its follow-up can send it again)
+
+/** The signed operation as JSON text, integers as hex. */
+export const storeOperation = (op: UserOperationV07): string =>
+  JSON.stringify(op, (_key, value: unknown) => (typeof value === "bigint" ? `0x${value.toString(16)}` : value));
+
+const INTEGER_FIELDS = [
+  "nonce",
+  "callGasLimit",
+  "verificationGasLimit",
+  "preVerificationGas",
+  "maxFeePerGas",
+  "maxPriorityFeePerGas",
+  "paymasterVerificationGasLimit",
+  "paymasterPostOpGasLimit",
+] as const;
+
+/** The operation storeOperation wrote. */
+export function loadOperation(text: string): UserOperationV07 {
+  const raw = JSON.parse(text) as Record<string, unknown>;
+  for (const field of INTEGER_FIELDS) if (typeof raw[field] === "string") raw[field] = BigInt(raw[field]);
+  return raw as unknown as UserOperationV07;
+}
