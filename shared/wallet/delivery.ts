@@ -33,19 +33,26 @@ export function bundlerRejection(err: unknown): string | undefined {
  */
 export const isDeploymentConflict = (message: string) => /\bAA10\b|invalid account deployment/i.test(message);
 
-/** The bundler already holds this nonce of ours: the same operation, sent before. */
-const alreadyHeld = (message: string) => /already known|already present|already being processed/i.test(message);
+/** The bundler holds this very operation (the same hash). */
+const sameOperationHeld = (message: string) => /already known/i.test(message);
+/** The bundler holds an operation under this nonce of ours: for a re-sent operation, the same one sent before. */
+const alreadyHeld = (message: string) => sameOperationHeld(message) || /already present|already being processed/i.test(message);
 
 export type SendAnswer = { accepted: true } | { lost: true } | { refused: string };
 
-/** eth_sendUserOperation: accepted, refused with the bundler's message, or lost (no answer: it may be in). */
+/**
+ * eth_sendUserOperation: accepted, refused with the bundler's message, or lost (no answer: it may be in). "Already
+ * known" (the bundler holds this very operation: the HTTP client's own retry of a request whose answer was lost)
+ * counts as accepted.
+ */
 export async function sendOnce(bundler: BundlerClient, op: UserOperationV07, entryPoint: Address): Promise<SendAnswer> {
   try {
     await bundler.sendUserOperation({ ...op, entryPointAddress: getAddress(entryPoint) } as never);
     return { accepted: true };
   } catch (err) {
     const refusal = bundlerRejection(err);
-    return refusal === undefined ? { lost: true } : { refused: refusal };
+    if (refusal === undefined) return { lost: true };
+    return sameOperationHeld(refusal) ? { accepted: true } : { refused: refusal };
   }
 }
 
