@@ -294,7 +294,11 @@ describe("walletSender (sponsored by the paymaster)", () => {
     const send = walletSender({ owner: alice.owner, wallet, executionId: "01JEXECUTION0000000000000A" });
     ok(await send({ chainId: 31337, calls: [{ to, value: 7n }], nodeId: "pay", iteration: 0 }));
     const again = await send({ chainId: 31337, calls: [{ to, value: 7n }], nodeId: "pay", iteration: 0 });
-    expect(again).toMatchObject({ ok: false, errorCode: "USEROP_REJECTED", error: expect.stringMatching(/used already.*nothing was sent again/) });
+    expect(again).toMatchObject({
+      ok: false,
+      errorCode: "USEROP_REJECTED",
+      error: expect.stringMatching(/used already.*nothing was sent again/),
+    });
     ok(await send({ chainId: 31337, calls: [{ to, value: 7n }], nodeId: "pay", iteration: 1 }));
     ok(await send({ chainId: 31337, calls: [{ to, value: 7n }], nodeId: "other" }));
     expect(await balance(to)).toBe(21n);
