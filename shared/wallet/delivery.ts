@@ -37,13 +37,22 @@ export const isDeploymentConflict = (message: string) => /\bAA10\b|invalid accou
 const sameOperationHeld = (message: string) => /already known/i.test(message);
 /** The bundler holds an operation under this nonce of ours: for a re-sent operation, the same one sent before. */
 const alreadyHeld = (message: string) => sameOperationHeld(message) || /already present|already being processed/i.test(message);
-
-export type SendAnswer = { accepted: true } | { lost: true } | { refused: string };
+/**
+ * The bundler holds as many of the sender's operations as it takes (ERC-7562 SAME_SENDER_MEMPOOL_COUNT, 4 for an
+ * unstaked sender; Rundler "Max operations (4) reached for sender …", Alto "Maximum number of parallel user
+ * operations … reached"): not a refusal of the operation, a "not now". It is sent again until taken.
+ */
+export const senderLimitReached = (message: string) => /\bmax(imum)?\b[^.]*\bop(eration)?s\b[^.]*\breached\b/i.test(message);
 
 /**
- * eth_sendUserOperation: accepted, refused with the bundler's message, or lost (no answer: it may be in). "Already
- * known" (the bundler holds this very operation: the HTTP client's own retry of a request whose answer was lost)
- * counts as accepted.
+ * What the bundler said to a send: accepted; refused (never in); lost (no answer: it may be in); or deferred (the
+ * sender's operations fill the bundler's share for now: not in, send it again later).
+ */
+export type SendAnswer = { accepted: true } | { lost: true } | { deferred: string } | { refused: string };
+
+/**
+ * eth_sendUserOperation. "Already known" (the bundler holds this very operation: the HTTP client's own retry of a
+ * request whose answer was lost) counts as accepted.
  */
 export async function sendOnce(bundler: BundlerClient, op: UserOperationV07, entryPoint: Address): Promise<SendAnswer> {
   try {
@@ -52,12 +61,13 @@ export async function sendOnce(bundler: BundlerClient, op: UserOperationV07, ent
   } catch (err) {
     const refusal = bundlerRejection(err);
     if (refusal === undefined) return { lost: true };
-    return sameOperationHeld(refusal) ? { accepted: true } : { refused: refusal };
+    if (sameOperationHeld(refusal)) return { accepted: true };
+    return senderLimitReached(refusal) ? { deferred: refusal } : { refused: refusal };
   }
 }
 
 /** Whether the EntryPoint has used `op`'s nonce (its key's sequence is past it): the operation under it was included. */
-export async function nonceUsed(client: PublicClient, entryPoint: Address, op: UserOperationV07): Promise<boolean> {
+async function nonceUsed(client: PublicClient, entryPoint: Address, op: UserOperationV07): Promise<boolean> {
   const current = await client.readContract({
     address: getAddress(entryPoint),
     abi: entryPoint07Abi,
@@ -68,26 +78,28 @@ export async function nonceUsed(client: PublicClient, entryPoint: Address, op: U
 }
 
 /**
- * Sends `op` again after its answer was lost: "in" when the bundler takes it, holds it already or the chain used its
- * nonce; "lost" when unanswered again; refused (with the message) when it was never in.
+ * Sends `op` again (its answer was lost, or the bundler deferred it): "in" when the bundler takes it, holds it
+ * already or the chain used its nonce; "lost" when unanswered again (or the chain could not say); deferred again;
+ * or refused (with the message) when it was never in.
  */
 export async function resend(
   client: PublicClient,
   bundler: BundlerClient,
   entryPoint: Address,
   op: UserOperationV07,
-): Promise<"in" | "lost" | { refused: string }> {
+): Promise<"in" | "lost" | { deferred: string } | { refused: string }> {
   const answer = await sendOnce(bundler, op, entryPoint);
   if ("accepted" in answer) return "in";
   if ("lost" in answer) return "lost";
+  if ("deferred" in answer) return answer;
   if (alreadyHeld(answer.refused)) return "in";
   const used = await nonceUsed(client, entryPoint, op).catch(() => undefined);
-  if (used !== false) return used ? "in" : "lost"; // the chain could not say: ask again later
-  return answer;
+  if (used === undefined) return "lost";
+  return used ? "in" : answer;
 }
 
 /** The receipt when the bundler has one; undefined when it has none yet or could not be asked. */
-export async function receiptIfAny(bundler: BundlerClient, hash: Hex): Promise<UserOperationReceipt | undefined> {
+async function receiptIfAny(bundler: BundlerClient, hash: Hex): Promise<UserOperationReceipt | undefined> {
   try {
     return await bundler.getUserOperationReceipt({ hash });
   } catch {
@@ -95,11 +107,17 @@ export async function receiptIfAny(bundler: BundlerClient, hash: Hex): Promise<U
   }
 }
 
-export type Followed = { receipt: UserOperationReceipt } | { refused: string } | { timedOut: true };
+/**
+ * What following a sent operation found: its receipt; refused (it was never in); or no receipt in time, `taken` when
+ * the bundler took it (or may have: an answer was lost), so it may still land; `deferred` the bundler's last "not
+ * now" when it never took it.
+ */
+export type Followed = { receipt: UserOperationReceipt } | { refused: string } | { timedOut: true; taken: boolean; deferred?: string };
 
 /**
- * Follows a sent operation to its receipt for up to `waitMs`. With `lost` (the send's answer never came) the same
- * operation is sent again every second until the bundler answers; a refusal then means it was never in.
+ * Follows an operation to its receipt for up to `waitMs`, from the answer to its first send: while that was lost or
+ * deferred, the very same operation is sent again every second until the bundler takes it; a refusal then means it
+ * was never in.
  */
 export async function follow(p: {
   client: PublicClient;
@@ -108,22 +126,28 @@ export async function follow(p: {
   op: UserOperationV07;
   hash: Hex;
   waitMs: number;
-  lost: boolean;
+  first: Exclude<SendAnswer, { refused: string }>;
 }): Promise<Followed> {
   const deadline = Date.now() + p.waitMs;
-  let unanswered = p.lost;
+  let taken = !("deferred" in p.first);
+  let deferred = "deferred" in p.first ? p.first.deferred : undefined;
+  let again = !("accepted" in p.first);
   let resendAt = Date.now() + RESEND_PAUSE_MS;
   for (;;) {
-    const receipt = await receiptIfAny(p.bundler, p.hash);
-    if (receipt) return { receipt };
-    if (unanswered && Date.now() >= resendAt) {
-      const again = await resend(p.client, p.bundler, p.entryPoint, p.op);
-      if (typeof again === "object") return again;
-      unanswered = again === "lost";
+    if (taken) {
+      const receipt = await receiptIfAny(p.bundler, p.hash);
+      if (receipt) return { receipt };
+    }
+    if (again && Date.now() >= resendAt) {
+      const outcome = await resend(p.client, p.bundler, p.entryPoint, p.op);
+      if (typeof outcome === "object" && "refused" in outcome) return outcome;
+      again = outcome !== "in";
+      taken ||= typeof outcome === "string";
+      deferred = typeof outcome === "object" ? outcome.deferred : undefined;
       resendAt = Date.now() + RESEND_PAUSE_MS;
     }
     const left = deadline - Date.now();
-    if (left <= 0) return { timedOut: true };
+    if (left <= 0) return { timedOut: true, taken, ...(deferred !== undefined && !taken ? { deferred } : {}) };
     await new Promise((resolve) => setTimeout(resolve, Math.min(RECEIPT_POLL_MS, left)));
   }
 }

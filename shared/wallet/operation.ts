@@ -26,7 +26,7 @@ import {
 import { composeNonce, nonceKeyOf, splitNonce, stepIdentity } from "../chain/nonce";
 import { signWalletOperation, verifySignable, type SignableWallet } from "./signing";
 import { DeploymentPending, deploymentTurn, untilDeployed, type DeploymentTurn } from "./deployment";
-import { bundlerRefusal, bundlerRejection, follow, isDeploymentConflict, sendOnce } from "./delivery";
+import { bundlerRefusal, bundlerRejection, follow, isDeploymentConflict, sendOnce, type SendAnswer } from "./delivery";
 import { get as getWallet, type WalletRecord } from "./wallet";
 import { maySponsor, reserveSponsoredGas, sponsoredGasOf, type Sponsorship } from "./sponsorship";
 import type { SendCalls, SendOutcome, WalletCall } from "./send";
@@ -280,10 +280,10 @@ export interface Dispatch {
   beforeSend?(prepared: PreparedOperation, userOpHash: Hex): Promise<void>;
 }
 
-/** What became of a dispatched operation: refused by the bundler when sent, or sent (its answer possibly lost). */
+/** What became of a dispatched operation: refused by the bundler when sent, or sent (accepted, its answer lost, or deferred). */
 export type Dispatched =
   | { sent: false; refusal: string; prepared: PreparedOperation }
-  | { sent: true; lost: boolean; prepared: PreparedOperation; userOpHash: Hex; turn: DeploymentTurn };
+  | { sent: true; answer: Exclude<SendAnswer, { refused: string }>; prepared: PreparedOperation; userOpHash: Hex; turn: DeploymentTurn };
 
 /**
  * Builds and sends one operation under its own nonce: waits for the account's deployment turn when it has no code
@@ -338,7 +338,7 @@ async function buildAndSend(
     if (isDeploymentConflict(answer.refused) && attempt < DEPLOYMENT_ATTEMPTS) return "again";
     return { sent: false, refusal: answer.refused, prepared };
   }
-  return { sent: true, lost: "lost" in answer, prepared, userOpHash, turn };
+  return { sent: true, answer, prepared, userOpHash, turn };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -454,21 +454,31 @@ async function send(record: WalletRecord, chain: ChainSettings, request: SendReq
   }
   if (!dispatched.sent) return failure("USEROP_REJECTED", dispatched.refusal);
 
-  const { prepared, userOpHash, turn, lost } = dispatched;
+  const { prepared, userOpHash, turn, answer } = dispatched;
   const { useropReceiptWaitMs } = useConfig().limits;
-  // A lost answer: the very same operation is sent again until the bundler answers (delivery.ts).
-  const followed = await follow({ client, bundler, entryPoint, op: prepared.op, hash: userOpHash, waitMs: useropReceiptWaitMs, lost });
+  // A lost answer, or a bundler deferring it: the very same operation is sent again until taken (delivery.ts).
+  const followed = await follow({
+    client,
+    bundler,
+    entryPoint,
+    op: prepared.op,
+    hash: userOpHash,
+    waitMs: useropReceiptWaitMs,
+    first: answer,
+  });
   if ("receipt" in followed) {
     await turn.end("included");
     return settled(followed.receipt, userOpHash, Boolean(prepared.op.factory));
   }
-  if ("refused" in followed) {
+  if ("refused" in followed || !followed.taken) {
+    // never in: nothing can land later
     await prepared.giveBack();
     await turn.end("not-sent");
-    return failure("USEROP_REJECTED", followed.refused);
+    const message = "refused" in followed ? followed.refused : `the bundler did not take the operation: ${followed.deferred}`;
+    return failure("USEROP_REJECTED", message);
   }
   await turn.end("unknown");
-  return lost
+  return "lost" in answer
     ? failure("RPC_ERROR", "the bundler could not be reached while sending; the operation may still be included", { userOpHash })
     : failure("USEROP_TIMEOUT", `no receipt for user operation ${userOpHash} within ${useropReceiptWaitMs} ms`, { userOpHash });
 }

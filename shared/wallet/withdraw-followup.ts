@@ -1,8 +1,9 @@
 /**
  * Following pending withdrawals: on a read (refresh) and in the background (followUpPending); withdraw.ts re-exports
  * them. A pending withdrawal without a receipt whose operation the bundler does not hold (its answer was lost, or the
- * process stopped between recording it and sending it) is sent again, the very same signed operation under the same
- * nonce key (delivery.ts), while it is younger than half of `withdraw_pending_timeout_ms`.
+ * process stopped between recording it and sending it, or the bundler deferred it for the sender's other operations)
+ * is sent again, the very same signed operation under the same nonce key (delivery.ts), while it is younger than half
+ * of `withdraw_pending_timeout_ms`; it fails only when the bundler refuses it and its nonce is unused (never in).
  */
 import { UserOperationReceiptNotFoundError } from "viem/account-abstraction";
 import { getAddress } from "viem";
@@ -39,7 +40,8 @@ export async function refresh(w: StoredWithdrawal, chain: ChainSettings): Promis
     // Not included yet: make sure the bundler holds it (a re-send of the same operation is answered "already known").
     try {
       const again = await resend(publicClient(chain), bundlerClient(chain), getAddress(chain.entryPoint), loadOperation(w.userOp));
-      if (typeof again === "object") return settle(w, { status: "failed", message: again.refused, userOpHash: undefined });
+      if (typeof again === "object" && "refused" in again)
+        return settle(w, { status: "failed", message: again.refused, userOpHash: undefined });
     } catch {
       // the chain or the bundler could not be asked: the next follow-up asks again
     }

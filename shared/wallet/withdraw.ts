@@ -124,7 +124,7 @@ async function send(wallet: WalletRecord, chain: ChainSettings, request: Request
   }
   if (!dispatched.sent) return settle(submitted!, { status: "failed", message: dispatched.refusal, userOpHash: undefined });
 
-  const { prepared, userOpHash, turn, lost } = dispatched;
+  const { prepared, userOpHash, turn, answer } = dispatched;
   const { withdrawConfirmWaitMs, useropReceiptWaitMs } = useConfig().limits;
   // Followed in the background past the answer (up to the user-operation receipt wait): the outcome is stored as
   // soon as it is known, and the account's deployment turn ended with it.
@@ -135,12 +135,13 @@ async function send(wallet: WalletRecord, chain: ChainSettings, request: Request
     op: prepared.op,
     hash: userOpHash,
     waitMs: Math.max(withdrawConfirmWaitMs, useropReceiptWaitMs),
-    lost,
-  }).catch((): Followed => ({ timedOut: true }));
+    first: answer,
+  }).catch((): Followed => ({ timedOut: true, taken: true }));
   const pending = submitted!;
   const outcome = followed
     .then(async (f) => {
       if ("refused" in f) await prepared.giveBack();
+      // not taken in time (deferred all along): still pending, the follow-up sends it again, so its turn is kept
       await turn.end("receipt" in f ? "included" : "refused" in f ? "not-sent" : "unknown");
       return settleFollowed(pending, f);
     })
