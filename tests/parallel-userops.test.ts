@@ -57,7 +57,10 @@ interface Withdrawal {
   message?: string;
 }
 
-/** POST :withdraw of `amount` wei to `to`, through this process's app or another process's `base` URL. */
+/**
+ * POST :withdraw of `amount` wei to `to`, through this process's app or another process's `base` URL; an answer
+ * still pending (a loaded machine can take longer than `withdraw_confirm_wait_ms`) is read again until it settles.
+ */
 async function withdraw(wallet: Address, to: Address, amount: string, base?: string): Promise<Withdrawal> {
   const init = {
     method: "POST",
@@ -67,7 +70,16 @@ async function withdraw(wallet: Address, to: Address, amount: string, base?: str
   const res = base ? await fetch(`${base}/wallets/${wallet}:withdraw`, init) : await app.request(`/wallets/${wallet}:withdraw`, init);
   const body = (await res.json()) as Withdrawal;
   expect(res.status, JSON.stringify(body)).toBe(200);
-  return body;
+  return body.status === "pending" ? settled(wallet, body.id) : body;
+}
+
+/** GET of the withdrawal until it is no longer pending, for up to a minute (a read follows it up at most every 5 s). */
+async function settled(wallet: Address, id: string): Promise<Withdrawal> {
+  for (let i = 0; ; i++) {
+    const read = (await (await app.request(`/wallets/${wallet}/withdrawals/${id}`, { headers: alice.headers })).json()) as Withdrawal;
+    if (read.status !== "pending" || i >= 120) return read;
+    await new Promise((r) => setTimeout(r, 500));
+  }
 }
 
 let salt = 0;
@@ -120,27 +132,35 @@ async function expectSideBySide(wallet: Address, withdrawals: Withdrawal[]) {
 }
 
 describe("concurrent withdrawals from one wallet (API.md §19)", () => {
-  it("confirms 30 concurrent withdrawals from one deployed wallet with distinct (key, sequence) pairs and exact balances", async () => {
-    const wallet = await newWallet();
-    const first = await withdraw(wallet, someone(), "1"); // deploys the account
-    const to = amounts(30).map(() => someone());
-    const results = await Promise.all(to.map((r, i) => withdraw(wallet, r, String(amounts(30)[i]))));
-    await expectSideBySide(wallet, [first, ...results]);
-    for (const [i, r] of to.entries()) expect(await balance(r)).toBe(amounts(30)[i]);
-    expect(await balance(wallet)).toBe(parseEther("1") - 1n - sum(amounts(30))); // the paymaster paid the gas
-    expect(await deployments(wallet)).toBe(1);
-  });
+  it(
+    "confirms 30 concurrent withdrawals from one deployed wallet with distinct (key, sequence) pairs and exact balances",
+    { timeout: 120_000 },
+    async () => {
+      const wallet = await newWallet();
+      const first = await withdraw(wallet, someone(), "1"); // deploys the account
+      const to = amounts(30).map(() => someone());
+      const results = await Promise.all(to.map((r, i) => withdraw(wallet, r, String(amounts(30)[i]))));
+      await expectSideBySide(wallet, [first, ...results]);
+      for (const [i, r] of to.entries()) expect(await balance(r)).toBe(amounts(30)[i]);
+      expect(await balance(wallet)).toBe(parseEther("1") - 1n - sum(amounts(30))); // the paymaster paid the gas
+      expect(await deployments(wallet)).toBe(1);
+    },
+  );
 
-  it("confirms 30 concurrent withdrawals from one undeployed wallet: one deploys it, the others follow it side by side", async () => {
-    const wallet = await newWallet();
-    expect(await devnet().client.getCode({ address: wallet })).toBeUndefined();
-    const to = amounts(30).map(() => someone());
-    const results = await Promise.all(to.map((r, i) => withdraw(wallet, r, String(amounts(30)[i]))));
-    await expectSideBySide(wallet, results);
-    for (const [i, r] of to.entries()) expect(await balance(r)).toBe(amounts(30)[i]);
-    expect(await balance(wallet)).toBe(parseEther("1") - sum(amounts(30)));
-    expect(await deployments(wallet)).toBe(1);
-  });
+  it(
+    "confirms 30 concurrent withdrawals from one undeployed wallet: one deploys it, the others follow it side by side",
+    { timeout: 120_000 },
+    async () => {
+      const wallet = await newWallet();
+      expect(await devnet().client.getCode({ address: wallet })).toBeUndefined();
+      const to = amounts(30).map(() => someone());
+      const results = await Promise.all(to.map((r, i) => withdraw(wallet, r, String(amounts(30)[i]))));
+      await expectSideBySide(wallet, results);
+      for (const [i, r] of to.entries()) expect(await balance(r)).toBe(amounts(30)[i]);
+      expect(await balance(wallet)).toBe(parseEther("1") - sum(amounts(30)));
+      expect(await deployments(wallet)).toBe(1);
+    },
+  );
 
   it(
     "deploys an undeployed wallet once when two processes withdraw from it at once (the turn is held in the table)",
@@ -162,7 +182,7 @@ describe("concurrent withdrawals from one wallet (API.md §19)", () => {
 describe("a lost bundler answer (API.md §11.5, §19)", () => {
   beforeAll(() => useRuntime({ CHAINS: chainsThroughProxy() }));
   afterAll(async () => {
-    proxy.rules.lose = {};
+    proxy.rules.faults = {};
     await useRuntime();
   });
 
@@ -173,9 +193,9 @@ describe("a lost bundler answer (API.md §11.5, §19)", () => {
     const wallet = await newWallet();
     const to = someone();
     const from = proxy.calls.length;
-    proxy.rules.lose = { eth_sendUserOperation: { where: "answer" } }; // forwarded, every answer lost
+    proxy.rules.faults = { eth_sendUserOperation: { kind: "lose-answer" } }; // forwarded, every answer lost
     const result = await withdraw(wallet, to, "777");
-    proxy.rules.lose = {};
+    proxy.rules.faults = {};
     await expectSideBySide(wallet, [result]);
     const sends = sendsSince(from);
     expect(sends.length).toBeGreaterThanOrEqual(1);
@@ -190,9 +210,9 @@ describe("a lost bundler answer (API.md §11.5, §19)", () => {
     const to = someone();
     const send = walletSender({ owner: alice.owner, wallet, executionId: "01JLOSTANSWER0000000000000" });
     const from = proxy.calls.length;
-    proxy.rules.lose = { eth_sendUserOperation: { where: "request", count: 4 } }; // the first send and three sent again
+    proxy.rules.faults = { eth_sendUserOperation: { kind: "lose-request", count: 4 } }; // the first send and three sent again
     const outcome = await send({ chainId: 31337, calls: [{ to, value: 555n }], nodeId: "pay" });
-    proxy.rules.lose = {};
+    proxy.rules.faults = {};
     expect(outcome).toMatchObject({ ok: true, deployed: true });
     const sends = sendsSince(from);
     expect(sends.length).toBeGreaterThanOrEqual(5); // sent again (every second) until the bundler answered
@@ -202,11 +222,27 @@ describe("a lost bundler answer (API.md §11.5, §19)", () => {
     expect(ops[0]).toMatchObject({ userOpHash: (outcome as { userOpHash: Hex }).userOpHash, sequence: 0n, success: true });
     expect(await balance(to)).toBe(555n);
   });
+
+  it("sends a withdrawal again while the bundler defers it for the sender's other operations (ERC-7562 per-sender limit)", async () => {
+    const wallet = await newWallet();
+    const to = someone();
+    const from = proxy.calls.length;
+    // Rundler's words for an unstaked sender with SAME_SENDER_MEMPOOL_COUNT operations in its mempool
+    const message = `Max operations (4) reached for sender ${wallet}`;
+    proxy.rules.faults = { eth_sendUserOperation: { kind: "refuse", message, count: 3 } };
+    const result = await withdraw(wallet, to, "888");
+    proxy.rules.faults = {};
+    await expectSideBySide(wallet, [result]); // confirmed, as the one operation it recorded
+    const sends = sendsSince(from);
+    expect(sends).toHaveLength(4); // deferred three times, then taken
+    expect(new Set(sends.map((c) => JSON.stringify(c.params[0]))).size).toBe(1);
+    expect(await balance(to)).toBe(888n);
+  });
 });
 
 describe("a crash between recording a withdrawal and sending it", () => {
   afterAll(() => {
-    proxy.rules.lose = {};
+    proxy.rules.faults = {};
   });
 
   /**
@@ -217,28 +253,19 @@ describe("a crash between recording a withdrawal and sending it", () => {
     const other = await startServiceChild(runtime.config.tableName, { ...LIMITS, CHAINS: chainsThroughProxy() });
     children.push(other);
     const from = proxy.calls.length;
-    proxy.rules.lose = { eth_sendUserOperation: { where: "hold" } };
+    proxy.rules.faults = { eth_sendUserOperation: { kind: "hold" } };
     void withdraw(wallet, to, amount, other.url).catch(() => undefined);
     for (let i = 0; i < 600 && !proxy.calls.slice(from).some((c) => c.method === "eth_sendUserOperation"); i++) {
       await new Promise((r) => setTimeout(r, 50));
     }
     await other.kill();
-    proxy.rules.lose = {};
+    proxy.rules.faults = {};
     // read from the table as recorded (a GET would follow it up, and send it)
     const { items } = await listWithdrawals(alice.owner, 31337, wallet, ["pending"], { limit: 10 });
     expect(items).toEqual([
       expect.objectContaining({ status: "pending", userOpHash: expect.stringMatching(/^0x/), userOp: expect.any(String) }),
     ]);
     return items[0]!.id as string;
-  }
-
-  /** GET of the withdrawal until it is no longer pending (a read follows it up at most every 5 s). */
-  async function settled(wallet: Address, id: string): Promise<Withdrawal> {
-    for (let i = 0; ; i++) {
-      const read = (await (await app.request(`/wallets/${wallet}/withdrawals/${id}`, { headers: alice.headers })).json()) as Withdrawal;
-      if (read.status !== "pending" || i >= 40) return read;
-      await new Promise((r) => setTimeout(r, 500));
-    }
   }
 
   it(

@@ -5,10 +5,11 @@
  * (an internal error, every time). Rules can be changed while it runs. Every `eth_getLogs` is recorded with how it
  * was answered, and the method of every call in `methods`. With `down` every request is answered HTTP 503, as a
  * provider that is unavailable; a method in `failMethods` is answered with an internal JSON-RPC error. In front of
- * a bundler, `lose` loses calls of a method: "answer" forwards the call and answers HTTP 502 (the answer lost on its
- * way back), "request" answers 502 without forwarding (lost on its way there), "hold" neither forwards nor answers
- * (the request hangs until the proxy closes), each for its `count` next calls or for all. Every call's method and
- * params are recorded in `calls`. Everything else is passed through unchanged.
+ * a bundler, `faults` troubles calls of a method: "lose-answer" forwards the call and answers HTTP 502 (the answer
+ * lost on its way back), "lose-request" answers 502 without forwarding (lost on its way there), "hold" neither
+ * forwards nor answers (the request hangs until the proxy closes), "refuse" answers a JSON-RPC error with `message`
+ * without forwarding, each for its `count` next calls or for all. Every call's method and params are recorded in
+ * `calls`. Everything else is passed through unchanged.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -22,8 +23,8 @@ export interface ProxyRules {
   down?: boolean;
   /** Answer calls of these methods with a JSON-RPC internal error (-32603). */
   failMethods?: Set<string>;
-  /** Lose calls of a method (see the module header), for its `count` next calls or (without) for all. */
-  lose?: Record<string, { where: "answer" | "request" | "hold"; count?: number }>;
+  /** Trouble calls of a method (see the module header), for its `count` next calls or (without) for all. */
+  faults?: Record<string, { kind: "lose-answer" | "lose-request" | "hold" | "refuse"; message?: string; count?: number }>;
 }
 
 interface GetLogsSeen {
@@ -69,11 +70,12 @@ export async function startRpcProxy(target: string, rules: ProxyRules = {}): Pro
     for (const one of Array.isArray(call) ? (call as { method: string }[]) : [call]) methods.push(one.method);
     if (!Array.isArray(call)) calls.push({ method: call.method, params: call.params ?? [] });
     if (proxy.rules.down) return answer(res, 503, JSON.stringify({ error: "service unavailable" }));
-    const lost = Array.isArray(call) ? undefined : proxy.rules.lose?.[call.method];
-    if (lost && (lost.count === undefined || lost.count > 0)) {
-      if (lost.count !== undefined) lost.count -= 1;
-      if (lost.where === "hold") return; // never forwarded, never answered
-      if (lost.where === "answer") await forward(body);
+    const fault = Array.isArray(call) ? undefined : proxy.rules.faults?.[call.method];
+    if (fault && (fault.count === undefined || fault.count > 0)) {
+      if (fault.count !== undefined) fault.count -= 1;
+      if (fault.kind === "hold") return; // never forwarded, never answered
+      if (fault.kind === "refuse") return answer(res, 200, refuse(call.id, -32602, fault.message ?? "refused"));
+      if (fault.kind === "lose-answer") await forward(body);
       return answer(res, 502, JSON.stringify({ error: "bad gateway" }));
     }
     if (!Array.isArray(call) && proxy.rules.failMethods?.has(call.method)) {
