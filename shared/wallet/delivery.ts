@@ -42,7 +42,7 @@ const alreadyHeld = (message: string) => sameOperationHeld(message) || /already 
  * unstaked sender; Rundler "Max operations (4) reached for sender …", Alto "Maximum number of parallel user
  * operations … reached"): not a refusal of the operation, a "not now". It is sent again until taken.
  */
-export const senderLimitReached = (message: string) => /\bmax(imum)?\b[^.]*\bop(eration)?s\b[^.]*\breached\b/i.test(message);
+const senderLimitReached = (message: string) => /\bmax(imum)?\b[^.]*\bop(eration)?s\b[^.]*\breached\b/i.test(message);
 
 /**
  * What the bundler said to a send: accepted; refused (never in); lost (no answer: it may be in); or deferred (the

@@ -38,7 +38,7 @@ export const insufficientBalance = (message = "The wallet's balance is below the
 // ---------------------------------------------------------------------------------------------
 // Building (shared with withdrawals)
 
-export interface OperationPlan {
+interface OperationPlan {
   /** The account calls for the value `amount` resolves to (only `max` changes it). */
   calls: (amount: bigint) => AccountCall[];
   /** A fixed amount (also the value estimated with), or "max": the wallet's whole spendable native balance. */
@@ -47,7 +47,7 @@ export interface OperationPlan {
   gasLimit?: bigint;
 }
 
-export interface PreparedOperation {
+interface PreparedOperation {
   op: UserOperationV07;
   /** The amount sent: `plan.amount`, or "max" resolved. */
   amount: bigint;
@@ -64,7 +64,7 @@ export interface PreparedOperation {
 }
 
 /** The operation's nonce was used already: an operation with its identity was included before (nothing is built). */
-export class NonceUsed extends Error {
+class NonceUsed extends Error {
   constructor(readonly nonce: bigint) {
     super(`nonce key ${toHex(splitNonce(nonce).key)} of this operation was used already: an operation with its identity was included`);
   }
@@ -78,7 +78,7 @@ export class NonceUsed extends Error {
  * here: the whole balance when sponsored, else the balance minus the operation's maximum gas cost (its prefund less
  * the deposit the account already holds at the EntryPoint). Throws the bundler's refusals (see bundlerRejection).
  */
-export async function prepareOperation(
+async function prepareOperation(
   client: PublicClient,
   bundler: BundlerClient,
   wallet: SignableWallet,
