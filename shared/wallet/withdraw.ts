@@ -7,7 +7,7 @@
  * by sending the very same operation again (delivery.ts), never a second one.
  */
 import { ulid } from "ulid";
-import { erc20Abi, getAddress, toHex, type Address, type PublicClient } from "viem";
+import { BaseError, erc20Abi, getAddress, toHex, type Address, type PublicClient } from "viem";
 import { ApiError, notFound } from "../errors";
 import { useOwner } from "../context";
 import { log } from "../log";
@@ -113,7 +113,8 @@ async function send(wallet: WalletRecord, chain: ChainSettings, request: Request
     });
   } catch (err) {
     const rejection = bundlerRejection(err);
-    if (rejection === undefined) throw err instanceof ApiError ? err : upstreamError(err);
+    // the chain or the bundler unusable: 503/502; our own failures (the table) as they are
+    if (rejection === undefined) throw err instanceof BaseError ? upstreamError(err) : err;
     return record({
       ...base,
       status: "failed",
