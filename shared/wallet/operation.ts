@@ -72,8 +72,9 @@ class NonceUsed extends Error {
 
 /**
  * Builds the signed operation: init code while the account is undeployed, under `nonce` (the operation's own key,
- * sequence 0: NonceUsed when the chain has used it already), gas from the bundler, the paymaster's sponsorship when the chain has one and the owner's and the chain's budgets
- * (API.md §18.5, sponsorship.ts) take the operation's gas limits. Past a budget it is built unsponsored, paid by the
+ * sequence 0; with `mayBeUsed`, NonceUsed when the chain has used it already), gas from the bundler, the paymaster's
+ * sponsorship when the chain has one and the owner's and the chain's budgets (API.md §18.5, sponsorship.ts) take the
+ * operation's gas limits. Past a budget it is built unsponsored, paid by the
  * wallet: a wallet that cannot pay it is refused here (400 INSUFFICIENT_BALANCE, nothing sent). `max` is resolved
  * here: the whole balance when sponsored, else the balance minus the operation's maximum gas cost (its prefund less
  * the deposit the account already holds at the EntryPoint). Throws the bundler's refusals (see bundlerRejection).
@@ -84,25 +85,25 @@ async function prepareOperation(
   wallet: SignableWallet,
   chain: ChainSettings,
   plan: OperationPlan,
-  nonce: bigint,
+  nonce: { value: bigint; mayBeUsed: boolean },
 ): Promise<PreparedOperation> {
   const entryPoint = getAddress(chain.entryPoint);
   const paymaster = chain.paymaster ? getAddress(chain.paymaster) : undefined;
   const [chainNonce, fees, maxBalance] = await Promise.all([
-    // the key's next nonce: past ours when an operation under our key was included (no read for an account
-    // without code: every key of it is at sequence 0)
-    wallet.deployed
+    // the key's next nonce: past ours when an operation under our key was included (no read for a key that is new by
+    // construction, nor for an account without code: every key of it is at sequence 0)
+    nonce.mayBeUsed && wallet.deployed
       ? client.readContract({
           address: entryPoint,
           abi: entryPoint07Abi,
           functionName: "getNonce",
-          args: [wallet.address, splitNonce(nonce).key],
+          args: [wallet.address, splitNonce(nonce.value).key],
         })
-      : Promise.resolve(nonce),
+      : Promise.resolve(nonce.value),
     getUserOperationFees({ client, bundler }),
     plan.amount === "max" ? client.getBalance({ address: wallet.address }) : Promise.resolve(undefined),
   ]);
-  if (chainNonce > nonce) throw new NonceUsed(nonce);
+  if (chainNonce > nonce.value) throw new NonceUsed(nonce.value);
   const unsigned = (value: bigint) =>
     buildUserOperation({
       client,
@@ -112,7 +113,7 @@ async function prepareOperation(
       salt: wallet.salt,
       sender: wallet.address,
       calls: plan.calls(value),
-      nonce,
+      nonce: nonce.value,
       // verifySignable answers deployed for every factory that is not known: init code only for known ones
       deployed: wallet.deployed,
       fees,
@@ -272,8 +273,11 @@ export interface Dispatch {
   bundler: BundlerClient;
   /** The wallet as verified by the caller (verified again when built a second time). */
   signable: SignableWallet;
-  /** The operation's nonce: its own key, sequence 0 (../chain/nonce.ts). */
-  nonce: bigint;
+  /**
+   * The operation's nonce: its own key, sequence 0 (../chain/nonce.ts); `mayBeUsed` when its identity may have sent
+   * before (a step: checked on chain first), not for a key new by construction (a new withdrawal's).
+   */
+  nonce: { value: bigint; mayBeUsed: boolean };
   /** The plan for the verified wallet, after the caller's checks (which may throw to refuse). */
   plan(signable: SignableWallet): Promise<OperationPlan>;
   /** Called with the signed operation before it is sent (a withdrawal records it); throwing sends nothing. */
@@ -373,7 +377,7 @@ export function walletSender({ owner, wallet, executionId }: { owner: Address; w
       const record = await getWallet(owner, chainId, wallet);
       if (!record)
         return failure("WALLET_NOT_OWNED", `the runner ${getAddress(wallet)} is not a wallet of the workflow's owner on chain ${chainId}`);
-      return await send(record, chain, { calls, sendMax, gasLimit }, composeNonce(nonceKeyOf(identity)));
+      return await send(record, chain, { calls, sendMax, gasLimit }, { value: composeNonce(nonceKeyOf(identity)), mayBeUsed: true });
     } catch (err) {
       return outcomeOf(err);
     }
@@ -404,7 +408,12 @@ interface SendRequest {
   gasLimit?: bigint;
 }
 
-async function send(record: WalletRecord, chain: ChainSettings, request: SendRequest, nonce: bigint): Promise<SendOutcome> {
+async function send(
+  record: WalletRecord,
+  chain: ChainSettings,
+  request: SendRequest,
+  nonce: { value: bigint; mayBeUsed: boolean },
+): Promise<SendOutcome> {
   const client = publicClient(chain);
   const bundler = bundlerClient(chain);
   const entryPoint = getAddress(chain.entryPoint);

@@ -95,7 +95,7 @@ async function send(wallet: WalletRecord, chain: ChainSettings, request: Request
       client,
       bundler,
       signable,
-      nonce: composeNonce(nonceKey),
+      nonce: { value: composeNonce(nonceKey), mayBeUsed: false }, // a new id: nothing can have used its key
       plan: async () => ({ calls: (value) => [call(value)], amount }),
       // Stored before it is sent: whatever happens next (a lost answer, a crash), the follow-up knows the
       // operation and can send the very same one again.
