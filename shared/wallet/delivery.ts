@@ -51,8 +51,8 @@ const senderLimitReached = (message: string) => /\bmax(imum)?\b[^.]*\bop(eration
 export type SendAnswer = { accepted: true } | { lost: true } | { deferred: string } | { refused: string };
 
 /**
- * eth_sendUserOperation. "Already known" (the bundler holds this very operation: the HTTP client's own retry of a
- * request whose answer was lost) counts as accepted.
+ * eth_sendUserOperation. "Already known" (the bundler holds this very operation: it is a repeat, ours or a proxy's, of
+ * a send whose answer was lost) counts as accepted: viem itself never retries eth_sendUserOperation.
  */
 export async function sendOnce(bundler: BundlerClient, op: UserOperationV07, entryPoint: Address): Promise<SendAnswer> {
   try {
