@@ -130,7 +130,7 @@ describe("npm start", () => {
     const wallets = (await (await fetch(`${base}/wallets`, { headers: headers() })).json()) as { data: { address: string }[] };
     expect(wallets.data.map((w) => w.address)).toEqual([wallet.address]);
     const nonce = (await (await fetch(`${base}/wallets/${wallet.address}:getNonce`, { headers: headers() })).json()) as { nonce: string };
-    expect(nonce.nonce).toBe("1");
+    expect(nonce.nonce).toBe("0"); // the withdrawal used a nonce key of its own (API.md §19), not key 0
     const listed = (await (await fetch(`${base}/wallets/${wallet.address}/withdrawals`, { headers: headers() })).json()) as {
       data: { id: string; status: string }[];
     };

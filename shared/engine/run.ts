@@ -255,6 +255,7 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
       variables: Variables;
       onResolved: (path: string) => void;
       held: HeldState;
+      iteration?: number;
     }): NodeEnv => ({
       nodeId: base.nodeId,
       chainId: base.chainId,
@@ -272,14 +273,21 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
       },
       mode: input.mode,
       ...(runner ? { runner } : {}),
-      ...(input.mode === "run" && input.sendCalls ? { sendCalls: input.sendCalls } : {}),
+      // Each operation is keyed by (execution, node, iteration): its nonce key (API.md §19), so a repeat sends nothing new.
+      ...(input.mode === "run" && input.sendCalls
+        ? {
+            sendCalls: (request) =>
+              input.sendCalls!({ ...request, nodeId: base.nodeId, ...(base.iteration !== undefined ? { iteration: base.iteration } : {}) }),
+          }
+        : {}),
       limits,
       sandbox,
       holdState: (bytes) => base.held.hold(bytes),
       takeRequest: () => budget.takeRequest(),
       ...(signal ? { signal } : {}),
       allowPrivateNetwork,
-      child: (extra, chainId) => nodeEnv({ ...base, chainId, variables: { ...base.variables, ...extra } }),
+      child: (extra, chainId, iteration) =>
+        nodeEnv({ ...base, chainId, variables: { ...base.variables, ...extra }, ...(iteration !== undefined ? { iteration } : {}) }),
       runKind: (type, config, env) => runKind(kinds, type, config, env, signal),
       writesOnChain: (type) => kinds.node(type)?.writesOnChain === true,
     });

@@ -185,7 +185,7 @@ async function run(
     ...(request.triggerInput ? { triggerInput: request.triggerInput } : {}),
     startAt: execution.startAt,
     secrets: (names) => Secret.resolveForExecution(owner, workflowId, names),
-    sendCalls: walletSender({ owner: owner as Address, wallet: workflow.smartWalletAddress as Address }),
+    sendCalls: walletSender({ owner: owner as Address, wallet: workflow.smartWalletAddress as Address, executionId: execution.id }),
     onStep: async (step) => {
       // The claim wrote a small trigger step into the execution item: recorded again only if the run's differs
       // (redacted, or a block read at run time).

@@ -147,8 +147,8 @@ export interface NodeEnv {
   /** Aborted when the run is cut off (a simulation at its cap): work in flight stops, its reason is the error. */
   signal?: AbortSignal;
   allowPrivateNetwork: boolean;
-  /** The environment of a loop iteration: these variables added, acting on `chainId`. */
-  child(extra: Record<string, unknown>, chainId: number): NodeEnv;
+  /** The environment of a loop iteration: these variables added, acting on `chainId`; `iteration` keys its sends. */
+  child(extra: Record<string, unknown>, chainId: number, iteration?: number): NodeEnv;
   /** Runs another kind (a loop's runner) in `env`. */
   runKind(type: string, config: unknown, env: NodeEnv): Promise<NodeOutcome>;
   /** Whether a kind of the run's registry writes on-chain (a loop runs such runners one at a time). */
