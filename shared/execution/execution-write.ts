@@ -2,7 +2,6 @@
 import { useRuntime } from "../runtime";
 import { finishExecution, pendingExecutionItem, recordStepItems } from "../store/entities/execution";
 import { boundStep } from "./execution-bounds";
-import { readSummary } from "./execution-read";
 import { INLINE_OUTPUT_BYTES, PART_BYTES, emitChange, type Item } from "./execution-stored";
 import type { Cost, ExecutionStatus, Fee, Step, ValueFee } from "./schemas";
 
