@@ -5,6 +5,7 @@
  *   GET /secrets, GET /wallets         vs  exactly the DynamoDB requests each makes, issued directly
  *   withdraw (request → confirmed)     vs  the same user operation sent straight to the bundler
  *   rate limiter take (busy, after idle, denied)  vs  a plain UpdateItem on one item
+ *   30 withdrawals at once from one wallet  vs  one withdrawal (bench/user-ops.ts, BENCH_ONLY=userops)
  * Ratios matter more than absolute numbers: both sides share this machine's load.
  */
 import { mkdtempSync, rmSync } from "node:fs";
@@ -94,6 +95,11 @@ async function main() {
     if (part("claims")) await (await import("./claims")).benchClaims({ base, runtime, report, rows });
     if (part("cron")) await (await import("./cron-floor")).benchCronFloor(report);
     if (part("isolation")) await (await import("./isolation")).benchIsolation({ base, runtime, report, rows });
+    setRuntime(runtime);
+    if (part("waits")) await (await import("./waits")).benchWaits({ base, runtime, report, rows });
+    setRuntime(runtime);
+    if (part("userops")) await (await import("./user-ops")).benchUserOps({ base, runtime, report, rows });
+    setRuntime(runtime);
     if (part("load")) await (await import("./load")).benchLoad({ base, runtime, report, rows });
 
     printTable();

@@ -213,6 +213,7 @@ async function benchEngine(ctx: BenchContext, rounds: number, origin: string) {
   const sandbox = new SandboxSession(CONTEXT.owner);
   const envOf = (nodeId: string, variables: Record<string, unknown>): NodeEnv => ({
     nodeId,
+    now: () => runtime.now(),
     chainId: definition.chainId,
     variables,
     render: (config) => renderConfig(config, variables),
@@ -394,6 +395,7 @@ async function benchBlockingTrigger(ctx: BenchContext, rounds: number, who: Owne
   const claimRunFinish = timed(async () => {
     const { id, workflow: claimed } = await claimPending(workflowId);
     const result = await runWorkflow(runOf(claimed, id));
+    if (result.status === "waiting") throw new Error("the bench workflow has no await node");
     if (!(await Executions.finish(workflowId, id, { status: result.status, endAt: result.endAt, cogs: result.cogs })))
       throw new Error("finish: not pending");
   });

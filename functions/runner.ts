@@ -1,5 +1,6 @@
 /**
- * EventBridge target (infra/bus.ts): runs the execution an `execution.requested` event names. Idempotent per
+ * EventBridge target (infra/bus.ts): runs the execution an `execution.requested` event names, or resumes it when
+ * the event says `resume`. Idempotent per
  * execution id, so EventBridge's and Lambda's retries never run a workflow twice; an exception is rethrown so
  * the delivery is retried and, at last, dead-lettered.
  */
@@ -7,7 +8,7 @@ import "./bootstrap";
 import "../shared/service/scheduler";
 import type { EventBridgeEvent } from "aws-lambda";
 import { fromEventBridge } from "../shared/execution/bus";
-import { runExecution } from "../shared/execution/runner";
+import { resumeExecution, runExecution } from "../shared/execution/runner";
 import { log } from "../shared/log";
 
 export const handler = async (event: EventBridgeEvent<string, unknown>) => {
@@ -16,5 +17,7 @@ export const handler = async (event: EventBridgeEvent<string, unknown>) => {
     log.warn("runner ignored an event it does not handle", { source: event.source, detailType: event["detail-type"] });
     return;
   }
-  await runExecution(request.workflowId, request.executionId);
+  // `resume`: a waiting execution whose wait ended (API.md §17.1); both are idempotent per execution.
+  if (request.resume) await resumeExecution(request.workflowId, request.executionId);
+  else await runExecution(request.workflowId, request.executionId);
 };

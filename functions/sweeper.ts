@@ -3,7 +3,9 @@
  * pending after `execution_timeout_ms` with `error` "execution timed out" (API.md §10.3), which counts toward
  * the workflow's consecutive errors like any other `error`. Workflows past `expiredAt` are stored completed / EXPIRED
  * (API.md §8.2), freeing their slot, schedules and watch entry. Claims a crash interrupted are finished and their
- * runs handed to the runner through the bus (shared/execution/claim.ts), so no execution index is lost.
+ * runs handed to the runner through the bus (shared/execution/claim.ts), so no execution index is lost. Waits of
+ * `await` nodes past their deadline end AWAIT_TIMEOUT, and waiting runs with an ended wait are resumed
+ * (shared/execution/waits.ts).
  */
 import "./bootstrap";
 import "../shared/service/scheduler";
@@ -12,6 +14,7 @@ import { createEventBridgeBus, setBus } from "../shared/execution/bus";
 import { recoverInterruptedClaims } from "../shared/execution/claim";
 import { followUpPending } from "../shared/wallet/withdraw";
 import { sweep } from "../shared/execution/execution";
+import { endDueWaits } from "../shared/execution/waits";
 import { expireDue, recordOutcome } from "../shared/workflow/workflow";
 
 setBus(createEventBridgeBus({ busName: (Resource as unknown as { Bus: { name: string } }).Bus.name }));
@@ -27,18 +30,20 @@ async function sweepExecutions() {
 }
 
 export const handler = async () => {
-  const [withdrawals, executions, expired, claims] = await Promise.allSettled([
+  const [withdrawals, executions, expired, claims, waits] = await Promise.allSettled([
     followUpPending(),
     sweepExecutions(),
     expireDue(Date.now(), EXPIRIES_PER_PASS),
     recoverInterruptedClaims(Date.now()),
+    endDueWaits(Date.now()),
   ]);
-  for (const part of [withdrawals, executions, expired, claims]) if (part.status === "rejected") throw part.reason;
+  for (const part of [withdrawals, executions, expired, claims, waits]) if (part.status === "rejected") throw part.reason;
   const value = <T>(part: PromiseSettledResult<T>) => (part as PromiseFulfilledResult<T>).value;
   return {
     withdrawals: value(withdrawals),
     executions: value(executions),
     expiredWorkflows: value(expired).length,
     recoveredClaims: value(claims),
+    resumedWaits: value(waits),
   };
 };

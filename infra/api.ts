@@ -74,8 +74,11 @@ export const workflows = group("Workflows", {
   permissions: [keyPermissions.open, keyPermissions.sign, ...schedulerPermissions.manage],
 });
 
-/** Reading executions (the buffered `:stream` is reached only by calling API Gateway directly). */
-export const executions = group("Executions", { handler: "functions/executions.handler", environment: verify });
+/**
+ * Reading executions (the buffered `:stream` is reached only by calling API Gateway directly), and signals, which
+ * hand a run whose wait ended to the runner through the bus.
+ */
+export const executions = group("Executions", { handler: "functions/executions.handler", link: [bus], environment: verify });
 
 // SST writes an empty CORS configuration for `cors: false`, and API Gateway then answers every preflight itself,
 // without CORS headers. With no configuration at all, OPTIONS reaches the app, which answers CORS (API.md §1.4).

@@ -17,6 +17,7 @@ import { log } from "../shared/log";
 import { createInProcessBus, setBus } from "../shared/execution/bus";
 import { withRunner } from "../shared/execution/runner";
 import { recoverInterruptedClaims } from "../shared/execution/claim";
+import { endDueWaits } from "../shared/execution/waits";
 import { createLocalScheduler } from "../shared/schedule/local";
 import { setScheduler } from "../shared/workflow/scheduler";
 import { startWatching } from "../shared/watch/watcher";
@@ -90,6 +91,8 @@ async function main() {
     expireDue(now, 200).catch((err) => log.warn("workflow expiry pass failed", { error: (err as Error).message }));
     // Claims a crash interrupted: finished (or dropped) a minute on, their runs handed over (API.md §18.4).
     recoverInterruptedClaims(now).catch((err) => log.warn("claim recovery failed", { error: (err as Error).message }));
+    // Waits of await nodes past their deadline end AWAIT_TIMEOUT; runs whose wait ended are resumed (API.md §17.1).
+    endDueWaits(now).catch((err) => log.warn("await timeout pass failed", { error: (err as Error).message }));
   }, 30_000);
   // Cron and fixedTime triggers: due fires live in the table, so a restart picks up where the last run stopped.
   const scheduler = setScheduler(createLocalScheduler());

@@ -12,7 +12,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { useTestRuntime } from "./support/runtime";
 import { startTestServer, type TestServer } from "./support/server";
 import { jsonClient, type Json, type Owner } from "./support/client";
-import { deployTestToken, devnet, gasCogs, setBalance } from "./support/chain";
+import { deployTestToken, devnet, gasCogs, includedOperations, setBalance } from "./support/chain";
 import { balanceOfFunction, mintFunction, transferFunction } from "./support/abis";
 import { createServiceApp } from "../shared/service/app";
 import { createInProcessBus, setBus, type InProcessBus } from "../shared/execution/bus";
@@ -172,9 +172,13 @@ describe("contractWrite with two method calls, then an ethTransfer, in one trigg
     ]);
     expect(transfer.totalGasCost).toBe(second[0]!.args.actualGasCost.toString());
 
-    // The first operation deployed the runner (its gas is inside that step's). Two nodes, two operations: nonce 0 → 2.
+    // The first operation deployed the runner (its gas is inside that step's). Two nodes, two operations, each under
+    // a nonce key of its own (API.md §19): key 0, which getNonce reports, stays at 0.
     expect(await devnet().client.getCode({ address: alice.wallet })).toMatch(/^0x[0-9a-f]+$/);
-    expect((await call(alice, "GET", `/wallets/${alice.wallet}:getNonce`)).body.nonce).toBe("2");
+    const ops = await includedOperations(alice.wallet);
+    expect(ops.map((o) => o.userOpHash)).toEqual([elements[0]!.userOpHash, transfer.output.data.userOpHash]);
+    expect(new Set(ops.map((o) => o.key)).size).toBe(2);
+    expect((await call(alice, "GET", `/wallets/${alice.wallet}:getNonce`)).body.nonce).toBe("0");
     // The wallet paid the transferred amount, plus the gas unless the chain's paymaster sponsored it.
     const paidGas = devnet().paymaster ? 0n : BigInt(write.totalGasCost) + BigInt(transfer.totalGasCost);
     expect(await ethBalance(alice.wallet)).toBe(walletBefore - 987654321n - paidGas);

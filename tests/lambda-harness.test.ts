@@ -170,6 +170,46 @@ describe("a blocking trigger on Lambda", () => {
   }, 60_000);
 });
 
+describe("an await node on Lambda (API.md §17.1)", () => {
+  it("the run suspends in the runner function; a signal to the executions function hands it back through EventBridge", async () => {
+    const executions = await LambdaHost.start("executions", await hostEnv(mainTable));
+    try {
+      const created = await call(workflows, "POST", "/workflows", {
+        smartWalletAddress: alice.wallet,
+        trigger: { id: "t", name: "go", type: "manual", config: { data: { n: 1 } } },
+        nodes: [
+          { id: "gate", name: "gate", type: "await", config: { channel: "api" } },
+          { id: "after", name: "after", type: "customCode", config: { source: "return go.data.n + gate.data.payload" } },
+        ],
+      });
+      expect(created.status, JSON.stringify(created.json)).toBe(201);
+      const id = String(created.json.id);
+      const started = await call(workflows, "POST", `/workflows/${id}:trigger`, { triggerType: "manual", isBlocking: true });
+      expect(started.json.status).toBe("waiting");
+      const executionId = String(started.json.executionId);
+      const signalled = await call(executions, "POST", `/executions/${executionId}:signal?workflowId=${id}`, {
+        decision: "approve",
+        payload: 41,
+      });
+      expect(signalled.status, JSON.stringify(signalled.json)).toBe(200);
+      const settled = await until(
+        () => execution(id, executionId),
+        (e) => e.status !== "pending" && e.status !== "waiting",
+      );
+      // The answer waits at most BLOCKING_TRIGGER_WAIT_MS (2 s here) for the resumed run; a cold sandbox may take longer.
+      expect(["pending", "success"]).toContain(signalled.json.status);
+      expect(settled.status).toBe("success");
+      expect(bridge.entries.map((e) => [e.DetailType, JSON.parse(e.Detail)])).toContainEqual([
+        "execution.requested",
+        { workflowId: id, executionId, owner: alice.owner, resume: true },
+      ]);
+      expect(settled.steps.find((s) => s.id === "after")?.output.data).toBe(42);
+    } finally {
+      await executions.close();
+    }
+  }, 90_000);
+});
+
 describe("running one part on Lambda (API.md §17.2, §17.3)", () => {
   it("the workflows function answers /nodes:run and /triggers:run", async () => {
     const node = { id: "c", name: "c", type: "customCode", config: { source: "return 6 * 7" } };

@@ -313,6 +313,7 @@ describe("document structure", () => {
       "POST /workflows:estimateFees",
       "POST /nodes:run",
       "POST /triggers:run",
+      "POST /executions/{id}:signal",
     ];
     const served = documentedOperations().map(([m, p]) => `${m.toUpperCase()} ${p}`);
     const bodies = documentedOperations()

@@ -10,7 +10,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { createBundlerClient, entryPoint07Abi } from "viem/account-abstraction";
 import { stackEnv, useTestRuntime } from "./support/runtime";
 import { signIn, type SignedIn } from "./support/auth";
-import { deployTestToken, devnet, fundedAccount, setBalance } from "./support/chain";
+import { deployTestToken, devnet, fundedAccount, includedOperations, setBalance } from "./support/chain";
 import { createAccountThrough, deployHostileFactory } from "./support/hostile-factory";
 import { createServiceApp } from "../shared/service/app";
 import { useRuntime } from "../shared/runtime";
@@ -19,6 +19,7 @@ import { erc20Transfer } from "../shared/chain/account";
 import { controlledAccountAbi } from "../shared/chain/contracts";
 import { getAccountAddress } from "../shared/chain/userop";
 import { walletSender } from "../shared/wallet/operation";
+import { nonceKeyOf, stepIdentity } from "../shared/chain/nonce";
 import type { SendOutcome } from "../shared/engine/types";
 import type { WalletRecord } from "../shared/wallet/wallet";
 
@@ -56,8 +57,8 @@ async function newWallet(who: SignedIn = alice, chainId = 31337): Promise<Addres
 const someone = () => privateKeyToAccount(generatePrivateKey()).address;
 const balance = (address: Address) => devnet().client.getBalance({ address });
 const code = (address: Address) => devnet().client.getCode({ address });
-const nonceOf = (address: Address) =>
-  devnet().client.readContract({ address: devnet().entryPoint, abi: entryPoint07Abi, functionName: "getNonce", args: [address, 0n] });
+/** How many user operations of `address` the EntryPoint included (each under a nonce key of its own, API.md §19). */
+const included = async (address: Address) => (await includedOperations(address)).length;
 
 function ok(outcome: SendOutcome): Extract<SendOutcome, { ok: true }> {
   expect(
@@ -94,7 +95,7 @@ describe("walletSender (sponsored by the paymaster)", () => {
     expect(second.deployed).toBe(false);
     expect(second.gasUsed).toBeLessThan(first.gasUsed); // no deployment inside
     expect(await balance(to)).toBe(123456790n);
-    expect(await nonceOf(wallet)).toBe(2n);
+    expect(await included(wallet)).toBe(2);
   });
 
   it("transfers an ERC-20 through contract call data", async () => {
@@ -126,7 +127,7 @@ describe("walletSender (sponsored by the paymaster)", () => {
     );
     expect(await balance(a)).toBe(5000n);
     expect(await token.balanceOf(b)).toBe(400n);
-    expect(await nonceOf(wallet)).toBe(1n); // one operation
+    expect(await included(wallet)).toBe(1); // one operation
     const logs = await devnet().client.getContractEvents({
       address: devnet().entryPoint,
       abi: entryPoint07Abi,
@@ -177,7 +178,7 @@ describe("walletSender (sponsored by the paymaster)", () => {
     expect(outcome.gasUsed).toBeGreaterThan(0n);
     expect(outcome.gasPrice).toBe(outcome.totalGasCost! / outcome.gasUsed!);
     expect(await token.balanceOf(to)).toBe(1n); // only the first transfer
-    expect(await nonceOf(wallet)).toBe(2n); // included: the nonce moved
+    expect(await included(wallet)).toBe(2); // included: its nonce was used
   });
 
   it("sends the whole balance for sendMax when the paymaster sponsors gas", async () => {
@@ -213,7 +214,7 @@ describe("walletSender (sponsored by the paymaster)", () => {
       errorCode: "INSUFFICIENT_BALANCE",
     });
     expect(await balance(to)).toBe(0n);
-    expect(await nonceOf(wallet)).toBe(0n);
+    expect(await included(wallet)).toBe(0);
     expect(await code(wallet)).toBeUndefined();
   });
 
@@ -232,7 +233,7 @@ describe("walletSender (sponsored by the paymaster)", () => {
     });
     expect(await balance(to)).toBe(0n);
     expect(await balance(bobs)).toBe(parseEther("1"));
-    expect(await nonceOf(bobs)).toBe(0n);
+    expect(await included(bobs)).toBe(0);
   });
 
   it("refuses a wallet of a hostile factory naming another owner's account (WALLET_NOT_OWNED): no wei moves", async () => {
@@ -267,10 +268,10 @@ describe("walletSender (sponsored by the paymaster)", () => {
       expect(await balance(to)).toBe(0n);
     }
     expect(await balance(victim)).toBe(parseEther("1"));
-    expect(await nonceOf(victim)).toBe(0n);
+    expect(await included(victim)).toBe(0);
   });
 
-  it("lands concurrent sends from one wallet with consecutive nonces, all included", async () => {
+  it("lands concurrent sends from one wallet side by side, each under a nonce key of its own, all included", async () => {
     const wallet = await newWallet();
     await setBalance(wallet, parseEther("1"));
     const send = walletSender({ owner: alice.owner, wallet });
@@ -279,8 +280,34 @@ describe("walletSender (sponsored by the paymaster)", () => {
     const sent = outcomes.map(ok);
     expect(new Set(sent.map((s) => s.userOpHash)).size).toBe(5);
     expect(sent.filter((s) => s.deployed)).toHaveLength(1);
-    expect(await nonceOf(wallet)).toBe(5n);
+    const ops = await includedOperations(wallet);
+    expect(ops).toHaveLength(5);
+    expect(new Set(ops.map((o) => o.key)).size).toBe(5);
+    expect(ops.every((o) => o.sequence === 0n && o.key !== 0n)).toBe(true);
     for (const [i, to] of recipients.entries()) expect(await balance(to)).toBe(BigInt(i + 1));
+  });
+
+  it("keys a step's operation by execution, node and iteration: a repeat sends nothing, another iteration is its own", async () => {
+    const wallet = await newWallet();
+    await setBalance(wallet, parseEther("1"));
+    const to = someone();
+    const send = walletSender({ owner: alice.owner, wallet, executionId: "01JEXECUTION0000000000000A" });
+    ok(await send({ chainId: 31337, calls: [{ to, value: 7n }], nodeId: "pay", iteration: 0 }));
+    const again = await send({ chainId: 31337, calls: [{ to, value: 7n }], nodeId: "pay", iteration: 0 });
+    expect(again).toMatchObject({
+      ok: false,
+      errorCode: "USEROP_REJECTED",
+      error: expect.stringMatching(/used already.*nothing was sent again/),
+    });
+    ok(await send({ chainId: 31337, calls: [{ to, value: 7n }], nodeId: "pay", iteration: 1 }));
+    ok(await send({ chainId: 31337, calls: [{ to, value: 7n }], nodeId: "other" }));
+    expect(await balance(to)).toBe(21n);
+    const ops = await includedOperations(wallet);
+    expect(ops.map((o) => o.key)).toEqual([
+      nonceKeyOf(stepIdentity("01JEXECUTION0000000000000A", "pay", 0)),
+      nonceKeyOf(stepIdentity("01JEXECUTION0000000000000A", "pay", 1)),
+      nonceKeyOf(stepIdentity("01JEXECUTION0000000000000A", "other")),
+    ]);
   });
 
   it("reports a bundler refusal as USEROP_REJECTED with its message (the owner removed the controller)", async () => {
@@ -299,7 +326,7 @@ describe("walletSender (sponsored by the paymaster)", () => {
     await devnet().client.waitForTransactionReceipt({ hash: tx });
     const outcome = await send({ chainId: 31337, calls: [{ to: someone(), value: 1n }] });
     expect(outcome).toMatchObject({ ok: false, errorCode: "USEROP_REJECTED", error: expect.stringMatching(/AA24|signature/i) });
-    expect(await nonceOf(wallet)).toBe(1n);
+    expect(await included(wallet)).toBe(1);
   });
 
   it("answers RPC_ERROR when the chain's RPC and bundler cannot be reached", async () => {
@@ -320,7 +347,7 @@ describe("walletSender (the wallet pays its own gas)", () => {
     const outcome = await walletSender({ owner: alice.owner, wallet })({ chainId: 31337, calls: [{ to, value: 1000n }] });
     expect(outcome).toMatchObject({ ok: false, errorCode: "INSUFFICIENT_BALANCE", error: expect.stringMatching(/gas/) });
     expect(await balance(to)).toBe(0n);
-    expect(await nonceOf(wallet)).toBe(0n);
+    expect(await included(wallet)).toBe(0);
   });
 
   it("sends the balance minus the operation's maximum gas cost for sendMax, leaving the wallet empty", async () => {
@@ -391,6 +418,6 @@ describe("walletSender (no receipt in time)", () => {
     const second = await send({ chainId: 31337, calls: [{ to: b, value: 20n }] });
     if (!second.ok) await bundler.waitForUserOperationReceipt({ hash: second.userOpHash!, timeout: 30_000 });
     expect(await balance(b)).toBe(20n);
-    expect(await nonceOf(wallet)).toBe(2n);
+    expect(await included(wallet)).toBe(2);
   });
 });

@@ -16,7 +16,7 @@
  *   nothing when it is omitted, so the server's default applies).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Client } from "@avaprotocol/sdk-js";
+import { Client, Nodes } from "@avaprotocol/sdk-js";
 import type { v4 } from "@avaprotocol/types";
 import { generatePrivateKey } from "viem/accounts";
 import { devnet } from "./support/chain";
@@ -230,5 +230,36 @@ describe("@avaprotocol/sdk-js drives workflows and executions", () => {
     await expect(stream.next()).rejects.toMatchObject({ status: 404, code: "EXECUTION_NOT_FOUND" });
     // Nothing was claimed by the refused trigger.
     expect(await client.workflows.retrieve(workflow.id)).toMatchObject({ executionCount: 0 });
+  });
+});
+
+describe("@avaprotocol/sdk-js with an await node (API.md §17.1)", () => {
+  it("builds the node with Nodes.await, sees the run waiting, and resumes it with executions.signal", async () => {
+    const workflow = await client.workflows.create({
+      name: "sdk approval",
+      smartWalletAddress: wallet,
+      trigger: { id: "start", name: "start", type: "manual", config: { lang: "json", data: { a: 1 } } },
+      nodes: [
+        Nodes.await({ id: "gate", name: "gate", channel: "api", prompt: "go on?", timeoutSeconds: 600 }),
+        {
+          id: "after",
+          name: "after",
+          type: "customCode",
+          config: { lang: "javascript", source: "return start.data.a + gate.data.payload.b" },
+        },
+      ],
+    } as unknown as v4.CreateWorkflowRequest);
+    const started = await client.workflows.trigger(workflow.id, { triggerType: "manual", isBlocking: true });
+    expect(started.status).toBe("waiting");
+    const status = (await client.executions.getStatus(started.executionId, { workflowId: workflow.id })) as unknown as Json;
+    expect(status.waitingFor).toEqual([expect.objectContaining({ nodeId: "gate", kind: "signal", prompt: "go on?" })]);
+
+    const resumed = (await client.executions.signal(started.executionId, {
+      workflowId: workflow.id,
+      decision: "approve",
+      payload: { b: 2 },
+    })) as unknown as Json;
+    expect(resumed.status).toBe("success");
+    expect(resumed.steps.find((s: Json) => s.id === "after").output.data).toBe(3);
   });
 });

@@ -49,7 +49,7 @@ afterAll(async () => {
 });
 
 describe("npm start", () => {
-  it("keeps secrets, wallets and chain state across a restart, and refuses a taken port", { timeout: 240_000 }, async () => {
+  it("keeps secrets, wallets, chain state and waiting runs across a restart, and refuses a taken port", { timeout: 360_000 }, async () => {
     port = await freePort();
     const base = `http://127.0.0.1:${port}`;
     const owner = privateKeyToAccount(generatePrivateKey());
@@ -87,6 +87,36 @@ describe("npm start", () => {
     ).json()) as { status: string; id: string };
     expect(withdrawal.status).toBe("confirmed");
 
+    // Two runs wait at await nodes (API.md §17.1): one for a signal after the restart, one for its deadline.
+    const waitingRun = async (timeoutSeconds: number) => {
+      const created = (await (
+        await fetch(`${base}/workflows`, {
+          method: "POST",
+          headers: headers(),
+          body: JSON.stringify({
+            smartWalletAddress: wallet.address,
+            trigger: { id: "t", name: "start", type: "manual", config: { data: { n: 7 } } },
+            nodes: [
+              { id: "gate", name: "gate", type: "await", config: { channel: "api", timeoutSeconds } },
+              { id: "after", name: "after", type: "customCode", config: { source: "return start.data.n + gate.data.payload" } },
+            ],
+          }),
+        })
+      ).json()) as { id: string };
+      const run = (await (
+        await fetch(`${base}/workflows/${created.id}:trigger`, {
+          method: "POST",
+          headers: headers(),
+          body: JSON.stringify({ triggerType: "manual", isBlocking: true }),
+        })
+      ).json()) as { executionId: string; status: string };
+      expect(run.status).toBe("waiting");
+      return { workflowId: created.id, executionId: run.executionId };
+    };
+    const approved = await waitingRun(3600);
+    const timedOut = await waitingRun(60);
+    const deadline = Date.now() + 60_000;
+
     expect(await stop(first.child, first.exited)).toBe(0);
     expect(first.output()).toContain("Stopped.");
 
@@ -100,13 +130,34 @@ describe("npm start", () => {
     const wallets = (await (await fetch(`${base}/wallets`, { headers: headers() })).json()) as { data: { address: string }[] };
     expect(wallets.data.map((w) => w.address)).toEqual([wallet.address]);
     const nonce = (await (await fetch(`${base}/wallets/${wallet.address}:getNonce`, { headers: headers() })).json()) as { nonce: string };
-    expect(nonce.nonce).toBe("1");
+    expect(nonce.nonce).toBe("0"); // the withdrawal used a nonce key of its own (API.md §19), not key 0
     const listed = (await (await fetch(`${base}/wallets/${wallet.address}/withdrawals`, { headers: headers() })).json()) as {
       data: { id: string; status: string }[];
     };
     expect(listed.data).toEqual([expect.objectContaining({ id: withdrawal.id, status: "confirmed" })]);
     const chain = createPublicClient({ transport: http(rpcAfter) });
     expect(await chain.getBalance({ address: recipient })).toBe(9999n);
+
+    // The waiting run survived the restart: a signal now resumes it from its stored state.
+    const signalled = await fetch(`${base}/executions/${approved.executionId}:signal?workflowId=${approved.workflowId}`, {
+      method: "POST",
+      headers: headers(),
+      body: JSON.stringify({ decision: "approve", payload: 5 }),
+    });
+    expect(signalled.status).toBe(200);
+    const resumed = (await signalled.json()) as { status: string; steps: { id: string; output: { data: unknown } }[] };
+    expect(resumed.status).toBe("success");
+    expect(resumed.steps.find((s) => s.id === "after")?.output.data).toBe(12);
+    // The other's deadline passes after the restart: it ends AWAIT_TIMEOUT within 60 s of it.
+    let ended: { status: string; steps: { id: string; errorCode?: string }[] } | undefined;
+    while (Date.now() < deadline + 60_000) {
+      const read = await fetch(`${base}/executions/${timedOut.executionId}?workflowId=${timedOut.workflowId}`, { headers: headers() });
+      ended = (await read.json()) as typeof ended;
+      if (ended!.status !== "waiting") break;
+      await new Promise((r) => setTimeout(r, 1_000));
+    }
+    expect(ended?.status).toBe("failed");
+    expect(ended?.steps.find((s) => s.id === "gate")?.errorCode).toBe("AWAIT_TIMEOUT");
     expect(await stop(again.child, again.exited)).toBe(0);
   });
 });

@@ -10,7 +10,7 @@ import { PutCommand } from "@aws-sdk/lib-dynamodb";
 import { ulid } from "ulid";
 import { useTestRuntime } from "./support/runtime";
 import { signIn, type SignedIn } from "./support/auth";
-import { devnet, setBalance } from "./support/chain";
+import { devnet, includedOperations, setBalance } from "./support/chain";
 import { createServiceApp } from "../shared/service/app";
 import { followUpPending } from "../shared/wallet/withdraw";
 import { useRuntime } from "../shared/runtime";
@@ -81,7 +81,7 @@ describe("pending withdrawals", () => {
     expect(listed.body.data.map((w: { id: string }) => w.id)).toEqual([sent.body.id]);
   });
 
-  it("runs back-to-back withdrawals one after another on chain, even when each is answered pending: nonces 0-2", async () => {
+  it("sends back-to-back withdrawals answered pending side by side under keys of their own; key 0 stays at 0", async () => {
     const wallet = await fundedWallet();
     const sent = [];
     for (let i = 0; i < 3; i++) {
@@ -92,7 +92,9 @@ describe("pending withdrawals", () => {
     for (const w of sent) await untilReceipt(w.userOpHash);
     const listed = await call("GET", `/wallets/${wallet}/withdrawals`);
     expect(listed.body.data.map((w: { status: string }) => w.status)).toEqual(["confirmed", "confirmed", "confirmed"]);
-    expect((await call("GET", `/wallets/${wallet}:getNonce`)).body.nonce).toBe("3");
+    expect((await call("GET", `/wallets/${wallet}:getNonce`)).body.nonce).toBe("0");
+    const ops = await includedOperations(wallet);
+    expect(new Set(ops.map((o) => o.key)).size).toBe(3);
   });
 
   it('gives up 30 minutes after submission: failed, "user operation was not included"', async () => {

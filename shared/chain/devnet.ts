@@ -131,9 +131,14 @@ export async function startDevnet(opts: StartDevnetOptions): Promise<Devnet> {
       "50",
       "--max-bundle-interval",
       "200",
-      // A withdrawal answered "pending" may be followed by the same wallet's next nonce: queue it.
+      // An operation under key 0 (the owner's) may be followed by the same key's next nonce: queue it.
       "--mempool-max-queued-ops",
       "10",
+      // The service sends a wallet's operations side by side under nonce keys of their own (API.md §19): bundle
+      // several operations of one sender together. Alto 0.0.20 applies this check only in safe mode (off above),
+      // so it is stated for the day safe mode comes on; production bundlers differ (README "Parallel user operations").
+      "--enforce-unique-senders-per-bundle",
+      "false",
       "--utility-wallet-monitor",
       "false",
       "--refilling-wallets",

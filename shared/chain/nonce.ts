@@ -1,49 +1,36 @@
 /**
- * Per-wallet serialisation of user operations. Operations of one wallet run one after another in this
- * process, each on the next EntryPoint nonce (key 0), so concurrent withdrawals get consecutive nonces.
- * Another process (another Lambda instance) may take a nonce first: the bundler then answers AA25, and
- * the caller re-reads the nonce and retries once.
+ * ERC-4337 v0.7 two-dimensional nonces (API.md §19): a nonce is a 192-bit key and a 64-bit sequence,
+ * `key << 64 | sequence`, and the EntryPoint keeps one sequence per (sender, key). Operations under different keys
+ * never wait for each other and can never take each other's nonce.
+ *
+ * The service gives every user operation its own key, derived from the operation's identity (a withdrawal's id;
+ * an execution, node and loop iteration): the same identity always gives the same key, and a fresh key's sequence
+ * is 0, so the nonce of an operation is known before anything is read or stored and no counter is shared by
+ * processes. Key 0 is left to the wallet's owner (and to `getNonce`, API.md §11.7).
  */
-const tails = new Map<string, Promise<unknown>>();
-const lastUsed = new Map<string, bigint>();
+import { keccak256, toHex } from "viem";
 
-/**
- * Runs `fn` after every earlier operation of the same wallet has settled. `fn` may extend the lock past its
- * own answer with `hold(promise)`: a sent operation keeps later ones waiting until it is included, so they are
- * validated against the state it leaves (a deployed account, the next nonce) instead of a bundler queue.
- */
-export function withWalletLock<T>(wallet: string, fn: (hold: (until: Promise<unknown>) => void) => Promise<T>): Promise<T> {
-  const previous = tails.get(wallet) ?? Promise.resolve();
-  let held: Promise<unknown> = Promise.resolve();
-  const hold = (until: Promise<unknown>) => {
-    held = until.catch(() => undefined);
-  };
-  const run = previous.then(() => fn(hold));
-  const tail = run.then(
-    () => held,
-    () => held,
-  );
-  tails.set(wallet, tail);
-  void tail.then(() => {
-    if (tails.get(wallet) === tail) tails.delete(wallet);
-  });
-  return run;
+const SEQUENCE_BITS = 64n;
+const SEQUENCE_MASK = (1n << SEQUENCE_BITS) - 1n;
+
+/** The 192-bit nonce key of the operation named by `identity`: the first 24 bytes of its keccak-256 (never 0). */
+export function nonceKeyOf(identity: string): bigint {
+  const key = BigInt(keccak256(toHex(`user-operation:${identity}`))) >> SEQUENCE_BITS;
+  return key === 0n ? 1n : key;
 }
 
-/** The nonce to use: the chain's, unless an operation this process sent is still ahead of it. */
-export function nextNonce(wallet: string, chainNonce: bigint): bigint {
-  const last = lastUsed.get(wallet);
-  return last !== undefined && last >= chainNonce ? last + 1n : chainNonce;
-}
+/** The nonce of `key` at `sequence` (0: the key's first operation). */
+export const composeNonce = (key: bigint, sequence = 0n): bigint => (key << SEQUENCE_BITS) | sequence;
 
-export function markNonceUsed(wallet: string, nonce: bigint) {
-  lastUsed.set(wallet, nonce);
-}
+/** The key and sequence of a nonce. */
+export const splitNonce = (nonce: bigint): { key: bigint; sequence: bigint } => ({
+  key: nonce >> SEQUENCE_BITS,
+  sequence: nonce & SEQUENCE_MASK,
+});
 
-/** After AA25 or a refused operation: trust the chain again. */
-export function forgetNonce(wallet: string) {
-  lastUsed.delete(wallet);
-}
+/** The identity of a withdrawal's operation (API.md §11.5). */
+export const withdrawalIdentity = (withdrawalId: string) => `withdrawal/${withdrawalId}`;
 
-/** True when a bundler message says the nonce was stale (EntryPoint AA25). */
-export const isStaleNonce = (message: string) => /AA25/.test(message);
+/** The identity of a workflow step's operation (API.md §8.4): the execution, the node and the loop iteration. */
+export const stepIdentity = (executionId: string, nodeId: string, iteration?: number) =>
+  `execution/${executionId}/${nodeId}${iteration === undefined ? "" : `/${iteration}`}`;

@@ -25,7 +25,19 @@ export class ExecutionBudget {
   private held = 0;
   private requests = 0;
 
-  constructor(private readonly limits: { maxExecutionStateBytes: number; maxHttpRequestsPerExecution: number }) {}
+  constructor(
+    private readonly limits: { maxExecutionStateBytes: number; maxHttpRequestsPerExecution: number },
+    /** What earlier passes of the run used (a run resumed after a wait, API.md §17.1.2). */
+    spent: { keptBytes: number; requests: number } = { keptBytes: 0, requests: 0 },
+  ) {
+    this.kept = spent.keptBytes;
+    this.requests = spent.requests;
+  }
+
+  /** What the run has used so far, for the next pass. */
+  spent(): { keptBytes: number; requests: number } {
+    return { keptBytes: this.kept, requests: this.requests };
+  }
 
   /** A step's account: what it holds while it runs. */
   step(): HeldState {

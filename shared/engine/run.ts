@@ -8,9 +8,15 @@
  * nodes leave no step.
  *
  * Each step: variables (§8.6) at its start, the node's kind (shared/kinds, from the run's registry) renders
- * its config and answers an outcome (shared/kinds/kind.ts: its result, or a suspension no kind uses yet), the output `{data}`
+ * its config and answers an outcome (shared/kinds/kind.ts: its result, or a suspension), the output `{data}`
  * is kept whole for later nodes, and the record is redacted (every resolved secret → `***`), truncated
  * (output and log limits) and handed to `onStep` as it finishes, in finishing order.
+ *
+ * Waits (API.md §17.1): a node that suspends stays open (not settled), so nothing downstream of it is decided,
+ * while independent paths go on; its host (`waits`) records the wait. When no node runs and waits are open, the
+ * host either suspends the run (status `waiting`, the snapshot persisted) or hands back the waits that ended
+ * meanwhile, whose steps it has recorded, and the run goes on. A resumed run starts from the snapshot and the
+ * waits that ended since, its budgets as the earlier passes left them.
  *
  * Stops: before each node starts, `shouldStop` and `deadline` are checked; either ends the run `error` once
  * the nodes in flight have finished. An unexpected failure does the same with a generic message (details go
@@ -40,8 +46,9 @@ import {
   type NodeOutcome,
   type NodeResult,
   type Registry,
+  type Suspension,
 } from "../kinds";
-import type { RunInput, RunResult } from "./types";
+import type { EndedWait, RunInput, RunResult, RunSnapshot } from "./types";
 
 const DEFAULT_STOP_REASON = "execution stopped";
 const DEFAULT_DEADLINE_REASON = "execution timed out";
@@ -67,7 +74,12 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
   const position = new Map(definition.nodes.map((n, i) => [n.id, i]));
 
   const { signal } = input;
-  const sandbox = new SandboxSession(input.context.owner, { budgetMs: limits.sandboxTimePerExecutionMs, ...(signal ? { signal } : {}) });
+  const restored = input.resume?.snapshot;
+  const sandbox = new SandboxSession(input.context.owner, {
+    budgetMs: limits.sandboxTimePerExecutionMs,
+    ...(signal ? { signal } : {}),
+    ...(restored ? { spentMs: restored.spent.sandboxMs } : {}),
+  });
   const steps: Step[] = [];
   const cogs: Cost[] = [];
   let redactor: Redactor = createRedactor([]);
@@ -79,32 +91,65 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
     return notified;
   };
 
-  const state = new Map<string, Settled>();
+  const state = new Map<string, Settled>(Object.entries(restored?.settled ?? {}));
   // Step outputs as JSON text: what later templates read (by path) and scripts receive (§18.2).
-  const outputs = new Map<string, JsonText>();
-  const budget = new ExecutionBudget(limits);
-  const choices = new Map<string, string | null>();
+  const outputs = new Map<string, JsonText>(Object.entries(restored?.outputs ?? {}).map(([id, text]) => [id, new JsonText(text)]));
+  const budget = new ExecutionBudget(limits, restored?.spent);
+  const choices = new Map<string, string | null>(Object.entries(restored?.choices ?? {}));
   const running = new Map<string, Promise<void>>();
+  // Nodes whose waits are open, and the node steps of earlier passes (for the final status).
+  const open = new Set<string>(restored?.open ?? []);
+  const earlierSteps = [...(restored?.steps ?? [])];
   let stopped: string | undefined;
   let internal: unknown;
+  let suspended = false;
+  const snapshot = (): RunSnapshot => ({
+    trigger: restored?.trigger ?? { output: input.triggerOutput, ...(input.triggerInput ? { input: input.triggerInput } : {}) },
+    settled: Object.fromEntries(state),
+    choices: Object.fromEntries(choices),
+    outputs: Object.fromEntries([...outputs].map(([id, json]) => [id, json.text])),
+    open: [...open],
+    steps: [
+      ...earlierSteps,
+      ...steps.slice(restored ? 0 : 1).map((s) => ({ id: s.id, name: s.name, startAt: s.startAt, success: s.success })),
+    ],
+    spent: { ...budget.spent(), sandboxMs: sandbox.usedMs },
+  });
 
   try {
     const secrets = await input.secrets(definitionSecretNames(definition, kinds));
     redactor = createRedactor(Object.values(secrets));
-    const shared = runVariables(input, secrets);
+    const shared = runVariables(
+      restored
+        ? { ...input, triggerOutput: restored.trigger.output, ...(restored.trigger.input ? { triggerInput: restored.trigger.input } : {}) }
+        : input,
+      secrets,
+    );
     const runner = (input.context.smartWalletAddress ?? settingsRunner(definition.inputVariables)) as Address | undefined;
 
     const { trigger } = definition;
-    await record({
-      id: trigger.id ?? graph.triggerId,
-      type: trigger.type,
-      name: trigger.name,
-      success: true,
-      config: trigger.config as Record<string, unknown>,
-      output: redactor.value(input.triggerOutput),
-      startAt: input.startAt,
-      endAt: input.startAt,
-    });
+    if (!restored)
+      await record({
+        id: trigger.id ?? graph.triggerId,
+        type: trigger.type,
+        name: trigger.name,
+        success: true,
+        config: trigger.config as Record<string, unknown>,
+        output: redactor.value(input.triggerOutput),
+        startAt: input.startAt,
+        endAt: input.startAt,
+      });
+
+    /** A wait that ended: its step is recorded by whatever ended it; the run takes its outcome as a finished node's. */
+    const applyEnded = (ended: EndedWait) => {
+      if (!open.delete(ended.nodeId)) return;
+      const text = stringify(ended.output);
+      budget.keep(Buffer.byteLength(text));
+      outputs.set(ended.nodeId, new JsonText(text));
+      state.set(ended.nodeId, ended.success ? "succeeded" : "failed");
+      earlierSteps.push({ id: ended.nodeId, name: nodes.get(ended.nodeId)!.name, startAt: ended.startAt, success: ended.success });
+    };
+    for (const ended of input.resume?.ended ?? []) applyEnded(ended);
 
     const isActive = (edge: { source: string; condition?: string }) =>
       edge.source === graph.triggerId ||
@@ -132,7 +177,15 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
         };
         const held = budget.step();
         const env = nodeEnv({ nodeId: node.id, chainId: partChainId(node.config, definition.chainId), variables, onResolved, held });
-        let outcome = await execute(kinds, node, env, signal);
+        const answered = await execute(kinds, node, env, signal);
+        if ("suspend" in answered) {
+          held.release();
+          if (!input.waits) throw new Error(`node ${node.id} (${node.type}) asked to wait, and this run has no host for waits`);
+          await input.waits.begin(node.id, answered.suspend, inputs);
+          open.add(node.id);
+          return;
+        }
+        let outcome = answered;
         const endAt = now();
 
         const data = outcome.ok ? outcome.result.data : outcome.failure.data;
@@ -202,9 +255,12 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
       variables: Variables;
       onResolved: (path: string) => void;
       held: HeldState;
+      iteration?: number;
     }): NodeEnv => ({
       nodeId: base.nodeId,
       chainId: base.chainId,
+      now,
+      caller: input.context.owner,
       variables: base.variables,
       render: (config) => renderConfig(config, base.variables, { onResolved: base.onResolved }),
       renderText: (text) => renderString(text, base.variables, { onResolved: base.onResolved }),
@@ -217,14 +273,21 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
       },
       mode: input.mode,
       ...(runner ? { runner } : {}),
-      ...(input.mode === "run" && input.sendCalls ? { sendCalls: input.sendCalls } : {}),
+      // Each operation is keyed by (execution, node, iteration): its nonce key (API.md §19), so a repeat sends nothing new.
+      ...(input.mode === "run" && input.sendCalls
+        ? {
+            sendCalls: (request) =>
+              input.sendCalls!({ ...request, nodeId: base.nodeId, ...(base.iteration !== undefined ? { iteration: base.iteration } : {}) }),
+          }
+        : {}),
       limits,
       sandbox,
       holdState: (bytes) => base.held.hold(bytes),
       takeRequest: () => budget.takeRequest(),
       ...(signal ? { signal } : {}),
       allowPrivateNetwork,
-      child: (extra, chainId) => nodeEnv({ ...base, chainId, variables: { ...base.variables, ...extra } }),
+      child: (extra, chainId, iteration) =>
+        nodeEnv({ ...base, chainId, variables: { ...base.variables, ...extra }, ...(iteration !== undefined ? { iteration } : {}) }),
       runKind: (type, config, env) => runKind(kinds, type, config, env, signal),
       writesOnChain: (type) => kinds.node(type)?.writesOnChain === true,
     });
@@ -235,7 +298,7 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
       while (progressed && stopped === undefined && internal === undefined) {
         progressed = false;
         for (const id of graph.order) {
-          if (state.has(id) || running.has(id)) continue;
+          if (state.has(id) || running.has(id) || open.has(id)) continue;
           const incoming = graph.incoming.get(id) ?? [];
           if (!incoming.every((e) => settled(e.source))) continue;
           if (!incoming.some(isActive) || incoming.some((e) => state.get(e.source) === "failed")) {
@@ -248,7 +311,24 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
           start(nodes.get(id)!);
         }
       }
-      if (running.size === 0) break;
+      if (running.size === 0) {
+        if (open.size === 0 || stopped !== undefined || internal !== undefined) break;
+        await notified;
+        // Not suspended for a workflow deleted meanwhile (its waiting runs were ended already).
+        stopped = await stopReason();
+        if (stopped !== undefined) break;
+        const answer = await input.waits!.quiet(snapshot());
+        if ("suspended" in answer) {
+          suspended = true;
+          break;
+        }
+        if ("stopped" in answer) {
+          stopped = answer.stopped;
+          break;
+        }
+        for (const ended of answer.ended) applyEnded(ended);
+        continue;
+      }
       await Promise.race(running.values());
     }
     await notified;
@@ -265,9 +345,10 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
     });
   }
 
-  const [triggerStep, ...nodeSteps] = steps;
+  const triggerStep = restored ? undefined : steps[0];
+  const nodeSteps = restored ? [...steps] : steps.slice(1);
   nodeSteps.sort((a, b) => a.startAt - b.startAt || position.get(a.id)! - position.get(b.id)!);
-  const ordered = triggerStep ? [triggerStep, ...nodeSteps] : [];
+  const ordered = triggerStep ? [triggerStep, ...nodeSteps] : nodeSteps;
   const order = new Map(ordered.map((s, i) => [s.id, i]));
   cogs.sort((a, b) => order.get(a.nodeId)! - order.get(b.nodeId)!);
   const result = (status: RunResult["status"], error?: string): RunResult => ({
@@ -281,9 +362,11 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
   if (internal !== undefined) return result("error", INTERNAL_ERROR);
   if (stopped !== undefined) return result("error", stopped);
   if (signal?.aborted) return result("error", input.deadlineReason ?? DEFAULT_DEADLINE_REASON);
-  const failed = nodeSteps.filter((s) => !s.success);
-  if (failed.length)
-    return result("failed", `${failed.length} of ${nodeSteps.length} steps failed: ${failed.map((s) => s.name).join(", ")}`);
+  if (suspended) return result("waiting");
+  const all = [...earlierSteps, ...nodeSteps.map((s) => ({ id: s.id, name: s.name, startAt: s.startAt, success: s.success }))];
+  all.sort((a, b) => a.startAt - b.startAt || position.get(a.id)! - position.get(b.id)!);
+  const failed = all.filter((s) => !s.success);
+  if (failed.length) return result("failed", `${failed.length} of ${all.length} steps failed: ${failed.map((s) => s.name).join(", ")}`);
   return result("success");
 }
 
@@ -293,7 +376,7 @@ async function execute(
   node: Node,
   env: NodeEnv,
   signal: AbortSignal | undefined,
-): Promise<{ ok: true; result: NodeResult } | { ok: false; failure: Failure }> {
+): Promise<{ ok: true; result: NodeResult } | { ok: false; failure: Failure } | { suspend: Suspension }> {
   let outcome: NodeOutcome;
   try {
     outcome = await runKind(kinds, node.type, node.config, env, signal);
@@ -302,9 +385,7 @@ async function execute(
     if (!failure) throw err;
     return { ok: false, failure };
   }
-  if (!isSuspend(outcome)) return { ok: true, result: outcome };
-  // A suspension (API.md §17.1): no kind waits yet, and this engine cannot keep a step open across passes.
-  throw new Error(`node ${node.id} (${node.type}) asked to wait; this engine does not suspend runs`);
+  return isSuspend(outcome) ? outcome : { ok: true, result: outcome };
 }
 
 function runKind(kinds: Registry, type: string, config: unknown, env: NodeEnv, signal: AbortSignal | undefined): Promise<NodeOutcome> {

@@ -8,9 +8,9 @@ import { component, described } from "../http/contract";
 import { ChainId, TimeMs, Uint256 } from "../http/schemas";
 import { STEP_ERROR_CODES } from "../kinds/kind";
 
-export const EXECUTION_STATUSES = ["pending", "success", "failed", "error"] as const;
+export const EXECUTION_STATUSES = ["pending", "success", "failed", "error", "waiting"] as const;
 export type ExecutionStatus = (typeof EXECUTION_STATUSES)[number];
-export const isTerminal = (status: ExecutionStatus) => status !== "pending";
+export const isTerminal = (status: ExecutionStatus) => status !== "pending" && status !== "waiting";
 
 /** Step `errorCode` values (API.md §10.2), declared with the kinds that fail with them. */
 export { type StepErrorCode } from "../kinds/kind";

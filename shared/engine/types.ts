@@ -7,7 +7,7 @@ import type { Address } from "viem";
 import type { Cost, ExecutionStatus, Step } from "./schemas";
 import type { Trigger, Node, Edge } from "../workflow/schemas";
 import type { CompiledGraph } from "../workflow/graph";
-import type { Registry } from "../kinds";
+import type { Registry, Suspension } from "../kinds";
 
 /** The sending port: declared by the sender's module (shared/wallet/send.ts), which the engine sits above. */
 import type { SendCalls } from "../wallet/send";
@@ -61,9 +61,51 @@ export interface RunInput {
    * and the signal's reason as its error, and the run ends `error` with `deadlineReason`.
    */
   signal?: AbortSignal;
+  /** Where waits go (API.md §17.1): absent, a node that waits is an internal failure (nothing could end it). */
+  waits?: WaitHost;
+  /** A run resumed after waits: what its earlier passes left, and the waits that have ended since. */
+  resume?: { snapshot: RunSnapshot; ended: EndedWait[] };
+}
+
+/**
+ * What the run's host does with waits (the runner, shared/execution/runner.ts): it records each wait as it begins,
+ * and when no node is running while waits are open it either suspends the run (its snapshot persisted, the
+ * execution `waiting`) or hands back the waits that ended meanwhile, whose steps are already recorded.
+ */
+export interface WaitHost {
+  begin(nodeId: string, wait: Suspension, inputs: string[]): Promise<void>;
+  quiet(snapshot: RunSnapshot): Promise<{ suspended: true } | { ended: EndedWait[] } | { stopped: string }>;
+}
+
+/** A wait that ended: the await node's recorded step. */
+export interface EndedWait {
+  nodeId: string;
+  success: boolean;
+  /** The step's output (`{data}`). */
+  output: Record<string, unknown>;
+  startAt: number;
+}
+
+/** The engine's state between passes of a run that waits: JSON, persisted by the host (sealed: outputs may hold secrets). */
+export interface RunSnapshot {
+  /** The run's trigger output and triggerInput (a block trigger's is read at run time: kept as it was read). */
+  trigger: { output: Record<string, unknown>; input?: Record<string, unknown> };
+  /** How every decided node ended. */
+  settled: Record<string, "succeeded" | "failed" | "skipped">;
+  /** Branch choices. */
+  choices: Record<string, string | null>;
+  /** The full output JSON of every node that ran (not truncated: later templates read it as it was). */
+  outputs: Record<string, string>;
+  /** Nodes whose waits are open. */
+  open: string[];
+  /** Node steps so far (their name, start and success), for the run's final status. */
+  steps: { id: string; name: string; startAt: number; success: boolean }[];
+  /** The execution's budgets as used so far (API.md §18). */
+  spent: { keptBytes: number; requests: number; sandboxMs: number };
 }
 
 export interface RunResult {
+  /** `waiting`: the run suspended with waits open (a later pass goes on). */
   status: Exclude<ExecutionStatus, "pending">;
   error?: string;
   /** Trigger step first, then node steps ordered by startAt (ties by position in `nodes`); redacted. */

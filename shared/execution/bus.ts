@@ -17,6 +17,8 @@ interface ExecutionRequested {
   executionId: string;
   /** The workflow's owner: runs queue per owner (run-queue.ts). Absent on events from before it was added. */
   owner?: string;
+  /** A waiting execution whose wait ended: resume it (API.md §17.1), rather than start it. */
+  resume?: boolean;
 }
 export type BusEvent = ExecutionRequested;
 
@@ -103,13 +105,14 @@ export function createEventBridgeBus(options: { busName: string; client?: EventB
 /** The bus event inside an EventBridge delivery to a Lambda target, or undefined when it is not one of ours. */
 export function fromEventBridge(event: { source?: string; "detail-type"?: string; detail?: unknown }): BusEvent | undefined {
   if (event.source !== EVENT_SOURCE || event["detail-type"] !== "execution.requested") return undefined;
-  const detail = event.detail as { workflowId?: unknown; executionId?: unknown; owner?: unknown } | undefined;
+  const detail = event.detail as { workflowId?: unknown; executionId?: unknown; owner?: unknown; resume?: unknown } | undefined;
   if (typeof detail?.workflowId !== "string" || typeof detail.executionId !== "string") return undefined;
   return {
     type: "execution.requested",
     workflowId: detail.workflowId,
     executionId: detail.executionId,
     ...(typeof detail.owner === "string" ? { owner: detail.owner } : {}),
+    ...(detail.resume === true ? { resume: true } : {}),
   };
 }
 

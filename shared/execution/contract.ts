@@ -6,7 +6,7 @@ import * as v from "valibot";
 import { asInteger, asSchema, component, described, endpoint, group, parameter } from "../http/contract";
 import { UlidString } from "../http/validate";
 import { PageQuery } from "../http/paging";
-import { listOf } from "../http/schemas";
+import { IdempotencyHeaders, listOf } from "../http/schemas";
 import { Execution, ExecutionPage, Stats, Status, StatusSummary } from "./schemas";
 
 const LIST_RULES = "Repeated keys, comma-separated values or both; empty items are ignored, duplicates merged, at most 50 values.";
@@ -24,7 +24,10 @@ const WorkflowIds = parameter(
 const Statuses = parameter(
   "ExecutionStatuses",
   v.optional(
-    listOf(Status, `Only executions with one of these statuses: \`pending\`, \`success\`, \`failed\`, \`error\`. ${LIST_RULES}`),
+    listOf(
+      Status,
+      `Only executions with one of these statuses: \`pending\`, \`success\`, \`failed\`, \`error\`, \`waiting\`. ${LIST_RULES}`,
+    ),
     [],
   ),
 );
@@ -177,7 +180,7 @@ export const stream = endpoint({
   operationId: "streamExecutionStatus",
   summary: "Stream an execution's status (server-sent events)",
   description: ({ limits }) =>
-    `Before any byte is sent every failure is an ordinary problem response. Then 200 \`text/event-stream\`: frames \`id: <n>\` / \`event: status\` / \`data: <ExecutionStatusSummary JSON>\` and a blank line; \`n\` counts frames on this connection from 1 (\`Last-Event-ID\` is accepted and ignored). The first frame carries the current status, then one frame per status change. A \`: keep-alive\` comment follows every ${limits.streamKeepaliveMs} ms without a frame. The stream closes right after a terminal status (so a terminal execution yields exactly one frame), after ${limits.streamMaxMs} ms (reconnect), or when the execution becomes unreadable; errors after the start are not reported in-band. An open stream counts once against the rate limit.`,
+    `Before any byte is sent every failure is an ordinary problem response. Then 200 \`text/event-stream\`: frames \`id: <n>\` / \`event: status\` / \`data: <ExecutionStatusSummary JSON>\` and a blank line; \`n\` counts frames on this connection from 1 (\`Last-Event-ID\` is accepted and ignored). The first frame carries the current status, then one frame per status change. A \`: keep-alive\` comment follows every ${limits.streamKeepaliveMs} ms without a frame. A \`waiting\` execution (API.md §17.1) keeps the stream open: its frames carry \`waitingFor\`, and the return to \`pending\` is a frame too. The stream closes right after a terminal status (so a terminal execution yields exactly one frame), after ${limits.streamMaxMs} ms (reconnect), or when the execution becomes unreadable; errors after the start are not reported in-band. An open stream counts once against the rate limit.`,
   params: ExecutionIdParams,
   query: v.object({ workflowId: RequiredWorkflowId, interval: Interval }),
   responses: {
@@ -199,18 +202,52 @@ export const stream = endpoint({
   },
 });
 
+/** `POST /executions/{id}:signal` body (§17.1.4). */
+const SignalBody = v.strictObject({
+  decision: described(v.picklist(["approve", "reject"], "must be approve or reject"), "`approve` or `reject`."),
+  payload: v.optional(described(v.unknown(), "Any JSON, at most 64 KiB serialized; `{{<awaitName>.data.payload}}` downstream.")),
+  nodeId: v.optional(described(v.string(), "The await node to signal; required when more than one signal wait is open.")),
+});
+
+export const signal = endpoint({
+  method: "POST",
+  path: "/executions/{id}:signal",
+  operationId: "signalExecution",
+  summary: "Approve or reject an open signal wait",
+  description: ({ limits }) =>
+    `Ends an open \`signal\` wait of an \`await\` node (API.md §17.1): \`approve\` (the await step succeeds, its descendants run) or \`reject\` (the step fails \`REJECTED\`, its descendants are skipped). Allowed to the workflow's owner and to the addresses listed in that node's \`approvers\`, each with its own token; anyone else gets 404. Order of checks: body and query (400), lookup and caller (404), \`nodeId\` missing while several signal waits are open (400), no such open signal wait (409 \`EXECUTION_NOT_WAITING\`; a refused signal changes nothing). Concurrent signals and a signal at the deadline record one outcome. The answer waits at most ${limits.blockingTriggerWaitMs} ms for the run to reach its next terminal or \`waiting\` status: the Execution for the owner, the ExecutionStatusSummary for an approver. The same decision and payload again from the caller who ended the wait answers 200 without change.`,
+  idempotent: true,
+  params: ExecutionIdParams,
+  query: v.object({ workflowId: RequiredWorkflowId }),
+  headers: IdempotencyHeaders,
+  body: SignalBody,
+  responses: {
+    200: {
+      description: "The execution after the run went on (owner), or its status summary (an approver).",
+      body: v.union([Execution, StatusSummary]),
+    },
+  },
+  errors: { 400: ["VALIDATION_FAILED"], 404: ["EXECUTION_NOT_FOUND"], 409: ["EXECUTION_NOT_WAITING"] },
+});
+
 export const executionContract = group({
   name: "Executions",
   description: "Read-only records of workflow runs, their steps and fees, and the live status stream.",
   codes: {
-    EXECUTION_NOT_FOUND: { meaning: "Execution unknown, not in the given workflow, or another owner's (retrieve, getStatus, stream)." },
+    EXECUTION_NOT_FOUND: {
+      meaning:
+        "Execution unknown, not in the given workflow, or another owner's (retrieve, getStatus, stream); for a signal, also a caller who is neither the owner nor an approver of the await node.",
+    },
+    EXECUTION_NOT_WAITING: {
+      meaning: "The execution has no open signal wait for that node (ended, past its deadline, a chainEvent wait, or unknown).",
+    },
     TOO_MANY_STREAMS: {
       meaning:
         "The caller's open streams are at `max_open_streams_per_owner`; `limit` is the cap. A quota, not a rate limit: no `Retry-After`. A stream closed by either side frees its slot at once.",
       example: ({ limits }) => ({ limit: limits.maxOpenStreamsPerOwner }),
     },
   },
-  endpoints: [list, count, stats, retrieve, getStatus, stream],
+  endpoints: [list, count, stats, retrieve, getStatus, stream, signal],
 });
 
 export const listForWorkflow = endpoint({

@@ -102,7 +102,7 @@ export async function count(filter: Filter): Promise<number> {
 
 /** GET /executions:stats: executions whose startAt is in [since, until). */
 export async function stats(workflowIds: string[], since: number, until: number): Promise<Stats> {
-  const result: Stats = { total: 0, succeeded: 0, failed: 0, pending: 0 };
+  const result: Stats = { total: 0, succeeded: 0, failed: 0, pending: 0, waiting: 0 };
   const source = await sourceFor(useOwner(), workflowIds);
   if (!source) return result;
   const idBound = (ms: number) => encodeTime(Math.min(Math.max(ms, 0), 2 ** 48 - 1), 10);
@@ -119,6 +119,7 @@ export async function stats(workflowIds: string[], since: number, until: number)
       for (const item of items as unknown as StoredExecution[]) {
         result.total += 1;
         if (item.status === "pending") result.pending += 1;
+        else if (item.status === "waiting") result.waiting += 1;
         else {
           if (item.status === "success") result.succeeded += 1;
           else result.failed += 1;

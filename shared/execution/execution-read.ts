@@ -5,10 +5,11 @@
 import { useRuntime } from "../runtime";
 import { useOwner } from "../context";
 import { notFound } from "../errors";
-import { getExecution, getExecutionSummary } from "../store/entities/execution";
+import { getExecution } from "../store/entities/execution";
 import { readOutputParts, stepPartPages } from "../store/entities/execution-parts";
 import { log } from "../log";
 import { fitRecord } from "./execution-bounds";
+import { waitingForOf } from "./waiting-for";
 import { lower, type ReadStep, type StepPart, type StoredExecution, type StoredStep } from "./execution-stored";
 import type { Execution, StatusSummary, Step } from "./schemas";
 
@@ -31,9 +32,9 @@ export async function getRecord(workflowId: string, id: string): Promise<Executi
   return item ? { owner: item.owner, execution: (await assemble(item, steps)).execution } : undefined;
 }
 
-/** The status summary and owner by one strongly consistent GetItem of the status fields. */
+/** The status summary and owner by one strongly consistent GetItem (the item stays a few KB: waits included). */
 export async function readSummary(workflowId: string, id: string): Promise<{ owner: string; summary: StatusSummary } | undefined> {
-  const item = (await getExecutionSummary({ workflowId, id })) as StoredExecution | undefined;
+  const item = (await getExecution({ workflowId, id })) as StoredExecution | undefined;
   return item ? { owner: item.owner, summary: toSummary(item) } : undefined;
 }
 
@@ -91,6 +92,15 @@ export async function readSteps(id: string): Promise<ReadStep[]> {
   return steps;
 }
 
+/** The recorded steps of `stepIds` (those recorded), their outputs whole as recorded (up to 256 KiB each). */
+export async function recordedSteps(id: string, stepIds: readonly string[]): Promise<Step[]> {
+  const wanted = new Set(stepIds);
+  const steps = (await readSteps(id)).filter((s) => wanted.has(s.step.id));
+  const apart = steps.filter((s) => s.outputParts > 0);
+  if (apart.length) await readOutputs(id, apart);
+  return steps.map((s) => s.step);
+}
+
 /** The recorded outputs of `wanted` (steps whose output lies in its own items), into their steps. */
 async function readOutputs(id: string, wanted: ReadStep[]): Promise<void> {
   const chunks = new Map<string, Uint8Array[]>();
@@ -112,6 +122,7 @@ async function readOutputs(id: string, wanted: ReadStep[]): Promise<void> {
 }
 
 function toSummary(item: StoredExecution): StatusSummary {
+  const waitingFor = waitingForOf(item as unknown as Record<string, unknown>);
   return {
     id: item.id,
     workflowId: item.workflowId,
@@ -119,6 +130,7 @@ function toSummary(item: StoredExecution): StatusSummary {
     startAt: item.startAt,
     ...(item.endAt !== undefined ? { endAt: item.endAt } : {}),
     ...(item.error !== undefined ? { error: item.error } : {}),
+    ...(waitingFor ? { waitingFor } : {}),
   };
 }
 
@@ -149,6 +161,7 @@ function orderSteps(item: StoredExecution, recorded: ReadStep[]): ReadStep[] {
 /** The API shape of the execution item around `steps` (in API order). */
 function toExecution(item: StoredExecution, steps: Step[]): Execution {
   const order = new Map(steps.map((s, i) => [s.id, i]));
+  const waitingFor = waitingForOf(item as unknown as Record<string, unknown>);
   const cogs = Object.values(item.cogs ?? {}).sort(
     (a, b) => (order.get(a.nodeId) ?? steps.length) - (order.get(b.nodeId) ?? steps.length) || (a.nodeId < b.nodeId ? -1 : 1),
   );
@@ -161,6 +174,7 @@ function toExecution(item: StoredExecution, steps: Step[]): Execution {
     ...(item.endAt !== undefined ? { endAt: item.endAt } : {}),
     status: item.status,
     ...(item.error !== undefined ? { error: item.error } : {}),
+    ...(waitingFor ? { waitingFor } : {}),
     steps,
     executionFee: item.executionFee,
     cogs,

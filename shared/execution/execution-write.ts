@@ -2,7 +2,6 @@
 import { useRuntime } from "../runtime";
 import { finishExecution, pendingExecutionItem, recordStepItems } from "../store/entities/execution";
 import { boundStep } from "./execution-bounds";
-import { readSummary } from "./execution-read";
 import { INLINE_OUTPUT_BYTES, PART_BYTES, emitChange, type Item } from "./execution-stored";
 import type { Cost, ExecutionStatus, Fee, Step, ValueFee } from "./schemas";
 
@@ -54,6 +53,14 @@ export function pendingItem(input: PendingInput): Item {
  * steps that started in the same millisecond.
  */
 export async function recordStep(workflowId: string, id: string, step: Step, cost?: Cost, position?: number): Promise<boolean> {
+  const recorded = await recordStepItems({ workflowId, id }, { ...stepRecording(step, position), ...(cost ? { cost } : {}) });
+  if (!recorded) return false;
+  emitChange(workflowId, id);
+  return true;
+}
+
+/** A step as its items store it: bounded (§10.2), its JSON and (when large) its output's JSON apart. */
+export function stepRecording(step: Step, position?: number) {
   const { now, config } = useRuntime();
   const bounded = boundStep(step, config.limits);
   // A large output goes to items of its own; the step keeps `output: null` in its place (key order stays).
@@ -61,26 +68,19 @@ export async function recordStep(workflowId: string, id: string, step: Step, cos
   const inline = output.length <= INLINE_OUTPUT_BYTES;
   const json = JSON.stringify({ position, recordedAt: now(), step: inline ? bounded : { ...bounded, output: null } });
   const body = Buffer.from(json, "utf8");
-  const recorded = await recordStepItems(
-    { workflowId, id },
-    {
-      stepId: step.id,
-      body,
-      outputBytes: output.length,
-      ...(inline ? {} : { output }),
-      partBytes: PART_BYTES,
-      // stepBytes (an upper bound: a step recorded twice counts twice) lets a list schedule its reads (`list`).
-      bytes: body.length + (inline ? 0 : output.length),
-      ...(cost ? { cost } : {}),
-    },
-  );
-  if (!recorded) return false;
-  emitChange(workflowId, id);
-  return true;
+  return {
+    stepId: step.id,
+    body,
+    outputBytes: output.length,
+    ...(inline ? {} : { output }),
+    partBytes: PART_BYTES,
+    // stepBytes (an upper bound: a step recorded twice counts twice) lets a list schedule its reads (`list`).
+    bytes: body.length + (inline ? 0 : output.length),
+  };
 }
 
 export interface Outcome {
-  status: Exclude<ExecutionStatus, "pending">;
+  status: Exclude<ExecutionStatus, "pending" | "waiting">;
   error?: string;
   endAt: number;
   /** The run's final costs (replace those recorded with steps). */
@@ -102,10 +102,4 @@ export async function finish(workflowId: string, id: string, outcome: Outcome): 
   if (!ended) return false;
   emitChange(workflowId, id);
   return true;
-}
-
-/** For the runner's shouldStop: true once the execution is terminal (or gone), by a strongly consistent read. */
-export async function isFinished(workflowId: string, id: string): Promise<boolean> {
-  const found = await readSummary(workflowId, id);
-  return !found || found.summary.status !== "pending";
 }

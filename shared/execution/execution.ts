@@ -24,7 +24,7 @@
  */
 
 export { onChange, listenerCount } from "./execution-stored";
-export { pendingItem, recordStep, finish, isFinished, type Outcome } from "./execution-write";
+export { pendingItem, recordStep, finish, type Outcome } from "./execution-write";
 export { sweep } from "./execution-sweep";
 export { getRecord, readSummary, retrieve, statusOf } from "./execution-read";
 export { list, count, stats } from "./execution-list";

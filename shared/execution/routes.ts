@@ -8,6 +8,7 @@ import * as Contract from "./contract";
 import * as Execution from "./execution";
 import { STREAM_HEADERS, statusStream } from "./stream";
 import * as StreamSlots from "./stream-slots";
+import { signal } from "./signal";
 
 const WEEK_MS = 7 * 24 * 3600_000;
 /** Cursors are bound to the list that issued them (API.md §3); a position is an execution id. */
@@ -55,6 +56,11 @@ export const executionRoutes: Route[] = [
   }),
   route(Contract.retrieve, async (c, { params, query }) => c.json(await Execution.retrieve(query.workflowId, params.id))),
   route(Contract.getStatus, async (c, { params, query }) => c.json(await Execution.statusOf(query.workflowId, params.id))),
+  route(Contract.signal, async (c, { params, query, headers, body }) => {
+    const answer = await signal(query.workflowId, params.id, body, headers["Idempotency-Key"]);
+    if (answer.replayed) c.header("Idempotency-Replayed", "true");
+    return c.json(answer.result, 200);
+  }),
   ...executionStreamRoutes,
 ];
 

@@ -8,10 +8,15 @@
  * racing its own event) finds the mark and runs nothing. A runner that dies after the mark leaves the execution
  * pending, and the sweeper ends it `error` "execution timed out" (API.md §10.3).
  *
+ * A run that waits (API.md §17.1, ./waits.ts) suspends with its state persisted and holds nothing; whoever ends a
+ * wait hands it back through the bus (`resume`), and any process resumes it from the stored state: the resume
+ * takes the execution back to `pending` conditionally (one driver), and goes on from where the run stood.
+ *
  * A run: the workflow as stored now (deleted → `error` "workflow was deleted"), the run input written by the
  * claim, secrets resolved by name only when referenced (workflow scope over user scope), user operations sent
  * from the workflow's wallet through the owner-checked sender, each step recorded as it finishes, and a check
- * before every node that the workflow still exists and the sweeper has not ended the execution.
+ * before a node starts that the workflow still exists (read again once a node has finished since the last look)
+ * and that the sweeper has not ended the execution (a step it could not record).
  */
 import type { Address } from "viem";
 import { useRuntime } from "../runtime";
@@ -28,6 +33,10 @@ import * as Executions from "./execution";
 import { blockStepOutput } from "./trigger-output";
 import { createInProcessBus, setDefaultBus, type BusEvent, type EventBus } from "./bus";
 import { readRunInput, type RunRequest } from "./run-input";
+import { endedWaits, loadState, waitHost } from "./waits";
+import { emitChange } from "./execution-stored";
+import { getExecution, openWaitsOf, resumeRun } from "../store/entities/execution";
+import type { RunInput } from "../engine/types";
 import { runQueue } from "./run-queue";
 import type { Cost, Step } from "./schemas";
 
@@ -45,7 +54,8 @@ export function withRunner<B extends EventBus>(bus: B): B {
     if (event.type !== "execution.requested") return;
     const owner = event.owner ?? (await Executions.readSummary(event.workflowId, event.executionId))?.owner;
     if (owner === undefined) return; // no such execution: nothing to run
-    await runQueued(owner, event.workflowId, event.executionId);
+    if (event.resume) await runQueue().run(owner, () => resumeExecution(event.workflowId, event.executionId));
+    else await runQueued(owner, event.workflowId, event.executionId);
   });
   return bus;
 }
@@ -59,6 +69,44 @@ export function runQueued(owner: string, workflowId: string, executionId: string
 export async function runExecution(workflowId: string, executionId: string): Promise<void> {
   const started = await markStarted(workflowId, executionId);
   if (!started) return;
+  await drive(workflowId, executionId, async (workflow) => {
+    const request = await readRunInput(executionId, started);
+    return run(workflow, started, request, { startedAt: started.startAt, pendingMsBefore: 0 });
+  });
+}
+
+/**
+ * Resumes a waiting execution whose wait ended (./waits.ts): `pending` again (conditional on the state it
+ * suspended with, so one resumer wins), then the run goes on from its stored state with the waits that ended.
+ * Does nothing when the execution is not waiting.
+ */
+export async function resumeExecution(workflowId: string, executionId: string): Promise<void> {
+  const key = { workflowId, id: executionId };
+  const waiting = await getExecution(key);
+  if (waiting?.status !== "waiting") return;
+  const { now } = useRuntime();
+  const at = now();
+  const pendingMs = Number(waiting.pendingMs ?? 0);
+  const resumed = await resumeRun(key, Number(waiting.stateGeneration), at, at - pendingMs);
+  if (!resumed) return;
+  emitChange(workflowId, executionId);
+  // The state and the ended waits' steps are read while drive() reads the workflow: three reads, one round trip.
+  const open = openWaitsOf(resumed);
+  const endedIds = ((resumed.openWaits as string[] | undefined) ?? []).filter((id) => !open.has(id));
+  const prepared = Promise.all([loadState(resumed), endedWaits(executionId, endedIds)]);
+  prepared.catch(() => undefined); // awaited below unless the workflow is gone
+  await drive(workflowId, executionId, async (workflow) => {
+    const [snapshot, ended] = await prepared;
+    return run(workflow, resumed as unknown as StartedExecution, {}, { startedAt: at, pendingMsBefore: pendingMs }, { snapshot, ended });
+  });
+}
+
+/** One pass of a run, to its end or its suspension: the workflow as stored now, then the outcome recorded. */
+async function drive(
+  workflowId: string,
+  executionId: string,
+  pass: (workflow: Workflow.WorkflowRecord) => Promise<Executions.Outcome | "waiting">,
+): Promise<void> {
   const { now } = useRuntime();
   try {
     const workflow = await Workflow.getForRun(workflowId);
@@ -66,8 +114,8 @@ export async function runExecution(workflowId: string, executionId: string): Pro
       await Executions.finish(workflowId, executionId, { status: "error", error: WORKFLOW_DELETED, endAt: now() });
       return;
     }
-    const request = await readRunInput(executionId, started);
-    const outcome = await run(workflow, started, request);
+    const outcome = await pass(workflow);
+    if (outcome === "waiting") return;
     if (await Executions.finish(workflowId, executionId, outcome)) await Workflow.recordOutcome(workflowId, outcome.status, outcome.endAt);
   } catch (err) {
     log.error("run failed", { workflowId, executionId, error: err });
@@ -86,6 +134,8 @@ interface StartedExecution {
   startAt: number;
   runInput?: string;
   runInputParts?: number;
+  /** The trigger step the claim wrote into the item, when small (JSON). */
+  triggerStep?: string;
 }
 
 /** The conditional "started" mark: only a pending execution not yet started takes it. */
@@ -93,7 +143,13 @@ async function markStarted(workflowId: string, executionId: string): Promise<Sta
   return (await markRunStarted({ workflowId, id: executionId }, useRuntime().now())) as StartedExecution | undefined;
 }
 
-async function run(workflow: Workflow.WorkflowRecord, execution: StartedExecution, request: RunRequest): Promise<Executions.Outcome> {
+async function run(
+  workflow: Workflow.WorkflowRecord,
+  execution: StartedExecution,
+  request: RunRequest,
+  pass: { startedAt: number; pendingMsBefore: number },
+  resume?: RunInput["resume"],
+): Promise<Executions.Outcome | "waiting"> {
   const { now } = useRuntime();
   const { id: workflowId, trigger, nodes, edges, inputVariables, chainId } = workflow;
   const owner = workflow.owner;
@@ -101,7 +157,7 @@ async function run(workflow: Workflow.WorkflowRecord, execution: StartedExecutio
   const partChain = new Map(nodes.map((n) => [n.id, partChainId(n.config, chainId)]));
 
   let triggerOutput = request.triggerOutput;
-  if (!triggerOutput) {
+  if (!triggerOutput && !resume) {
     const blockChain = partChainId(trigger.config, chainId);
     try {
       triggerOutput = blockStepOutput(await publicClient(chainSettings(blockChain)).getBlock({ blockTag: "latest" }));
@@ -111,6 +167,8 @@ async function run(workflow: Workflow.WorkflowRecord, execution: StartedExecutio
     }
   }
 
+  let ended = false;
+  let stepsSinceCheck = 0;
   const result = await runWorkflow({
     mode: "run",
     definition: { chainId, trigger, nodes, edges, inputVariables },
@@ -123,21 +181,50 @@ async function run(workflow: Workflow.WorkflowRecord, execution: StartedExecutio
       smartWalletAddress: workflow.smartWalletAddress as Address,
       chainId,
     },
-    triggerOutput,
+    triggerOutput: triggerOutput ?? {},
     ...(request.triggerInput ? { triggerInput: request.triggerInput } : {}),
     startAt: execution.startAt,
     secrets: (names) => Secret.resolveForExecution(owner, workflowId, names),
-    sendCalls: walletSender({ owner: owner as Address, wallet: workflow.smartWalletAddress as Address }),
+    sendCalls: walletSender({ owner: owner as Address, wallet: workflow.smartWalletAddress as Address, executionId: execution.id }),
     onStep: async (step) => {
-      await Executions.recordStep(workflowId, execution.id, step, costOf(step, partChain.get(step.id) ?? chainId), position.get(step.id));
+      // The claim wrote a small trigger step into the execution item: recorded again only if the run's differs
+      // (redacted, or a block read at run time).
+      if (step.id === trigger.id && execution.triggerStep !== undefined && sameOutput(execution.triggerStep, step)) return;
+      const recorded = await Executions.recordStep(
+        workflowId,
+        execution.id,
+        step,
+        costOf(step, partChain.get(step.id) ?? chainId),
+        position.get(step.id),
+      );
+      // Not pending any more (the sweeper ended it): nothing further starts.
+      if (!recorded) ended = true;
+      else if (step.id !== trigger.id) stepsSinceCheck++;
     },
+    // Before a node starts: stopped once a step could not be recorded, and the workflow read again only when a node
+    // has finished since the last look (the pass began by reading it), so a run whose nodes all start at once
+    // reads nothing more.
     shouldStop: async () => {
-      const [current, finished] = await Promise.all([Workflow.getForRun(workflowId), Executions.isFinished(workflowId, execution.id)]);
-      return !current || finished;
+      if (ended) return true;
+      if (stepsSinceCheck === 0) return false;
+      stepsSinceCheck = 0;
+      return !(await Workflow.getForRun(workflowId));
     },
     stopReason: WORKFLOW_DELETED,
+    waits: waitHost(
+      { workflowId, id: execution.id, owner },
+      new Map(nodes.map((n, i) => [n.id, { name: n.name, position: i, config: n.config }])),
+      pass,
+    ),
+    ...(resume ? { resume } : {}),
   });
+  if (result.status === "waiting") return "waiting";
   return { status: result.status, ...(result.error !== undefined ? { error: result.error } : {}), endAt: result.endAt, cogs: result.cogs };
+}
+
+/** Whether the trigger step the claim stored (JSON) has the output the run recorded. */
+function sameOutput(stored: string, step: Step): boolean {
+  return JSON.stringify((JSON.parse(stored) as Step).output) === JSON.stringify(step.output);
 }
 
 /** The cost a step's user operation adds while the run goes (API.md §9.6); the final list comes with the result. */

@@ -12,7 +12,26 @@ import { EXECUTION_STATUSES, Cost, Fee, Step, ValueFee } from "../engine/schemas
 
 export * from "../engine/schemas";
 
-export const Status = v.picklist(EXECUTION_STATUSES, "must be pending, success, failed or error");
+export const Status = v.picklist(EXECUTION_STATUSES, "must be pending, success, failed, error or waiting");
+
+/** One open wait of an `await` node (API.md §17.1.2). */
+const WaitingFor = described(
+  v.array(
+    component(
+      "WaitingFor",
+      v.object({
+        nodeId: v.string(),
+        name: v.string(),
+        kind: v.picklist(["signal", "chainEvent"]),
+        since: described(TimeMs, "When the wait began."),
+        deadline: described(TimeMs, "`since` + `timeoutSeconds` × 1000: the wait ends AWAIT_TIMEOUT then (at most 60 s later)."),
+        prompt: v.optional(v.string()),
+        approvers: v.optional(described(v.array(v.string()), "signal waits: who may signal besides the owner (EIP-55).")),
+      }),
+    ),
+  ),
+  "One element per open wait, in node order; absent when no wait is open.",
+);
 
 export const Execution = component(
   "Execution",
@@ -25,6 +44,7 @@ export const Execution = component(
     endAt: v.optional(described(TimeMs, "Present exactly when the status is terminal.")),
     status: Status,
     error: v.optional(described(v.string(), "Present when status is `failed` or `error`.")),
+    waitingFor: v.optional(WaitingFor),
     steps: described(
       v.array(Step),
       "The trigger step first, then one step per executed node, ordered by `startAt` (ties by position in `nodes`).",
@@ -41,7 +61,10 @@ export const ExecutionPage = page("ExecutionPage", Execution);
 /** Where an execution stands: its status, start, end once terminal and error when it failed. */
 const outcome = { status: Status, startAt: TimeMs, endAt: v.optional(TimeMs), error: v.optional(v.string()) };
 
-export const StatusSummary = component("ExecutionStatusSummary", v.object({ id: Ulid, workflowId: Ulid, ...outcome }));
+export const StatusSummary = component(
+  "ExecutionStatusSummary",
+  v.object({ id: Ulid, workflowId: Ulid, ...outcome, waitingFor: v.optional(WaitingFor) }),
+);
 export type StatusSummary = v.InferOutput<typeof StatusSummary>;
 
 export const Stats = component(
@@ -51,6 +74,7 @@ export const Stats = component(
     succeeded: v.pipe(v.number(), v.integer()),
     failed: described(v.pipe(v.number(), v.integer()), "Status `failed` or `error`."),
     pending: v.pipe(v.number(), v.integer()),
+    waiting: described(v.pipe(v.number(), v.integer()), "Status `waiting` (API.md §17.1)."),
     avgExecutionTime: v.optional(
       described(v.pipe(v.number(), v.integer()), "Milliseconds; mean of `endAt − startAt` over terminal executions in the window."),
     ),

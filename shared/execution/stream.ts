@@ -8,7 +8,7 @@
  * read, and frees the slot whenever it ends: before the connection closes when the server ends it.
  */
 import { onChange, readSummary } from "./execution";
-import type { StatusSummary } from "./schemas";
+import { isTerminal, type StatusSummary } from "./schemas";
 import { RELEASE_WAIT_MS, type StreamLease } from "./stream-slots";
 
 export interface StreamOptions {
@@ -93,7 +93,7 @@ export function statusStream(owner: string, first: StatusSummary, options: Strea
     last = JSON.stringify(summary);
     lastWriteAt = Date.now();
     ctrl.enqueue(frame(frames, summary));
-    if (summary.status !== "pending") return end(ctrl);
+    if (isTerminal(summary.status)) return end(ctrl);
   };
   /** Sleeps until `at` or a notification, whichever comes first. */
   const sleepUntil = (at: number) =>

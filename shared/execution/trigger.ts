@@ -29,7 +29,7 @@ import * as Executions from "./execution";
 import { needsChainRead, triggerStepOutput } from "./trigger-output";
 import { runQueued } from "./runner";
 import { log } from "../log";
-import { isTerminal, type TriggerResult } from "./schemas";
+import type { TriggerResult } from "./schemas";
 import { claimExecution, handOver } from "./claim";
 import { requireBus } from "./bus";
 
@@ -223,7 +223,7 @@ async function resultBy(workflowId: string, executionId: string, deadline: numbe
     let result = await currentResult(workflowId, executionId);
     const first = notified ? NOTIFIED_POLL_MS : POLL_MS;
     const most = notified ? NOTIFIED_POLL_MS : MAX_POLL_MS;
-    for (let pause = first; !isTerminal(result.status) && useRuntime().now() < deadline; pause = Math.min(pause * 1.5, most)) {
+    for (let pause = first; result.status === "pending" && useRuntime().now() < deadline; pause = Math.min(pause * 1.5, most)) {
       if (!changed) {
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, Math.min(pause, Math.max(0, deadline - useRuntime().now())));

@@ -16,6 +16,7 @@ import { branch } from "./nodes/branch";
 import { filter } from "./nodes/filter";
 import { loop } from "./nodes/loop";
 import { balance } from "./nodes/balance";
+import { awaitNode } from "./nodes/await";
 import { manual } from "./triggers/manual";
 import { fixedTime } from "./triggers/fixed-time";
 import { cron } from "./triggers/cron";
@@ -25,7 +26,7 @@ import { event } from "./triggers/event";
 /** The service's registry: what every consumer uses unless given another (a test's, `withKinds`). */
 export const kinds = /* @__PURE__ */ buildRegistry(
   {
-    nodes: [ethTransfer, contractWrite, contractRead, graphqlQuery, restApi, customCode, branch, filter, loop, balance],
+    nodes: [ethTransfer, contractWrite, contractRead, graphqlQuery, restApi, customCode, branch, filter, loop, balance, awaitNode],
     triggers: [manual, fixedTime, cron, block, event],
   },
   shapes,
@@ -34,4 +35,14 @@ export const kinds = /* @__PURE__ */ buildRegistry(
 export { shapes } from "./shapes";
 
 export { buildRegistry, withKinds, type Registry } from "./registry";
-export { defineNode, nodeShape, isSuspend, StepFailure, type NodeEnv, type NodeResult, type NodeOutcome, type Gas } from "./kind";
+export {
+  defineNode,
+  nodeShape,
+  isSuspend,
+  StepFailure,
+  type NodeEnv,
+  type NodeResult,
+  type NodeOutcome,
+  type Gas,
+  type Suspension,
+} from "./kind";

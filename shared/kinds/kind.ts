@@ -15,11 +15,9 @@
  * failure of the engine.
  *
  * The outcome is designed for kinds that do not finish in one go: a NodeResult ends the step;
- * `{suspend: Suspension}` asks the engine to end the run's current pass with the step open and
- * to resume the node later (API.md §17.1, the `await` node: a signal or a chain event ends the wait, or its
- * deadline does), calling the kind's `resume` with what ended it. Today's engine supports finished steps only: a
- * suspension is refused as an internal failure (no kind suspends yet), but its place in the engine's switch is
- * there.
+ * `{suspend: Suspension}` (the `await` node, API.md §17.1) keeps the node open: nothing downstream of it runs, the
+ * engine hands the wait to its host (the runner records it on the execution), and the step is recorded by whatever
+ * ends the wait (a signal, a chain event, its deadline: shared/execution/waits.ts), never by the kind.
  */
 import type { Address } from "viem";
 import type * as v from "valibot";
@@ -55,6 +53,9 @@ export const STEP_ERROR_CODES = [
   "OUTPUT_TOO_LARGE",
   "INVALID_RESPONSE",
   "HTTP_BUDGET_EXCEEDED",
+  // API.md §17.1: an await node's wait ended by a reject signal, or by its deadline.
+  "REJECTED",
+  "AWAIT_TIMEOUT",
 ] as const;
 export type StepErrorCode = (typeof STEP_ERROR_CODES)[number];
 
@@ -85,19 +86,22 @@ export interface NodeResult {
 }
 
 /**
- * A step that waits (API.md §17.1.2): the run's current pass ends with the node open, nothing downstream of it
- * runs, and the node is resumed when the wait ends (a signal, a chain event, or `deadline`). `state` is what the
- * kind needs to resume (JSON), kept with the execution.
+ * A step that waits (API.md §17.1.2): nothing downstream of the node runs until the wait ends (a signal, a chain
+ * event, or `deadline`), which records the node's step.
  */
-interface Suspension {
+export interface Suspension {
   waitFor: "signal" | "chainEvent";
+  /** TimeMs at which the wait began. */
+  since: number;
   /** TimeMs at which the wait ends by itself (the step then fails AWAIT_TIMEOUT). */
   deadline: number;
   prompt?: string;
-  approvers?: Address[];
-  /** chainEvent: the event query (API.md §8.3.5) whose first matching log ends the wait. */
-  query?: unknown;
-  state?: unknown;
+  /** signal: who may signal besides the owner. */
+  approvers?: string[];
+  /** chainEvent: the chain, the event queries (API.md §8.3.5) whose first matching log ends the wait, and the head when it began. */
+  chainId?: number;
+  query?: unknown[];
+  afterBlock?: number;
 }
 
 /** A runner's answer when its step waits instead of finishing. */
@@ -122,6 +126,10 @@ export interface NodeEnv {
   /** filter/loop `inputVariable`: the resolved value itself. */
   resolveWhole(inputVariable: string): unknown;
   mode: "run" | "simulate";
+  /** The service clock (TimeMs). */
+  now(): number;
+  /** The owner the run acts for (a simulation's caller). */
+  caller?: Address;
   /** The run's wallet: context.smartWalletAddress, else settings.runner. */
   runner?: Address;
   /** Absent in simulate mode: writes are then simulated. */
@@ -139,8 +147,8 @@ export interface NodeEnv {
   /** Aborted when the run is cut off (a simulation at its cap): work in flight stops, its reason is the error. */
   signal?: AbortSignal;
   allowPrivateNetwork: boolean;
-  /** The environment of a loop iteration: these variables added, acting on `chainId`. */
-  child(extra: Record<string, unknown>, chainId: number): NodeEnv;
+  /** The environment of a loop iteration: these variables added, acting on `chainId`; `iteration` keys its sends. */
+  child(extra: Record<string, unknown>, chainId: number, iteration?: number): NodeEnv;
   /** Runs another kind (a loop's runner) in `env`. */
   runKind(type: string, config: unknown, env: NodeEnv): Promise<NodeOutcome>;
   /** Whether a kind of the run's registry writes on-chain (a loop runs such runners one at a time). */
@@ -205,6 +213,12 @@ export interface NodeShape<T extends string = string, C = unknown> {
    * value fee applies); a kind that holds another (the loop) answers from its raw config.
    */
   writesOnChain: boolean | ((config: Raw, kinds: ShapeLookup) => boolean);
+  /** Its runs may wait (API.md §17.1): deleting the workflow then ends its waiting executions. */
+  waits?: boolean;
+  /** At most this many nodes of the kind per workflow (API.md §17.5: 10 `await` nodes). */
+  maxPerWorkflow?: number;
+  /** Chain ids inside the config besides its own `chainId` (checked as configured, §8.7 item 5), by path below the config. */
+  nestedChainIds?(config: Raw): { path: string; chainId: unknown }[];
 }
 
 /** What a shape's `writesOnChain` may ask of the other shapes (a loop asks its runner's). */

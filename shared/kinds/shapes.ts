@@ -15,6 +15,7 @@ import { branchShape } from "./nodes/branch";
 import { filterShape } from "./nodes/filter";
 import { loopShape } from "./nodes/loop";
 import { balanceShape } from "./nodes/balance";
+import { awaitShape } from "./nodes/await";
 import { manualShape } from "./triggers/manual";
 import { fixedTimeShape } from "./triggers/fixed-time";
 import { cronShape } from "./triggers/cron";
@@ -32,6 +33,7 @@ const NODE_SHAPES = [
   filterShape,
   loopShape,
   balanceShape,
+  awaitShape,
 ] as const;
 const TRIGGER_SHAPES = [manualShape, fixedTimeShape, cronShape, blockShape, eventShape] as const;
 

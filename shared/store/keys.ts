@@ -38,6 +38,16 @@ export const Keys = {
   executionByOwner: (owner: string, id: string) => ({ gsi1pk: `${Keys.owner(owner)}#EXEC`, gsi1sk: id }),
   /** GSI2 of a pending execution (pattern 15, sparse: removed when terminal): the sweeper reads them oldest first. */
   pendingExecution: (startAt: number, id: string) => ({ gsi2pk: "EXEC#pending", gsi2sk: `${String(startAt).padStart(15, "0")}#${id}` }),
+  /**
+   * GSI2 of a waiting execution (pattern 26, sparse: only while `waiting`, API.md §17.1): the sweeper reads those
+   * whose attention time (the earliest deadline of their waits, or the moment a wait ended) has come.
+   */
+  waitingExecution: (at: number, id: string) => ({ gsi2pk: "EXEC#waiting", gsi2sk: `${String(at).padStart(15, "0")}#${id}` }),
+  /** A waiting run's engine state (pattern 13d): sealed JSON in parts, one generation per suspension. */
+  executionState: (id: string, generation: number, part: number) => ({
+    pk: `EXEC#${id}`,
+    sk: `STATE#${String(generation).padStart(6, "0")}#${String(part).padStart(3, "0")}`,
+  }),
   /** Recorded steps of an execution (pattern 13b): a step's JSON in parts, each far below DynamoDB's 400 KB item limit. */
   executionStep: (id: string, stepId: string, part: number) => ({
     pk: `EXEC#${id}`,
@@ -79,6 +89,15 @@ export const Keys = {
   /** Watch entry of a block/event workflow (pattern 19): beside its record, listed per chain through sparse gsi2. */
   watch: (workflowId: string) => ({ pk: `WF#${workflowId}`, sk: "WATCH" }),
   watchByChain: (chainId: number, workflowId: string) => ({ gsi2pk: `CHAIN#${chainId}#WATCH`, gsi2sk: workflowId }),
+  /**
+   * Await watch entry of a chain-event wait (pattern 19b, API.md §17.1): beside the execution's steps, listed with
+   * the chain's watch entries on the same sparse gsi2 partition (its sort key never equals a workflow id).
+   */
+  awaitWatch: (executionId: string, nodeId: string) => ({ pk: `EXEC#${executionId}`, sk: `AWAIT#${nodeId}` }),
+  awaitWatchByChain: (chainId: number, executionId: string, nodeId: string) => ({
+    gsi2pk: `CHAIN#${chainId}#WATCH`,
+    gsi2sk: `await#${executionId}#${nodeId}`,
+  }),
   /** Expiry entry of a workflow with `expiredAt` (pattern 21): beside its record, due ones through sparse gsi2. */
   expiry: (workflowId: string) => ({ pk: `WF#${workflowId}`, sk: "EXPIRY" }),
   expiryDue: (expiredAt: number, workflowId: string) => ({

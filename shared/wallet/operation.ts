@@ -1,21 +1,15 @@
 /**
  * User operations from a registered wallet: the sender of workflow runs (the engine's SendCalls port, API.md
- * §8.4.1-8.4.2, §10.2) and the building step it shares with withdrawals (§11.5). Every operation is built for an
- * account verified as its owner's (§11.3), sponsored by the chain's paymaster when there is one and the owner's and
- * the chain's sponsored-gas budgets take it (§18.5, sponsorship.ts; else paid by the wallet), and sent under the
- * wallet's nonce lock, so concurrent steps and withdrawals of one wallet take consecutive nonces.
+ * §8.4.1-8.4.2, §10.2) and the building and sending steps it shares with withdrawals (§11.5). Every operation is
+ * built for an account verified as its owner's (§11.3), sponsored by the chain's paymaster when there is one and the
+ * owner's and the chain's sponsored-gas budgets take it (§18.5, sponsorship.ts; else paid by the wallet), and sent
+ * under a nonce key of its own, derived from its identity (API.md §19, ../chain/nonce.ts): operations of one wallet
+ * travel side by side, none waits for another's receipt, and an undeployed account is deployed by one of them while
+ * the others wait for its code (deployment.ts).
  */
+import { ulid } from "ulid";
 import { ApiError } from "../errors";
-import {
-  BaseError,
-  RpcRequestError,
-  decodeErrorResult,
-  getAddress,
-  type Address,
-  type Hex,
-  type PublicClient,
-  type StateOverride,
-} from "viem";
+import { BaseError, decodeErrorResult, getAddress, toHex, type Address, type Hex, type PublicClient, type StateOverride } from "viem";
 import { entryPoint07Abi, type BundlerClient, type UserOperationReceipt } from "viem/account-abstraction";
 import { useConfig } from "../runtime";
 import { bundlerClient, controllerSigner, publicClient } from "../chain/chains";
@@ -29,8 +23,10 @@ import {
   type AccountCall,
   type UserOperationV07,
 } from "../chain/userop";
-import { forgetNonce, isStaleNonce, markNonceUsed, nextNonce, withWalletLock } from "../chain/nonce";
+import { composeNonce, nonceKeyOf, splitNonce, stepIdentity } from "../chain/nonce";
 import { signWalletOperation, verifySignable, type SignableWallet } from "./signing";
+import { DeploymentPending, deploymentTurn, untilDeployed, type DeploymentTurn } from "./deployment";
+import { bundlerRefusal, bundlerRejection, follow, isDeploymentConflict, sendOnce, type SendAnswer } from "./delivery";
 import { get as getWallet, type WalletRecord } from "./wallet";
 import { maySponsor, reserveSponsoredGas, sponsoredGasOf, type Sponsorship } from "./sponsorship";
 import type { SendCalls, SendOutcome, WalletCall } from "./send";
@@ -39,13 +35,10 @@ import type { ChainSettings } from "../config";
 export const insufficientBalance = (message = "The wallet's balance is below the amount to withdraw.") =>
   new ApiError(400, "INSUFFICIENT_BALANCE", message);
 
-/** The key of a wallet's nonce lock: one per (chain, account). */
-export const walletLockKey = (chainId: number, address: Address) => `${chainId}:${getAddress(address)}`;
-
 // ---------------------------------------------------------------------------------------------
 // Building (shared with withdrawals)
 
-export interface OperationPlan {
+interface OperationPlan {
   /** The account calls for the value `amount` resolves to (only `max` changes it). */
   calls: (amount: bigint) => AccountCall[];
   /** A fixed amount (also the value estimated with), or "max": the wallet's whole spendable native balance. */
@@ -54,7 +47,7 @@ export interface OperationPlan {
   gasLimit?: bigint;
 }
 
-export interface PreparedOperation {
+interface PreparedOperation {
   op: UserOperationV07;
   /** The amount sent: `plan.amount`, or "max" resolved. */
   amount: bigint;
@@ -70,29 +63,47 @@ export interface PreparedOperation {
   giveBack(): Promise<void>;
 }
 
+/** The operation's nonce was used already: an operation with its identity was included before (nothing is built). */
+class NonceUsed extends Error {
+  constructor(readonly nonce: bigint) {
+    super(`nonce key ${toHex(splitNonce(nonce).key)} of this operation was used already: an operation with its identity was included`);
+  }
+}
+
 /**
- * Builds the signed operation: init code while the account is undeployed, the next nonce of the wallet's lock,
- * gas from the bundler, the paymaster's sponsorship when the chain has one and the owner's and the chain's budgets
- * (API.md §18.5, sponsorship.ts) take the operation's gas limits. Past a budget it is built unsponsored, paid by the
+ * Builds the signed operation: init code while the account is undeployed, under `nonce` (the operation's own key,
+ * sequence 0; with `mayBeUsed`, NonceUsed when the chain has used it already), gas from the bundler, the paymaster's
+ * sponsorship when the chain has one and the owner's and the chain's budgets (API.md §18.5, sponsorship.ts) take the
+ * operation's gas limits. Past a budget it is built unsponsored, paid by the
  * wallet: a wallet that cannot pay it is refused here (400 INSUFFICIENT_BALANCE, nothing sent). `max` is resolved
  * here: the whole balance when sponsored, else the balance minus the operation's maximum gas cost (its prefund less
  * the deposit the account already holds at the EntryPoint). Throws the bundler's refusals (see bundlerRejection).
  */
-export async function prepareOperation(
+async function prepareOperation(
   client: PublicClient,
   bundler: BundlerClient,
   wallet: SignableWallet,
   chain: ChainSettings,
   plan: OperationPlan,
-  nonceKey: string,
+  nonce: { value: bigint; mayBeUsed: boolean },
 ): Promise<PreparedOperation> {
   const entryPoint = getAddress(chain.entryPoint);
   const paymaster = chain.paymaster ? getAddress(chain.paymaster) : undefined;
   const [chainNonce, fees, maxBalance] = await Promise.all([
-    client.readContract({ address: entryPoint, abi: entryPoint07Abi, functionName: "getNonce", args: [wallet.address, 0n] }),
+    // the key's next nonce: past ours when an operation under our key was included (no read for a key that is new by
+    // construction, nor for an account without code: every key of it is at sequence 0)
+    nonce.mayBeUsed && wallet.deployed
+      ? client.readContract({
+          address: entryPoint,
+          abi: entryPoint07Abi,
+          functionName: "getNonce",
+          args: [wallet.address, splitNonce(nonce.value).key],
+        })
+      : Promise.resolve(nonce.value),
     getUserOperationFees({ client, bundler }),
     plan.amount === "max" ? client.getBalance({ address: wallet.address }) : Promise.resolve(undefined),
   ]);
+  if (chainNonce > nonce.value) throw new NonceUsed(nonce.value);
   const unsigned = (value: bigint) =>
     buildUserOperation({
       client,
@@ -102,7 +113,7 @@ export async function prepareOperation(
       salt: wallet.salt,
       sender: wallet.address,
       calls: plan.calls(value),
-      nonce: nextNonce(nonceKey, chainNonce),
+      nonce: nonce.value,
       // verifySignable answers deployed for every factory that is not known: init code only for known ones
       deployed: wallet.deployed,
       fees,
@@ -227,19 +238,6 @@ const ESTIMATION_FUNDS = 10n ** 30n;
 const BUNDLER_LAG_ATTEMPTS = 8;
 const BUNDLER_LAG_PAUSE_MS = 150;
 
-/** The bundler's or paymaster's refusal message when it answered with a JSON-RPC error; undefined for transport failures. */
-export function bundlerRejection(err: unknown): string | undefined {
-  return bundlerRefusal(err)?.message;
-}
-
-/** The bundler's or paymaster's JSON-RPC error (message and code); undefined for transport failures. */
-function bundlerRefusal(err: unknown): { message: string; code: number } | undefined {
-  if (!(err instanceof BaseError)) return undefined;
-  const rpc = err.walk((e) => e instanceof RpcRequestError) as RpcRequestError | null;
-  if (!rpc) return undefined;
-  return { message: rpc.details || rpc.shortMessage, code: rpc.code };
-}
-
 /** ERC-7769 "reverted" without an EntryPoint AAxx code: the calls themselves revert (validation passed). */
 const USEROP_REVERTED_CODE = -32521;
 const executionReverted = (refusal: { message: string; code: number }) =>
@@ -261,6 +259,93 @@ function readableReason(text: string): string {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Sending (shared with withdrawals)
+
+/** Attempts at building an operation whose init code became obsolete (another operation deployed the account). */
+const DEPLOYMENT_ATTEMPTS = 3;
+/** How long a refused deploying operation waits for the other operation's deployment before building again. */
+const DEPLOYMENT_CONFLICT_WAIT_MS = 30_000;
+
+export interface Dispatch {
+  record: WalletRecord;
+  chain: ChainSettings;
+  client: PublicClient;
+  bundler: BundlerClient;
+  /** The wallet as verified by the caller (verified again when built a second time). */
+  signable: SignableWallet;
+  /**
+   * The operation's nonce: its own key, sequence 0 (../chain/nonce.ts); `mayBeUsed` when its identity may have sent
+   * before (a step: checked on chain first), not for a key new by construction (a new withdrawal's).
+   */
+  nonce: { value: bigint; mayBeUsed: boolean };
+  /** The plan for the verified wallet, after the caller's checks (which may throw to refuse). */
+  plan(signable: SignableWallet): Promise<OperationPlan>;
+  /** Called with the signed operation before it is sent (a withdrawal records it); throwing sends nothing. */
+  beforeSend?(prepared: PreparedOperation, userOpHash: Hex): Promise<void>;
+}
+
+/** What became of a dispatched operation: refused by the bundler when sent, or sent (accepted, its answer lost, or deferred). */
+export type Dispatched =
+  | { sent: false; refusal: string; prepared: PreparedOperation }
+  | { sent: true; answer: Exclude<SendAnswer, { refused: string }>; prepared: PreparedOperation; userOpHash: Hex; turn: DeploymentTurn };
+
+/**
+ * Builds and sends one operation under its own nonce: waits for the account's deployment turn when it has no code
+ * (deployment.ts), builds, calls `beforeSend`, sends once. An operation whose init code turns out obsolete (the
+ * bundler refuses it for another operation's deployment, AA10) is built again without it once the account has
+ * code. Throws what building throws (bundler refusals while estimating, NonceUsed, 400s, transport failures); a
+ * refusal of the send itself is answered, with the sponsorship given back and the turn ended. A sent operation's
+ * turn is the caller's to end once its fate is known.
+ */
+export async function dispatch(d: Dispatch): Promise<Dispatched> {
+  const entryPoint = getAddress(d.chain.entryPoint);
+  let signable = d.signable;
+  for (let attempt = 1; ; attempt++) {
+    const turn = await deploymentTurn(d.client, signable); // at once for a deployed account
+    if (!turn.deploys && !signable.deployed) signable = await verifySignable(d.record, d.chain);
+    const built = await buildAndSend(d, signable, turn, entryPoint, attempt);
+    if (built !== "again") return built;
+    await untilDeployed(d.client, signable, Date.now() + DEPLOYMENT_CONFLICT_WAIT_MS);
+    signable = await verifySignable(d.record, d.chain);
+  }
+}
+
+async function buildAndSend(
+  d: Dispatch,
+  signable: SignableWallet,
+  turn: DeploymentTurn,
+  entryPoint: Address,
+  attempt: number,
+): Promise<Dispatched | "again"> {
+  let prepared: PreparedOperation;
+  try {
+    prepared = await prepareOperation(d.client, d.bundler, signable, d.chain, await d.plan(signable), d.nonce);
+  } catch (err) {
+    await turn.end("not-sent");
+    const refusal = bundlerRefusal(err);
+    if (refusal && isDeploymentConflict(refusal.message) && attempt < DEPLOYMENT_ATTEMPTS) return "again";
+    throw err;
+  }
+  const userOpHash = getUserOperationHashV07(prepared.op, { chainId: d.chain.chainId, entryPoint });
+  try {
+    await d.beforeSend?.(prepared, userOpHash);
+  } catch (err) {
+    await prepared.giveBack();
+    await turn.end("not-sent");
+    throw err;
+  }
+  const answer = await sendOnce(d.bundler, prepared.op, entryPoint);
+  if ("refused" in answer) {
+    // Never sent: its sponsored gas goes back (a new attempt reserves again).
+    await prepared.giveBack();
+    await turn.end("not-sent");
+    if (isDeploymentConflict(answer.refused) && attempt < DEPLOYMENT_ATTEMPTS) return "again";
+    return { sent: false, refusal: answer.refused, prepared };
+  }
+  return { sent: true, answer, prepared, userOpHash, turn };
+}
+
+// ---------------------------------------------------------------------------------------------
 // The sender of workflow runs
 
 type Failure = Extract<SendOutcome, { ok: false }>;
@@ -276,20 +361,23 @@ const failure = (errorCode: Failure["errorCode"], error: string, extra: Partial<
  * what a step can fail with (API.md §10.2): an unregistered runner or an account that is not provably the owner's
  * is WALLET_NOT_OWNED with nothing sent; an unreachable RPC or bundler is RPC_ERROR; a bundler or paymaster refusal
  * is USEROP_REJECTED with its message; no receipt within `userop_receipt_wait_ms` is USEROP_TIMEOUT.
+ *
+ * Each operation's nonce key comes from its identity (API.md §19): `executionId` with the request's `nodeId` and
+ * `iteration`, so the same step never sends a second operation (a repeat finds its nonce used, or its operation in
+ * the bundler's mempool, and sends nothing); a request without them gets a key of its own (a fresh id).
  */
-export function walletSender({ owner, wallet }: { owner: Address; wallet: Address }): SendCalls {
-  return async ({ chainId, calls, sendMax, gasLimit }) => {
+export function walletSender({ owner, wallet, executionId }: { owner: Address; wallet: Address; executionId?: string }): SendCalls {
+  return async ({ chainId, calls, sendMax, gasLimit, nodeId, iteration }) => {
     if (calls.length === 0) throw new Error("a user operation needs at least one call");
     if (sendMax && calls.length !== 1) throw new Error("sendMax applies to a single call");
     const chain = useConfig().chains.find((c) => c.chainId === chainId);
     if (!chain?.bundlerUrl) return failure("RPC_ERROR", `chain ${chainId} has no bundler configured: user operations cannot be sent on it`);
+    const identity = executionId !== undefined && nodeId !== undefined ? stepIdentity(executionId, nodeId, iteration) : `call/${ulid()}`;
     try {
       const record = await getWallet(owner, chainId, wallet);
       if (!record)
         return failure("WALLET_NOT_OWNED", `the runner ${getAddress(wallet)} is not a wallet of the workflow's owner on chain ${chainId}`);
-      return await withWalletLock(walletLockKey(chainId, record.address), (hold) =>
-        send(record, chain, { calls, sendMax, gasLimit }, hold),
-      );
+      return await send(record, chain, { calls, sendMax, gasLimit }, { value: composeNonce(nonceKeyOf(identity)), mayBeUsed: true });
     } catch (err) {
       return outcomeOf(err);
     }
@@ -298,6 +386,7 @@ export function walletSender({ owner, wallet }: { owner: Address; wallet: Addres
 
 /** A refusal before anything was sent, as a step outcome. */
 function outcomeOf(err: unknown): Failure {
+  if (err instanceof NonceUsed) return failure("USEROP_REJECTED", `${err.message}: nothing was sent again`);
   if (err instanceof ApiError) {
     if (err.code === "WALLET_NOT_OWNED")
       return failure(
@@ -305,6 +394,7 @@ function outcomeOf(err: unknown): Failure {
         "the runner wallet's account is not provably the workflow owner's (API.md §11.3): nothing was signed",
       );
     if (err.code === "INSUFFICIENT_BALANCE") return failure("INSUFFICIENT_BALANCE", err.message);
+    if (err instanceof DeploymentPending) return failure("RPC_ERROR", err.message);
     if (err.code === "UPSTREAM_UNAVAILABLE") return failure("RPC_ERROR", "the chain RPC or bundler is unavailable");
     throw err;
   }
@@ -322,98 +412,84 @@ async function send(
   record: WalletRecord,
   chain: ChainSettings,
   request: SendRequest,
-  hold: (until: Promise<unknown>) => void,
+  nonce: { value: bigint; mayBeUsed: boolean },
 ): Promise<SendOutcome> {
   const client = publicClient(chain);
   const bundler = bundlerClient(chain);
-  const nonceKey = walletLockKey(chain.chainId, record.address);
   const entryPoint = getAddress(chain.entryPoint);
   const calls: AccountCall[] = request.calls.map((c) => ({ to: getAddress(c.to), value: c.value ?? 0n, data: c.data ?? "0x" }));
   const value = calls.reduce((sum, c) => sum + (c.value ?? 0n), 0n);
+  let balance = 0n;
 
-  for (let attempt = 0; ; attempt++) {
-    // Again on a retry: another instance took the nonce, and may have deployed the account meanwhile.
-    const signable = await verifySignable(record, chain);
-    const balance = await client.getBalance({ address: signable.address });
-    if (request.sendMax ? balance === 0n : value > balance) {
+  let dispatched: Dispatched;
+  try {
+    dispatched = await dispatch({
+      record,
+      chain,
+      client,
+      bundler,
+      signable: await verifySignable(record, chain),
+      nonce,
+      plan: async (signable) => {
+        balance = await client.getBalance({ address: signable.address });
+        if (request.sendMax ? balance === 0n : value > balance) {
+          throw insufficientBalance(
+            `The wallet holds ${balance} wei; the operation sends ${request.sendMax ? "its whole balance" : `${value} wei`}.`,
+          );
+        }
+        return request.sendMax
+          ? { calls: (amount) => [{ ...calls[0]!, value: amount }], amount: "max", gasLimit: request.gasLimit }
+          : { calls: () => calls, amount: value, gasLimit: request.gasLimit };
+      },
+      beforeSend: async ({ gasFunds }) => {
+        if (!request.sendMax && value + gasFunds > balance) {
+          throw insufficientBalance(
+            `The wallet holds ${balance} wei; the operation sends ${value} wei and may cost up to ${gasFunds} wei of gas.`,
+          );
+        }
+      },
+    });
+  } catch (err) {
+    const refusal = bundlerRefusal(err);
+    if (refusal === undefined) throw err;
+    // Found while estimating: nothing is sent, no gas is spent on an operation known to revert.
+    if (executionReverted(refusal)) return failure("USEROP_REVERTED", `user operation reverted: ${readableReason(refusal.message)}`);
+    if (prefundUnpaid(refusal.message) && !chain.paymaster) {
       throw insufficientBalance(
-        `The wallet holds ${balance} wei; the operation sends ${request.sendMax ? "its whole balance" : `${value} wei`}.`,
+        `The wallet holds ${balance} wei; it cannot pay the operation's gas${value ? ` on top of the ${value} wei it sends` : ""}.`,
       );
     }
-    const plan: OperationPlan = request.sendMax
-      ? { calls: (amount) => [{ ...calls[0]!, value: amount }], amount: "max", gasLimit: request.gasLimit }
-      : { calls: () => calls, amount: value, gasLimit: request.gasLimit };
-
-    let prepared: PreparedOperation;
-    try {
-      prepared = await prepareOperation(client, bundler, signable, chain, plan, nonceKey);
-    } catch (err) {
-      const refusal = bundlerRefusal(err);
-      if (refusal === undefined) throw err;
-      if (isStaleNonce(refusal.message) && attempt === 0) {
-        forgetNonce(nonceKey);
-        continue;
-      }
-      // Found while estimating: nothing is sent, no gas is spent on an operation known to revert.
-      if (executionReverted(refusal)) return failure("USEROP_REVERTED", `user operation reverted: ${readableReason(refusal.message)}`);
-      if (prefundUnpaid(refusal.message) && !chain.paymaster) {
-        throw insufficientBalance(
-          `The wallet holds ${balance} wei; it cannot pay the operation's gas${value ? ` on top of the ${value} wei it sends` : ""}.`,
-        );
-      }
-      return failure("USEROP_REJECTED", refusal.message);
-    }
-    const { op, gasFunds } = prepared;
-    if (!request.sendMax && value + gasFunds > balance) {
-      await prepared.giveBack();
-      throw insufficientBalance(
-        `The wallet holds ${balance} wei; the operation sends ${value} wei and may cost up to ${gasFunds} wei of gas.`,
-      );
-    }
-
-    const userOpHash = getUserOperationHashV07(op, { chainId: chain.chainId, entryPoint });
-    const { useropReceiptWaitMs } = useConfig().limits;
-    try {
-      await bundler.sendUserOperation({ ...op, entryPointAddress: entryPoint } as never);
-    } catch (err) {
-      const rejection = bundlerRejection(err);
-      if (rejection === undefined) {
-        // The answer was lost, the operation may be in: later operations of the wallet wait for it.
-        markNonceUsed(nonceKey, op.nonce);
-        hold(receiptOf(bundler, userOpHash, useropReceiptWaitMs));
-        return failure("RPC_ERROR", "the bundler could not be reached while sending; the operation may still be included", { userOpHash });
-      }
-      // Refused: never sent, so its sponsored gas goes back (a retry reserves again).
-      await prepared.giveBack();
-      forgetNonce(nonceKey);
-      if (isStaleNonce(rejection) && attempt === 0) continue;
-      return failure("USEROP_REJECTED", rejection);
-    }
-    markNonceUsed(nonceKey, op.nonce);
-    // The wallet's next operation waits for this one's inclusion, so it is built against the state this one
-    // leaves (a deployed account, the next nonce).
-    const included = receiptOf(bundler, userOpHash, useropReceiptWaitMs);
-    hold(included);
-    const receipt = await included;
-    if (!receipt)
-      return failure("USEROP_TIMEOUT", `no receipt for user operation ${userOpHash} within ${useropReceiptWaitMs} ms`, { userOpHash });
-    return settled(receipt, userOpHash, Boolean(op.factory));
+    return failure("USEROP_REJECTED", refusal.message);
   }
-}
+  if (!dispatched.sent) return failure("USEROP_REJECTED", dispatched.refusal);
 
-/** The receipt, polled until `waitMs` has passed (undefined then); a bundler that cannot answer for a moment is asked again. */
-async function receiptOf(bundler: BundlerClient, hash: Hex, waitMs: number): Promise<UserOperationReceipt | undefined> {
-  const deadline = Date.now() + waitMs;
-  for (;;) {
-    try {
-      return await bundler.getUserOperationReceipt({ hash });
-    } catch {
-      // not included yet, or the bundler did not answer: ask again until the deadline
-    }
-    const left = deadline - Date.now();
-    if (left <= 0) return undefined;
-    await new Promise((resolve) => setTimeout(resolve, Math.min(200, left)));
+  const { prepared, userOpHash, turn, answer } = dispatched;
+  const { useropReceiptWaitMs } = useConfig().limits;
+  // A lost answer, or a bundler deferring it: the very same operation is sent again until taken (delivery.ts).
+  const followed = await follow({
+    client,
+    bundler,
+    entryPoint,
+    op: prepared.op,
+    hash: userOpHash,
+    waitMs: useropReceiptWaitMs,
+    first: answer,
+  });
+  if ("receipt" in followed) {
+    await turn.end("included");
+    return settled(followed.receipt, userOpHash, Boolean(prepared.op.factory));
   }
+  if ("refused" in followed || !followed.taken) {
+    // never in: nothing can land later
+    await prepared.giveBack();
+    await turn.end("not-sent");
+    const message = "refused" in followed ? followed.refused : `the bundler did not take the operation: ${followed.deferred}`;
+    return failure("USEROP_REJECTED", message);
+  }
+  await turn.end("unknown");
+  return "lost" in answer
+    ? failure("RPC_ERROR", "the bundler could not be reached while sending; the operation may still be included", { userOpHash })
+    : failure("USEROP_TIMEOUT", `no receipt for user operation ${userOpHash} within ${useropReceiptWaitMs} ms`, { userOpHash });
 }
 
 function settled(receipt: UserOperationReceipt, userOpHash: Hex, hadInitCode: boolean): SendOutcome {

@@ -42,8 +42,11 @@ export type SendOutcome =
 
 /**
  * Sends `calls` as ONE user operation from the run's wallet on `chainId` (several calls are batched: all succeed
- * or all revert). Implementations verify ownership through shared/wallet/signing.ts before signing anything,
- * serialise the wallet's operations, and wait for the receipt up to `userop_receipt_wait_ms`.
+ * or all revert). Implementations verify ownership through shared/wallet/signing.ts before signing anything, send
+ * each operation under a nonce key of its own (API.md §19: the wallet's operations travel side by side; the key
+ * comes from the execution, `nodeId` and `iteration`, so one step never sends two operations), and wait for the
+ * receipt up to `userop_receipt_wait_ms`: the engine keeps one path's order by sending a node's operation only
+ * after the previous node's answer.
  * `amount: "max"` of ethTransfer is resolved by the sender (the balance, minus the maximum gas cost when the
  * wallet pays its own gas): pass `sendMax` instead of a value for that single call.
  */
@@ -54,4 +57,8 @@ export type SendCalls = (request: {
   sendMax?: boolean;
   /** contractWrite `gasLimit`: caps the operation's call gas. */
   gasLimit?: bigint;
+  /** The node whose operation this is: with the sender's execution, the operation's identity (its nonce key). */
+  nodeId?: string;
+  /** Inside a loop: the iteration (0-based) whose operation this is. */
+  iteration?: number;
 }) => Promise<SendOutcome>;

@@ -1,8 +1,16 @@
-/** Following pending withdrawals: on a read (refresh) and in the background (followUpPending); withdraw.ts re-exports them. */
+/**
+ * Following pending withdrawals: on a read (refresh) and in the background (followUpPending); withdraw.ts re-exports
+ * them. A pending withdrawal without a receipt whose operation the bundler does not hold (its answer was lost, or the
+ * process stopped between recording it and sending it, or the bundler deferred it for the sender's other operations)
+ * is sent again, the very same signed operation under the same nonce key (delivery.ts), while it is younger than half
+ * of `withdraw_pending_timeout_ms`; it fails only when the bundler refuses it and its nonce is unused (never in).
+ */
 import { UserOperationReceiptNotFoundError } from "viem/account-abstraction";
+import { getAddress } from "viem";
 import { useConfig, useRuntime } from "../runtime";
 import { pendingWithdrawals, touchWithdrawal } from "../store/entities/withdrawal";
-import { bundlerClient, chainSettings } from "../chain/chains";
+import { bundlerClient, chainSettings, publicClient } from "../chain/chains";
+import { loadOperation, resend } from "./delivery";
 import type { ChainSettings } from "../config";
 import type { Result, StoredWithdrawal } from "./withdraw-request";
 import { settle, toResult } from "./withdraw-records";
@@ -24,8 +32,19 @@ export async function refresh(w: StoredWithdrawal, chain: ChainSettings): Promis
       if (!(err instanceof UserOperationReceiptNotFoundError)) return toResult(w); // bundler unreachable: last stored state
     }
   }
-  if (now - w.submittedAt > useConfig().limits.withdrawPendingTimeoutMs) {
+  const { withdrawPendingTimeoutMs } = useConfig().limits;
+  if (now - w.submittedAt > withdrawPendingTimeoutMs) {
     return settle(w, { status: "failed", message: "user operation was not included" });
+  }
+  if (w.userOp && now - w.submittedAt < withdrawPendingTimeoutMs / 2) {
+    // Not included yet: make sure the bundler holds it (a re-send of the same operation is answered "already known").
+    try {
+      const again = await resend(publicClient(chain), bundlerClient(chain), getAddress(chain.entryPoint), loadOperation(w.userOp));
+      if (typeof again === "object" && "refused" in again)
+        return settle(w, { status: "failed", message: again.refused, userOpHash: undefined });
+    } catch {
+      // the chain or the bundler could not be asked: the next follow-up asks again
+    }
   }
   await touchWithdrawal({ owner: w.owner, chainId: w.chainId, wallet: w.smartWalletAddress, id: w.id }, now);
   return toResult(w);

@@ -1,11 +1,11 @@
 /** Withdrawal records: write, settle (only while pending), read, and the answer's shape (withdraw.ts sends). */
 import { getAddress, type Address, type Hex } from "viem";
-import type { UserOperationReceipt } from "viem/account-abstraction";
 import { useOwner } from "../context";
 import { useRuntime } from "../runtime";
 import { getWithdrawal, recordWithdrawal, settleWithdrawal } from "../store/entities/withdrawal";
 import type { Status } from "./schemas";
 import type { Result, StoredWithdrawal } from "./withdraw-request";
+import type { Followed } from "./delivery";
 
 // ---------------------------------------------------------------------------------------------
 // Records
@@ -37,16 +37,16 @@ export async function settle(
   return toResult(current ?? (w as StoredWithdrawal));
 }
 
-/** The answer after at most `waitMs`: confirmed or failed once the receipt is in, else still pending. */
-export async function awaitReceipt(w: Result, receipt: Promise<UserOperationReceipt | undefined>, waitMs: number): Promise<Result> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, waitMs, undefined)));
-  const outcome = await Promise.race([receipt, timeout]);
-  clearTimeout(timer);
-  if (!outcome) return w;
-  return outcome.success
-    ? settle(w, { status: "confirmed", transactionHash: outcome.receipt.transactionHash })
-    : settle(w, { status: "failed", message: "user operation reverted", transactionHash: outcome.receipt.transactionHash });
+/** Stores what following the operation found: confirmed or reverted with a receipt, failed when it was never in; else unchanged (pending). */
+export async function settleFollowed(w: Result, followed: Followed): Promise<Result> {
+  if ("receipt" in followed) {
+    const { receipt } = followed;
+    return receipt.success
+      ? settle(w, { status: "confirmed", transactionHash: receipt.receipt.transactionHash })
+      : settle(w, { status: "failed", message: "user operation reverted", transactionHash: receipt.receipt.transactionHash });
+  }
+  if ("refused" in followed) return settle(w, { status: "failed", message: followed.refused, userOpHash: undefined });
+  return w;
 }
 
 export async function getStored(owner: Address, chainId: number, wallet: Address, id: string): Promise<StoredWithdrawal | undefined> {

@@ -26,6 +26,10 @@ void _documented;
 export interface StoredWithdrawal extends Result {
   owner: Address;
   lastCheckedAt?: number;
+  /** The operation's nonce key (hex; API.md §19), from its id. Absent on failures refused before signing. */
+  nonceKey?: Hex;
+  /** The signed operation as sent (delivery.ts storeOperation), so the follow-up can send it again. */
+  userOp?: string;
 }
 
 export const ETH = "ETH";

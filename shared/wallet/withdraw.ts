@@ -1,28 +1,32 @@
 /**
  * Withdrawals (API.md §11.5, §11.6): ETH or an ERC-20 out of a smart wallet as one user operation,
  * signed by the service's controller, sponsored by the chain's paymaster when configured and within the
- * sponsored-gas budgets (API.md §18.5; else paid by the wallet), sent to the chain's bundler, recorded, and
- * followed until a receipt (or the 30-minute give-up).
+ * sponsored-gas budgets (API.md §18.5; else paid by the wallet), under a nonce key derived from the withdrawal's id
+ * (API.md §19: withdrawals of one wallet travel side by side), recorded with the signed operation before it is sent,
+ * sent to the chain's bundler, and followed until a receipt (or the 30-minute give-up): a lost answer is followed
+ * by sending the very same operation again (delivery.ts), never a second one.
  */
 import { ulid } from "ulid";
-import { erc20Abi, getAddress, type Address, type PublicClient } from "viem";
+import { BaseError, erc20Abi, getAddress, toHex, type Address, type PublicClient } from "viem";
 import { ApiError, notFound } from "../errors";
 import { useOwner } from "../context";
+import { log } from "../log";
 import { useConfig, useRuntime } from "../runtime";
 import { listWithdrawals as storedWithdrawals, withdrawalPosition as position } from "../store/entities/withdrawal";
 import type { Status } from "./schemas";
 import { bundlerClient, contractRefused, publicClient, unsupportedChain } from "../chain/chains";
 import { erc20Transfer } from "../chain/account";
-import { getUserOperationHashV07, type AccountCall } from "../chain/userop";
-import { forgetNonce, isStaleNonce, markNonceUsed, withWalletLock } from "../chain/nonce";
+import type { AccountCall } from "../chain/userop";
+import { composeNonce, nonceKeyOf, withdrawalIdentity } from "../chain/nonce";
 import { upstreamError } from "../chain/upstream";
 import * as Idempotency from "../store/idempotency";
 import { requireOwned, type WalletRecord } from "./wallet";
 import { verifySignable } from "./signing";
-import { bundlerRejection, insufficientBalance, prepareOperation, walletLockKey, type PreparedOperation } from "./operation";
+import { dispatch, insufficientBalance, type Dispatched } from "./operation";
+import { bundlerRejection, follow, storeOperation, type Followed } from "./delivery";
 import type { ChainSettings } from "../config";
 import { ETH, fieldError, parseRequest, type Request, type Result, type StoredWithdrawal } from "./withdraw-request";
-import { awaitReceipt, getStored, record, settle } from "./withdraw-records";
+import { getStored, record, settle, settleFollowed } from "./withdraw-records";
 import { refresh } from "./withdraw-followup";
 
 export { type Result } from "./withdraw-request";
@@ -51,7 +55,7 @@ export async function withdraw(
     }
   }
   try {
-    const result = await withWalletLock(walletLockKey(chain.chainId, wallet.address), (hold) => send(wallet, chain, request, hold));
+    const result = await send(wallet, chain, request);
     if (idempotencyKey) await Idempotency.complete(owner, scope, idempotencyKey, { withdrawalId: result.id });
     return { result, replayed: false };
   } catch (err) {
@@ -61,87 +65,101 @@ export async function withdraw(
   }
 }
 
-/** Preflight, build, sign, record and send one withdrawal; runs under the wallet's lock. */
-async function send(
-  wallet: WalletRecord,
-  chain: ChainSettings,
-  request: Request,
-  hold: (until: Promise<unknown>) => void,
-): Promise<Result> {
+/**
+ * Preflight, build, sign, record and send one withdrawal under its own nonce key (the first 192 bits of its id's
+ * hash, sequence 0), side by side with the wallet's other operations; an undeployed account is deployed by one of
+ * them, the others waiting for its code (deployment.ts).
+ */
+async function send(wallet: WalletRecord, chain: ChainSettings, request: Request): Promise<Result> {
   const client = publicClient(chain);
   const bundler = bundlerClient(chain);
-  const nonceKey = walletLockKey(chain.chainId, wallet.address);
-  let signable = await verifySignable(wallet, chain);
+  const signable = await verifySignable(wallet, chain);
   const { amount, balance, call } = await preflight(client, wallet, request);
 
+  const id = ulid();
+  const nonceKey = nonceKeyOf(withdrawalIdentity(id));
   const base = {
-    id: ulid(),
+    id,
     chainId: chain.chainId,
     smartWalletAddress: getAddress(wallet.address),
     recipientAddress: request.recipient,
     token: request.token,
     owner: wallet.owner,
   };
-  for (let attempt = 0; ; attempt++) {
-    let prepared: PreparedOperation;
-    try {
-      // Another instance took the nonce, and may have deployed the account meanwhile.
-      if (attempt > 0) signable = await verifySignable(wallet, chain);
-      prepared = await prepareOperation(client, bundler, signable, chain, { calls: (value) => [call(value)], amount }, nonceKey);
-    } catch (err) {
-      const rejection = bundlerRejection(err);
-      if (rejection === undefined) throw err instanceof ApiError ? err : upstreamError(err);
-      if (isStaleNonce(rejection) && attempt === 0) {
-        forgetNonce(nonceKey);
-        continue;
-      }
-      return record({
-        ...base,
-        status: "failed",
-        message: rejection,
-        amount: String(amount === "max" ? balance : amount),
-        submittedAt: useRuntime().now(),
-      });
-    }
-    const { op, amount: finalAmount } = prepared;
-    const userOpHash = getUserOperationHashV07(op, { chainId: chain.chainId, entryPoint: getAddress(chain.entryPoint) });
-    let submitted: Result;
-    try {
-      submitted = await record({ ...base, status: "pending", userOpHash, amount: finalAmount.toString(), submittedAt: useRuntime().now() });
-    } catch (err) {
-      await prepared.giveBack(); // nothing sent
-      throw err;
-    }
-    try {
-      await bundler.sendUserOperation({ ...op, entryPointAddress: getAddress(chain.entryPoint) } as never);
-    } catch (err) {
-      const rejection = bundlerRejection(err);
-      if (rejection === undefined) {
-        markNonceUsed(nonceKey, op.nonce); // the answer was lost, the operation may be in: followed up as pending
-        return submitted;
-      }
-      // Refused: never sent, so its sponsored gas goes back (a retry reserves again).
-      await prepared.giveBack();
-      forgetNonce(nonceKey);
-      // Another instance took the nonce: build again; the retry overwrites this same record.
-      if (isStaleNonce(rejection) && attempt === 0) continue;
-      return settle(submitted, { status: "failed", message: rejection, userOpHash: undefined });
-    }
-    markNonceUsed(nonceKey, op.nonce);
-    const { withdrawConfirmWaitMs, useropReceiptWaitMs } = useConfig().limits;
-    // The wallet's next operation waits for this one's inclusion (up to the user-operation receipt wait), so
-    // it is built against the state this one leaves: a deployed account, the next nonce. The caller gets its
-    // answer after at most withdraw_confirm_wait_ms either way.
-    const receipt = bundler
-      .waitForUserOperationReceipt({
-        hash: userOpHash,
-        timeout: Math.max(withdrawConfirmWaitMs, useropReceiptWaitMs),
-        pollingInterval: 200,
-      })
-      .catch(() => undefined); // no receipt in time, or the bundler could not be asked: still pending
-    hold(receipt);
-    return awaitReceipt(submitted, receipt, withdrawConfirmWaitMs);
+  let submitted: Result | undefined;
+  let dispatched: Dispatched;
+  try {
+    dispatched = await dispatch({
+      record: wallet,
+      chain,
+      client,
+      bundler,
+      signable,
+      nonce: { value: composeNonce(nonceKey), mayBeUsed: false }, // a new id: nothing can have used its key
+      plan: async () => ({ calls: (value) => [call(value)], amount }),
+      // Stored before it is sent: whatever happens next (a lost answer, a crash), the follow-up knows the
+      // operation and can send the very same one again.
+      beforeSend: async ({ op, amount: finalAmount }, userOpHash) => {
+        submitted = await record({
+          ...base,
+          status: "pending",
+          userOpHash,
+          amount: finalAmount.toString(),
+          submittedAt: useRuntime().now(),
+          nonceKey: toHex(nonceKey),
+          userOp: storeOperation(op),
+        });
+      },
+    });
+  } catch (err) {
+    const rejection = bundlerRejection(err);
+    // the chain or the bundler unusable: 503/502; our own failures (the table) as they are
+    if (rejection === undefined) throw err instanceof BaseError ? upstreamError(err) : err;
+    return record({
+      ...base,
+      status: "failed",
+      message: rejection,
+      amount: String(amount === "max" ? balance : amount),
+      submittedAt: useRuntime().now(),
+    });
   }
+  if (!dispatched.sent) return settle(submitted!, { status: "failed", message: dispatched.refusal, userOpHash: undefined });
+
+  const { prepared, userOpHash, turn, answer } = dispatched;
+  const { withdrawConfirmWaitMs, useropReceiptWaitMs } = useConfig().limits;
+  // Followed in the background past the answer (up to the user-operation receipt wait): the outcome is stored as
+  // soon as it is known, and the account's deployment turn ended with it.
+  const followed: Promise<Followed> = follow({
+    client,
+    bundler,
+    entryPoint: getAddress(chain.entryPoint),
+    op: prepared.op,
+    hash: userOpHash,
+    waitMs: Math.max(withdrawConfirmWaitMs, useropReceiptWaitMs),
+    first: answer,
+  }).catch((): Followed => ({ timedOut: true, taken: true }));
+  const pending = submitted!;
+  const outcome = followed
+    .then(async (f) => {
+      if ("refused" in f) await prepared.giveBack();
+      // not taken in time (deferred all along): still pending, the follow-up sends it again, so its turn is kept
+      await turn.end("receipt" in f ? "included" : "refused" in f ? "not-sent" : "unknown");
+      return settleFollowed(pending, f);
+    })
+    .catch((err: unknown) => {
+      log.warn("a withdrawal's outcome could not be stored; the follow-up will", { id: pending.id, error: (err as Error).message });
+      return pending;
+    });
+  return answerWithin(outcome, withdrawConfirmWaitMs, pending);
+}
+
+/** The stored outcome once known within `waitMs`, else the withdrawal as submitted (pending). */
+async function answerWithin(outcome: Promise<Result>, waitMs: number, submitted: Result): Promise<Result> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, waitMs, undefined)));
+  const settled = await Promise.race([outcome, timeout]);
+  clearTimeout(timer);
+  return settled ?? submitted;
 }
 
 /** Token code, balance, and the account call (API.md §11.5 checks after the wallet lookup). */

@@ -5,18 +5,19 @@
 import { numberToHex } from "viem";
 import { useRuntime } from "../runtime";
 import { log } from "../log";
-import { ChainFires } from "./chain-fires";
+import { ChainWaits, waitOf } from "./chain-waits";
 import { matchPrepared, readLogs, SLICE_MS, yieldToLoop, type Log, type RpcLog } from "./match";
 import { indexOf, type Member, type OwnerPlan, type RequestGroup } from "./plan";
 import type { Batch, Candidate, Epoch, GroupState, PassRun } from "./pass-state";
 import { brief, classify, TooManyLogs, withTimeout } from "./provider";
 import type { WatchLimits } from "./types";
 
-export abstract class ChainRequests extends ChainFires {
-  /** Starts what can start: claims of owners with fires waiting, then requests. */
+export abstract class ChainRequests extends ChainWaits {
+  /** Starts what can start: claims of owners with fires waiting, endings of waits whose match is final, requests. */
   override pump(run: PassRun): void {
     if (run.closed || this.epoch.dead) return;
     const epoch = this.epoch;
+    this.settleWaits(run);
     for (const [owner, queue] of epoch.queues) {
       if (queue.length === 0 || epoch.draining.has(owner) || run.blocked.has(owner)) continue;
       if ((run.firesLeft.get(owner) ?? run.limits.firesPerOwnerPerPass) <= 0) continue;
@@ -199,6 +200,11 @@ export abstract class ChainRequests extends ChainFires {
       if (found.length > 1) found.sort((a, b) => a.q - b.q);
       let firedFor: Set<string> | undefined;
       for (const m of found) {
+        const wait = waitOf(m.entry);
+        if (wait) {
+          this.matchWait(wait, m, entryLog, epoch);
+          continue;
+        }
         const wf = m.entry.workflowId;
         if (firedFor?.has(wf)) continue;
         if (entryLog.block <= (epoch.progress.get(m.key) ?? Infinity)) continue;

@@ -2,21 +2,31 @@
 import { ulid } from "ulid";
 import type { WatchEntry } from "../workflow/watch-registry";
 import { ChainRequests } from "./chain-requests";
+import { waitOf } from "./chain-waits";
 import { NO_OWNER, store } from "./checkpoint";
 import { ownerOf } from "./plan";
 import type { WatchLimits } from "./types";
 
 export class ChainWatch extends ChainRequests {
-  /** Every workflow's cursor (the least progress of its members), written with the lease held. */
+  /**
+   * Every workflow's cursor (the least progress of its members), written with the lease held. A wait's cursor
+   * (under its key, `await:<executionId>:<nodeId>`) is listed even at the head, and stays before its held match.
+   */
   async persist(holder: string, head: number, watchers: readonly WatchEntry[], limits: WatchLimits): Promise<boolean> {
-    const { progress } = this.epoch;
+    const { progress, waitMatches } = this.epoch;
     let behind: Record<string, number> = {};
     const byOwner = new Map<string, string[]>();
     let count = 0;
     for (const entry of watchers) {
       let cursor = Infinity;
       for (const key of this.progressKeys(entry)) cursor = Math.min(cursor, progress.get(key) ?? Infinity);
-      if (!(cursor < head)) continue;
+      const wait = waitOf(entry);
+      if (wait) {
+        const match = waitMatches.get(wait.key);
+        if (match) cursor = Math.min(cursor, match.log.block - 1);
+        // Not settled in this epoch: not listed, so it starts again from afterBlock.
+        if (cursor === Infinity) continue;
+      } else if (!(cursor < head)) continue;
       behind[entry.workflowId] = cursor;
       const owner = ownerOf(entry) || NO_OWNER;
       const list = byOwner.get(owner);

@@ -6,6 +6,7 @@ import { useRuntime } from "../runtime";
 import { acquireLease, releaseLease, storeCursors } from "../store/entities/checkpoint";
 import type { WatchEntry } from "../workflow/watch-registry";
 import { ownerOf } from "./plan";
+import type { Wait } from "./pass-state";
 
 /** How long a lease holds without being extended; every pass extends it. */
 const LEASE_MS = 60_000;
@@ -56,4 +57,13 @@ export async function release(chainId: number, holder: string): Promise<void> {
 export function cursorOf(p: Persisted, entry: WatchEntry): number {
   const block = p.block!;
   return Math.min(p.behind[entry.workflowId] ?? p.floors[ownerOf(entry) || NO_OWNER] ?? block, block);
+}
+
+/**
+ * Where a chain-event wait stood at the last write: its own cursor, never before its `afterBlock`. A wait always
+ * listed while it is served, one not listed (new, or folded into an owner's floor) starts from `afterBlock`:
+ * blocks done again end nothing twice (the same first match; `endWaitByEvent` answers false for a wait ended).
+ */
+export function cursorOfWait(p: Persisted, wait: Wait): number {
+  return Math.max(wait.watch.afterBlock, p.behind[wait.key] ?? wait.watch.afterBlock);
 }

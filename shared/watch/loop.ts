@@ -22,8 +22,9 @@ export interface LoopOptions {
 }
 
 /**
- * Whether a chain has anything to watch (a block or event workflow): an invocation that finds none on any chain
- * returns at once, so an idle stage costs one Query per chain a minute.
+ * The chains with anything to watch (a block or event workflow, or a chain-event wait of an `await` node: both are
+ * listed on the chain's watch partition): an invocation that finds none on any chain returns at once, so an idle
+ * stage costs one Query per chain a minute.
  */
 export async function watchedChains(): Promise<number[]> {
   const chains = useRuntime().config.chains.map((c) => c.chainId);

@@ -2,7 +2,10 @@
  * What a chain's state keeps between passes (per chain and lease holder) and what one pass keeps: groups' backoff,
  * members' progress, fires waiting for their claims, the claim slots.
  */
+import type { AwaitWatch } from "../store/entities/watch";
+import type { EventQuery } from "../workflow/schemas";
 import type { WatchEntry } from "../workflow/watch-registry";
+import type { Decoded, Log } from "./match";
 import type { PassResult, WatchLimits } from "./types";
 
 export interface GroupState {
@@ -41,6 +44,25 @@ export interface Batch {
   blockKey?: string;
 }
 
+/**
+ * A chain-event wait (chain-waits.ts) as the plans serve it: `entry` stands in for a watch entry (its `workflowId`
+ * is `key`, `await:<executionId>:<nodeId>`, so its members and its cursor are keyed apart from every workflow's).
+ */
+export interface Wait {
+  key: string;
+  watch: AwaitWatch;
+  entry: WatchEntry;
+}
+
+/** The earliest log found so far that matches a wait (block, log index, then query order). */
+export interface WaitMatch {
+  wait: Wait;
+  log: Log;
+  q: number;
+  query: EventQuery;
+  decoded: Decoded;
+}
+
 /** What the state knows since the checkpoint was last read as written; a rewound or foreign checkpoint starts a new one. */
 export class Epoch {
   readonly groups = new Map<string, GroupState>();
@@ -53,6 +75,10 @@ export class Epoch {
   totalInFlight = 0;
   /** `<wf>:<since>` of workflows whose claim answered not found or not runnable. */
   readonly stopped = new Set<string>();
+  /** Wait key → its earliest match so far, until the wait is ended with it (every member has passed its block). */
+  readonly waitMatches = new Map<string, WaitMatch>();
+  /** Waits being ended (`endWaitByEvent` in flight). */
+  readonly ending = new Set<string>();
   dead = false;
 }
 
@@ -125,6 +151,8 @@ export interface PassRun {
   blocked: Set<string>;
   /** Workflows whose claim answered NOT_STARTED in this pass. */
   notStarted: Set<string>;
+  /** Waits whose ending failed in this pass (tried again next pass). */
+  waitsFailed: Set<string>;
   running: number;
   closed: boolean;
   idle?: () => void;

@@ -3,9 +3,10 @@ import { ulid } from "ulid";
 import { useRuntime } from "../runtime";
 import { log } from "../log";
 import { chainSettings, publicClient } from "../chain/chains";
-import { unwatch, upgrade, watchersOf, type WatchEntry } from "../workflow/watch-registry";
-import { acquire, cursorOf, store } from "./checkpoint";
+import { chainWatchersOf, unwatch, upgrade, type WatchEntry } from "../workflow/watch-registry";
+import { acquire, cursorOf, cursorOfWait, store } from "./checkpoint";
 import { stateOf, type ChainWatch } from "./chain-watch";
+import { waitOf } from "./chain-waits";
 import type { PassRun } from "./pass-state";
 import { brief } from "./provider";
 import { DEFAULT_LIMITS, type PassOptions, type PassResult, type WatchLimits } from "./types";
@@ -14,7 +15,7 @@ import { DEFAULT_LIMITS, type PassOptions, type PassResult, type WatchLimits } f
 export async function watchChain(chainId: number, options: PassOptions): Promise<PassResult> {
   const { now, config } = useRuntime();
   const limits: WatchLimits = { ...DEFAULT_LIMITS, ...options.limits };
-  const result: PassResult = { chainId, status: "idle", fired: [], duplicates: [], requests: [], carried: 0, waiting: 0 };
+  const result: PassResult = { chainId, status: "idle", fired: [], waitsEnded: [], duplicates: [], requests: [], carried: 0, waiting: 0 };
   const persisted = await acquire(chainId, options.holder, now());
   if (persisted === null) return { ...result, status: "leased" };
   const state = stateOf(chainId, options.holder);
@@ -42,8 +43,10 @@ export async function watchChain(chainId: number, options: PassOptions): Promise
   let skipped = 0;
   let skippedEntries = 0;
   const settle = (key: string, entry: WatchEntry) => {
-    let done = epoch.progress.get(key) ?? cursorOf(persisted, entry);
-    if (done < floor) {
+    const wait = waitOf(entry);
+    let done = epoch.progress.get(key) ?? (wait ? cursorOfWait(persisted, wait) : cursorOf(persisted, entry));
+    // A wait is not cut at max_catchup_blocks: its first log after afterBlock is the one that ends it.
+    if (!wait && done < floor) {
       skipped = Math.max(skipped, floor - done);
       skippedEntries++;
       done = floor;
@@ -61,7 +64,7 @@ export async function watchChain(chainId: number, options: PassOptions): Promise
       before: floor + 1,
     });
   }
-  const waitingBefore = [...epoch.queues.values()].some((q) => q.length > 0);
+  const waitingBefore = [...epoch.queues.values()].some((q) => q.length > 0) || epoch.waitMatches.size > 0;
   if (from === Infinity && !waitingBefore) {
     await state.persist(options.holder, head, watchers, limits);
     return result;
@@ -81,6 +84,7 @@ export async function watchChain(chainId: number, options: PassOptions): Promise
     firesLeft: new Map(),
     blocked: new Set(),
     notStarted: new Set(),
+    waitsFailed: new Set(),
     running: 0,
     closed: false,
     rotation: state.rotation++,
@@ -104,9 +108,12 @@ export async function watchChain(chainId: number, options: PassOptions): Promise
   return result;
 }
 
-/** The chain's watch entries, minus expired ones (whose entries go); entries of older versions upgraded once. */
+/**
+ * The chain's watch entries, minus expired ones (whose entries go); entries of older versions upgraded once. Then
+ * its chain-event waits, as stand-in entries (chain-waits.ts).
+ */
 async function liveWatchers(chainId: number, now: number, state: ChainWatch): Promise<WatchEntry[]> {
-  const entries = await watchersOf(chainId);
+  const { entries, awaits } = await chainWatchersOf(chainId);
   const live: WatchEntry[] = [];
   for (const entry of entries) {
     if (entry.expiredAt !== undefined && entry.expiredAt <= now) await unwatch(entry.workflowId, entry.since);
@@ -128,5 +135,5 @@ async function liveWatchers(chainId: number, now: number, state: ChainWatch): Pr
     }
   };
   await Promise.all(Array.from({ length: Math.min(16, legacy.length) }, upgradeOne));
-  return live;
+  return [...live, ...(await state.liveWaits(awaits, now))];
 }

@@ -47,6 +47,17 @@ interface Fired {
   executionId: string;
 }
 
+interface WaitEnded {
+  workflowId: string;
+  executionId: string;
+  nodeId: string;
+  /** The log that ended it. */
+  blockNumber: number;
+  logIndex: number;
+  /** What `endWaitByEvent` answered: false when the wait was no longer open (its entry is removed all the same). */
+  open: boolean;
+}
+
 interface RequestMade {
   owner: string;
   group: string;
@@ -67,6 +78,8 @@ export interface PassResult {
   /** Blocks skipped because they were more than max_catchup_blocks behind. */
   skippedBlocks?: number;
   fired: Fired[];
+  /** Chain-event waits ended by their first matching log (API.md §17.1). */
+  waitsEnded: WaitEnded[];
   /** Fire ids already claimed before (a repeated range): nothing done. */
   duplicates: string[];
   /** The `eth_getLogs` this pass started. */

@@ -43,13 +43,22 @@
  * A pass:
  * 1. takes the chain's lease on the checkpoint with one conditional update (two overlapping invocations never
  *    process the chain at once); the lease is released when the invocation ends;
- * 2. reads the watch entries (small items; large triggers read once per process) and the latest block; with no
- *    checkpoint yet (a new deployment) or no watcher the checkpoint just moves to the head: nothing before it fires;
+ * 2. reads the watch entries and await watch entries (small items; large triggers and queries read once per
+ *    process) and the latest block; with no checkpoint yet (a new deployment) or no watcher the checkpoint just moves
+ *    to the head: nothing before it fires;
  * 3. packs each owner's queries into groups again only when that owner's workflows changed;
  * 4. settles every member's progress (at most `max_catchup_blocks` behind the head: older blocks are skipped with a
  *    warning, §8.3.7), makes the block triggers' fires (one header read per firing block, shared), deals the
  *    requests, matches their answers and claims fires as answers come in;
  * 5. writes the cursors back with the lease held.
+ *
+ * Waits. A chain-event wait of an `await` node (API.md §17.1; its await watch entry, store pattern 19b, listed with
+ * the watch entries) is served as one more event watcher of the execution's owner, keyed `await:<executionId>:
+ * <nodeId>` wherever a workflow is keyed by its id (members, `behind`): its queries ride that owner's request groups
+ * from `afterBlock + 1` (the head when the wait began), and a chain with only waits is watched. It ends with ONE
+ * log, the first matching one in (block, log index) order once every member of the wait has passed that block:
+ * `endWaitByEvent` (shared/execution/waits.ts) gets the output an event trigger's fire would carry for it, then the
+ * entry is deleted (chain-waits.ts).
  *
  * Blocks older than a watch entry's `since` never fire for it, nor blocks outside `[startAt, expiredAt)`; a workflow
  * that is deleted or no longer runnable loses its entry. Blocks are processed at the head (no confirmation depth);
@@ -58,7 +67,8 @@
  * The modules: types.ts (limits, options, results), checkpoint.ts (the lease and the cursors' item), plan.ts (request
  * groups), match.ts (matching), provider.ts (refusals), pass-state.ts (what a chain's state and a pass keep), the
  * chain's state in layers: chain-state.ts (plans, progress keys), chain-fires.ts (fires and carry-over),
- * chain-requests.ts (requests, refusals and backoff), chain-watch.ts (the cursors' write, one state per holder);
+ * chain-waits.ts (chain-event waits), chain-requests.ts (requests, refusals and backoff), chain-watch.ts (the
+ * cursors' write, one state per holder);
  * fire.ts (a fire's claim), pass.ts (a pass), loop.ts (the polling loop). This file re-exports what callers use.
  */
 export { holds, matchLog, mergedFilter } from "./match";

@@ -29,7 +29,10 @@ export function unsupportedChains(definition: Definition, chains: readonly Chain
   check("body.chainId", definition.chainId);
   checkConfig(kinds.trigger(definition.trigger.type)?.chainAware, definition.trigger.config, "body.trigger.config");
   definition.nodes.forEach((node, i) => {
-    checkConfig(kinds.node(node.type)?.chainAware, node.config, `body.nodes[${i}].config`);
+    const kind = kinds.node(node.type);
+    checkConfig(kind?.chainAware, node.config, `body.nodes[${i}].config`);
+    if (kind?.nestedChainIds && isObject(node.config))
+      for (const nested of kind.nestedChainIds(node.config)) check(`body.nodes[${i}].config.${nested.path}`, nested.chainId);
     // A kind that holds another (the loop's runner).
     const runner = (node.config as { runner?: unknown }).runner;
     if (isObject(runner) && typeof runner.type === "string")

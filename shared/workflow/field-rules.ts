@@ -63,6 +63,15 @@ export function crossFieldProblems(input: unknown, options: ValidateOptions<Mode
   nodes.forEach((node, i) => {
     if (isObject(node) && isObject(node.config)) ctx.nodeProblems(String(node.type), node.config, `nodes[${i}].config`, add);
   });
+  const perKind = new Map<string, number>();
+  nodes.forEach((node, i) => {
+    if (!isObject(node)) return;
+    const type = String(node.type);
+    const max = kinds.node(type)?.maxPerWorkflow;
+    const seen = (perKind.get(type) ?? 0) + 1;
+    perKind.set(type, seen);
+    if (max !== undefined && seen === max + 1) add(`nodes[${i}]`, `must not be more than ${max} ${type} nodes in one workflow`);
+  });
 
   // Item 3: inputVariables and settings.
   const inputVariables = input.inputVariables;

@@ -25,6 +25,8 @@ import {
 } from "./stored";
 import { takeSlot, writeReleasingSlot, forgetExpiry, completionUpdate } from "./slots";
 import { dueExpiries } from "../store/entities/expiry";
+import { endWaiting, waitingOf } from "../store/entities/execution";
+import { kinds } from "../kinds";
 
 // ---------------------------------------------------------------------------------------------------------
 // Pause, resume (§8.8.6)
@@ -91,12 +93,23 @@ export async function remove(rawId: string): Promise<void> {
         continue;
       }
       await stopAutomaticFiring(record);
+      await endWaitingRuns(record);
     }
     // Also when the record was already gone: a retried delete finishes what an interrupted one began.
     await removeWorkflowSecrets(id);
     return;
   }
   throw new Error("Workflow delete kept conflicting with concurrent writes");
+}
+
+/**
+ * A deleted workflow's waiting executions end `error` "workflow was deleted" (API.md §17.1.2); only a workflow
+ * with a node that can wait has any. One that is resumed meanwhile ends the same way in its runner.
+ */
+async function endWaitingRuns(record: WorkflowRecord): Promise<void> {
+  if (!record.nodes.some((node) => kinds.node(node.type)?.waits)) return;
+  const endAt = useRuntime().now();
+  for (const execution of await waitingOf(record.id)) await endWaiting(execution, { endAt, error: "workflow was deleted" });
 }
 
 /** The caller's secrets scoped to workflow `id` (store pattern 3), each deleted by the secrets module. */

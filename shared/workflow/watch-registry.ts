@@ -23,13 +23,14 @@
  */
 import {
   anyWatchEntry,
+  chainWatchItems,
   deleteWatchEntry,
   deleteWatchTrigger,
   noteWatchFired,
   putWatchEntry,
   putWatchTrigger,
   readWatchTriggers,
-  watchEntriesOf,
+  type ListedAwait,
 } from "../store/entities/watch";
 import { workflowOwner } from "../store/entities/workflow";
 import type { Trigger } from "./schemas";
@@ -113,15 +114,25 @@ export async function unwatch(workflowId: string, since?: number): Promise<void>
 /** Triggers already read, by workflow (with the `since` of the entry they were read for). */
 const triggerCache = new Map<string, { chainId: number; since: number; trigger: ChainTrigger }>();
 
-/** Whether any workflow watches `chainId` (one gsi2 Query of at most one item): an idle chain is not polled. */
+/**
+ * Whether any workflow or chain-event wait (an `await` node's entry, store pattern 19b) watches `chainId` (one gsi2
+ * Query of at most one item): an idle chain is not polled.
+ */
 export const isWatched = (chainId: number): Promise<boolean> => anyWatchEntry(chainId);
 
-/**
- * Every workflow watching `chainId` (eventually consistent gsi2 Query, paged). Triggers kept in their own item
- * are read once per process (BatchGetItem); an entry whose trigger item cannot be read yet is left out.
- */
+/** Every workflow watching `chainId` (`chainWatchersOf`'s entries). */
 export async function watchersOf(chainId: number): Promise<WatchEntry[]> {
-  const items = await watchEntriesOf(chainId);
+  return (await chainWatchersOf(chainId)).entries;
+}
+
+/**
+ * Every workflow watching `chainId`, and the await watch entries of the chain-event waits listed with them (one
+ * eventually consistent gsi2 Query, paged; the chain watcher serves the waits: shared/watch/chain-waits.ts).
+ * Triggers kept in their own item are read once per process (BatchGetItem); an entry whose trigger item cannot be
+ * read yet is left out.
+ */
+export async function chainWatchersOf(chainId: number): Promise<{ entries: WatchEntry[]; awaits: ListedAwait[] }> {
+  const { watches: items, awaits } = await chainWatchItems(chainId);
 
   const missing = new Map<string, number>();
   for (const i of items)
@@ -149,7 +160,7 @@ export async function watchersOf(chainId: number): Promise<WatchEntry[]> {
   }
   const live = new Set(items.map((i) => i.workflowId as string));
   for (const [id, cached] of triggerCache) if (cached.chainId === chainId && !live.has(id)) triggerCache.delete(id);
-  return entries;
+  return { entries, awaits };
 }
 
 /** Reads trigger items (a workflow's trigger never changes: cached for the `since` of the entry that asked). */

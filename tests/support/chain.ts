@@ -14,6 +14,7 @@ import {
   type PublicClient,
 } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { entryPoint07Abi } from "viem/account-abstraction";
 import { createRequire } from "node:module";
 import { stackEnv } from "./runtime";
 import type { DevnetInfo } from "../../shared/chain/devnet";
@@ -47,6 +48,28 @@ export const gasCogs = (nodeId: string, step: Record<string, unknown>) => ({
 
 export async function setBalance(address: Address, wei: bigint) {
   await devnet().testClient.setBalance({ address, value: wei });
+}
+
+/**
+ * Every user operation the EntryPoint included from `sender` (its UserOperationEvent logs), oldest first, with the
+ * nonce's key and sequence (API.md §19: the service sends each operation under a key of its own).
+ */
+export async function includedOperations(sender: Address) {
+  const d = devnet();
+  const logs = await d.client.getContractEvents({
+    address: d.entryPoint,
+    abi: entryPoint07Abi,
+    eventName: "UserOperationEvent",
+    args: { sender },
+    fromBlock: 0n,
+  });
+  return logs.map((l) => ({
+    userOpHash: l.args.userOpHash!,
+    key: l.args.nonce! >> 64n,
+    sequence: l.args.nonce! & ((1n << 64n) - 1n),
+    success: l.args.success!,
+    transactionHash: l.transactionHash,
+  }));
 }
 
 /** A fresh EOA with 10 ETH for sending its own transactions. */

@@ -4,8 +4,12 @@
  * (Infura's "query returned more than N results", code -32005), or any request naming an address of `failAddresses`
  * (an internal error, every time). Rules can be changed while it runs. Every `eth_getLogs` is recorded with how it
  * was answered, and the method of every call in `methods`. With `down` every request is answered HTTP 503, as a
- * provider that is unavailable; a method in `failMethods` is answered with an internal JSON-RPC error. Everything
- * else is passed through unchanged.
+ * provider that is unavailable; a method in `failMethods` is answered with an internal JSON-RPC error. In front of
+ * a bundler, `faults` troubles calls of a method: "lose-answer" forwards the call and answers HTTP 502 (the answer
+ * lost on its way back), "lose-request" answers 502 without forwarding (lost on its way there), "hold" neither
+ * forwards nor answers (the request hangs until the proxy closes), "refuse" answers a JSON-RPC error with `message`
+ * without forwarding, each for its `count` next calls or for all. Every call's method and params are recorded in
+ * `calls`. Everything else is passed through unchanged.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -19,6 +23,8 @@ export interface ProxyRules {
   down?: boolean;
   /** Answer calls of these methods with a JSON-RPC internal error (-32603). */
   failMethods?: Set<string>;
+  /** Trouble calls of a method (see the module header), for its `count` next calls or (without) for all. */
+  faults?: Record<string, { kind: "lose-answer" | "lose-request" | "hold" | "refuse"; message?: string; count?: number }>;
 }
 
 interface GetLogsSeen {
@@ -35,13 +41,16 @@ export interface RpcProxy {
   getLogs: GetLogsSeen[];
   /** The JSON-RPC method of every call received (a batch's each), in order, answered or not. */
   methods: string[];
+  /** Every single (non-batch) call received, with its params, in order. */
+  calls: { method: string; params: unknown[] }[];
   close(): Promise<void>;
 }
 
 export async function startRpcProxy(target: string, rules: ProxyRules = {}): Promise<RpcProxy> {
   const getLogs: GetLogsSeen[] = [];
   const methods: string[] = [];
-  const proxy: RpcProxy = { url: "", rules, getLogs, methods, close: async () => undefined };
+  const calls: RpcProxy["calls"] = [];
+  const proxy: RpcProxy = { url: "", rules, getLogs, methods, calls, close: async () => undefined };
 
   const forward = async (body: string) => {
     const res = await fetch(target, { method: "POST", headers: { "Content-Type": "application/json" }, body });
@@ -59,7 +68,16 @@ export async function startRpcProxy(target: string, rules: ProxyRules = {}): Pro
     const body = Buffer.concat(chunks).toString("utf8");
     const call = JSON.parse(body) as { id: unknown; method: string; params?: unknown[] };
     for (const one of Array.isArray(call) ? (call as { method: string }[]) : [call]) methods.push(one.method);
+    if (!Array.isArray(call)) calls.push({ method: call.method, params: call.params ?? [] });
     if (proxy.rules.down) return answer(res, 503, JSON.stringify({ error: "service unavailable" }));
+    const fault = Array.isArray(call) ? undefined : proxy.rules.faults?.[call.method];
+    if (fault && (fault.count === undefined || fault.count > 0)) {
+      if (fault.count !== undefined) fault.count -= 1;
+      if (fault.kind === "hold") return; // never forwarded, never answered
+      if (fault.kind === "refuse") return answer(res, 200, refuse(call.id, -32602, fault.message ?? "refused"));
+      if (fault.kind === "lose-answer") await forward(body);
+      return answer(res, 502, JSON.stringify({ error: "bad gateway" }));
+    }
     if (!Array.isArray(call) && proxy.rules.failMethods?.has(call.method)) {
       return answer(res, 200, refuse(call.id, -32603, "internal error"));
     }
@@ -101,6 +119,10 @@ export async function startRpcProxy(target: string, rules: ProxyRules = {}): Pro
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   proxy.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  proxy.close = () => new Promise((resolve) => server.close(() => resolve()));
+  proxy.close = () =>
+    new Promise((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections(); // held requests too
+    });
   return proxy;
 }

@@ -452,7 +452,7 @@ describe("§8.4 node envelope", () => {
     invalid(withNode(code("a.b")), "body.nodes[0].id");
     invalid(withNode(code("a", "1", "my-node")), "body.nodes[0].name", "must be a JavaScript identifier that is not a reserved word");
     invalid(withNode(code("a", "1", "n".repeat(65))), "body.nodes[0].name");
-    invalid(withNode(node("a", "await", {})), "body.nodes[0].type", /^must be one of ethTransfer, contractWrite/);
+    invalid(withNode(node("a", "approval", {})), "body.nodes[0].type", /^must be one of ethTransfer, contractWrite.*, balance, await$/);
     invalid(withNode({ id: "a", name: "a", type: "customCode" }), "body.nodes[0].config");
     invalid(withNode({ ...code("a"), position: 1 }), "body.nodes[0].position", "is not a known member");
   });

@@ -87,7 +87,7 @@ export const loop = /* @__PURE__ */ defineNode(loopShape, {
     const outcomes: (Iteration | undefined)[] = Array.from({ length: items.length }, () => undefined);
     const runOne = async (i: number): Promise<Iteration> => {
       try {
-        const child = env.child({ [iterVar]: items[i], index: i }, chainId);
+        const child = env.child({ [iterVar]: items[i], index: i }, chainId, i);
         const outcome = await env.runKind(runner.type, runner.config, child);
         if (isSuspend(outcome)) throw new Error(`a ${runner.type} runner cannot wait inside a loop`);
         return { ok: true, result: outcome };

@@ -68,6 +68,8 @@ export interface SessionOptions {
   /** Cuts every evaluation off, queued or running (SANDBOX_TIMEOUT, the signal's reason as the error). */
   signal?: AbortSignal;
   pool?: SandboxPool;
+  /** Time the execution's earlier passes used (a run resumed after a wait): counted against `budgetMs`. */
+  spentMs?: number;
 }
 
 const budgetExceeded = (budgetMs: number) => `execution exceeded its JavaScript budget of ${budgetMs} ms`;
@@ -78,7 +80,9 @@ export class SandboxSession {
   constructor(
     readonly owner: string,
     private readonly options: SessionOptions = {},
-  ) {}
+  ) {
+    this.used = options.spentMs ?? 0;
+  }
 
   /** Running time of this session's evaluations so far, in ms. */
   get usedMs(): number {

@@ -109,10 +109,6 @@ export async function markRunStarted(execution: ExecutionId, now: number): Promi
 /** The execution item (strongly consistent). */
 export const getExecution = (execution: ExecutionId) => Execution.get(execution, { consistent: true });
 
-/** The status fields and owner (strongly consistent GetItem of those only). */
-export const getExecutionSummary = (execution: ExecutionId) =>
-  Execution.get(execution, { consistent: true, attributes: ["id", "workflowId", "status", "startAt", "endAt", "error", "owner"] });
-
 /** Executions pending since before `cutoff` (ms), oldest first, at most `max` (pattern 15: one Query). */
 export async function pendingBefore(cutoff: number, max: number): Promise<{ workflowId: string; id: string }[]> {
   const { gsi2pk, gsi2sk } = Keys.pendingExecution(cutoff, "");
@@ -196,4 +192,160 @@ export async function readExecutions(
     ...(options.count ? { count: true } : { attributes: options.attributes }),
   };
   for await (const page of queryEach(query)) onPage(page.count, page.items);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Waits of `await` nodes (API.md §17.1; shared/execution/waits.ts)
+//
+// An open wait is the attribute `wait:<nodeId>` of the execution item (a map: kind, deadline, …); an ended
+// signal wait leaves `end:<nodeId>` (decision, signer, payload hash) for replays. Top-level attributes, not a map
+// of waits, so that no write needs the map to exist first. While `waiting` the item is on gsi2 `EXEC#waiting`
+// (pattern 26) instead of the pending index.
+
+const WAIT_PREFIX = "wait:";
+export const END_PREFIX = "end:";
+
+/** The open waits of an execution item, by node id. */
+export function openWaitsOf(item: Item): Map<string, Item> {
+  const waits = new Map<string, Item>();
+  for (const [name, value] of Object.entries(item))
+    if (name.startsWith(WAIT_PREFIX)) waits.set(name.slice(WAIT_PREFIX.length), value as Item);
+  return waits;
+}
+
+/** Records a wait that began, while the execution is pending; false when it is not. */
+export async function putOpenWait(execution: ExecutionId, nodeId: string, wait: Item): Promise<boolean> {
+  try {
+    await Execution.update(execution, [set(`${WAIT_PREFIX}${nodeId}`, wait)], { if: isPending });
+    return true;
+  } catch (err) {
+    if (isConditionFailure(err)) return false;
+    throw err;
+  }
+}
+
+/**
+ * Ends a wait, in one transaction: the wait removed, the await node's step recorded (its parts, its id and bytes),
+ * `end` kept when given, all only while the wait is open, the execution still has the status it was read with,
+ * and `guard` holds (a signal before the deadline, a timeout at or after it). A waiting execution is put on the
+ * waiting index at `attentionAt` (the sweeper resumes it if the hand-over is lost). False when refused.
+ */
+export async function endOpenWait(
+  execution: ExecutionId,
+  nodeId: string,
+  options: {
+    status: "pending" | "waiting";
+    guard: Condition;
+    end?: Item;
+    attentionAt: number;
+    recording: StepRecording & { bytes: number };
+  },
+): Promise<boolean> {
+  const waitName = `${WAIT_PREFIX}${nodeId}`;
+  const actions: UpdateAction[] = [
+    remove(waitName),
+    addTo("stepIds", new Set([options.recording.stepId])),
+    addTo("stepBytes", options.recording.bytes),
+  ];
+  if (options.end) actions.push(set(`${END_PREFIX}${nodeId}`, options.end));
+  if (options.status === "waiting") actions.push(set("gsi2sk", Keys.waitingExecution(options.attentionAt, execution.id).gsi2sk));
+  const condition = when.and(when.exists(waitName), when.eq("status", options.status), options.guard);
+  try {
+    await transact([Execution.tx.update(execution, actions, { if: condition }), ...stepPartItems(execution.id, options.recording)]);
+    return true;
+  } catch (err) {
+    if (isConditionFailure(err)) return false;
+    throw err;
+  }
+}
+
+/**
+ * Suspends a pending run: `waiting`, its state's generation, pending time so far and open waits recorded, off the
+ * pending index onto the waiting one at `attentionAt`; only while pending and while every wait in `open` is still
+ * open (one that ended meanwhile is the run's to take up first). False when refused.
+ */
+export async function suspendRun(
+  execution: ExecutionId,
+  fields: { stateGeneration: number; stateParts: number; stateKey: Item; pendingMs: number; open: string[]; attentionAt: number },
+): Promise<boolean> {
+  const waiting = Keys.waitingExecution(fields.attentionAt, execution.id);
+  try {
+    await Execution.update(
+      execution,
+      [
+        set("status", "waiting"),
+        set("stateGeneration", fields.stateGeneration),
+        set("stateParts", fields.stateParts),
+        set("stateKey", fields.stateKey),
+        set("pendingMs", fields.pendingMs),
+        set("openWaits", fields.open),
+        set("gsi2pk", waiting.gsi2pk),
+        set("gsi2sk", waiting.gsi2sk),
+      ],
+      { if: when.and(isPending, ...fields.open.map((id) => when.exists(`${WAIT_PREFIX}${id}`))) },
+    );
+    return true;
+  } catch (err) {
+    if (isConditionFailure(err)) return false;
+    throw err;
+  }
+}
+
+/**
+ * Resumes a waiting run: `pending` again, back on the pending index at `virtualStart` (now − the pending time so
+ * far: the timeout counts pending time only), only while it is waiting on generation `stateGeneration` (two
+ * resumers: one wins). The item after, or undefined.
+ */
+export async function resumeRun(
+  execution: ExecutionId,
+  stateGeneration: number,
+  now: number,
+  virtualStart: number,
+): Promise<Item | undefined> {
+  const pending = Keys.pendingExecution(virtualStart, execution.id);
+  try {
+    return await Execution.update(
+      execution,
+      [set("status", "pending"), set("passStartedAt", now), set("gsi2pk", pending.gsi2pk), set("gsi2sk", pending.gsi2sk)],
+      { if: when.and(when.eq("status", "waiting"), when.eq("stateGeneration", stateGeneration)), returnValues: "ALL_NEW" },
+    );
+  } catch (err) {
+    if (isConditionFailure(err)) return undefined;
+    throw err;
+  }
+}
+
+/** Ends a waiting execution (`error`: its workflow was deleted); false when it is not waiting. */
+export async function endWaiting(execution: ExecutionId, outcome: { endAt: number; error: string }): Promise<boolean> {
+  try {
+    await Execution.update(
+      execution,
+      [set("status", "error"), set("endAt", outcome.endAt), set("error", outcome.error), remove("gsi2pk"), remove("gsi2sk")],
+      { if: when.eq("status", "waiting") },
+    );
+    return true;
+  } catch (err) {
+    if (isConditionFailure(err)) return false;
+    throw err;
+  }
+}
+
+/** Waiting executions whose attention time is before `cutoff`, oldest first, at most `max` (pattern 26: one Query). */
+export async function waitingDue(cutoff: number, max: number): Promise<ExecutionId[]> {
+  const { gsi2pk, gsi2sk } = Keys.waitingExecution(cutoff, "");
+  const page = await queryOnce({ index: Index.gsi2, pk: gsi2pk, sk: { lt: gsi2sk }, attributes: ["workflowId", "id"], limit: max });
+  return page.items as unknown as ExecutionId[];
+}
+
+/** The waiting executions of a workflow (pattern 13 filtered by status; every page). */
+export async function waitingOf(workflowId: string): Promise<ExecutionId[]> {
+  const found: ExecutionId[] = [];
+  const query: KeyQuery = {
+    pk: Keys.execution(workflowId, "").pk,
+    filter: when.eq("status", "waiting"),
+    attributes: ["workflowId", "id"],
+    consistent: true,
+  };
+  for await (const page of queryEach(query)) found.push(...(page.items as unknown as ExecutionId[]));
+  return found;
 }

@@ -1,11 +1,12 @@
 /**
  * Smart wallets (API.md §11; shared/wallet/wallet.ts): one item per (owner, chain, address) in the owner's
  * partition. Owned here: the per-owner cap per chain (a create and the owner's `wallets#<chainId>` counter in one
- * transaction), hiding only an existing wallet, and the reads: one wallet, the owner's wallets on a chain, and the
- * statuses of the workflows of a wallet (pattern 12, workflow items on GSI2).
+ * transaction), hiding only an existing wallet, the deployment turn of an undeployed account (API.md §19: one
+ * operation with init code at a time, whatever the process), and the reads: one wallet, the owner's wallets on a
+ * chain, and the statuses of the workflows of a wallet (pattern 12, workflow items on GSI2).
  */
 import { defineEntity, queryEach, queryOnce, transact } from "../entity";
-import { set, when } from "../expression";
+import { remove, set, when } from "../expression";
 import { incrementBelow } from "../counters";
 import { Keys } from "../keys";
 import { Index, cancellationReasons, isConditionFailure } from "../table";
@@ -52,6 +53,40 @@ export async function createWallet(record: WalletId & Item, max: number): Promis
 /** Sets `isHidden` on an existing wallet; answers the whole item after. */
 export async function setHidden(id: WalletId, isHidden: boolean): Promise<Item> {
   return (await Wallet.update(id, [set("isHidden", isHidden)], { if: when.exists(), returnValues: "ALL_NEW" }))!;
+}
+
+/**
+ * Takes the deployment turn of an undeployed wallet for `holder` until `until` (ms): one conditional UpdateItem on the
+ * wallet item, `deployingBy` and `deployingUntil` set only if no turn is held (absent, or its lease ended before
+ * `now`). Answers `{taken: true}`, or the lease end of the turn another operation holds.
+ */
+export async function takeDeploymentTurn(
+  id: WalletId,
+  holder: string,
+  now: number,
+  until: number,
+): Promise<{ taken: true } | { taken: false; until: number }> {
+  try {
+    await Wallet.update(id, [set("deployingBy", holder), set("deployingUntil", until)], {
+      if: when.and(when.exists(), when.or(when.notExists("deployingUntil"), when.lt("deployingUntil", now))),
+      returnOldOnFailure: true,
+    });
+    return { taken: true };
+  } catch (err) {
+    if (!isConditionFailure(err)) throw err;
+    // The document client does not unmarshall the item carried by the exception: it is a raw AttributeValue map.
+    const held = (err as { Item?: { deployingUntil?: { N?: string } } }).Item?.deployingUntil?.N;
+    return { taken: false, until: held === undefined ? now : Number(held) };
+  }
+}
+
+/** Ends `holder`'s deployment turn (nothing when another holds it now). */
+export async function endDeploymentTurn(id: WalletId, holder: string): Promise<void> {
+  try {
+    await Wallet.update(id, [remove("deployingBy"), remove("deployingUntil")], { if: when.eq("deployingBy", holder) });
+  } catch (err) {
+    if (!isConditionFailure(err)) throw err;
+  }
 }
 
 /** `status` and `expiredAt` of every workflow of the owner's wallet (pattern 12: GSI2 of the workflow items). */

@@ -48,7 +48,8 @@ export async function settleWithdrawal(
   if (outcome.message) actions.push(set("message", outcome.message));
   if (outcome.transactionHash) actions.push(set("transactionHash", outcome.transactionHash));
   if (outcome.status !== "pending") {
-    actions.push(remove("gsi2pk"), remove("gsi2sk"));
+    // final: off the pending index, and the stored operation (kept for sending it again) is no longer needed
+    actions.push(remove("gsi2pk"), remove("gsi2sk"), remove("userOp"));
     if (outcome.removeUserOpHash) actions.push(remove("userOpHash"));
   }
   try {
