@@ -35,7 +35,7 @@ export const controllerKeyArn: $util.Output<string> = production
 
 /** IAM statements, one per use of a key. */
 export const keyPermissions = {
-  /** Sealing a secret: a fresh data key per value (secrets group). */
+  /** Sealing a secret: a fresh data key per value (secrets group); a waiting run's state (runner). */
   seal: { actions: ["kms:GenerateDataKey"], resources: [secretsKey.arn] },
   /** Opening secrets for a run (runner; the workflows group while it runs blocking triggers and simulations). */
   open: { actions: ["kms:Decrypt"], resources: [secretsKey.arn] },

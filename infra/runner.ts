@@ -40,10 +40,12 @@ export const runner = bus.subscribe(
     // after execution_timeout_ms (15 min), which is also Lambda's limit.
     timeout: "15 minutes",
     link: [table, chains],
-    // Runs decrypt secrets and sign; a run that completes its workflow (error limit) removes its schedules.
+    // Runs decrypt secrets and sign; a run that waits seals its state under a fresh data key and opens it again
+    // when it resumes (API.md §17.1); a run that completes its workflow (error limit) removes its schedules.
     environment: { ...keyEnvironment, ...schedulerEnvironment },
     permissions: [
       keyPermissions.open,
+      keyPermissions.seal,
       keyPermissions.sign,
       ...schedulerPermissions.stop,
       { actions: ["sqs:SendMessage"], resources: [runnerDeadLetters.arn] },

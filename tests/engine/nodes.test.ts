@@ -276,7 +276,8 @@ describe("ethTransfer and contractWrite through SendCalls", () => {
       },
       { sendCalls: sender.send },
     );
-    expect(sender.requests).toEqual([{ chainId: 31337, calls: [{ to: DEST, value: 1000n }] }]);
+    // Each request names its node: the operation's identity, and so its nonce key (API.md §19).
+    expect(sender.requests).toEqual([{ chainId: 31337, calls: [{ to: DEST, value: 1000n }], nodeId: "pay" }]);
     const step = stepOf(result.steps, "pay")!;
     expect(step.output.data).toEqual({
       from: WALLET,
@@ -341,6 +342,7 @@ describe("ethTransfer and contractWrite through SendCalls", () => {
     expect(sender.requests).toEqual([
       {
         chainId: 31337,
+        nodeId: expect.any(String),
         gasLimit: 500000n,
         calls: [
           { to: TOKEN, data: encodeFunctionData({ abi: typed, functionName: "transfer", args: [DEST, 16n] }) },
@@ -363,7 +365,9 @@ describe("ethTransfer and contractWrite through SendCalls", () => {
       { nodes: [{ id: "w", name: "w", type: "contractWrite", config: { contractAddress: TOKEN, callData: "0xdeadbeef", value: "7" } }] },
       { sendCalls: sender.send },
     );
-    expect(sender.requests).toEqual([{ chainId: 31337, calls: [{ to: TOKEN, data: "0xdeadbeef", value: 7n }] }]);
+    expect(sender.requests).toEqual([
+      { chainId: 31337, calls: [{ to: TOKEN, data: "0xdeadbeef", value: 7n }], nodeId: expect.any(String) },
+    ]);
   });
 
   it("maps a reverted operation to USEROP_REVERTED, every element success false, gas and cogs still recorded", async () => {
