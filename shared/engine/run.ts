@@ -84,10 +84,10 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
   const cogs: Cost[] = [];
   let redactor: Redactor = createRedactor([]);
   let notified: Promise<void> = Promise.resolve();
-  const record = (step: Step, cost?: Cost) => {
+  const record = (step: Step, cost?: Cost, final = false) => {
     steps.push(step);
     if (cost) cogs.push(cost);
-    if (input.onStep) notified = notified.then(() => input.onStep!(step));
+    if (input.onStep) notified = notified.then(() => input.onStep!(step, { final }));
     return notified;
   };
 
@@ -239,7 +239,8 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
               chainId,
             }
           : undefined;
-        await record(step, cost);
+        // The run's last step when nothing else runs and every node is decided (an open wait is not): none can follow.
+        await record(step, cost, running.size === 1 && graph.order.every((id) => state.has(id)));
       })()
         .catch((err: unknown) => {
           internal ??= err;

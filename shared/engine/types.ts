@@ -47,8 +47,11 @@ export interface RunInput {
   secrets: (names: string[]) => Promise<Record<string, string>>;
   /** Sends user operations from the runner (absent in simulate mode: writes are then simulated with eth_call). */
   sendCalls?: SendCalls;
-  /** Called as each step finishes (the trigger step first), with secrets already redacted. */
-  onStep?: (step: Step) => Promise<void> | void;
+  /**
+   * Called as each step finishes (the trigger step first), with secrets already redacted. `final`: no other node of
+   * the run is running or still to be decided, so no step comes after this one (the runner may write it with the end).
+   */
+  onStep?: (step: Step, info: { final: boolean }) => Promise<void> | void;
   /** Checked before each node starts: true stops the run with status `error` and `stopReason` as its error. */
   shouldStop?: () => Promise<boolean>;
   stopReason?: string;

@@ -88,8 +88,9 @@ export interface Outcome {
 }
 
 /** Ends a pending execution; false when it had already ended (another writer won) or does not exist. */
-export async function finish(workflowId: string, id: string, outcome: Outcome): Promise<boolean> {
-  // The pending index is sparse: the sweeper never sees a finished execution again.
+export async function finish(workflowId: string, id: string, outcome: Outcome, last?: { step: Step; position?: number }): Promise<boolean> {
+  // The pending index is sparse: the sweeper never sees a finished execution again. `last`: the run's last step,
+  // written in the same transaction (its cost is in `outcome.cogs`).
   const ended = await finishExecution(
     { workflowId, id },
     {
@@ -98,6 +99,7 @@ export async function finish(workflowId: string, id: string, outcome: Outcome): 
       ...(outcome.error !== undefined ? { error: outcome.error } : {}),
       ...(outcome.cogs ? { cogs: Object.fromEntries(outcome.cogs.map((c) => [c.nodeId, c])) } : {}),
     },
+    last ? stepRecording(last.step, last.position) : undefined,
   );
   if (!ended) return false;
   emitChange(workflowId, id);

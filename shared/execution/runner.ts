@@ -105,18 +105,22 @@ export async function resumeExecution(workflowId: string, executionId: string): 
 async function drive(
   workflowId: string,
   executionId: string,
-  pass: (workflow: Workflow.WorkflowRecord) => Promise<Executions.Outcome | "waiting">,
+  pass: (workflow: Workflow.WorkflowRecord) => Promise<Ended | "waiting">,
 ): Promise<void> {
   const { now } = useRuntime();
   try {
+    // Taken before the read, so the outcome's hint can spare a success its read of the consecutive errors.
+    const mark = Workflow.errorMark(workflowId);
     const workflow = await Workflow.getForRun(workflowId);
     if (!workflow) {
       await Executions.finish(workflowId, executionId, { status: "error", error: WORKFLOW_DELETED, endAt: now() });
       return;
     }
-    const outcome = await pass(workflow);
-    if (outcome === "waiting") return;
-    if (await Executions.finish(workflowId, executionId, outcome)) await Workflow.recordOutcome(workflowId, outcome.status, outcome.endAt);
+    const ended = await pass(workflow);
+    if (ended === "waiting") return;
+    const { outcome, last } = ended;
+    if (await Executions.finish(workflowId, executionId, outcome, last))
+      await Workflow.recordOutcome(workflowId, outcome.status, outcome.endAt, Workflow.outcomeHint(workflow, mark));
   } catch (err) {
     log.error("run failed", { workflowId, executionId, error: err });
     const endAt = now();
@@ -124,6 +128,12 @@ async function drive(
       await Workflow.recordOutcome(workflowId, "error", endAt).catch(() => undefined);
     }
   }
+}
+
+/** A pass's end: the outcome, and the run's last step when it is written with the end. */
+interface Ended {
+  outcome: Executions.Outcome;
+  last?: { step: Step; position?: number };
 }
 
 interface StartedExecution {
@@ -149,7 +159,7 @@ async function run(
   request: RunRequest,
   pass: { startedAt: number; pendingMsBefore: number },
   resume?: RunInput["resume"],
-): Promise<Executions.Outcome | "waiting"> {
+): Promise<Ended | "waiting"> {
   const { now } = useRuntime();
   const { id: workflowId, trigger, nodes, edges, inputVariables, chainId } = workflow;
   const owner = workflow.owner;
@@ -163,12 +173,13 @@ async function run(
       triggerOutput = blockStepOutput(await publicClient(chainSettings(blockChain)).getBlock({ blockTag: "latest" }));
     } catch (err) {
       log.warn("could not read the latest block for a block trigger", { workflowId, chainId: blockChain, error: (err as Error).message });
-      return { status: "error", error: `could not read the latest block of chain ${blockChain}`, endAt: now() };
+      return { outcome: { status: "error", error: `could not read the latest block of chain ${blockChain}`, endAt: now() } };
     }
   }
 
   let ended = false;
   let stepsSinceCheck = 0;
+  let last: Ended["last"];
   const result = await runWorkflow({
     mode: "run",
     definition: { chainId, trigger, nodes, edges, inputVariables },
@@ -186,10 +197,11 @@ async function run(
     startAt: execution.startAt,
     secrets: (names) => Secret.resolveForExecution(owner, workflowId, names),
     sendCalls: walletSender({ owner: owner as Address, wallet: workflow.smartWalletAddress as Address, executionId: execution.id }),
-    onStep: async (step) => {
+    onStep: async (step, { final }) => {
       // The claim wrote a small trigger step into the execution item: recorded again only if the run's differs
       // (redacted, or a block read at run time).
       if (step.id === trigger.id && execution.triggerStep !== undefined && sameOutput(execution.triggerStep, step)) return;
+      if (final) return void (last = { step, position: position.get(step.id) }); // written with the run's end
       const recorded = await Executions.recordStep(
         workflowId,
         execution.id,
@@ -219,7 +231,13 @@ async function run(
     ...(resume ? { resume } : {}),
   });
   if (result.status === "waiting") return "waiting";
-  return { status: result.status, ...(result.error !== undefined ? { error: result.error } : {}), endAt: result.endAt, cogs: result.cogs };
+  const outcome = {
+    status: result.status,
+    ...(result.error !== undefined ? { error: result.error } : {}),
+    endAt: result.endAt,
+    cogs: result.cogs,
+  };
+  return { outcome, ...(last ? { last } : {}) };
 }
 
 /** Whether the trigger step the claim stored (JSON) has the output the run recorded. */

@@ -79,13 +79,17 @@ export async function recordStepItems(
 export async function finishExecution(
   execution: ExecutionId,
   outcome: { status: string; endAt: number; error?: string; cogs?: Record<string, unknown> },
+  last?: StepRecording & { bytes: number },
 ): Promise<boolean> {
   const actions: UpdateAction[] = [set("status", outcome.status), set("endAt", outcome.endAt)];
   if (outcome.error !== undefined) actions.push(set("error", outcome.error));
   if (outcome.cogs) actions.push(set("cogs", outcome.cogs));
   actions.push(remove("gsi2pk"), remove("gsi2sk"));
+  // The run's last step in the same transaction, as recordStepItems writes one (its cost is in `outcome.cogs`).
+  if (last) actions.push(addTo("stepIds", new Set([last.stepId])), addTo("stepBytes", last.bytes));
   try {
-    await Execution.update(execution, actions, { if: isPending });
+    if (last) await transact([Execution.tx.update(execution, actions, { if: isPending }), ...stepPartItems(execution.id, last)]);
+    else await Execution.update(execution, actions, { if: isPending });
     return true;
   } catch (err) {
     if (isConditionFailure(err)) return false;
