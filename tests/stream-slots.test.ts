@@ -7,10 +7,11 @@
  * body, a body no longer read, a slot taken over, the production defaults within API.md's 60 s).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { ulid } from "ulid";
-import { stackEnv, useTestRuntime } from "./support/runtime";
+import { useTestRuntime } from "./support/runtime";
 import { startTestServer, type TestServer } from "./support/server";
+import { startServiceChild, type ServiceChild } from "./support/service-child";
 import { bearer, insertPending, randomOwner as newOwner } from "./support/fixtures";
 import { createServiceApp } from "../shared/service/app";
 import { ApiError } from "../shared/errors";
@@ -127,26 +128,10 @@ function expectTooMany(s: Opened) {
 }
 
 /** A second service process on this file's table (tests/support/service-process.ts). */
-async function startProcess(env: Record<string, string> = {}): Promise<{ url: string; child: ChildProcess; exited: Promise<void> }> {
-  const child = spawn(process.execPath, ["--import", "tsx", "tests/support/service-process.ts"], {
-    env: { ...process.env, ...stackEnv(), ...ENV, TABLE_NAME: runtime.config.tableName, LOG_LEVEL: "error", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  children.push(child);
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  let output = "";
-  child.stderr!.on("data", (d) => (output += String(d)));
-  const port = await new Promise<number>((resolve, reject) => {
-    let line = "";
-    child.stdout!.on("data", (d) => {
-      line += String(d);
-      const match = /\{"port":(\d+)\}/.exec(line);
-      if (match) resolve(Number(match[1]));
-    });
-    void exited.then(() => reject(new Error(`the service process exited:\n${output}`)));
-    setTimeout(() => reject(new Error(`the service process did not start:\n${output}`)), 60_000);
-  });
-  return { url: `http://127.0.0.1:${port}`, child, exited };
+async function startProcess(env: Record<string, string> = {}): Promise<ServiceChild> {
+  const started = await startServiceChild(runtime.config.tableName, { ...ENV, ...env });
+  children.push(started.child);
+  return started;
 }
 
 describe("open streams per owner", () => {

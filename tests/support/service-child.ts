@@ -2,11 +2,14 @@
  * Another service process for a test file (./service-process.ts) on the suite's components and the file's table:
  * `env` adds to the suite's environment (CHAINS, limits). `kill()` ends it with SIGKILL, as a crash would.
  */
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { stackEnv } from "./runtime";
 
 export interface ServiceChild {
   url: string;
+  child: ChildProcess;
+  /** Resolves when the process has exited. */
+  exited: Promise<void>;
   kill(): Promise<void>;
 }
 
@@ -30,6 +33,8 @@ export async function startServiceChild(tableName: string, env: Record<string, s
   });
   return {
     url: `http://127.0.0.1:${port}`,
+    child,
+    exited,
     kill: async () => {
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
       await exited;

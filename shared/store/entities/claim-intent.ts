@@ -113,15 +113,13 @@ export const intentInFlight = (key: TableKey): TransactItem => {
   return entity.tx.check(id, when.exists("gsi2pk"));
 };
 
+/** Up to `max` items of a sparse gsi2 partition sorting before `bound`'s sort key, oldest first (one Query). */
+const sparseBefore = (bound: { gsi2pk: string; gsi2sk: string }, max: number) =>
+  queryPartition({ index: Index.gsi2, partition: ["gsi2pk", bound.gsi2pk], sort: when.lt("gsi2sk", bound.gsi2sk), limit: max });
+
 /** Up to `max` intents in flight whose claim began before `before` (ms), oldest first (one Query). */
 export async function intentsInFlightBefore(before: number, max: number): Promise<StoredIntent[]> {
-  const bound = Keys.claimInFlight(before, "");
-  const page = await queryPartition({
-    index: Index.gsi2,
-    partition: ["gsi2pk", bound.gsi2pk],
-    sort: when.lt("gsi2sk", bound.gsi2sk),
-    limit: max,
-  });
+  const page = await sparseBefore(Keys.claimInFlight(before, ""), max);
   return page.items.map((item) => ({
     key: { pk: String(item.pk), sk: String(item.sk) },
     isFire: item.type === FireRecord.type,
@@ -184,13 +182,7 @@ export async function closeJournal(journal: JournalId): Promise<void> {
 
 /** Up to `max` journals due at `now` (their process did not close them), oldest first (one Query of gsi2). */
 export async function journalsDue(now: number, max: number): Promise<(JournalId & { workflows: string[] })[]> {
-  const bound = Keys.claimJournalDue(now, "");
-  const page = await queryPartition({
-    index: Index.gsi2,
-    partition: ["gsi2pk", bound.gsi2pk],
-    sort: when.lt("gsi2sk", bound.gsi2sk),
-    limit: max,
-  });
+  const page = await sparseBefore(Keys.claimJournalDue(now, ""), max);
   return page.items.map((item) => ({
     claimer: String(item.claimer),
     epoch: Number(item.epoch),
