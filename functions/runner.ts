@@ -18,6 +18,6 @@ export const handler = async (event: EventBridgeEvent<string, unknown>) => {
     return;
   }
   // `resume`: a waiting execution whose wait ended (API.md §17.1); both are idempotent per execution.
-  if (request.resume) await resumeExecution(request.workflowId, request.executionId);
+  if (request.resume) await resumeExecution(request.workflowId, request.executionId, request.from);
   else await runExecution(request.workflowId, request.executionId);
 };

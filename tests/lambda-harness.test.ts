@@ -201,7 +201,7 @@ describe("an await node on Lambda (API.md §17.1)", () => {
       expect(settled.status).toBe("success");
       expect(bridge.entries.map((e) => [e.DetailType, JSON.parse(e.Detail)])).toContainEqual([
         "execution.requested",
-        { workflowId: id, executionId, owner: alice.owner, resume: true },
+        { workflowId: id, executionId, owner: alice.owner, resume: true, from: { generation: 1, pendingMs: expect.any(Number) } },
       ]);
       expect(settled.steps.find((s) => s.id === "after")?.output.data).toBe(42);
     } finally {

@@ -19,6 +19,8 @@ interface ExecutionRequested {
   owner?: string;
   /** A waiting execution whose wait ended: resume it (API.md §17.1), rather than start it. */
   resume?: boolean;
+  /** The state it waits on, as the publisher read it: the resume's conditional update needs no read of its own. */
+  from?: { generation: number; pendingMs: number };
 }
 export type BusEvent = ExecutionRequested;
 
@@ -105,7 +107,15 @@ export function createEventBridgeBus(options: { busName: string; client?: EventB
 /** The bus event inside an EventBridge delivery to a Lambda target, or undefined when it is not one of ours. */
 export function fromEventBridge(event: { source?: string; "detail-type"?: string; detail?: unknown }): BusEvent | undefined {
   if (event.source !== EVENT_SOURCE || event["detail-type"] !== "execution.requested") return undefined;
-  const detail = event.detail as { workflowId?: unknown; executionId?: unknown; owner?: unknown; resume?: unknown } | undefined;
+  const detail = event.detail as
+    | {
+        workflowId?: unknown;
+        executionId?: unknown;
+        owner?: unknown;
+        resume?: unknown;
+        from?: { generation?: unknown; pendingMs?: unknown };
+      }
+    | undefined;
   if (typeof detail?.workflowId !== "string" || typeof detail.executionId !== "string") return undefined;
   return {
     type: "execution.requested",
@@ -113,6 +123,9 @@ export function fromEventBridge(event: { source?: string; "detail-type"?: string
     executionId: detail.executionId,
     ...(typeof detail.owner === "string" ? { owner: detail.owner } : {}),
     ...(detail.resume === true ? { resume: true } : {}),
+    ...(typeof detail.from?.generation === "number" && typeof detail.from.pendingMs === "number"
+      ? { from: { generation: detail.from.generation, pendingMs: detail.from.pendingMs } }
+      : {}),
   };
 }
 

@@ -54,7 +54,7 @@ export function withRunner<B extends EventBus>(bus: B): B {
     if (event.type !== "execution.requested") return;
     const owner = event.owner ?? (await Executions.readSummary(event.workflowId, event.executionId))?.owner;
     if (owner === undefined) return; // no such execution: nothing to run
-    if (event.resume) await runQueue().run(owner, () => resumeExecution(event.workflowId, event.executionId));
+    if (event.resume) await runQueue().run(owner, () => resumeExecution(event.workflowId, event.executionId, event.from));
     else await runQueued(owner, event.workflowId, event.executionId);
   });
   return bus;
@@ -80,14 +80,22 @@ export async function runExecution(workflowId: string, executionId: string): Pro
  * suspended with, so one resumer wins), then the run goes on from its stored state with the waits that ended.
  * Does nothing when the execution is not waiting.
  */
-export async function resumeExecution(workflowId: string, executionId: string): Promise<void> {
+export async function resumeExecution(
+  workflowId: string,
+  executionId: string,
+  from?: { generation: number; pendingMs: number },
+): Promise<void> {
   const key = { workflowId, id: executionId };
-  const waiting = await getExecution(key);
-  if (waiting?.status !== "waiting") return;
+  let state = from;
+  if (!state) {
+    const waiting = await getExecution(key);
+    if (waiting?.status !== "waiting") return;
+    state = { generation: Number(waiting.stateGeneration), pendingMs: Number(waiting.pendingMs ?? 0) };
+  }
   const { now } = useRuntime();
   const at = now();
-  const pendingMs = Number(waiting.pendingMs ?? 0);
-  const resumed = await resumeRun(key, Number(waiting.stateGeneration), at, at - pendingMs);
+  const { pendingMs } = state;
+  const resumed = await resumeRun(key, state.generation, at, at - pendingMs);
   if (!resumed) return;
   emitChange(workflowId, executionId);
   // The state and the ended waits' steps are read while drive() reads the workflow: three reads, one round trip.

@@ -73,7 +73,7 @@ export async function signal(
   }
   try {
     const ended = await endSignalWait(execution, item, target, { decision: body.decision, payload, signer: caller });
-    if (ended === "waiting") await handOverResume(execution, owner);
+    if (ended === "waiting") await handOverResume(execution, item);
     if (ended !== "replayed") await goneOn(execution, target!);
   } catch (err) {
     if (idempotencyKey) await Idempotency.release(caller, scope, idempotencyKey);

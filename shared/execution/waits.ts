@@ -206,7 +206,7 @@ export async function endWaitByEvent(
   const wait = item ? (openWaitsOf(item).get(nodeId) as unknown as StoredWait | undefined) : undefined;
   if (!item || wait?.kind !== "chainEvent") return false;
   const status = await endWait(execution, nodeId, { how: "event", output }, item);
-  if (status === "waiting") await handOverResume(execution, String(item.owner));
+  if (status === "waiting") await handOverResume(execution, item);
   return status !== undefined;
 }
 
@@ -214,14 +214,16 @@ export async function endWaitByEvent(
  * Asks a runner to resume a waiting execution (the bus's `execution.requested` with `resume`). A lost hand-over is
  * found by the sweeper (`endDueWaits`): the end put the execution on the waiting index at once.
  */
-export async function handOverResume(execution: ExecutionId, owner: string): Promise<void> {
+export async function handOverResume(execution: ExecutionId, item: Item): Promise<void> {
+  const from = { generation: Number(item.stateGeneration), pendingMs: Number(item.pendingMs ?? 0) };
   try {
     await requireBus().publish({
       type: "execution.requested",
       workflowId: execution.workflowId,
       executionId: execution.id,
-      owner,
+      owner: String(item.owner),
       resume: true,
+      ...(Number.isInteger(from.generation) ? { from } : {}),
     });
   } catch (err) {
     log.warn("could not hand a waiting run over for resuming; the sweeper will", {
@@ -248,7 +250,7 @@ export async function endDueWaits(now = useRuntime().now(), max = 100): Promise<
     if (item?.status !== "waiting") continue;
     const open = openWaitsOf(item);
     if (((item.openWaits as string[] | undefined) ?? []).some((id) => !open.has(id))) {
-      await handOverResume(execution, String(item.owner));
+      await handOverResume(execution, item);
       handed++;
     }
   }
