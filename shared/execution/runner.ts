@@ -101,7 +101,7 @@ export async function resumeExecution(
   // The state and the ended waits' steps are read while drive() reads the workflow: three reads, one round trip.
   const open = openWaitsOf(resumed);
   const endedIds = ((resumed.openWaits as string[] | undefined) ?? []).filter((id) => !open.has(id));
-  const prepared = Promise.all([loadState(resumed), endedWaits(executionId, endedIds)]);
+  const prepared = Promise.all([loadState(resumed), endedWaits(resumed, endedIds)]);
   prepared.catch(() => undefined); // awaited below unless the workflow is gone
   await drive(workflowId, executionId, async (workflow) => {
     const [snapshot, ended] = await prepared;

@@ -90,7 +90,7 @@ const endedNodes = (item: Item) =>
 function isRepeat(item: Item, nodeId: string | undefined, signal: { decision: string; payload: unknown; signer: string }): boolean {
   const hash = payloadHash(signal.payload);
   const matches = (end: StoredEnd | undefined) =>
-    end !== undefined && same(end.signer, signal.signer) && end.decision === signal.decision && end.payloadHash === hash;
+    end?.signer !== undefined && same(end.signer, signal.signer) && end.decision === signal.decision && end.payloadHash === hash;
   if (nodeId !== undefined) return matches(storedEnd(item, nodeId));
   return endedNodes(item).some((id) => matches(storedEnd(item, id)));
 }

@@ -134,20 +134,18 @@ export async function endWait(
     const timely = end.how === "timeout" ? now >= wait.deadline : now < wait.deadline;
     if (!timely) return undefined;
     const step = stepOf(nodeId, wait, end, now);
+    // A small outcome rides on the execution item too, so the resume reads it with the item instead of a Query.
+    const small = Buffer.byteLength(JSON.stringify(step.output)) <= RESULT_ON_ITEM_BYTES;
+    const stored: Partial<StoredEnd> & { result?: EndedWait } = {
+      ...(end.how === "signal"
+        ? { decision: end.decision, signer: end.signer, payloadHash: payloadHash(end.payload), at: now, approvers: wait.approvers ?? [] }
+        : {}),
+      ...(small ? { result: { nodeId, success: step.success, output: step.output, startAt: step.startAt } } : {}),
+    };
     const ended = await endOpenWait(execution, nodeId, {
       status,
       guard: end.how === "timeout" ? when.le(deadlinePath, now) : when.gt(deadlinePath, now),
-      ...(end.how === "signal"
-        ? {
-            end: {
-              decision: end.decision,
-              signer: end.signer,
-              payloadHash: payloadHash(end.payload),
-              at: now,
-              approvers: wait.approvers ?? [],
-            } satisfies StoredEnd,
-          }
-        : {}),
+      ...(Object.keys(stored).length ? { end: stored } : {}),
       attentionAt: now,
       recording: stepRecording(step, wait.position),
     });
@@ -281,11 +279,19 @@ export async function loadState(item: Item): Promise<RunSnapshot> {
 }
 
 /** The ended waits among `nodeIds`: their recorded steps. */
-export async function endedWaits(executionId: string, nodeIds: readonly string[]): Promise<EndedWait[]> {
-  if (nodeIds.length === 0) return [];
-  const steps = await recordedSteps(executionId, nodeIds);
-  return steps.map((s) => ({ nodeId: s.id, success: s.success, output: s.output, startAt: s.startAt }));
+export async function endedWaits(item: Item, nodeIds: readonly string[]): Promise<EndedWait[]> {
+  const onItem = nodeIds.flatMap((id) => {
+    const result = (item[`${END_PREFIX}${id}`] as { result?: EndedWait } | undefined)?.result;
+    return result ? [result] : [];
+  });
+  const rest = nodeIds.filter((id) => !onItem.some((r) => r.nodeId === id));
+  if (rest.length === 0) return onItem;
+  const steps = await recordedSteps(String(item.id), rest);
+  return [...onItem, ...steps.map((s) => ({ nodeId: s.id, success: s.success, output: s.output, startAt: s.startAt }))];
 }
+
+/** An ended wait's outcome up to this size (JSON bytes) is kept on the execution item as well as in its step. */
+const RESULT_ON_ITEM_BYTES = 4_096;
 
 /**
  * The runner's host for one pass's waits (the engine's WaitHost): records waits as they begin; when nothing runs,
@@ -316,7 +322,7 @@ export function waitHost(
           continue;
         }
         const ended = snapshot.open.filter((id) => !waits.has(id));
-        if (ended.length) return { ended: await endedWaits(key.id, ended) };
+        if (ended.length) return { ended: await endedWaits(item, ended) };
 
         const generation = Number(item.stateGeneration ?? 0) + 1;
         const deadlines = snapshot.open.map((id) => (waits.get(id) as unknown as StoredWait).deadline);
