@@ -107,6 +107,30 @@ describe("one owner's budget", () => {
     expect(await counted(`SPONSOR#${chainId}#`)).toBe(10_000);
   });
 
+  it("a write that starts a new hour fails when the older bucket it counted grew after its read (no overspend)", async () => {
+    const chainId = newChain();
+    const owner = newOwner();
+    const budgets = ownerOnly(3000);
+    expect(await reserveSponsoredGas({ chainId, owner, gas: 1000n }, { budgets, store: store(T0 - HOUR) })).toBeDefined(); // h-1: 1000
+    // B, on hour h, reads (1000 used: 2000 fits); before its write lands, A, still on hour h-1, adds 1000 to h-1.
+    let written = false;
+    const late: Runtime = {
+      ...runtime,
+      db: {
+        send: async (command: object) => {
+          if (!written && command.constructor.name === "UpdateCommand") {
+            written = true;
+            expect(await reserveSponsoredGas({ chainId, owner, gas: 1000n }, { budgets, store: store(T0 - HOUR) })).toBeDefined();
+          }
+          return runtime.db.send(command as never);
+        },
+      } as unknown as Runtime["db"],
+    };
+    expect(await reserveSponsoredGas({ chainId, owner, gas: 2000n }, { budgets, store: store(T0, late) })).toBeUndefined();
+    expect(written).toBe(true);
+    expect(await counted(`SPONSOR#${chainId}#`)).toBe(2000);
+  });
+
   it("a clock behind the newest hour counts in it, so an older bucket never grows once a newer one exists", async () => {
     const chainId = newChain();
     const owner = newOwner();

@@ -10,11 +10,14 @@
  * the amount fits, adds it to bucket h with one conditional update:
  *
  *   latest = <latest as read>  AND  (bucket h absent OR bucket h <= cap - <the other 23 buckets as read> - amount)
+ *   [starting a newer hour h: AND bucket <latest> = <its value as read>]
  *
  * Why that never overspends, whatever runs concurrently in how many processes:
  *   - Only bucket h can grow. A write to an older bucket j needs `latest = j` at the moment it lands (its own
  *     condition), so once anyone wrote hour h no bucket before h grows again; and a write for h made from a read that
- *     saw an older `latest` fails on `latest` and reads again. Give-backs and pruning only lower the other buckets.
+ *     saw an older `latest` fails on `latest` and reads again. Until then bucket `latest` (older than h) may still
+ *     grow, by writers whose clock is on that hour: a write that starts hour h therefore also pins that bucket to its
+ *     value as read. Give-backs and pruning only lower the other buckets.
  *     So the 23 other buckets as read are an upper bound of their value when the write lands.
  *   - Bucket h itself is checked by DynamoDB at the moment of the write, against the value it has then.
  *   Hence after every successful write, the buckets of h-23..h sum to at most the cap. (With 24 separate bucket
@@ -200,7 +203,8 @@ async function reserveOn(
     if (used + gas > cap) return undefined;
     const room = cap - (used - current) - gas;
     const expiresAt = (hour + WINDOW_HOURS + 1) * 3600;
-    if (await addToBucket(store, id, { hour, gas, seen: latest, room, stale, expiresAt })) return { id, hour, gas };
+    const seenGas = latest !== undefined ? item?.hours?.[String(latest)] : undefined;
+    if (await addToBucket(store, id, { hour, gas, seen: latest, seenGas, room, stale, expiresAt })) return { id, hour, gas };
     // No room at that instant, or the hour moved on (or the item appeared): read again.
   }
   return undefined;

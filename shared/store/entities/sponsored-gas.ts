@@ -43,12 +43,22 @@ export async function readCounters(store: EntityStore, ids: CounterId[]): Promis
 
 /**
  * Adds `gas` to bucket `hour` and prunes the `stale` buckets, only while `latest` is still `seen` and the bucket
- * holds at most `room` (the first write of a counter: only while it has no `latest`). False when refused.
+ * holds at most `room` (the first write of a counter: only while it has no `latest`). A write that starts a newer
+ * hour also needs bucket `seen` as it was read (`seenGas`, undefined: absent), since `room` counted it and a writer
+ * still on that hour may add to it meanwhile. False when refused.
  */
 export async function addToBucket(
   store: EntityStore,
   id: CounterId,
-  w: { hour: number; gas: number; seen: number | undefined; room: number; stale: readonly string[]; expiresAt: number },
+  w: {
+    hour: number;
+    gas: number;
+    seen: number | undefined;
+    seenGas: number | undefined;
+    room: number;
+    stale: readonly string[];
+    expiresAt: number;
+  },
 ): Promise<boolean> {
   const stamp: UpdateAction[] = [
     set("latest", w.hour),
@@ -62,7 +72,12 @@ export async function addToBucket(
       ? [[set("hours", { [String(w.hour)]: w.gas }), ...stamp], when.notExists("latest")]
       : [
           [add(bucket, w.gas), ...stamp, ...w.stale.map((h) => remove(["hours", h]))],
-          when.and(when.eq("latest", w.seen), when.or(when.notExists(bucket), when.le(bucket, w.room))),
+          when.and(
+            when.eq("latest", w.seen),
+            when.or(when.notExists(bucket), when.le(bucket, w.room)),
+            w.hour !== w.seen &&
+              (w.seenGas === undefined ? when.notExists(["hours", String(w.seen)]) : when.eq(["hours", String(w.seen)], w.seenGas)),
+          ),
         ];
   try {
     await on(store).update(id, actions, { if: condition });
