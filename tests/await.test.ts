@@ -127,9 +127,12 @@ describe("who may signal", () => {
     const eve = await signIn(httpTarget(service.url), { expiresInMs: 3_600_000 });
     const wf = await createWorkflow(alice, {
       trigger: { id: "t", name: "start", type: "manual", config: {} },
-      nodes: [approval("gate", { approvers: [bob.owner] }), code("after")],
+      nodes: [approval("gate", { approvers: [bob.owner.toLowerCase()] }), code("after")],
     });
     const started = await blocking(alice, wf.id);
+    // Approvers are answered EIP-55 whatever case they were given in.
+    const waiting = (await call(alice, "GET", executionPath(wf.id, started.executionId))).body;
+    expect(waiting.waitingFor[0].approvers).toEqual([getAddress(bob.owner)]);
     expect((await signal(eve, wf.id, started.executionId, { decision: "approve" })).status).toBe(404);
     expect((await call(bob as Owner, "GET", executionPath(wf.id, started.executionId))).status).toBe(404);
     const res = await signal(bob, wf.id, started.executionId, { decision: "approve" });

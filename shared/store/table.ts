@@ -56,6 +56,17 @@ export function isConditionFailure(err: unknown): boolean {
   return name === "ConditionalCheckFailedException" || name === "TransactionCanceledException";
 }
 
+/** Whether a conditional write landed: false when its condition failed (or its transaction was cancelled), else its error. */
+export async function landed(write: Promise<unknown>): Promise<boolean> {
+  try {
+    await write;
+    return true;
+  } catch (err) {
+    if (isConditionFailure(err)) return false;
+    throw err;
+  }
+}
+
 /** For a cancelled transaction: the reason code of each item, in request order. */
 export function cancellationReasons(err: unknown): string[] {
   const reasons = (err as { CancellationReasons?: { Code?: string }[] }).CancellationReasons ?? [];

@@ -9,7 +9,7 @@ import { defineEntity, queryEach, queryOnce, transact, type KeyQuery } from "../
 import { addTo, remove, set, when, type Condition, type UpdateAction } from "../expression";
 import { Keys } from "../keys";
 import { queryPage, type PageResult } from "../query";
-import { Index, isConditionFailure } from "../table";
+import { Index, isConditionFailure, landed } from "../table";
 import { stepPartItems, type StepRecording } from "./execution-parts";
 
 export interface ExecutionId {
@@ -66,13 +66,7 @@ export async function recordStepItems(
 ): Promise<boolean> {
   const actions: UpdateAction[] = [addTo("stepIds", new Set([recording.stepId])), addTo("stepBytes", recording.bytes)];
   if (recording.cost) actions.push(set(["cogs", recording.cost.nodeId], recording.cost));
-  try {
-    await transact([Execution.tx.update(execution, actions, { if: isPending }), ...stepPartItems(execution.id, recording)]);
-    return true;
-  } catch (err) {
-    if (isConditionFailure(err)) return false;
-    throw err;
-  }
+  return landed(transact([Execution.tx.update(execution, actions, { if: isPending }), ...stepPartItems(execution.id, recording)]));
 }
 
 /** Ends a pending execution (off the pending index); false when it had ended already or does not exist. */
@@ -87,14 +81,11 @@ export async function finishExecution(
   actions.push(remove("gsi2pk"), remove("gsi2sk"));
   // The run's last step in the same transaction, as recordStepItems writes one (its cost is in `outcome.cogs`).
   if (last) actions.push(addTo("stepIds", new Set([last.stepId])), addTo("stepBytes", last.bytes));
-  try {
-    if (last) await transact([Execution.tx.update(execution, actions, { if: isPending }), ...stepPartItems(execution.id, last)]);
-    else await Execution.update(execution, actions, { if: isPending });
-    return true;
-  } catch (err) {
-    if (isConditionFailure(err)) return false;
-    throw err;
-  }
+  return landed(
+    last
+      ? transact([Execution.tx.update(execution, actions, { if: isPending }), ...stepPartItems(execution.id, last)])
+      : Execution.update(execution, actions, { if: isPending }),
+  );
 }
 
 /** The conditional "started" mark: only a pending execution not yet started takes it; the item after, or undefined. */
@@ -219,13 +210,7 @@ export function openWaitsOf(item: Item): Map<string, Item> {
 
 /** Records a wait that began, while the execution is pending; false when it is not. */
 export async function putOpenWait(execution: ExecutionId, nodeId: string, wait: Item): Promise<boolean> {
-  try {
-    await Execution.update(execution, [set(`${WAIT_PREFIX}${nodeId}`, wait)], { if: isPending });
-    return true;
-  } catch (err) {
-    if (isConditionFailure(err)) return false;
-    throw err;
-  }
+  return landed(Execution.update(execution, [set(`${WAIT_PREFIX}${nodeId}`, wait)], { if: isPending }));
 }
 
 /**
@@ -254,13 +239,7 @@ export async function endOpenWait(
   if (options.end) actions.push(set(`${END_PREFIX}${nodeId}`, options.end));
   if (options.status === "waiting") actions.push(set("gsi2sk", Keys.waitingExecution(options.attentionAt, execution.id).gsi2sk));
   const condition = when.and(when.exists(waitName), when.eq("status", options.status), options.guard);
-  try {
-    await transact([Execution.tx.update(execution, actions, { if: condition }), ...stepPartItems(execution.id, options.recording)]);
-    return true;
-  } catch (err) {
-    if (isConditionFailure(err)) return false;
-    throw err;
-  }
+  return landed(transact([Execution.tx.update(execution, actions, { if: condition }), ...stepPartItems(execution.id, options.recording)]));
 }
 
 /**
@@ -273,8 +252,8 @@ export async function suspendRun(
   fields: { stateGeneration: number; stateParts: number; stateKey: Item; pendingMs: number; open: string[]; attentionAt: number },
 ): Promise<boolean> {
   const waiting = Keys.waitingExecution(fields.attentionAt, execution.id);
-  try {
-    await Execution.update(
+  return landed(
+    Execution.update(
       execution,
       [
         set("status", "waiting"),
@@ -287,12 +266,8 @@ export async function suspendRun(
         set("gsi2sk", waiting.gsi2sk),
       ],
       { if: when.and(isPending, ...fields.open.map((id) => when.exists(`${WAIT_PREFIX}${id}`))) },
-    );
-    return true;
-  } catch (err) {
-    if (isConditionFailure(err)) return false;
-    throw err;
-  }
+    ),
+  );
 }
 
 /**
@@ -321,17 +296,13 @@ export async function resumeRun(
 
 /** Ends a waiting execution (`error`: its workflow was deleted); false when it is not waiting. */
 export async function endWaiting(execution: ExecutionId, outcome: { endAt: number; error: string }): Promise<boolean> {
-  try {
-    await Execution.update(
+  return landed(
+    Execution.update(
       execution,
       [set("status", "error"), set("endAt", outcome.endAt), set("error", outcome.error), remove("gsi2pk"), remove("gsi2sk")],
       { if: when.eq("status", "waiting") },
-    );
-    return true;
-  } catch (err) {
-    if (isConditionFailure(err)) return false;
-    throw err;
-  }
+    ),
+  );
 }
 
 /** Waiting executions whose attention time is before `cutoff`, oldest first, at most `max` (pattern 26: one Query). */
