@@ -184,7 +184,8 @@ async function lookUp(rawId: string, request: TriggerRequest, useCache: boolean)
 
 /**
  * The claim: the execution record `pending` (trigger step included) with the next index, under `executionId`. Its
- * first side effect must come before the Idempotency-Key's lease ends (a repeat may take the key over then).
+ * first side effect comes in the first half of the Idempotency-Key's lease or never: a repeat may take the key over
+ * once the lease has ended, and must find the claim by then or be the only one to make it.
  */
 async function claimRun(
   workflow: Workflow.WorkflowRecord,
@@ -194,7 +195,7 @@ async function claimRun(
   leaseUntil: number,
 ): Promise<number> {
   const now = useRuntime().now();
-  if (now >= leaseUntil) throw leaseEnded();
+  if (now >= leaseUntil - useConfig().limits.idempotencyLeaseMs / 2) throw leaseEnded();
   // A block trigger without `triggerOutput` reads its chain at run time (the claim records its step as `{data: null}`).
   const readsChain = needsChainRead(workflow.trigger, request.triggerOutput);
   await claimExecution(workflow.id, {
