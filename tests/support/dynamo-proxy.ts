@@ -7,7 +7,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 
 /** A request as the proxy sees it: the operation (`PutItem`, `UpdateItem`, …) and its JSON body. */
-export interface DynamoRequest {
+interface DynamoRequest {
   operation: string;
   body: Record<string, unknown>;
 }
