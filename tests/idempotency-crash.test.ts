@@ -71,13 +71,13 @@ async function otherProcess(): Promise<ServiceChild> {
   return child;
 }
 
-async function call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}, base?: string) {
+async function call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}, base?: string, env?: object) {
   const init = {
     method,
     headers: { ...alice.headers, ...headers, ...(body === undefined ? {} : { "Content-Type": "application/json" }) },
     body: body === undefined ? undefined : JSON.stringify(body),
   };
-  const res = base ? await fetch(base + path, init) : await app.request(path, init);
+  const res = base ? await fetch(base + path, init) : await app.request(path, init, env);
   const text = await res.text();
   return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
 }
@@ -234,6 +234,27 @@ describe(":withdraw against a silent bundler (item 6)", () => {
       expect(retry.headers.get("idempotency-replayed")).toBeNull();
       expect(await settled(wallet, retry.body.id)).toMatchObject({ status: "confirmed" });
       expect(await devnet().client.getBalance({ address: to })).toBe(55n);
+    },
+  );
+});
+
+describe(":withdraw on Lambda", () => {
+  it(
+    "keeps to the function's remaining time: a hanging estimation is answered 503 before the function would be ended",
+    { timeout: 60_000 },
+    async () => {
+      const wallet = await deployedWallet();
+      const body = { recipientAddress: someone(), amount: "9", token: "ETH" };
+      // what hono/aws-lambda hands the app: 5 s left, so the record is due 3 s from now (before half the lease, 4 s)
+      const lambda = { lambdaContext: { getRemainingTimeInMillis: () => 5_000 } };
+      rpc.rules.faults = { eth_estimateUserOperationGas: { kind: "hold", count: 1 } };
+      const started = Date.now();
+      const res = await call("POST", `/wallets/${wallet}:withdraw`, body, { "Idempotency-Key": "lambda" }, undefined, lambda);
+      const took = Date.now() - started;
+      rpc.rules.faults = {};
+      expect(res.status).toBe(503);
+      expect(took).toBeLessThan(3_800);
+      expect((await listWithdrawals(alice.owner, 31337, wallet, [], { limit: 10 })).items).toHaveLength(1); // the deploying one only
     },
   );
 });

@@ -4,7 +4,7 @@
  * with it. Expired records count as absent even before DynamoDB's TTL removes them. The header itself is declared
  * and checked with the route (shared/http/schemas.ts IdempotencyKey).
  *
- * A crash must not lock a key (README "Idempotency after a crash"). The claim records, before any side effect, the
+ * A crash must not lock a key (README, isolation table: "a client's Idempotency-Key, after a crash"). The claim records, before any side effect, the
  * id of the operation it will perform (`operationId`: the execution id, the withdrawal id) and a lease
  * (`leaseUntil`, ms, idempotency_lease_ms). The operation's first durable side effect is keyed by that id and
  * conditional on it being new, so performing it twice under the same id does it once. A repeat that finds the key
