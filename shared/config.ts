@@ -133,6 +133,12 @@ const LIMITS = {
   streamKeepaliveMs: int(15_000, 1),
   maxOpenStreamsPerOwner: int(20, 1),
   idempotencyTtlS: int(24 * 3600, 1),
+  /**
+   * How long a request holds its Idempotency-Key before a repeat may take it over (shared/store/idempotency.ts): a
+   * retry after a crash is answered within this long of the crashed request's claim. Also bounds `:withdraw`'s work
+   * before its record is stored (half of it), so a live request never outlasts its lease.
+   */
+  idempotencyLeaseMs: int(60_000, 1_000),
   missedFireGraceMs: int(15 * 60_000),
   maxCatchupBlocks: int(10_000),
   rateLimitBurst: int(50, 1),

@@ -4,6 +4,7 @@
  * a secret redacted everywhere it is recorded), failures, the 412 reasons, the check order, idempotency and
  * concurrent claims.
  */
+import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type SignedIn } from "./support/auth";
 import { startService, type TestService } from "./support/service";
@@ -407,7 +408,10 @@ describe("Idempotency-Key", () => {
     const alice = await newOwner();
     const wf = await createWorkflow(alice);
     const body = { triggerType: "manual" };
-    await Idempotency.claim(alice.owner, `trigger#${wf.id}`, "in-flight", Idempotency.bodyFingerprint(body));
+    await Idempotency.claim(
+      { owner: alice.owner, scope: `trigger#${wf.id}`, key: "in-flight" },
+      { fingerprint: Idempotency.bodyFingerprint(body), operationId: ulid(), recover: async () => undefined },
+    );
     const busy = await trigger(alice, wf.id, body, { "Idempotency-Key": "in-flight" });
     expect(busy.status).toBe(409);
     expect(busy.body.code).toBe("IDEMPOTENCY_IN_PROGRESS");

@@ -35,6 +35,8 @@ export interface ClaimRequest {
   workflow?: Workflow.WorkflowRecord;
   /** `workflow` is the process's cached copy (Workflow.cachedForTrigger): its mutable members are not trusted. */
   cached?: boolean;
+  /** The execution's id, chosen by the caller (an Idempotency-Key's operation); default a new ULID of `now`. */
+  executionId?: string;
 }
 
 /**
@@ -52,7 +54,7 @@ const MAX_REMEMBERED = 10_000;
  */
 export async function claimExecution(workflowId: string, request: ClaimRequest): Promise<string> {
   const { now } = request;
-  const executionId = ulid(now);
+  const executionId = request.executionId ?? ulid(now);
   const common = {
     now,
     ...(request.owner ? { owner: request.owner } : {}),
@@ -176,6 +178,17 @@ export async function handOver(workflowId: string, executionId: string, owner?: 
     }
     return false;
   }
+}
+
+/**
+ * A manual claim's execution by its id, for a repeat of a request that crashed (an Idempotency-Key taken over):
+ * written (true), or written now from the marker the crash left on the workflow and handed to a runner, as the
+ * sweeper would (true), or never claimed (false: the repeat claims it under the same id).
+ */
+export async function recoverClaimedExecution(workflowId: string, executionId: string): Promise<boolean> {
+  const found = await Workflow.recoverRunClaim(workflowId, executionId, rebuildExecution);
+  if (found === "finished") await handOver(workflowId, executionId);
+  return found !== "none";
 }
 
 /**

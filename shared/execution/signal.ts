@@ -66,20 +66,27 @@ export async function signal(
     throw validationFailed([{ path: "body.nodeId", message: "is required when more than one signal wait is open" }]);
 
   const answer = async (replayed: boolean) => ({ result: await answerFor(execution, isOwner), replayed });
-  const scope = `signal#${execution.id}`;
-  if (idempotencyKey) {
-    const claim = await Idempotency.claim(caller, scope, idempotencyKey, Idempotency.bodyFingerprint(body));
+  const key = idempotencyKey ? { owner: caller, scope: `signal#${execution.id}`, key: idempotencyKey } : undefined;
+  let leaseUntil = Infinity;
+  if (key) {
+    // A signal is idempotent by itself (§17.1.4): a repeat of one that crashed signals again, a no-op if it had landed.
+    const claim = await Idempotency.claim(key, {
+      fingerprint: Idempotency.bodyFingerprint(body),
+      operationId: execution.id,
+      recover: async () => undefined,
+    });
     if (claim.kind === "replay") return answer(true);
+    leaseUntil = claim.leaseUntil;
   }
   try {
     const ended = await endSignalWait(execution, item, target, { decision: body.decision, payload, signer: caller });
     if (ended === "waiting") await handOverResume(execution, item);
     if (ended !== "replayed") await goneOn(execution, target!);
   } catch (err) {
-    if (idempotencyKey) await Idempotency.release(caller, scope, idempotencyKey);
+    if (key) await Idempotency.release(key, leaseUntil);
     throw err;
   }
-  if (idempotencyKey) await Idempotency.complete(caller, scope, idempotencyKey, { signalled: true });
+  if (key) await Idempotency.complete(key, execution.id, { signalled: true });
   return answer(false);
 }
 

@@ -13,12 +13,15 @@
  * a warm trigger is then two DynamoDB requests up to its answer, the count update and the execution's put.
  *
  * Idempotency-Key: the key is completed as soon as the execution is claimed, so a repeat during a long blocking
- * run is a replay (the same execution, waited on again), not a 409; a request that fails before the claim
- * (412, 404) forgets the key.
+ * run is a replay (the same execution, waited on again), not a 409; a request refused before the claim (412, 404)
+ * forgets the key. The execution id is chosen before the key is claimed and recorded on it, so a repeat of a
+ * request that crashed finds its claim by that id once the key's lease has passed (the execution, or the marker its
+ * count update left, finished as the sweeper would), or claims under the same id: never a second index.
  */
 import * as v from "valibot";
+import { ulid } from "ulid";
 import { useOwner } from "../context";
-import { validationFailed, type FieldError } from "../errors";
+import { ApiError, validationFailed, type FieldError } from "../errors";
 import { fieldErrors } from "../http/validate";
 import * as Idempotency from "../store/idempotency";
 import { useConfig, useRuntime } from "../runtime";
@@ -30,7 +33,7 @@ import { needsChainRead, triggerStepOutput } from "./trigger-output";
 import { runQueued } from "./runner";
 import { log } from "../log";
 import type { TriggerResult } from "./schemas";
-import { claimExecution, handOver } from "./claim";
+import { claimExecution, handOver, recoverClaimedExecution } from "./claim";
 import { requireBus } from "./bus";
 
 interface TriggerRequest {
@@ -114,21 +117,31 @@ export async function trigger(rawId: string, body: Record<string, unknown>, idem
   const owner = useOwner();
   const { workflow, cached } = await lookUp(rawId, request, idempotencyKey === undefined);
 
-  const scope = `trigger#${workflow.id}`;
-  if (idempotencyKey) {
-    const claim = await Idempotency.claim(owner, scope, idempotencyKey, Idempotency.bodyFingerprint(body));
+  const key = idempotencyKey ? { owner, scope: `trigger#${workflow.id}`, key: idempotencyKey } : undefined;
+  let executionId = ulid(useRuntime().now());
+  let leaseUntil = Infinity;
+  if (key) {
+    const claim = await Idempotency.claim(key, {
+      fingerprint: Idempotency.bodyFingerprint(body),
+      operationId: executionId,
+      // a crashed request's claim: its execution, written now from its marker if the crash came before
+      recover: async (id) =>
+        (await recoverClaimedExecution(workflow.id, id)) ? { executionId: id, blocking: request.isBlocking } : undefined,
+    });
     if (claim.kind === "replay") return replay(workflow.id, claim.outcome);
+    ({ operationId: executionId, leaseUntil } = claim);
   }
 
-  let executionId: string;
   let startAt: number;
   try {
-    ({ executionId, startAt } = await claimRun(workflow, cached, request));
+    startAt = await claimRun(workflow, cached, request, executionId, leaseUntil);
   } catch (err) {
-    if (idempotencyKey) await Idempotency.release(owner, scope, idempotencyKey);
+    // Only a refusal (404, 412, a lease run out) claimed nothing for sure; after anything else the count update may
+    // have landed, so the key stays in progress and a repeat after the lease finds the claim by its execution id.
+    if (key && err instanceof ApiError) await Idempotency.release(key, leaseUntil);
     throw err;
   }
-  if (idempotencyKey) await Idempotency.complete(owner, scope, idempotencyKey, { executionId, blocking: request.isBlocking });
+  if (key) await Idempotency.complete(key, executionId, { executionId, blocking: request.isBlocking });
 
   if (request.isBlocking) {
     // The wait counts from here, time queued included. When it runs out the answer is the current state
@@ -169,23 +182,38 @@ async function lookUp(rawId: string, request: TriggerRequest, useCache: boolean)
   return { workflow: found.record, cached: found.cached };
 }
 
-/** The claim: the execution record `pending` (trigger step included) with the next index. */
-async function claimRun(workflow: Workflow.WorkflowRecord, cached: boolean, request: TriggerRequest) {
+/**
+ * The claim: the execution record `pending` (trigger step included) with the next index, under `executionId`. Its
+ * first side effect comes in the first half of the Idempotency-Key's lease or never: a repeat may take the key over
+ * once the lease has ended, and must find the claim by then or be the only one to make it.
+ */
+async function claimRun(
+  workflow: Workflow.WorkflowRecord,
+  cached: boolean,
+  request: TriggerRequest,
+  executionId: string,
+  leaseUntil: number,
+): Promise<number> {
   const now = useRuntime().now();
+  if (now >= leaseUntil - useConfig().limits.idempotencyLeaseMs / 2) throw leaseEnded();
   // A block trigger without `triggerOutput` reads its chain at run time (the claim records its step as `{data: null}`).
   const readsChain = needsChainRead(workflow.trigger, request.triggerOutput);
-  const executionId = await claimExecution(workflow.id, {
+  await claimExecution(workflow.id, {
     now,
     owner: workflow.owner,
     workflow,
     cached,
+    executionId,
     runInput: {
       ...(readsChain ? {} : { triggerOutput: triggerStepOutput(workflow.trigger, request.triggerOutput, now) }),
       ...(request.triggerInput ? { triggerInput: request.triggerInput } : {}),
     },
   });
-  return { executionId, startAt: now };
+  return now;
 }
+
+/** Not a refusal: the key stays in progress, and a repeat after the lease performs the claim under the same id. */
+const leaseEnded = () => new Error("the Idempotency-Key's lease ended before the claim: left to a repeat");
 
 // ---------------------------------------------------------------------------------------------------------
 // Replays and answers

@@ -391,5 +391,15 @@ function clientIp(c: AppContext): string {
   return direct ?? c.req.header("x-forwarded-for")?.split(",")[0]?.trim() ?? "unknown";
 }
 
+/**
+ * When the function running this request is ended (epoch ms, Date.now): on Lambda its remaining time, which
+ * hono/aws-lambda hands over as `lambdaContext`; Infinity elsewhere (`npm start`, `app.request()`).
+ */
+export function requestDeadline(c: AppContext): number {
+  const lambda = (c.env as { lambdaContext?: { getRemainingTimeInMillis?: () => number } } | undefined)?.lambdaContext;
+  const remaining = lambda?.getRemainingTimeInMillis?.();
+  return remaining === undefined ? Infinity : Date.now() + remaining;
+}
+
 /** Path parameter of the matched route (already percent-decoded). */
 export const pathParam = (c: AppContext, name: string): string => c.get("params")[name] ?? "";

@@ -27,7 +27,8 @@ export function sharedComponents(config: Config): Json {
       schema: { type: "integer", minimum: 0 },
     },
     RetryAfter: {
-      description: "On 429 `RATE_LIMITED` only: whole seconds (at least 1) until one token is available.",
+      description:
+        "On 429 `RATE_LIMITED`: whole seconds (at least 1) until one token is available. On 409 `IDEMPOTENCY_IN_PROGRESS`: whole seconds (at least 1) until the first request's lease on the key ends, when a retry is answered (replayed, or performed once).",
       schema: { type: "integer", minimum: 1 },
     },
     WWWAuthenticate: { description: "Always `Bearer` on 401.", required: true, schema: { type: "string", const: "Bearer" } },

@@ -48,7 +48,10 @@ export const COMMON_CODES: Record<string, ProblemCode> = {
   PAYLOAD_TOO_LARGE: { meaning: "Request body over the body limit." },
   UNSUPPORTED_MEDIA_TYPE: { meaning: "Non-empty body without `Content-Type: application/json`." },
   RATE_LIMITED: { meaning: "Rate-limit bucket empty; `Retry-After` says when to retry. The rejected request consumed no token." },
-  IDEMPOTENCY_IN_PROGRESS: { meaning: "A request with the same `Idempotency-Key` is still being processed." },
+  IDEMPOTENCY_IN_PROGRESS: {
+    meaning:
+      "A request with the same `Idempotency-Key` is still being processed; `Retry-After` says when its lease ends (after a crash, a retry then replays its outcome or performs it once).",
+  },
   IDEMPOTENCY_KEY_MISMATCH: { meaning: "`Idempotency-Key` reused with a different body." },
   INTERNAL: { meaning: "Unexpected failure; generic `detail`." },
   UPSTREAM_UNAVAILABLE: {

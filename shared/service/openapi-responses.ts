@@ -43,7 +43,7 @@ export function problemResponse(
   };
   if (status === 401) headers["WWW-Authenticate"] = headerRef("WWWAuthenticate");
   else Object.assign(headers, rateLimitHeaders());
-  if (codes.includes("RATE_LIMITED")) headers["Retry-After"] = headerRef("RetryAfter");
+  if (codes.includes("RATE_LIMITED") || codes.includes("IDEMPOTENCY_IN_PROGRESS")) headers["Retry-After"] = headerRef("RetryAfter");
   const lines = entries.map(([code, meaning]) => `- \`${code}\`: ${meaning.meaning}`);
   return {
     description: `${TITLES[status]}. \`code\` is one of:\n\n${lines.join("\n")}${note ? `\n\n${note}` : ""}`,

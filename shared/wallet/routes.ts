@@ -1,5 +1,5 @@
 /** HTTP routes of the wallet group (API.md §11): contract.ts declares them; handlers call the domain and shape the answer. */
-import { route, type Route } from "../http/app";
+import { requestDeadline, route, type Route } from "../http/app";
 import { decodePage, pageEnvelope } from "../http/paging";
 import { useOwner } from "../context";
 import * as Contract from "./contract";
@@ -17,7 +17,7 @@ export const walletRoutes: Route[] = [
   route(Contract.update, async (c, { params, query, body }) => c.json(await Wallet.update(params.address, query.chainId, body))),
   route(Contract.nonce, async (c, { params, query }) => c.json({ nonce: await Wallet.nonce(params.address, query.chainId) })),
   route(Contract.withdraw, async (c, { params, headers, body }) => {
-    const { result, replayed } = await Withdraw.withdraw(params.address, body, headers["Idempotency-Key"]);
+    const { result, replayed } = await Withdraw.withdraw(params.address, body, headers["Idempotency-Key"], requestDeadline(c));
     if (replayed) c.header("Idempotency-Replayed", "true");
     return c.json(result, 200);
   }),

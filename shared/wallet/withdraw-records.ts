@@ -10,8 +10,18 @@ import type { Followed } from "./delivery";
 // ---------------------------------------------------------------------------------------------
 // Records
 
+/** Another request recorded this withdrawal (its id) first: that one sends it, this one answers with it. */
+export class AlreadyRecorded extends Error {
+  constructor(readonly id: string) {
+    super(`withdrawal ${id} was recorded by another request`);
+    this.name = "AlreadyRecorded";
+  }
+}
+
+/** Records a new withdrawal; AlreadyRecorded when its id is taken. */
 export async function record(w: StoredWithdrawal): Promise<Result> {
-  await recordWithdrawal({ owner: w.owner, chainId: w.chainId, wallet: w.smartWalletAddress, id: w.id }, { ...w });
+  if (!(await recordWithdrawal({ owner: w.owner, chainId: w.chainId, wallet: w.smartWalletAddress, id: w.id }, { ...w })))
+    throw new AlreadyRecorded(w.id);
   return toResult(w);
 }
 

@@ -26,7 +26,8 @@ import { dispatch, insufficientBalance, type Dispatched } from "./operation";
 import { bundlerRejection, follow, storeOperation, type Followed } from "./delivery";
 import type { ChainSettings } from "../config";
 import { ETH, fieldError, parseRequest, type Request, type Result, type StoredWithdrawal } from "./withdraw-request";
-import { getStored, record, settle, settleFollowed } from "./withdraw-records";
+import { AlreadyRecorded, getStored, record, settle, settleFollowed } from "./withdraw-records";
+import { by, deadlinesFrom, Recording, tooLate } from "./withdraw-deadline";
 import { refresh } from "./withdraw-followup";
 
 export { type Result } from "./withdraw-request";
@@ -39,44 +40,88 @@ export async function withdraw(
   walletPath: string,
   body: Record<string, unknown>,
   idempotencyKey: string | undefined,
+  endsAt = Infinity,
 ): Promise<{ result: Result; replayed: boolean }> {
+  const started = Date.now();
   const request = parseRequest(walletPath, body);
   const { wallet, chain } = await requireOwned(walletPath, request.chainId);
   if (!chain.bundlerUrl) throw unsupportedChain(chain.chainId);
   const owner = useOwner();
-  const scope = `withdraw#${chain.chainId}#${wallet.address.toLowerCase()}`;
+  const stored = async (id: string) => getStored(owner, chain.chainId, wallet.address, id);
+  const key = idempotencyKey
+    ? { owner, scope: `withdraw#${chain.chainId}#${wallet.address.toLowerCase()}`, key: idempotencyKey }
+    : undefined;
 
-  if (idempotencyKey) {
-    const claim = await Idempotency.claim(owner, scope, idempotencyKey, Idempotency.bodyFingerprint(body));
-    if (claim.kind === "replay") {
-      const stored = await getStored(owner, chain.chainId, wallet.address, String(claim.outcome.withdrawalId));
-      if (!stored) throw new Error("idempotency record points at a missing withdrawal");
-      return { result: await refresh(stored, chain), replayed: true };
-    }
+  let id = ulid();
+  let leaseUntil = Infinity;
+  if (key) {
+    const claim = await Idempotency.claim(key, {
+      fingerprint: Idempotency.bodyFingerprint(body),
+      operationId: id,
+      // a crashed request's withdrawal: recorded (then it was or will be sent, §11.6), or never (then sent now, once)
+      recover: async (withdrawalId) => ((await stored(withdrawalId)) ? { withdrawalId } : undefined),
+    });
+    if (claim.kind === "replay") return { result: await replayOf(stored, String(claim.outcome.withdrawalId), chain), replayed: true };
+    ({ operationId: id, leaseUntil } = claim);
   }
+  const deadlines = deadlinesFrom(started, endsAt);
+  const recording = new Recording(deadlines.recordBy);
   try {
-    const result = await send(wallet, chain, request);
-    if (idempotencyKey) await Idempotency.complete(owner, scope, idempotencyKey, { withdrawalId: result.id });
+    const result = await send(wallet, chain, request, id, recording, deadlines.answerBy);
+    if (key) await Idempotency.complete(key, id, { withdrawalId: result.id });
     return { result, replayed: false };
   } catch (err) {
-    // Nothing was sent: the key is not remembered (a preflight 400, an unreachable RPC).
-    if (idempotencyKey) await Idempotency.release(owner, scope, idempotencyKey);
+    if (err instanceof AlreadyRecorded) {
+      // performed by the other request holding this key (a crashed one's repeat, or the slow original)
+      if (key) await Idempotency.complete(key, id, { withdrawalId: id });
+      return { result: await replayOf(stored, id, chain), replayed: true };
+    }
+    // Nothing was sent: the key is not remembered (a preflight 400, an unreachable RPC). Once recorded it stays.
+    if (key && !recording.begun) await Idempotency.release(key, leaseUntil);
     throw err;
   }
+}
+
+/** The recorded withdrawal in its current state (a pending one followed up, §11.6). */
+async function replayOf(stored: (id: string) => Promise<StoredWithdrawal | undefined>, id: string, chain: ChainSettings) {
+  const found = await stored(id);
+  if (!found) throw new Error("idempotency record points at a missing withdrawal");
+  return refresh(found, chain);
 }
 
 /**
  * Preflight, build, sign, record and send one withdrawal under its own nonce key (the first 192 bits of its id's
  * hash, sequence 0), side by side with the wallet's other operations; an undeployed account is deployed by one of
- * them, the others waiting for its code (deployment.ts).
+ * them, the others waiting for its code (deployment.ts). Bounded (withdraw-deadline.ts): unrecorded by `recordBy`,
+ * 503 and never recorded; recorded, answered within `withdraw_confirm_wait_ms` and by `answerBy`.
  */
-async function send(wallet: WalletRecord, chain: ChainSettings, request: Request): Promise<Result> {
+async function send(
+  wallet: WalletRecord,
+  chain: ChainSettings,
+  request: Request,
+  id: string,
+  recording: Recording,
+  answerBy: number,
+): Promise<Result> {
+  const outcome = deliver(wallet, chain, request, id, recording);
+  outcome.catch(() => undefined); // its rejection is thrown below, or comes after a 503 that abandoned it
+  const first = await by(Promise.race([outcome, recording.stored.then((): typeof RECORDED => RECORDED)]), recording.recordBy);
+  if (first === undefined && recording.abandon()) throw tooLate();
+  if (first !== undefined && first !== RECORDED) return first; // settled before any pending record (failed)
+  const pending = await recording.stored; // stored, or being stored when the deadline came
+  const { withdrawConfirmWaitMs } = useConfig().limits;
+  return (await by(outcome, Math.min(Date.now() + withdrawConfirmWaitMs, answerBy))) ?? pending;
+}
+
+const RECORDED = Symbol("recorded");
+
+/** The withdrawal from its preflight to its stored outcome (the receipt, a refusal), or pending at the receipt wait. */
+async function deliver(wallet: WalletRecord, chain: ChainSettings, request: Request, id: string, recording: Recording): Promise<Result> {
   const client = publicClient(chain);
   const bundler = bundlerClient(chain);
   const signable = await verifySignable(wallet, chain);
   const { amount, balance, call } = await preflight(client, wallet, request);
 
-  const id = ulid();
   const nonceKey = nonceKeyOf(withdrawalIdentity(id));
   const base = {
     id,
@@ -95,41 +140,40 @@ async function send(wallet: WalletRecord, chain: ChainSettings, request: Request
       client,
       bundler,
       signable,
-      nonce: { value: composeNonce(nonceKey), mayBeUsed: false }, // a new id: nothing can have used its key
+      // a new id, or a crashed request's that recorded nothing: nothing can have used its key
+      nonce: { value: composeNonce(nonceKey), mayBeUsed: false },
       plan: async () => ({ calls: (value) => [call(value)], amount }),
       // Stored before it is sent: whatever happens next (a lost answer, a crash), the follow-up knows the
-      // operation and can send the very same one again.
+      // operation and can send the very same one again. Past the deadline, or recorded by another request
+      // holding the same id, it throws: nothing is sent.
       beforeSend: async ({ op, amount: finalAmount }, userOpHash) => {
-        submitted = await record({
-          ...base,
-          status: "pending",
-          userOpHash,
-          amount: finalAmount.toString(),
-          submittedAt: useRuntime().now(),
-          nonceKey: toHex(nonceKey),
-          userOp: storeOperation(op),
-        });
+        submitted = await recording.record(() =>
+          record({
+            ...base,
+            status: "pending",
+            userOpHash,
+            amount: finalAmount.toString(),
+            submittedAt: useRuntime().now(),
+            nonceKey: toHex(nonceKey),
+            userOp: storeOperation(op),
+          }),
+        );
       },
     });
   } catch (err) {
     const rejection = bundlerRejection(err);
     // the chain or the bundler unusable: 503/502; our own failures (the table) as they are
     if (rejection === undefined) throw err instanceof BaseError ? upstreamError(err) : err;
-    return record({
-      ...base,
-      status: "failed",
-      message: rejection,
-      amount: String(amount === "max" ? balance : amount),
-      submittedAt: useRuntime().now(),
-    });
+    const failed = { ...base, status: "failed" as const, message: rejection, amount: String(amount === "max" ? balance : amount) };
+    return recording.record(() => record({ ...failed, submittedAt: useRuntime().now() }));
   }
   if (!dispatched.sent) return settle(submitted!, { status: "failed", message: dispatched.refusal, userOpHash: undefined });
 
   const { prepared, userOpHash, turn, answer } = dispatched;
   const { withdrawConfirmWaitMs, useropReceiptWaitMs } = useConfig().limits;
-  // Followed in the background past the answer (up to the user-operation receipt wait): the outcome is stored as
-  // soon as it is known, and the account's deployment turn ended with it.
-  const followed: Promise<Followed> = follow({
+  // Followed past the answer (up to the user-operation receipt wait): the outcome is stored as soon as it is known,
+  // and the account's deployment turn ended with it.
+  const followed = await follow({
     client,
     bundler,
     entryPoint: getAddress(chain.entryPoint),
@@ -139,27 +183,15 @@ async function send(wallet: WalletRecord, chain: ChainSettings, request: Request
     first: answer,
   }).catch((): Followed => ({ timedOut: true, taken: true }));
   const pending = submitted!;
-  const outcome = followed
-    .then(async (f) => {
-      if ("refused" in f) await prepared.giveBack();
-      // not taken in time (deferred all along): still pending, the follow-up sends it again, so its turn is kept
-      await turn.end("receipt" in f ? "included" : "refused" in f ? "not-sent" : "unknown");
-      return settleFollowed(pending, f);
-    })
-    .catch((err: unknown) => {
-      log.warn("a withdrawal's outcome could not be stored; the follow-up will", { id: pending.id, error: (err as Error).message });
-      return pending;
-    });
-  return answerWithin(outcome, withdrawConfirmWaitMs, pending);
-}
-
-/** The stored outcome once known within `waitMs`, else the withdrawal as submitted (pending). */
-async function answerWithin(outcome: Promise<Result>, waitMs: number, submitted: Result): Promise<Result> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, waitMs, undefined)));
-  const settled = await Promise.race([outcome, timeout]);
-  clearTimeout(timer);
-  return settled ?? submitted;
+  try {
+    if ("refused" in followed) await prepared.giveBack();
+    // not taken in time (deferred all along): still pending, the follow-up sends it again, so its turn is kept
+    await turn.end("receipt" in followed ? "included" : "refused" in followed ? "not-sent" : "unknown");
+    return await settleFollowed(pending, followed);
+  } catch (err) {
+    log.warn("a withdrawal's outcome could not be stored; the follow-up will", { id: pending.id, error: (err as Error).message });
+    return pending;
+  }
 }
 
 /** Token code, balance, and the account call (API.md §11.5 checks after the wallet lookup). */

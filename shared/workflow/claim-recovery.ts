@@ -11,6 +11,7 @@ import {
   journalsDue,
   runInputAttributeOf,
   runMarkerExecution,
+  runMarkerOf,
 } from "../store/entities/claim-intent";
 import { executionWritten } from "../store/entities/execution";
 import { takeIndexItem } from "../store/entities/workflow";
@@ -147,6 +148,28 @@ async function recoverJournals(now: number, build: RunClaimBuilder, max: number)
   }
   if (recovered.length) log.info("recovered interrupted claims", { journals: journals.length, executions: recovered.length });
   return recovered;
+}
+
+/**
+ * One manual claim by its execution id (a repeat of a crashed request, shared/store/idempotency.ts): "written" when
+ * its execution is; "finished" when the crash left its marker and the execution is written now, with the index the
+ * marker holds (and completion at the cap), exactly as the sweeper would; "none" when it never took an index. The
+ * marker is read before the execution: a marker is removed only once its execution is written, so a claim that
+ * took an index is seen by one of the two reads.
+ */
+export async function recoverRunClaim(
+  workflowId: string,
+  executionId: string,
+  build: RunClaimBuilder,
+): Promise<"written" | "finished" | "none"> {
+  const record = await read(workflowId);
+  const index = record ? indexOf(record, runMarkerOf(executionId)) : undefined;
+  if (await executionWritten(workflowId, executionId)) return "written";
+  if (!record || index === undefined) return "none";
+  const at = decodeTime(executionId);
+  const runInput = ((record as unknown as Item)[runInputAttributeOf(executionId)] as KeptRunInput | undefined) ?? "{}";
+  await finishRunClaim(record, await build({ workflow: record, executionId, index, at, runInput }), index, at);
+  return "finished";
 }
 
 /**

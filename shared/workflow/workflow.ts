@@ -69,7 +69,7 @@ export {
   claim,
   type KeptRunInput,
 } from "./claim";
-export { recoverClaims, type RunClaimBuilder } from "./claim-recovery";
+export { recoverClaims, recoverRunClaim, type RunClaimBuilder } from "./claim-recovery";
 export { closeJournals } from "./claim-journal";
 export { ownedForTrigger } from "./record-cache";
 export { recordOutcome, errorMark, outcomeHint } from "./outcome";

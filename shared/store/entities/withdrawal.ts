@@ -8,7 +8,7 @@ import { defineEntity, queryOnce } from "../entity";
 import { remove, set, when, type UpdateAction } from "../expression";
 import { Keys } from "../keys";
 import { queryPage, type PageResult } from "../query";
-import { Index } from "../table";
+import { Index, landed } from "../table";
 
 export interface WithdrawalId {
   owner: string;
@@ -27,9 +27,14 @@ type Item = Record<string, unknown>;
 
 const isPending = when.eq("status", "pending");
 
-/** Writes a new withdrawal (`record` holds the API fields and `owner`), on the pending index while pending. */
-export async function recordWithdrawal(id: WithdrawalId, record: Item & { status: string; submittedAt: number }): Promise<void> {
-  await Withdrawal.put(id, { ...(record.status === "pending" ? Keys.pendingWithdrawal(record.submittedAt, id.id) : {}), ...record });
+/**
+ * Writes a new withdrawal (`record` holds the API fields and `owner`), on the pending index while pending: only if
+ * no withdrawal has its id yet (false then). One id is one operation: of two requests performing the same withdrawal
+ * (an Idempotency-Key taken over after a crash), only the one whose record lands sends.
+ */
+export async function recordWithdrawal(id: WithdrawalId, record: Item & { status: string; submittedAt: number }): Promise<boolean> {
+  const item = { ...(record.status === "pending" ? Keys.pendingWithdrawal(record.submittedAt, id.id) : {}), ...record };
+  return landed(Withdrawal.put(id, item, { if: when.notExists() }));
 }
 
 export const getWithdrawal = (id: WithdrawalId) => Withdrawal.get(id, { consistent: true });
