@@ -337,6 +337,7 @@ export function waitHost(
           pendingMs: pass.pendingMsBefore + Math.max(0, now() - pass.startedAt),
           open: snapshot.open,
           attentionAt: Math.min(...deadlines),
+          steps: (item.stepIds as Set<string> | undefined)?.size ?? 0,
         });
         const stale = suspended ? Number(item.stateGeneration ?? 0) : generation;
         const staleParts = suspended ? Number(item.stateParts ?? 0) : parts;
