@@ -16,6 +16,8 @@ import { sweep } from "../shared/execution/execution";
 let service: TestService;
 let upstream: Upstream;
 let held = true;
+/** Answers of `/quick` requests, given when the test says. */
+const quick: (() => void)[] = [];
 const children: ServiceChild[] = [];
 const { call, ownerWithWallet, createWorkflow } = jsonClient(() => service.url);
 let offset = 0;
@@ -24,9 +26,10 @@ beforeAll(async () => {
   service = await startService();
   service.runtime.now = () => Date.now() + offset;
   // While `held`, a request is never answered: the process that sent it is killed meanwhile.
-  upstream = await startUpstream((_req, res) => {
-    if (held) return;
-    res.writeHead(200, { "content-type": "application/json" }).end('{"ok":true}');
+  upstream = await startUpstream((req, res) => {
+    const answer = () => res.writeHead(200, { "content-type": "application/json" }).end('{"ok":true}');
+    if (req.url?.startsWith("/quick")) return void quick.push(answer);
+    if (!held) answer();
   });
 });
 
@@ -121,6 +124,56 @@ describe("a crash after a wait ended", () => {
     // Once recovered, later sweeps find nothing more to do.
     await sweepAt(Date.now() + offset + DRIVER_STALE_MS);
     expect((await read(alice, wf.id, exec)).steps).toHaveLength(4);
+    offset = 0;
+  });
+
+  it("a wait that ended while the run was still pending is checkpointed before the run goes on: a crash after it resumes from there", async () => {
+    held = true;
+    const alice = await ownerWithWallet();
+    const wf = await createWorkflow(alice, {
+      trigger: { id: "t", name: "start", type: "manual", config: {} },
+      nodes: [
+        { id: "gate", name: "gate", type: "await", config: { channel: "api" } },
+        { id: "side", name: "side", type: "restApi", config: { url: `${upstream.url}/quick`, method: "GET" } },
+        { id: "call", name: "call", type: "restApi", config: { url: `${upstream.url}/after`, method: "GET" } },
+      ],
+      edges: [
+        { id: "e1", source: "t", target: "gate" },
+        { id: "e2", source: "t", target: "side" },
+        { id: "e3", source: "gate", target: "call" },
+      ],
+    });
+    // The first pass runs in another process: the wait begins while an independent path is still running.
+    const child = await startServiceChild(service.runtime.config.tableName, { ALLOW_PRIVATE_NETWORK: "true" });
+    children.push(child);
+    const other = jsonClient(() => child.url);
+    const sent = upstream.requests.length;
+    void other.call(alice, "POST", `/workflows/${wf.id}:trigger`, { triggerType: "manual", isBlocking: true }).catch(() => undefined);
+    const exec = await until("the side path's call", async () => {
+      if (quick.length === 0) return undefined;
+      const list = await call(alice, "GET", `/workflows/${wf.id}/executions`);
+      return list.body.data?.[0]?.id as string | undefined;
+    });
+    await until("the wait", async () => ((await read(alice, wf.id, exec)).waitingFor?.length ? true : undefined));
+    // Approved while the run is pending; then the side path ends, and the run goes on to the held call and dies.
+    void call(alice, "POST", `/executions/${exec}:signal?workflowId=${wf.id}`, { decision: "approve" }).catch(() => undefined);
+    await until("the approval", async () => ((await read(alice, wf.id, exec)).steps.some((s: Json) => s.id === "gate") ? true : undefined));
+    quick.splice(0).forEach((answer) => answer());
+    await until("the call after the wait", async () =>
+      upstream.requests.some((r, i) => i >= sent && r.path === "/after") ? true : undefined,
+    );
+    await child.kill();
+    expect((await read(alice, wf.id, exec)).status).toBe("pending");
+    held = false;
+
+    offset = DRIVER_STALE_MS + 1_000;
+    expect(await sweepAt(Date.now() + offset)).toEqual([]);
+    const done = await until("the recovered run's end", async () => {
+      const e = await read(alice, wf.id, exec);
+      return e.status === "pending" ? undefined : e;
+    });
+    expect(done.status, JSON.stringify(done)).toBe("success");
+    expect(done.steps.map((s: Json) => s.id).sort()).toEqual(["call", "gate", "side", "t"]);
     offset = 0;
   });
 });

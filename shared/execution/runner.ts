@@ -117,7 +117,7 @@ async function takeOver(key: { workflowId: string; id: string }, read: Record<st
   await driveFromState(taken, { startedAt: Number(taken.passStartedAt), pendingMsBefore: Number(taken.pendingMs ?? 0) });
 }
 
-/** Drives a pending execution on from its sealed state and the waits ended since, renewing `driverAt` meanwhile. */
+/** Drives a pending execution on from its sealed state and the waits ended since. */
 async function driveFromState(item: Record<string, unknown>, pass: { startedAt: number; pendingMsBefore: number }): Promise<void> {
   const workflowId = String(item.workflowId);
   const executionId = String(item.id);
@@ -126,24 +126,35 @@ async function driveFromState(item: Record<string, unknown>, pass: { startedAt: 
   const endedIds = ((item.openWaits as string[] | undefined) ?? []).filter((id) => !open.has(id));
   const prepared = Promise.all([loadState(item), endedWaits(item, endedIds)]);
   prepared.catch(() => undefined); // awaited below unless the workflow is gone
+  await drive(workflowId, executionId, async (workflow) => {
+    const [snapshot, ended] = await prepared;
+    return run(workflow, item as unknown as StartedExecution, {}, pass, { snapshot, ended });
+  });
+}
+
+/**
+ * One pass of a run, to its end or its suspension: the workflow as stored now, then the outcome recorded. The pass
+ * renews the execution's `driverAt` meanwhile, so that recovery (./recovery.ts) never takes over a live pass.
+ */
+async function drive(
+  workflowId: string,
+  executionId: string,
+  pass: (workflow: Workflow.WorkflowRecord) => Promise<Ended | "waiting">,
+): Promise<void> {
   const heartbeat = setInterval(() => {
     renewDriver({ workflowId, id: executionId }, useRuntime().now()).catch((err: unknown) =>
-      log.warn("could not renew a resumed run's driver mark", { executionId, error: (err as Error).message }),
+      log.warn("could not renew a run's driver mark", { executionId, error: (err as Error).message }),
     );
   }, DRIVER_RENEW_MS);
   heartbeat.unref();
   try {
-    await drive(workflowId, executionId, async (workflow) => {
-      const [snapshot, ended] = await prepared;
-      return run(workflow, item as unknown as StartedExecution, {}, pass, { snapshot, ended });
-    });
+    await drivePass(workflowId, executionId, pass);
   } finally {
     clearInterval(heartbeat);
   }
 }
 
-/** One pass of a run, to its end or its suspension: the workflow as stored now, then the outcome recorded. */
-async function drive(
+async function drivePass(
   workflowId: string,
   executionId: string,
   pass: (workflow: Workflow.WorkflowRecord) => Promise<Ended | "waiting">,

@@ -281,6 +281,33 @@ export async function suspendRun(
 }
 
 /**
+ * Checkpoints a pending run that goes on after waits ended (./recovery.ts takes such a pass over if its driver
+ * dies): its state's generation, the pass's start and pending time before it, the waits open at the checkpoint
+ * (ended ones included) and the steps recorded but theirs; only while pending. False when refused.
+ */
+export async function checkpointRun(
+  execution: ExecutionId,
+  fields: Parameters<typeof suspendRun>[1] & { passStartedAt: number; driverAt: number },
+): Promise<boolean> {
+  return landed(
+    Execution.update(
+      execution,
+      [
+        set("stateGeneration", fields.stateGeneration),
+        set("stateParts", fields.stateParts),
+        set("stateKey", fields.stateKey),
+        set("pendingMs", fields.pendingMs),
+        set("openWaits", fields.open),
+        set("suspendedSteps", fields.steps),
+        set("passStartedAt", fields.passStartedAt),
+        set("driverAt", fields.driverAt),
+      ],
+      { if: isPending },
+    ),
+  );
+}
+
+/**
  * Resumes a waiting run: `pending` again, back on the pending index at `virtualStart` (now − the pending time so
  * far: the timeout counts pending time only), only while it is waiting on generation `stateGeneration` (two
  * resumers: one wins). The item after, or undefined.
