@@ -6,7 +6,9 @@
  * Idempotent per execution id: the first call marks the pending execution started with one conditional write;
  * every later delivery of the same event (EventBridge and Lambda retry, the in-process bus, a blocking trigger
  * racing its own event) finds the mark and runs nothing. A runner that dies after the mark leaves the execution
- * pending, and the sweeper ends it `error` "execution timed out" (API.md §10.3).
+ * pending, and the sweeper ends it `error` "execution timed out" (API.md §10.3), unless all the pass had done lay in
+ * a sealed state and waits ended since (a resume, or a checkpoint): another runner then takes it over from there
+ * (./recovery.ts).
  *
  * A run that waits (API.md §17.1, ./waits.ts) suspends with its state persisted and holds nothing; whoever ends a
  * wait hands it back through the bus (`resume`), and any process resumes it from the stored state: the resume
