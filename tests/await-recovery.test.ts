@@ -9,7 +9,7 @@ import { startService, type TestService } from "./support/service";
 import { startServiceChild, type ServiceChild } from "./support/service-child";
 import { startUpstream, type Upstream } from "./support/upstream";
 import { executionPath, jsonClient, type Json, type Owner } from "./support/client";
-import { endDueWaits } from "../shared/execution/waits";
+import { endDueWaits, endWait } from "../shared/execution/waits";
 import { resumeLostRuns, DRIVER_STALE_MS } from "../shared/execution/recovery";
 import { sweep } from "../shared/execution/execution";
 
@@ -175,5 +175,32 @@ describe("a crash after a wait ended", () => {
     expect(done.status, JSON.stringify(done)).toBe("success");
     expect(done.steps.map((s: Json) => s.id).sort()).toEqual(["call", "gate", "side", "t"]);
     offset = 0;
+  });
+
+  it("a wait ended while waiting whose hand-over was lost (the process died before publishing it) is resumed by the next sweep", async () => {
+    held = false;
+    const alice = await ownerWithWallet();
+    const wf = await approvalThenCall(alice);
+    const started = await call(alice, "POST", `/workflows/${wf.id}:trigger`, { triggerType: "manual", isBlocking: true });
+    expect(started.body.status).toBe("waiting");
+    const exec = started.body.executionId as string;
+    // The end is recorded as the signal records it, and nothing is handed to a runner.
+    const ended = await endWait({ workflowId: wf.id, id: exec }, "gate", {
+      how: "signal",
+      decision: "approve",
+      payload: { n: 3 },
+      signer: alice.owner,
+    });
+    expect(ended).toBe("waiting");
+    expect((await read(alice, wf.id, exec)).status).toBe("waiting");
+
+    expect(await sweepAt(Date.now())).toEqual([]);
+    const done = await until("the resumed run's end", async () => {
+      const e = await read(alice, wf.id, exec);
+      return e.status === "pending" || e.status === "waiting" ? undefined : e;
+    });
+    expect(done.status, JSON.stringify(done)).toBe("success");
+    expect(done.steps.map((s: Json) => s.id)).toEqual(["t", "gate", "call", "after"]);
+    expect(done.steps.find((s: Json) => s.id === "after").output.data).toBe(3);
   });
 });
