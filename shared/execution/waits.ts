@@ -10,7 +10,8 @@
  * A run that has nothing left to run while waits are open suspends: its engine state (./runner.ts, `quiet`) is
  * sealed under the key service (outputs may hold secret values) and written in parts, and the execution becomes
  * `waiting` by a conditional update that holds only while every wait the run knows of is still open. A wait that
- * ended meanwhile makes the update fail and the run takes the ended wait up itself. Whoever ends a wait of a
+ * ended meanwhile makes the update fail and the run takes the ended wait up itself, after sealing its state as a
+ * checkpoint (a crash before its next step is then recovered from there: ./recovery.ts). Whoever ends a wait of a
  * `waiting` execution hands it to a runner (`handOverResume`); the runner's resume is conditional on the state
  * generation, so two waits ending at once start one driver. A waiting run holds no process, connection or Lambda.
  */
