@@ -5,7 +5,7 @@
  * (API.md §8.2), freeing their slot, schedules and watch entry. Claims a crash interrupted are finished and their
  * runs handed to the runner through the bus (shared/execution/claim.ts), so no execution index is lost. Waits of
  * `await` nodes past their deadline end AWAIT_TIMEOUT, and waiting runs with an ended wait are resumed
- * (shared/execution/waits.ts).
+ * (shared/execution/waits.ts); resumed runs whose driver died are taken over (shared/execution/recovery.ts).
  */
 import "./bootstrap";
 import "../shared/service/scheduler";
@@ -15,6 +15,7 @@ import { recoverInterruptedClaims } from "../shared/execution/claim";
 import { followUpPending } from "../shared/wallet/withdraw";
 import { sweep } from "../shared/execution/execution";
 import { endDueWaits } from "../shared/execution/waits";
+import { resumeLostRuns } from "../shared/execution/recovery";
 import { expireDue, recordOutcome } from "../shared/workflow/workflow";
 
 setBus(createEventBridgeBus({ busName: (Resource as unknown as { Bus: { name: string } }).Bus.name }));
@@ -30,14 +31,15 @@ async function sweepExecutions() {
 }
 
 export const handler = async () => {
-  const [withdrawals, executions, expired, claims, waits] = await Promise.allSettled([
+  const [withdrawals, executions, expired, claims, waits, lost] = await Promise.allSettled([
     followUpPending(),
     sweepExecutions(),
     expireDue(Date.now(), EXPIRIES_PER_PASS),
     recoverInterruptedClaims(Date.now()),
     endDueWaits(Date.now()),
+    resumeLostRuns(Date.now()),
   ]);
-  for (const part of [withdrawals, executions, expired, claims, waits]) if (part.status === "rejected") throw part.reason;
+  for (const part of [withdrawals, executions, expired, claims, waits, lost]) if (part.status === "rejected") throw part.reason;
   const value = <T>(part: PromiseSettledResult<T>) => (part as PromiseFulfilledResult<T>).value;
   return {
     withdrawals: value(withdrawals),
@@ -45,5 +47,6 @@ export const handler = async () => {
     expiredWorkflows: value(expired).length,
     recoveredClaims: value(claims),
     resumedWaits: value(waits),
+    resumedLostRuns: value(lost),
   };
 };

@@ -18,6 +18,7 @@ import { createInProcessBus, setBus } from "../shared/execution/bus";
 import { withRunner } from "../shared/execution/runner";
 import { recoverInterruptedClaims } from "../shared/execution/claim";
 import { endDueWaits } from "../shared/execution/waits";
+import { resumeLostRuns } from "../shared/execution/recovery";
 import { createLocalScheduler } from "../shared/schedule/local";
 import { setScheduler } from "../shared/workflow/scheduler";
 import { startWatching } from "../shared/watch/watcher";
@@ -93,6 +94,8 @@ async function main() {
     recoverInterruptedClaims(now).catch((err) => log.warn("claim recovery failed", { error: (err as Error).message }));
     // Waits of await nodes past their deadline end AWAIT_TIMEOUT; runs whose wait ended are resumed (API.md §17.1).
     endDueWaits(now).catch((err) => log.warn("await timeout pass failed", { error: (err as Error).message }));
+    // Resumed runs whose driver died (a crash after a wait ended) go on from their last sealed state.
+    resumeLostRuns(now).catch((err) => log.warn("lost-run recovery failed", { error: (err as Error).message }));
   }, 30_000);
   // Cron and fixedTime triggers: due fires live in the table, so a restart picks up where the last run stopped.
   const scheduler = setScheduler(createLocalScheduler());

@@ -412,3 +412,50 @@ describe("chain-event waits", () => {
     expect(done!.steps.find((s: Json) => s.id === "after").output.data).toBe(gate.output.data.transactionHash);
   });
 });
+
+describe("chain-event waits begin at the head", () => {
+  it("a log mined just before the wait began never ends it, even right after another wait read the head; one mined after does", async () => {
+    const alice = await ownerWithWallet();
+    const token = await deployTestToken();
+    const to = privateKeyToAccount(generatePrivateKey()).address;
+    const wf = await createWorkflow(alice, {
+      trigger: { id: "t", name: "start", type: "manual", config: {} },
+      nodes: [
+        {
+          id: "gate",
+          name: "gate",
+          type: "await",
+          config: { chainEvent: { queries: [{ addresses: [token.address], topics: [TRANSFER] }] } },
+        },
+      ],
+    });
+    const holder = `await-head-${wf.id}`;
+    // A first run reads the head as its wait begins; a transfer is mined; a second run reaches its wait at once.
+    const first = await blocking(alice, wf.id);
+    expect(first.status).toBe("waiting");
+    await watchChain(31337, { holder });
+    await token.mint(to, 1n);
+    const second = await blocking(alice, wf.id);
+    expect(second.status).toBe("waiting");
+
+    const settle = async (exec: string): Promise<Json | undefined> => {
+      for (let i = 0; i < 40; i++) {
+        await watchChain(31337, { holder });
+        const read = (await call(alice, "GET", executionPath(wf.id, exec))).body;
+        if (read.status !== "waiting" && read.status !== "pending") return read;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      return undefined;
+    };
+    // The first run's wait began before the transfer: it ends on it. The second's began after: it does not.
+    expect((await settle(first.executionId))?.status).toBe("success");
+    for (let i = 0; i < 5; i++) await watchChain(31337, { holder });
+    expect((await call(alice, "GET", executionPath(wf.id, second.executionId))).body.status).toBe("waiting");
+
+    await token.mint(to, 2n);
+    const done = await settle(second.executionId);
+    await release(31337, holder);
+    expect(done?.status).toBe("success");
+    expect(BigInt(done!.steps.find((s: Json) => s.id === "gate").output.data.data)).toBe(2n);
+  });
+});

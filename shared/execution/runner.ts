@@ -6,7 +6,9 @@
  * Idempotent per execution id: the first call marks the pending execution started with one conditional write;
  * every later delivery of the same event (EventBridge and Lambda retry, the in-process bus, a blocking trigger
  * racing its own event) finds the mark and runs nothing. A runner that dies after the mark leaves the execution
- * pending, and the sweeper ends it `error` "execution timed out" (API.md §10.3).
+ * pending, and the sweeper ends it `error` "execution timed out" (API.md §10.3), unless all the pass had done lay in
+ * a sealed state and waits ended since (a resume, or a checkpoint): another runner then takes it over from there
+ * (./recovery.ts).
  *
  * A run that waits (API.md §17.1, ./waits.ts) suspends with its state persisted and holds nothing; whoever ends a
  * wait hands it back through the bus (`resume`), and any process resumes it from the stored state: the resume
@@ -35,7 +37,8 @@ import { createInProcessBus, setDefaultBus, type BusEvent, type EventBus } from 
 import { readRunInput, type RunRequest } from "./run-input";
 import { endedWaits, loadState, waitHost } from "./waits";
 import { emitChange } from "./execution-stored";
-import { getExecution, openWaitsOf, resumeRun } from "../store/entities/execution";
+import { getExecution, openWaitsOf, renewDriver, resumeRun, takeOverRun } from "../store/entities/execution";
+import { DRIVER_RENEW_MS, lostPass } from "./recovery";
 import type { RunInput } from "../engine/types";
 import { runQueue } from "./run-queue";
 import type { Cost, Step } from "./schemas";
@@ -78,7 +81,8 @@ export async function runExecution(workflowId: string, executionId: string): Pro
 /**
  * Resumes a waiting execution whose wait ended (./waits.ts): `pending` again (conditional on the state it
  * suspended with, so one resumer wins), then the run goes on from its stored state with the waits that ended.
- * Does nothing when the execution is not waiting.
+ * A pending execution whose resumed pass lost its driver (./recovery.ts) is taken over instead. Does nothing
+ * otherwise.
  */
 export async function resumeExecution(
   workflowId: string,
@@ -88,29 +92,71 @@ export async function resumeExecution(
   const key = { workflowId, id: executionId };
   let state = from;
   if (!state) {
-    const waiting = await getExecution(key);
-    if (waiting?.status !== "waiting") return;
-    state = { generation: Number(waiting.stateGeneration), pendingMs: Number(waiting.pendingMs ?? 0) };
+    const read = await getExecution(key);
+    if (read?.status === "pending") return takeOver(key, read);
+    if (read?.status !== "waiting") return;
+    state = { generation: Number(read.stateGeneration), pendingMs: Number(read.pendingMs ?? 0) };
   }
-  const { now } = useRuntime();
-  const at = now();
+  const at = useRuntime().now();
   const { pendingMs } = state;
   const resumed = await resumeRun(key, state.generation, at, at - pendingMs);
   if (!resumed) return;
   emitChange(workflowId, executionId);
+  await driveFromState(resumed, { startedAt: at, pendingMsBefore: pendingMs });
+}
+
+/**
+ * Takes over a resumed pass whose driver stopped (./recovery.ts, `lostPass`): the run goes on again from its last
+ * sealed state, the pass's pending time so far counted.
+ */
+async function takeOver(key: { workflowId: string; id: string }, read: Record<string, unknown>): Promise<void> {
+  const now = useRuntime().now();
+  const lost = lostPass(read, now);
+  if (!lost) return;
+  const taken = await takeOverRun(key, lost, now);
+  if (!taken) return;
+  log.warn("resuming a run whose driver stopped, from its last sealed state", { executionId: key.id });
+  await driveFromState(taken, { startedAt: Number(taken.passStartedAt), pendingMsBefore: Number(taken.pendingMs ?? 0) });
+}
+
+/** Drives a pending execution on from its sealed state and the waits ended since. */
+async function driveFromState(item: Record<string, unknown>, pass: { startedAt: number; pendingMsBefore: number }): Promise<void> {
+  const workflowId = String(item.workflowId);
+  const executionId = String(item.id);
   // The state and the ended waits' steps are read while drive() reads the workflow: three reads, one round trip.
-  const open = openWaitsOf(resumed);
-  const endedIds = ((resumed.openWaits as string[] | undefined) ?? []).filter((id) => !open.has(id));
-  const prepared = Promise.all([loadState(resumed), endedWaits(resumed, endedIds)]);
+  const open = openWaitsOf(item);
+  const endedIds = ((item.openWaits as string[] | undefined) ?? []).filter((id) => !open.has(id));
+  const prepared = Promise.all([loadState(item), endedWaits(item, endedIds)]);
   prepared.catch(() => undefined); // awaited below unless the workflow is gone
   await drive(workflowId, executionId, async (workflow) => {
     const [snapshot, ended] = await prepared;
-    return run(workflow, resumed as unknown as StartedExecution, {}, { startedAt: at, pendingMsBefore: pendingMs }, { snapshot, ended });
+    return run(workflow, item as unknown as StartedExecution, {}, pass, { snapshot, ended });
   });
 }
 
-/** One pass of a run, to its end or its suspension: the workflow as stored now, then the outcome recorded. */
+/**
+ * One pass of a run, to its end or its suspension: the workflow as stored now, then the outcome recorded. The pass
+ * renews the execution's `driverAt` meanwhile, so that recovery (./recovery.ts) never takes over a live pass.
+ */
 async function drive(
+  workflowId: string,
+  executionId: string,
+  pass: (workflow: Workflow.WorkflowRecord) => Promise<Ended | "waiting">,
+): Promise<void> {
+  const heartbeat = setInterval(() => {
+    renewDriver({ workflowId, id: executionId }, useRuntime().now()).catch((err: unknown) =>
+      log.warn("could not renew a run's driver mark", { executionId, error: (err as Error).message }),
+    );
+  }, DRIVER_RENEW_MS);
+  heartbeat.unref();
+  try {
+    await drivePass(workflowId, executionId, pass);
+  } finally {
+    clearInterval(heartbeat);
+  }
+}
+
+async function drivePass(
   workflowId: string,
   executionId: string,
   pass: (workflow: Workflow.WorkflowRecord) => Promise<Ended | "waiting">,

@@ -10,7 +10,8 @@
  * A run that has nothing left to run while waits are open suspends: its engine state (./runner.ts, `quiet`) is
  * sealed under the key service (outputs may hold secret values) and written in parts, and the execution becomes
  * `waiting` by a conditional update that holds only while every wait the run knows of is still open. A wait that
- * ended meanwhile makes the update fail and the run takes the ended wait up itself. Whoever ends a wait of a
+ * ended meanwhile makes the update fail and the run takes the ended wait up itself, after sealing its state as a
+ * checkpoint (a crash before its next step is then recovered from there: ./recovery.ts). Whoever ends a wait of a
  * `waiting` execution hands it to a runner (`handOverResume`); the runner's resume is conditional on the state
  * generation, so two waits ending at once start one driver. A waiting run holds no process, connection or Lambda.
  */
@@ -26,6 +27,7 @@ import {
   openWaitsOf,
   putOpenWait,
   suspendRun,
+  checkpointRun,
   waitingDue,
   type ExecutionId,
 } from "../store/entities/execution";
@@ -293,9 +295,44 @@ export async function endedWaits(item: Item, nodeIds: readonly string[]): Promis
 /** An ended wait's outcome up to this size (JSON bytes) is kept on the execution item as well as in its step. */
 const RESULT_ON_ITEM_BYTES = 4_096;
 
+/** How a pass's state is put in force: suspended (`waiting`), or checkpointed while the run goes on. */
+type StateWrite = (fields: SealedState) => Promise<boolean>;
+type SealedState = Parameters<typeof suspendRun>[1];
+
+/**
+ * Seals `snapshot` as the next generation of the run's state and puts it in force with `write` (conditional on
+ * the item's state); the generation that lost (the old one, or the new one when refused) is deleted. Whether
+ * `write` landed.
+ */
+async function persistState(
+  key: ExecutionId,
+  item: Item,
+  snapshot: RunSnapshot,
+  fields: Omit<SealedState, "stateGeneration" | "stateParts" | "stateKey">,
+  lastDeadline: number,
+  write: StateWrite,
+): Promise<boolean> {
+  const { config } = useRuntime();
+  const generation = Number(item.stateGeneration ?? 0) + 1;
+  const sealed = await seal(JSON.stringify(snapshot), stateContext(key.id));
+  const expiresAt = Math.ceil((lastDeadline + config.limits.executionTimeoutMs) / 1000) + 24 * 3600;
+  const parts = await writeStateParts(key.id, generation, Buffer.from(sealed.ciphertext, "base64"), STATE_PART_BYTES, expiresAt);
+  const stateKey = { encryptedKey: sealed.encryptedKey, iv: sealed.iv, tag: sealed.tag, keyId: sealed.keyId };
+  const landed = await write({ ...fields, stateGeneration: generation, stateParts: parts, stateKey });
+  const stale = landed ? Number(item.stateGeneration ?? 0) : generation;
+  const staleParts = landed ? Number(item.stateParts ?? 0) : parts;
+  if (stale > 0 && staleParts > 0)
+    await deleteStateParts(key.id, stale, staleParts).catch((err: unknown) =>
+      log.warn("could not delete a waiting run's old state (it expires)", { executionId: key.id, error: (err as Error).message }),
+    );
+  return landed;
+}
+
 /**
  * The runner's host for one pass's waits (the engine's WaitHost): records waits as they begin; when nothing runs,
- * ends the waits past their deadline, hands back those that ended, or suspends the run.
+ * ends the waits past their deadline, hands back those that ended, or suspends the run. Waits that ended while the
+ * run was pending are handed back after a checkpoint of the state (./recovery.ts): a crash before the run's next
+ * step then loses nothing.
  */
 export function waitHost(
   execution: ExecutionId & { owner: string },
@@ -308,43 +345,30 @@ export function waitHost(
       await beginWait(execution, { id: nodeId, ...nodes.get(nodeId)! }, wait, inputs);
     },
     async quiet(snapshot) {
-      const { now, config } = useRuntime();
+      const { now } = useRuntime();
       for (let attempt = 0; attempt < 20; attempt++) {
         const item = await getExecution(key);
         if (item?.status !== "pending") return { stopped: "execution stopped" };
         const waits = openWaitsOf(item);
-        const due = snapshot.open.filter((id) => {
-          const wait = waits.get(id) as unknown as StoredWait | undefined;
-          return wait !== undefined && wait.deadline <= now();
-        });
+        const deadlineOf = (id: string) => (waits.get(id) as unknown as StoredWait | undefined)?.deadline;
+        const due = snapshot.open.filter((id) => (deadlineOf(id) ?? Infinity) <= now());
         if (due.length) {
           for (const id of due) await endWait(key, id, { how: "timeout" });
           continue;
         }
         const ended = snapshot.open.filter((id) => !waits.has(id));
-        if (ended.length) return { ended: await endedWaits(item, ended) };
-
-        const generation = Number(item.stateGeneration ?? 0) + 1;
-        const deadlines = snapshot.open.map((id) => (waits.get(id) as unknown as StoredWait).deadline);
-        const lastDeadline = Math.max(...deadlines);
-        const sealed = await seal(JSON.stringify(snapshot), stateContext(key.id));
-        const expiresAt = Math.ceil((lastDeadline + config.limits.executionTimeoutMs) / 1000) + 24 * 3600;
-        const parts = await writeStateParts(key.id, generation, Buffer.from(sealed.ciphertext, "base64"), STATE_PART_BYTES, expiresAt);
-        const suspended = await suspendRun(key, {
-          stateGeneration: generation,
-          stateParts: parts,
-          stateKey: { encryptedKey: sealed.encryptedKey, iv: sealed.iv, tag: sealed.tag, keyId: sealed.keyId },
-          pendingMs: pass.pendingMsBefore + Math.max(0, now() - pass.startedAt),
-          open: snapshot.open,
-          attentionAt: Math.min(...deadlines),
-        });
-        const stale = suspended ? Number(item.stateGeneration ?? 0) : generation;
-        const staleParts = suspended ? Number(item.stateParts ?? 0) : parts;
-        if (stale > 0 && staleParts > 0)
-          await deleteStateParts(key.id, stale, staleParts).catch((err: unknown) =>
-            log.warn("could not delete a waiting run's old state (it expires)", { executionId: key.id, error: (err as Error).message }),
-          );
-        if (suspended) {
+        const deadlines = snapshot.open.flatMap((id) => deadlineOf(id) ?? []);
+        const lastDeadline = Math.max(now(), ...deadlines);
+        const steps = ((item.stepIds as Set<string> | undefined)?.size ?? 0) - ended.length;
+        const pendingMs = pass.pendingMsBefore + Math.max(0, now() - pass.startedAt);
+        if (ended.length) {
+          const fields = { pendingMs: pass.pendingMsBefore, open: snapshot.open, attentionAt: now(), steps };
+          const checkpoint: StateWrite = (f) => checkpointRun(key, { ...f, passStartedAt: pass.startedAt, driverAt: now() });
+          if (!(await persistState(key, item, snapshot, fields, lastDeadline, checkpoint))) continue;
+          return { ended: await endedWaits(item, ended) };
+        }
+        const fields = { pendingMs, open: snapshot.open, attentionAt: Math.min(...deadlines), steps };
+        if (await persistState(key, item, snapshot, fields, lastDeadline, (f) => suspendRun(key, f))) {
           emitChange(key.workflowId, key.id);
           return { suspended: true };
         }

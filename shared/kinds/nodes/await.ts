@@ -74,8 +74,10 @@ export const awaitNode = /* @__PURE__ */ defineNode(awaitShape, {
     const deadline = at + stored.timeoutSeconds * 1000;
     if (stored.chainEvent) {
       const chainId = stored.chainEvent.chainId || env.chainId;
-      // Logs count from the block after the head at the wait's start: "mined after the wait began".
-      const afterBlock = Number(await read("the latest block number", () => chainClient(chainId).getBlockNumber()));
+      // Logs count from the block after the head at the wait's start: "mined after the wait began". Read fresh:
+      // viem caches the block number per client for its polling interval, and a head seconds old would let a
+      // log mined just before the wait began end it.
+      const afterBlock = Number(await read("the latest block number", () => chainClient(chainId).getBlockNumber({ cacheTime: 0 })));
       return {
         suspend: {
           waitFor: "chainEvent",

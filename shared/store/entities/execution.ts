@@ -249,7 +249,16 @@ export async function endOpenWait(
  */
 export async function suspendRun(
   execution: ExecutionId,
-  fields: { stateGeneration: number; stateParts: number; stateKey: Item; pendingMs: number; open: string[]; attentionAt: number },
+  fields: {
+    stateGeneration: number;
+    stateParts: number;
+    stateKey: Item;
+    pendingMs: number;
+    open: string[];
+    attentionAt: number;
+    /** How many steps are recorded at the suspension (recovery tells a pass that made progress from one that did not). */
+    steps: number;
+  },
 ): Promise<boolean> {
   const waiting = Keys.waitingExecution(fields.attentionAt, execution.id);
   return landed(
@@ -262,10 +271,38 @@ export async function suspendRun(
         set("stateKey", fields.stateKey),
         set("pendingMs", fields.pendingMs),
         set("openWaits", fields.open),
+        set("suspendedSteps", fields.steps),
         set("gsi2pk", waiting.gsi2pk),
         set("gsi2sk", waiting.gsi2sk),
       ],
       { if: when.and(isPending, ...fields.open.map((id) => when.exists(`${WAIT_PREFIX}${id}`))) },
+    ),
+  );
+}
+
+/**
+ * Checkpoints a pending run that goes on after waits ended (./recovery.ts takes such a pass over if its driver
+ * dies): its state's generation, the pass's start and pending time before it, the waits open at the checkpoint
+ * (ended ones included) and the steps recorded but theirs; only while pending. False when refused.
+ */
+export async function checkpointRun(
+  execution: ExecutionId,
+  fields: Parameters<typeof suspendRun>[1] & { passStartedAt: number; driverAt: number },
+): Promise<boolean> {
+  return landed(
+    Execution.update(
+      execution,
+      [
+        set("stateGeneration", fields.stateGeneration),
+        set("stateParts", fields.stateParts),
+        set("stateKey", fields.stateKey),
+        set("pendingMs", fields.pendingMs),
+        set("openWaits", fields.open),
+        set("suspendedSteps", fields.steps),
+        set("passStartedAt", fields.passStartedAt),
+        set("driverAt", fields.driverAt),
+      ],
+      { if: isPending },
     ),
   );
 }
@@ -285,13 +322,71 @@ export async function resumeRun(
   try {
     return await Execution.update(
       execution,
-      [set("status", "pending"), set("passStartedAt", now), set("gsi2pk", pending.gsi2pk), set("gsi2sk", pending.gsi2sk)],
+      [
+        set("status", "pending"),
+        set("passStartedAt", now),
+        set("driverAt", now),
+        set("gsi2pk", pending.gsi2pk),
+        set("gsi2sk", pending.gsi2sk),
+      ],
       { if: when.and(when.eq("status", "waiting"), when.eq("stateGeneration", stateGeneration)), returnValues: "ALL_NEW" },
     );
   } catch (err) {
     if (isConditionFailure(err)) return undefined;
     throw err;
   }
+}
+
+/** The driver of a resumed pass is alive: `driverAt` moved to `now` while the execution is pending. */
+export async function renewDriver(execution: ExecutionId, now: number): Promise<boolean> {
+  return landed(Execution.update(execution, [set("driverAt", now)], { if: isPending }));
+}
+
+/**
+ * Takes a resumed pass over from a driver that stopped renewing `driverAt` (a crash): only while the execution is
+ * pending on generation `read.stateGeneration`, with the `driverAt` and `stepBytes` read (no step recorded since,
+ * no other taker: one driver wins). The item after, or undefined.
+ */
+export async function takeOverRun(
+  execution: ExecutionId,
+  read: { stateGeneration: number; driverAt: number; stepBytes: number },
+  now: number,
+): Promise<Item | undefined> {
+  try {
+    return await Execution.update(execution, [set("driverAt", now)], {
+      if: when.and(
+        isPending,
+        when.eq("stateGeneration", read.stateGeneration),
+        when.eq("driverAt", read.driverAt),
+        when.eq("stepBytes", read.stepBytes),
+      ),
+      returnValues: "ALL_NEW",
+    });
+  } catch (err) {
+    if (isConditionFailure(err)) return undefined;
+    throw err;
+  }
+}
+
+/**
+ * Pending executions resumed from a sealed state whose driver has not renewed `driverAt` since `cutoff`, oldest
+ * first, at most `max` (pattern 15 filtered: a resumed run's place there is at or before its resume).
+ */
+export async function lostDrivers(cutoff: number, max: number): Promise<ExecutionId[]> {
+  const { gsi2pk, gsi2sk } = Keys.pendingExecution(cutoff, "");
+  const found: ExecutionId[] = [];
+  const query: KeyQuery = {
+    index: Index.gsi2,
+    pk: gsi2pk,
+    sk: { lt: gsi2sk },
+    filter: when.and(when.exists("stateGeneration"), when.lt("driverAt", cutoff)),
+    attributes: ["workflowId", "id"],
+  };
+  for await (const page of queryEach(query)) {
+    found.push(...(page.items as unknown as ExecutionId[]));
+    if (found.length >= max) break;
+  }
+  return found.slice(0, max);
 }
 
 /** Ends a waiting execution (`error`: its workflow was deleted); false when it is not waiting. */
