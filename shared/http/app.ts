@@ -8,7 +8,7 @@
 import * as v from "valibot";
 import { Hono, type Context } from "hono";
 import { ulid } from "ulid";
-import { ApiError, validationFailed, type FieldError } from "../errors";
+import { ApiError, ClientGone, validationFailed, type FieldError } from "../errors";
 import { log } from "../log";
 import { useRuntime } from "../runtime";
 import { withCaller } from "../context";
@@ -244,6 +244,14 @@ export function createApp(routes: Route[], options: AppOptions = {}) {
   });
 
   app.onError((err, c) => {
+    if (err instanceof ClientGone) {
+      log.debug("client went away before its answer", {
+        requestId: c.get("requestId"),
+        method: c.req.method,
+        path: c.req.path,
+        why: err.message,
+      });
+    }
     if (err instanceof ApiError) return problem(c, err);
     log.error("unhandled error", { requestId: c.get("requestId"), method: c.req.method, path: c.req.path, error: err });
     return problem(c, new ApiError(500, "INTERNAL", "An internal error occurred."));
