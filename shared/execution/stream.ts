@@ -2,6 +2,8 @@
  * The live status stream of one execution (API.md §10.9) as a server-sent-events body. The first frame carries
  * the status read before the response began; then the record is polled (one strongly consistent GetItem of the
  * status fields per `interval`) and, in the process that records the run, woken at once by its notification.
+ * A frame is sent per status change, not per change of the summary: a wait that ends while the execution stays
+ * `waiting` (a signal, before the run resumes to `pending`) or a step recorded is no frame (§10.9, §17.1.3).
  * The body is pull-driven: nothing is read before a client reads, so a response that is never sent (a
  * rate-limited request whose handler already ran) costs nothing, and a client that goes away stops the polling.
  * The stream holds one of its owner's open-stream slots (stream-slots.ts): it tells the lease when it was last
@@ -45,7 +47,7 @@ const close = (controller: ReadableStreamDefaultController<Uint8Array>) => {
 export function statusStream(owner: string, first: StatusSummary, options: StreamOptions, lease?: StreamLease): ReadableStream<Uint8Array> {
   const startedAt = Date.now();
   let frames = 0;
-  let last = "";
+  let lastStatus: StatusSummary["status"] | undefined;
   let lastWriteAt = startedAt;
   let nextPollAt = startedAt + options.intervalMs;
   let notified = false;
@@ -90,7 +92,7 @@ export function statusStream(owner: string, first: StatusSummary, options: Strea
   });
   const send = (ctrl: ReadableStreamDefaultController<Uint8Array>, summary: StatusSummary) => {
     frames += 1;
-    last = JSON.stringify(summary);
+    lastStatus = summary.status;
     lastWriteAt = Date.now();
     ctrl.enqueue(frame(frames, summary));
     if (isTerminal(summary.status)) return end(ctrl);
@@ -157,7 +159,7 @@ export function statusStream(owner: string, first: StatusSummary, options: Strea
         }
         if (stopped) return;
         if (!found || found.owner.toLowerCase() !== owner.toLowerCase()) return end(controller);
-        if (JSON.stringify(found.summary) !== last) return send(controller, found.summary);
+        if (found.summary.status !== lastStatus) return send(controller, found.summary);
       }
       if (Date.now() - lastWriteAt >= options.keepaliveMs) {
         lastWriteAt = Date.now();
