@@ -7,11 +7,14 @@
  * The body is pull-driven: nothing is read before a client reads, so a response that is never sent (a
  * rate-limited request whose handler already ran) costs nothing, and a client that goes away stops the polling.
  * The stream holds one of its owner's open-stream slots (stream-slots.ts): it tells the lease when it was last
- * read, and frees the slot whenever it ends: before the connection closes when the server ends it.
+ * read, and frees the slot whenever it ends: before the connection closes when the server ends it, and at once
+ * when the client's connection closes (`gone`), whether or not the host ever started sending the body.
+ * Its poll reads run in its owner's lanes (stream-admission.ts): many streams of one owner never take the pool.
  */
 import { onChange, readSummary } from "./execution";
 import { isTerminal, type StatusSummary } from "./schemas";
 import { RELEASE_WAIT_MS, type StreamLease } from "./stream-slots";
+import { streamRead } from "./stream-admission";
 
 export interface StreamOptions {
   /** Poll period (ms). */
@@ -42,9 +45,15 @@ const close = (controller: ReadableStreamDefaultController<Uint8Array>) => {
 
 /**
  * The SSE body for an execution whose current summary (already read, ownership checked) is `first`, holding
- * `lease` (its owner's open-stream slot) until it ends.
+ * `lease` (its owner's open-stream slot) until it ends or `gone` (the client's connection) aborts.
  */
-export function statusStream(owner: string, first: StatusSummary, options: StreamOptions, lease?: StreamLease): ReadableStream<Uint8Array> {
+export function statusStream(
+  owner: string,
+  first: StatusSummary,
+  options: StreamOptions,
+  lease?: StreamLease,
+  gone?: AbortSignal,
+): ReadableStream<Uint8Array> {
   const startedAt = Date.now();
   let frames = 0;
   let lastStatus: StatusSummary["status"] | undefined;
@@ -62,11 +71,16 @@ export function statusStream(owner: string, first: StatusSummary, options: Strea
   let released: Promise<void> = Promise.resolve();
 
   let unsubscribe = () => {};
+  const clientGone = () => {
+    void stop();
+    if (body) close(body);
+  };
   /** Ends the work and frees the slot; resolves once the slot is free (or after RELEASE_WAIT_MS at most). */
   const stop = (): Promise<void> => {
     if (stopped) return released;
     stopped = true;
     unsubscribe();
+    gone?.removeEventListener("abort", clientGone);
     if (timer) clearTimeout(timer);
     wake?.();
     if (lease) {
@@ -82,6 +96,7 @@ export function statusStream(owner: string, first: StatusSummary, options: Strea
     await stop();
     close(ctrl);
   };
+  gone?.addEventListener("abort", clientGone, { once: true });
   lease?.watch({
     lastReadAt: () => (reading ? Date.now() : lastReadAt),
     lost: () => {
@@ -153,7 +168,7 @@ export function statusStream(owner: string, first: StatusSummary, options: Strea
         nextPollAt = now + options.intervalMs;
         let found: Awaited<ReturnType<typeof readSummary>>;
         try {
-          found = await readSummary(first.workflowId, first.id);
+          found = await streamRead(owner, () => readSummary(first.workflowId, first.id));
         } catch {
           found = undefined; // errors after the stream began are not reported in-band: it closes
         }

@@ -399,5 +399,17 @@ function clientIp(c: AppContext): string {
   return direct ?? c.req.header("x-forwarded-for")?.split(",")[0]?.trim() ?? "unknown";
 }
 
+/**
+ * The client's connection as a signal: aborted once it closes before its answer is complete. The node host
+ * aborts the request's signal only if it existed when the connection closed, so a connection already closed
+ * when the handler first asks is read from the host's response object.
+ */
+export function clientSignal(c: AppContext): AbortSignal {
+  const signal = c.req.raw.signal;
+  const outgoing = (c.env as { outgoing?: { closed?: boolean; writableFinished?: boolean } } | undefined)?.outgoing;
+  if (!signal.aborted && outgoing?.closed && !outgoing.writableFinished) return AbortSignal.abort(new Error("client went away"));
+  return signal;
+}
+
 /** Path parameter of the matched route (already percent-decoded). */
 export const pathParam = (c: AppContext, name: string): string => c.get("params")[name] ?? "";

@@ -106,6 +106,8 @@ async function readBodyWithin(request: Request, limit: number): Promise<Uint8Arr
     }
     chunks.push(value);
   }
+  // Shorter than it said it would be: the connection ended before the body did.
+  if (size < declared) throw new ClientGone("the request body was cut off");
   return Buffer.concat(chunks, size);
 }
 
