@@ -7,25 +7,27 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ulid } from "ulid";
 import { useTestRuntime } from "./support/runtime";
-import { startTestServer, type TestServer } from "./support/server";
+import { startServiceChild, type ServiceChild } from "./support/service-child";
 import { bearer, insertPending, randomOwner as newOwner } from "./support/fixtures";
-import { createServiceApp } from "../shared/service/app";
-import type { Runtime } from "../shared/runtime";
 
 type Owner = `0x${string}`;
 
 const MAX = 20;
 const BURST = 200;
-/** Generous on a shared 2-core machine: unloaded the probes take 2-50 ms, behind the pool 0.3-2 s. */
-const NEIGHBOUR_P50_MS = 300;
-let runtime: Runtime;
-let server: TestServer;
+/**
+ * Generous on a shared 2-core machine: quiet, a probe takes 10-70 ms (one rate-limit write); behind one owner's
+ * burst in the pool its p50 was 0.4-1.9 s (26× quiet). Under heavy machine load the bound follows the quiet p50.
+ */
+const neighbourBound = (quietP50: number) => Math.max(300, 5 * quietP50);
+const ENV = { STREAM_MAX_MS: "120000", RATE_LIMIT_BURST: "100000", RATE_LIMIT_RPS: "10000" };
+/** The service in a process of its own, as `npm start` runs it: the test's clients do not share its event loop. */
+let server: ServiceChild;
 
 beforeAll(async () => {
-  runtime = await useTestRuntime({ STREAM_MAX_MS: "120000", RATE_LIMIT_BURST: "100000", RATE_LIMIT_RPS: "10000" });
-  server = await startTestServer(createServiceApp());
+  const runtime = await useTestRuntime(ENV);
+  server = await startServiceChild(runtime.config.tableName, ENV);
 });
-afterAll(async () => server?.close());
+afterAll(async () => server?.kill());
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -70,39 +72,6 @@ async function probe(request: () => Promise<Response>, done: Promise<unknown>, m
   return times;
 }
 
-/** DynamoDB requests the server's client has in flight (the shared pool's queue included), and their peak. */
-function countDynamoRequests() {
-  let inFlight = 0;
-  let peak = 0;
-  let total = 0;
-  const byCommand: Record<string, number> = {};
-  const name = `count-${ulid()}`;
-  runtime.db.middlewareStack.add(
-    (next, context) => async (args) => {
-      inFlight += 1;
-      total += 1;
-      byCommand[context.commandName ?? "?"] = (byCommand[context.commandName ?? "?"] ?? 0) + 1;
-      peak = Math.max(peak, inFlight);
-      try {
-        return await next(args);
-      } finally {
-        inFlight -= 1;
-      }
-    },
-    { step: "initialize", name },
-  );
-  return {
-    get peak() {
-      return peak;
-    },
-    get total() {
-      return total;
-    },
-    byCommand,
-    stop: () => runtime.db.middlewareStack.remove(name),
-  };
-}
-
 describe("stream admission", () => {
   it(`a burst of ${BURST} stream opens from one owner: exactly ${MAX} open, the rest 429 TOO_MANY_STREAMS, while another client's /health and another owner's reads keep their latency`, async () => {
     const owner = newOwner();
@@ -116,19 +85,16 @@ describe("stream admission", () => {
     await (await fetch(server.url + theirStatus, { headers: neighbourHeaders })).arrayBuffer();
     const quiet = await probe(() => fetch(`${server.url}/health`), sleep(500));
 
-    const dynamo = countDynamoRequests();
     const burst = Promise.all(Array.from({ length: BURST }, () => openStream(owner, path)));
     const [results, health, reads] = await Promise.all([
       burst,
       probe(() => fetch(`${server.url}/health`), burst),
       probe(() => fetch(server.url + theirStatus, { headers: neighbourHeaders }), burst),
     ]);
-    dynamo.stop();
     const report = {
       quiet: { p50: percentile(quiet, 50), p99: percentile(quiet, 99) },
       health: { n: health.length, p50: percentile(health, 50), p99: percentile(health, 99) },
       reads: { n: reads.length, p50: percentile(reads, 50), p99: percentile(reads, 99) },
-      dynamo: { total: dynamo.total, peakInFlight: dynamo.peak, byCommand: dynamo.byCommand },
     };
     console.log(`stream admission burst: ${JSON.stringify(report)}`);
 
@@ -136,8 +102,8 @@ describe("stream admission", () => {
     expect(results.filter((r) => r.status !== 200).map((r) => `${r.status} ${r.code}`)).toEqual(
       Array(BURST - MAX).fill("429 TOO_MANY_STREAMS"),
     );
-    expect(report.health.p50, JSON.stringify(report)).toBeLessThan(NEIGHBOUR_P50_MS);
-    expect(report.reads.p50, JSON.stringify(report)).toBeLessThan(NEIGHBOUR_P50_MS);
+    expect(report.health.p50, JSON.stringify(report)).toBeLessThan(neighbourBound(report.quiet.p50));
+    expect(report.reads.p50, JSON.stringify(report)).toBeLessThan(neighbourBound(report.quiet.p50));
     // The other owner is not short of streams either.
     const other = await openStream(neighbour, theirs);
     expect(other.status).toBe(200);
