@@ -16,7 +16,7 @@ import { OwnerLanes } from "../owner-lanes";
 import { useConfig } from "../runtime";
 
 /** Table requests one owner's streams have in flight in a process, of the pool's 50. */
-export const STREAM_LANES = 4;
+const STREAM_LANES = 4;
 
 const lanes = new OwnerLanes(STREAM_LANES);
 /** Opens of each owner waiting or running in this process. */
