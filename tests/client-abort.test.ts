@@ -7,6 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { connect } from "node:net";
 import { ulid } from "ulid";
 import { useTestRuntime } from "./support/runtime";
+import { startServiceChild } from "./support/service-child";
 import { startTestServer, type TestServer } from "./support/server";
 import { bearer, insertPending, randomOwner as newOwner } from "./support/fixtures";
 import { createServiceApp } from "../shared/service/app";
@@ -15,9 +16,12 @@ import { setLogLevel } from "../shared/log";
 
 const MAX = 20;
 let server: TestServer;
+let tableName: string;
 
 beforeAll(async () => {
-  await useTestRuntime({ STREAM_MAX_MS: "120000", RATE_LIMIT_BURST: "100000", RATE_LIMIT_RPS: "10000" });
+  ({
+    config: { tableName },
+  } = await useTestRuntime({ STREAM_MAX_MS: "120000", RATE_LIMIT_BURST: "100000", RATE_LIMIT_RPS: "10000" }));
   server = await startTestServer(createServiceApp());
 });
 afterAll(async () => server?.close());
@@ -123,5 +127,38 @@ describe("a client that goes away", () => {
     const deadline = Date.now() + 3_000;
     while ((await openStreamCount(owner)) > 0 && Date.now() < deadline) await sleep(25);
     expect(await openStreamCount(owner)).toBe(0);
+  });
+
+  it("stream opens the rate limiter refused free the slots their handlers took at once, not after 5 s", async () => {
+    const limited = await startServiceChild(tableName, { RATE_LIMIT_BURST: "3", RATE_LIMIT_RPS: "1", STREAM_MAX_MS: "120000" });
+    try {
+      const owner = newOwner();
+      const workflowId = ulid();
+      const id = await insertPending(owner, workflowId, Date.now());
+      const headers = await bearer(owner);
+      const controllers: AbortController[] = [];
+      const statuses = await Promise.all(
+        Array.from({ length: 10 }, async () => {
+          const controller = new AbortController();
+          controllers.push(controller);
+          const res = await fetch(`${limited.url}/executions/${id}:stream?workflowId=${workflowId}`, {
+            headers,
+            signal: controller.signal,
+          });
+          if (res.status === 200) await res.body!.getReader().read();
+          else await res.arrayBuffer();
+          return res.status;
+        }),
+      );
+      const opened = statuses.filter((s) => s === 200).length;
+      expect(opened).toBeGreaterThan(0);
+      expect(statuses.filter((s) => s === 429)).toHaveLength(10 - opened);
+      const deadline = Date.now() + 1_500;
+      while ((await openStreamCount(owner)) !== opened && Date.now() < deadline) await sleep(25);
+      expect(await openStreamCount(owner)).toBe(opened);
+      for (const c of controllers) c.abort();
+    } finally {
+      await limited.kill();
+    }
   });
 });

@@ -18,11 +18,13 @@
  * How soon a slot is free again (defaults):
  * - closed by the server (terminal status, stream_max_ms, unreadable execution, a lost lease): deleted before
  *   the connection closes, so a client that sees the end can open another at once;
- * - closed by the client: deleted as soon as this process sees the connection close;
+ * - closed by the client: deleted as soon as this process sees the connection close, also when that was before
+ *   the answer (the open frees the slot it took); a request the rate limiter refused has its body cancelled,
+ *   which deletes it at once too;
  * - the process crashed, was killed or frozen (a Lambda instance): the lease was renewed at most `heartbeatMs`
  *   (15 s) before and lasts `leaseMs` (45 s) from its last renewal, so the slot is free ≤ 45 s later;
- * - the process lives but nothing reads the body any more (a response dropped after the handler ran, e.g. a
- *   request the rate limiter refused; a host that stopped reading after the client went away): released
+ * - the process lives but nothing reads the body any more (a response dropped after the handler ran by a host
+ *   that tells nobody; a host that stopped reading after the client went away): released
  *   `startWithinMs` (5 s) after opening when never read, else at the first heartbeat `idleMs` (30 s) after the
  *   last read, so ≤ 45 s.
  * Clock differences between processes shift these by the difference; 15 s are left before API.md's 60 s.

@@ -209,7 +209,13 @@ export function createApp(routes: Route[], options: AppOptions = {}) {
           (res) => ({ res }),
           (err: unknown) => ({ err }),
         );
-        enforce(c, await limiter.take(subject));
+        try {
+          enforce(c, await limiter.take(subject));
+        } catch (err) {
+          // Refused: the answer is never sent, so its body is cancelled and frees what it holds (a stream's slot).
+          void answering.then((settled) => ("res" in settled ? settled.res.body?.cancel().catch(() => undefined) : undefined));
+          throw err;
+        }
         const settled = await answering;
         if ("err" in settled) throw settled.err;
         response = settled.res;
