@@ -2,7 +2,7 @@
  * Stream admission over the real server (API.md §18, §17.5): a burst of one owner's `:stream` opens costs that
  * owner's share of the process's DynamoDB connections, not the pool, so another client's /health and another
  * owner's reads keep their latency while it runs; the burst still gets exactly its 20 streams and the rest
- * 429 TOO_MANY_STREAMS. Streams aborted before their answer free their slots at once.
+ * 429 TOO_MANY_STREAMS. (Opens abandoned before their answer: client-abort.test.ts.)
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ulid } from "ulid";
