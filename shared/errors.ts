@@ -25,6 +25,17 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * The client went away before its answer (an upload dropped mid-body, a stream open aborted): its own doing, not
+ * a fault of ours, so it is logged as one quiet line (shared/http/app.ts). The answer reaches nobody.
+ */
+export class ClientGone extends ApiError {
+  constructor(what: string) {
+    super(400, "MALFORMED_REQUEST", `The client went away: ${what}.`);
+    this.name = "ClientGone";
+  }
+}
+
 export const validationFailed = (errors: FieldError[], code = "VALIDATION_FAILED") =>
   new ApiError(400, code, "Request validation failed.", { errors });
 

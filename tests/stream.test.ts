@@ -99,6 +99,8 @@ async function open(owner: Owner, path: string): Promise<Open> {
   };
 }
 
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
 const frame = (n: number, summary: Record<string, unknown>) => `id: ${n}\nevent: status\ndata: ${JSON.stringify(summary)}\n\n`;
 
 describe("the stream", () => {
@@ -204,6 +206,49 @@ describe("the stream", () => {
     await Execution.finish(e.workflowId, e.id, { status: "success", endAt: Date.now() });
     await s.closed;
     expect(s.text().match(/^id: /gm)).toHaveLength(2);
+  });
+
+  it("sends one frame per status change: a wait that ends while the status stays waiting is no frame (§10.9, §17.1.3)", async () => {
+    const owner = newOwner();
+    const e = await pending(owner);
+    const s = await open(owner, `/executions/${e.id}:stream?workflowId=${e.workflowId}&interval=100`);
+    await s.until(/id: 1\n/);
+    const write = (update: string, values: Record<string, unknown>) =>
+      runtime.db.send(
+        new UpdateCommand({
+          TableName: runtime.config.tableName,
+          Key: Keys.execution(e.workflowId, e.id),
+          UpdateExpression: update,
+          ExpressionAttributeNames: { "#s": "status", "#w": "wait:gate" },
+          ExpressionAttributeValues: values,
+        }),
+      );
+    const wait = {
+      kind: "signal",
+      name: "gate",
+      position: 0,
+      since: e.startAt,
+      deadline: e.startAt + 60_000,
+      approvers: [],
+      config: "{}",
+      inputs: [],
+    };
+    // As a run suspends on an await node, a signal ends the wait (status still waiting), and the run resumes.
+    await write("SET #s = :s, #w = :w", { ":s": "waiting", ":w": wait });
+    await s.until(/id: 2\n/);
+    await write("SET #s = :s REMOVE #w", { ":s": "waiting" });
+    await sleep(400); // several polls see the ended wait
+    await write("SET #s = :s REMOVE #w", { ":s": "pending" });
+    await s.until(/id: 3\n/);
+    await sleep(400);
+    await Execution.finish(e.workflowId, e.id, { status: "success", endAt: Date.now() });
+    await s.closed;
+    const frames = [...s.text().matchAll(/^data: (.*)$/gm)].map((m) => JSON.parse(m[1]!) as { status: string; waitingFor?: unknown[] });
+    expect(frames.map((f) => f.status)).toEqual(["pending", "waiting", "pending", "success"]);
+    expect(frames[1]!.waitingFor).toEqual([
+      { nodeId: "gate", name: "gate", kind: "signal", since: e.startAt, deadline: e.startAt + 60_000, approvers: [] },
+    ]);
+    expect(s.text().match(/^id: \d+$/gm)).toEqual(["id: 1", "id: 2", "id: 3", "id: 4"]);
   });
 
   it("closes after stream_max_ms, and when the execution becomes unreadable", async () => {

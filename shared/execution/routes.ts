@@ -1,13 +1,14 @@
 /** HTTP routes of the executions API (API.md §10): contract.ts declares them; the domain reads the records. */
-import { route, type Route } from "../http/app";
+import { clientSignal, route, type Route } from "../http/app";
 import { decodePage, pageEnvelope } from "../http/paging";
-import { validationFailed } from "../errors";
+import { ClientGone, validationFailed } from "../errors";
 import { useOwner } from "../context";
 import { useRuntime } from "../runtime";
 import * as Contract from "./contract";
 import * as Execution from "./execution";
 import { STREAM_HEADERS, statusStream } from "./stream";
 import * as StreamSlots from "./stream-slots";
+import { admitStreamOpen } from "./stream-admission";
 import { signal } from "./signal";
 
 const WEEK_MS = 7 * 24 * 3600_000;
@@ -20,21 +21,32 @@ const position = (item: Record<string, unknown>) => String(item.id);
 /** GET /executions/{id}:stream alone: the streaming Function URL's app (functions/stream.ts). */
 export const executionStreamRoutes: Route[] = [
   route(Contract.stream, async (c, { params, query }) => {
-    // Every failure (404 included) is answered before the first byte: the status is read here, not in the body.
-    const first = await Execution.statusOf(query.workflowId, params.id);
-    // Then the quota (API.md §1.6 step 9, §17.5): 429 TOO_MANY_STREAMS. HEAD opens no stream, so takes no slot.
-    if (c.req.method === "HEAD") {
-      await StreamSlots.checkStreamSlot(useOwner());
-      return new Response(null, { status: 200, headers: new Headers(STREAM_HEADERS) });
+    const owner = useOwner();
+    // The client's connection: an open it abandons leaves the owner's queue, or frees the slot it just took.
+    const gone = clientSignal(c);
+    const head = c.req.method === "HEAD";
+    const opened = await admitStreamOpen(
+      owner,
+      async () => {
+        // Every failure (404 included) is answered before the first byte: the status is read here, not in the body.
+        const first = await Execution.statusOf(query.workflowId, params.id);
+        // Then the quota (API.md §1.6 step 9, §17.5): 429 TOO_MANY_STREAMS. HEAD opens no stream, so takes no slot.
+        if (!head) return { first, lease: await StreamSlots.acquireStreamSlot(owner) };
+        await StreamSlots.checkStreamSlot(owner);
+        return { first, lease: undefined };
+      },
+      gone,
+    ).catch((err: unknown) => {
+      throw gone.aborted ? new ClientGone("the stream was abandoned before its answer") : err;
+    });
+    if (gone.aborted) {
+      await opened.lease?.release();
+      throw new ClientGone("the stream was abandoned before its answer");
     }
-    const lease = await StreamSlots.acquireStreamSlot(useOwner());
+    if (!opened.lease) return new Response(null, { status: 200, headers: new Headers(STREAM_HEADERS) });
     const { limits } = useRuntime().config;
-    const body = statusStream(
-      useOwner(),
-      first,
-      { intervalMs: query.interval, keepaliveMs: limits.streamKeepaliveMs, maxMs: limits.streamMaxMs },
-      lease,
-    );
+    const options = { intervalMs: query.interval, keepaliveMs: limits.streamKeepaliveMs, maxMs: limits.streamMaxMs };
+    const body = statusStream(owner, opened.first, options, opened.lease, gone);
     return new Response(body, { status: 200, headers: new Headers(STREAM_HEADERS) });
   }),
 ];

@@ -4,9 +4,12 @@
  *
  * Each owner has a fixed set of slot items, `STREAMSLOT#0000` … `max − 1`, in the owner's partition (Keys.streamSlot).
  * An open stream holds one slot through a lease: the item carries the stream's id and
- * `leaseUntil` (ms). Opening a stream reads the owner's slots (one strongly consistent Query) and claims a free
- * one with a conditional put, `attribute_not_exists(pk) OR leaseUntil <= now`: two processes can never both
- * hold a slot, so the owner's open streams never pass the cap, and there is no hot counter to keep right.
+ * `leaseUntil` (ms). Opening a stream claims a free slot with a conditional put, `attribute_not_exists(pk) OR
+ * leaseUntil <= now`: two processes can never both hold a slot, so the owner's open streams never pass the cap,
+ * and there is no hot counter to keep right. The process knows the slots it holds or is claiming itself, so an
+ * open first tries one of the others without reading (one request when no other process holds that slot); only
+ * when that fails does it read the owner's slots (one strongly consistent Query) and claim one shown free. With
+ * all `max` held here it is refused without a request.
  * A lease is renewed by a heartbeat while its stream is read (UpdateItem, `streamId = mine`) and deleted when the
  * stream ends, whichever side ends it. A lease whose process vanished is not renewed and is free once
  * `leaseUntil` has passed: every read compares `leaseUntil` with now (DynamoDB's TTL deletes the item later,
@@ -15,11 +18,13 @@
  * How soon a slot is free again (defaults):
  * - closed by the server (terminal status, stream_max_ms, unreadable execution, a lost lease): deleted before
  *   the connection closes, so a client that sees the end can open another at once;
- * - closed by the client: deleted as soon as this process sees the connection close;
+ * - closed by the client: deleted as soon as this process sees the connection close, also when that was before
+ *   the answer (the open frees the slot it took); a request the rate limiter refused has its body cancelled,
+ *   which deletes it at once too;
  * - the process crashed, was killed or frozen (a Lambda instance): the lease was renewed at most `heartbeatMs`
  *   (15 s) before and lasts `leaseMs` (45 s) from its last renewal, so the slot is free ≤ 45 s later;
- * - the process lives but nothing reads the body any more (a response dropped after the handler ran, e.g. a
- *   request the rate limiter refused; a host that stopped reading after the client went away): released
+ * - the process lives but nothing reads the body any more (a response dropped after the handler ran by a host
+ *   that tells nobody; a host that stopped reading after the client went away): released
  *   `startWithinMs` (5 s) after opening when never read, else at the first heartbeat `idleMs` (30 s) after the
  *   last read, so ≤ 45 s.
  * Clock differences between processes shift these by the difference; 15 s are left before API.md's 60 s.
@@ -67,8 +72,26 @@ export const RELEASE_WAIT_MS = 1_000;
 
 /** Releases in flight in this process, per owner: an open that finds the owner full waits for them first. */
 const releasing = new Map<string, Set<Promise<void>>>();
+/** Slots this process holds (until their deletion has landed) or is claiming, per owner. */
+const mine = new Map<string, Set<number>>();
 
 const ownerKey = (owner: string) => owner.toLowerCase();
+
+const NONE: ReadonlySet<number> = new Set();
+/** The owner's slots this process holds or is claiming. */
+const claimedHere = (owner: string): ReadonlySet<number> => mine.get(ownerKey(owner)) ?? NONE;
+
+function remember(owner: string, slot: number) {
+  const key = ownerKey(owner);
+  mine.set(key, (mine.get(key) ?? new Set<number>()).add(slot));
+}
+
+function forget(owner: string, slot: number) {
+  const key = ownerKey(owner);
+  const set = mine.get(key);
+  set?.delete(slot);
+  if (set?.size === 0) mine.delete(key);
+}
 
 /** The owner's slots holding a live lease at `now`, by slot number (expired ones are absent: TTL is late). */
 export async function liveSlots(owner: string, now = useRuntime().now()): Promise<Map<number, string>> {
@@ -142,6 +165,7 @@ export class StreamLease {
     this.stopTimers();
     const key = ownerKey(this.owner);
     const done = this.remove().finally(() => {
+      forget(this.owner, this.slot);
       const set = releasing.get(key);
       set?.delete(done);
       if (set?.size === 0) releasing.delete(key);
@@ -200,6 +224,7 @@ export class StreamLease {
     if (this.released) return;
     this.stopTimers();
     this.released = Promise.resolve();
+    forget(this.owner, this.slot);
     this.watcher.lost();
   }
 
@@ -216,39 +241,70 @@ async function settleReleases(owner: string): Promise<boolean> {
   return true;
 }
 
-const tooMany = (max: number) => quotaReached("TOO_MANY_STREAMS", "open streams", max);
+/** 429 TOO_MANY_STREAMS (API.md §17.5): a quota, so no Retry-After. */
+export const tooManyStreams = (max: number) => quotaReached("TOO_MANY_STREAMS", "open streams", max);
 
 /**
  * Takes one of the owner's slots for a new stream, or throws 429 `TOO_MANY_STREAMS` when all
- * `max_open_streams_per_owner` are held. Costs 1 Query, plus 1 conditional PutItem per slot tried.
+ * `max_open_streams_per_owner` are held. Costs 1 conditional PutItem when a slot this process does not hold is
+ * free; else 1 Query plus 1 conditional PutItem per slot tried; nothing when this process holds them all.
  */
 export async function acquireStreamSlot(owner: string): Promise<StreamLease> {
   const max = useRuntime().config.limits.maxOpenStreamsPerOwner;
   const streamId = ulid();
+  // A stream of this owner that this process is closing counts as closed: its deletion is on its way.
+  if (claimedHere(owner).size >= max && !(await settleReleases(owner))) throw tooManyStreams(max);
+  const claimed = claimedHere(owner);
+  const guess = shuffled([...Array(max).keys()].filter((slot) => !claimed.has(slot)))[0];
+  const lease = guess === undefined ? undefined : await tryClaim(owner, guess, streamId);
+  return lease ?? (await acquireAfterReading(owner, streamId, max));
+}
+
+/** Claims `slot` if it is free, marking it this process's meanwhile; undefined when it is not free. */
+async function tryClaim(owner: string, slot: number, streamId: string): Promise<StreamLease | undefined> {
+  if (claimedHere(owner).has(slot)) return undefined; // another open here is claiming it, or holds it
+  remember(owner, slot);
+  const now = useRuntime().now();
+  try {
+    if (await claimSlot(owner, slot, streamId, now)) return new StreamLease(owner, slot, streamId, now);
+  } catch (err) {
+    forget(owner, slot);
+    throw err;
+  }
+  forget(owner, slot);
+  return undefined;
+}
+
+/** The owner's slots read (Query), then those shown free and not this process's claimed, a round at a time. */
+async function acquireAfterReading(owner: string, streamId: string, max: number): Promise<StreamLease> {
   let waited = false;
   for (let round = 0; round < MAX_ROUNDS; round++) {
     const live = await liveSlots(owner);
-    const free = [...Array(max).keys()].filter((slot) => !live.has(slot));
-    if (live.size >= max || free.length === 0) {
-      // A stream of this owner that this process is closing counts as closed: its deletion is on its way.
+    const claimed = claimedHere(owner);
+    const free = [...Array(max).keys()].filter((slot) => !live.has(slot) && !claimed.has(slot));
+    if (free.length === 0) {
       if (!waited && (await settleReleases(owner))) {
         waited = true;
         continue;
       }
-      throw tooMany(max);
+      throw tooManyStreams(max);
     }
-    // Random order: concurrent opens of one owner mostly try different slots.
-    for (let i = free.length - 1; i > 0; i--) {
-      const j = Math.floor(Math.random() * (i + 1));
-      [free[i], free[j]] = [free[j]!, free[i]!];
-    }
-    for (const slot of free) {
-      const now = useRuntime().now();
-      if (await claimSlot(owner, slot, streamId, now)) return new StreamLease(owner, slot, streamId, now);
+    for (const slot of shuffled(free)) {
+      const lease = await tryClaim(owner, slot, streamId);
+      if (lease) return lease;
     }
     // Every slot seen free was taken meanwhile: read again.
   }
-  throw tooMany(max);
+  throw tooManyStreams(max);
+}
+
+/** Random order: concurrent opens of one owner (here or in other processes) mostly try different slots. */
+function shuffled(slots: number[]): number[] {
+  for (let i = slots.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [slots[i], slots[j]] = [slots[j]!, slots[i]!];
+  }
+  return slots;
 }
 
 /** For HEAD, which opens no stream: 429 when a GET would get it, else nothing. */
@@ -256,5 +312,5 @@ export async function checkStreamSlot(owner: string): Promise<void> {
   const max = useRuntime().config.limits.maxOpenStreamsPerOwner;
   if ((await liveSlots(owner)).size < max) return;
   if ((await settleReleases(owner)) && (await liveSlots(owner)).size < max) return;
-  throw tooMany(max);
+  throw tooManyStreams(max);
 }

@@ -2,14 +2,19 @@
  * The live status stream of one execution (API.md §10.9) as a server-sent-events body. The first frame carries
  * the status read before the response began; then the record is polled (one strongly consistent GetItem of the
  * status fields per `interval`) and, in the process that records the run, woken at once by its notification.
+ * A frame is sent per status change, not per change of the summary: a wait that ends while the execution stays
+ * `waiting` (a signal, before the run resumes to `pending`) or a step recorded is no frame (§10.9, §17.1.3).
  * The body is pull-driven: nothing is read before a client reads, so a response that is never sent (a
  * rate-limited request whose handler already ran) costs nothing, and a client that goes away stops the polling.
  * The stream holds one of its owner's open-stream slots (stream-slots.ts): it tells the lease when it was last
- * read, and frees the slot whenever it ends: before the connection closes when the server ends it.
+ * read, and frees the slot whenever it ends: before the connection closes when the server ends it, and at once
+ * when the client's connection closes (`gone`), whether or not the host ever started sending the body.
+ * Its poll reads run in its owner's lanes (stream-admission.ts): many streams of one owner never take the pool.
  */
 import { onChange, readSummary } from "./execution";
 import { isTerminal, type StatusSummary } from "./schemas";
 import { RELEASE_WAIT_MS, type StreamLease } from "./stream-slots";
+import { streamRead } from "./stream-admission";
 
 export interface StreamOptions {
   /** Poll period (ms). */
@@ -40,12 +45,18 @@ const close = (controller: ReadableStreamDefaultController<Uint8Array>) => {
 
 /**
  * The SSE body for an execution whose current summary (already read, ownership checked) is `first`, holding
- * `lease` (its owner's open-stream slot) until it ends.
+ * `lease` (its owner's open-stream slot) until it ends or `gone` (the client's connection) aborts.
  */
-export function statusStream(owner: string, first: StatusSummary, options: StreamOptions, lease?: StreamLease): ReadableStream<Uint8Array> {
+export function statusStream(
+  owner: string,
+  first: StatusSummary,
+  options: StreamOptions,
+  lease?: StreamLease,
+  gone?: AbortSignal,
+): ReadableStream<Uint8Array> {
   const startedAt = Date.now();
   let frames = 0;
-  let last = "";
+  let lastStatus: StatusSummary["status"] | undefined;
   let lastWriteAt = startedAt;
   let nextPollAt = startedAt + options.intervalMs;
   let notified = false;
@@ -60,11 +71,16 @@ export function statusStream(owner: string, first: StatusSummary, options: Strea
   let released: Promise<void> = Promise.resolve();
 
   let unsubscribe = () => {};
+  const clientGone = () => {
+    void stop();
+    if (body) close(body);
+  };
   /** Ends the work and frees the slot; resolves once the slot is free (or after RELEASE_WAIT_MS at most). */
   const stop = (): Promise<void> => {
     if (stopped) return released;
     stopped = true;
     unsubscribe();
+    gone?.removeEventListener("abort", clientGone);
     if (timer) clearTimeout(timer);
     wake?.();
     if (lease) {
@@ -80,6 +96,7 @@ export function statusStream(owner: string, first: StatusSummary, options: Strea
     await stop();
     close(ctrl);
   };
+  gone?.addEventListener("abort", clientGone, { once: true });
   lease?.watch({
     lastReadAt: () => (reading ? Date.now() : lastReadAt),
     lost: () => {
@@ -90,7 +107,7 @@ export function statusStream(owner: string, first: StatusSummary, options: Strea
   });
   const send = (ctrl: ReadableStreamDefaultController<Uint8Array>, summary: StatusSummary) => {
     frames += 1;
-    last = JSON.stringify(summary);
+    lastStatus = summary.status;
     lastWriteAt = Date.now();
     ctrl.enqueue(frame(frames, summary));
     if (isTerminal(summary.status)) return end(ctrl);
@@ -151,13 +168,13 @@ export function statusStream(owner: string, first: StatusSummary, options: Strea
         nextPollAt = now + options.intervalMs;
         let found: Awaited<ReturnType<typeof readSummary>>;
         try {
-          found = await readSummary(first.workflowId, first.id);
+          found = await streamRead(owner, () => readSummary(first.workflowId, first.id));
         } catch {
           found = undefined; // errors after the stream began are not reported in-band: it closes
         }
         if (stopped) return;
         if (!found || found.owner.toLowerCase() !== owner.toLowerCase()) return end(controller);
-        if (JSON.stringify(found.summary) !== last) return send(controller, found.summary);
+        if (found.summary.status !== lastStatus) return send(controller, found.summary);
       }
       if (Date.now() - lastWriteAt >= options.keepaliveMs) {
         lastWriteAt = Date.now();

@@ -8,7 +8,7 @@
 import * as v from "valibot";
 import { Hono, type Context } from "hono";
 import { ulid } from "ulid";
-import { ApiError, validationFailed, type FieldError } from "../errors";
+import { ApiError, ClientGone, validationFailed, type FieldError } from "../errors";
 import { log } from "../log";
 import { useRuntime } from "../runtime";
 import { withCaller } from "../context";
@@ -209,7 +209,13 @@ export function createApp(routes: Route[], options: AppOptions = {}) {
           (res) => ({ res }),
           (err: unknown) => ({ err }),
         );
-        enforce(c, await limiter.take(subject));
+        try {
+          enforce(c, await limiter.take(subject));
+        } catch (err) {
+          // Refused: the answer is never sent, so its body is cancelled and frees what it holds (a stream's slot).
+          void answering.then((settled) => ("res" in settled ? settled.res.body?.cancel().catch(() => undefined) : undefined));
+          throw err;
+        }
         const settled = await answering;
         if ("err" in settled) throw settled.err;
         response = settled.res;
@@ -244,6 +250,14 @@ export function createApp(routes: Route[], options: AppOptions = {}) {
   });
 
   app.onError((err, c) => {
+    if (err instanceof ClientGone) {
+      log.debug("client went away before its answer", {
+        requestId: c.get("requestId"),
+        method: c.req.method,
+        path: c.req.path,
+        why: err.message,
+      });
+    }
     if (err instanceof ApiError) return problem(c, err);
     log.error("unhandled error", { requestId: c.get("requestId"), method: c.req.method, path: c.req.path, error: err });
     return problem(c, new ApiError(500, "INTERNAL", "An internal error occurred."));
@@ -399,6 +413,18 @@ export function requestDeadline(c: AppContext): number {
   const lambda = (c.env as { lambdaContext?: { getRemainingTimeInMillis?: () => number } } | undefined)?.lambdaContext;
   const remaining = lambda?.getRemainingTimeInMillis?.();
   return remaining === undefined ? Infinity : Date.now() + remaining;
+}
+
+/**
+ * The client's connection as a signal: aborted once it closes before its answer is complete. The node host
+ * aborts the request's signal only if it existed when the connection closed, so a connection already closed
+ * when the handler first asks is read from the host's response object.
+ */
+export function clientSignal(c: AppContext): AbortSignal {
+  const signal = c.req.raw.signal;
+  const outgoing = (c.env as { outgoing?: { closed?: boolean; writableFinished?: boolean } } | undefined)?.outgoing;
+  if (!signal.aborted && outgoing?.closed && !outgoing.writableFinished) return AbortSignal.abort(new Error("client went away"));
+  return signal;
 }
 
 /** Path parameter of the matched route (already percent-decoded). */

@@ -13,7 +13,12 @@
  * whether to try the other form or to deny: a denial writes nothing, so a rejected request consumes nothing.
  * The first form is guessed from the last `tat` this process saw for the subject (a bounded LRU), so a busy
  * subject costs exactly one write per allowed request, and so does the first request after an idle spell; a
- * request that the remembered tat already denies costs none.
+ * request that the remembered tat already denies costs none. A subject's writes run at most `SUBJECT_LANES` at
+ * once in a process (shared/owner-lanes.ts), the rest queued behind them: a burst of one subject's concurrent
+ * requests (200 stream opens) costs that subject's lanes of the table's connection pool, not the pool, and once
+ * the first writes have answered the remembered tat is current, so the burst costs one write per allowed request
+ * (without the queue, 200 requests on a fresh subject cost ~400: one reset won, 199 lost and advanced) and
+ * none past the bucket.
  *
  * `tat` is stored in integer MICROseconds, not milliseconds: T = 1000/rps ms is fractional for most rps
  * (rps 3 → 333.33 ms), and DynamoDB adds decimals exactly while JavaScript compares doubles, so a fractional
@@ -21,6 +26,7 @@
  * token) and every sum stays an exact integer on both sides (µs since 1970 fit 2^53 until the year 2255).
  */
 import { log } from "../log";
+import { OwnerLanes } from "../owner-lanes";
 import { useRuntime } from "../runtime";
 import { writeBucket, type BucketWrite } from "../store/entities/rate-limit-bucket";
 
@@ -42,6 +48,8 @@ export const RateSubject = {
 
 /** Subjects whose last `tat` one process remembers (about 100 bytes each). */
 const MAX_HINTS = 10_000;
+/** Writes of one subject in flight at once in a process. */
+const SUBJECT_LANES = 4;
 /** Two forms and one race between them need 3 writes at most; a 4th failure means heavy contention. */
 const MAX_ATTEMPTS = 4;
 /**
@@ -65,12 +73,19 @@ interface Frame {
 export class RateLimiter {
   /** Last `tat` seen per subject, least recently used first (Map keeps insertion order). */
   private readonly hints = new Map<string, number>();
+  private readonly lanes = new OwnerLanes(SUBJECT_LANES);
 
   /**
    * Takes one token from `subject`'s bucket. Answers undefined when the limiter could not decide: then the
    * request is served without rate-limit headers.
    */
-  async take(subject: string): Promise<RateDecision | undefined> {
+  take(subject: string): Promise<RateDecision | undefined> {
+    const known = this.knownDenial(subject);
+    return known ? Promise.resolve(known) : this.lanes.run(subject, () => this.decide(subject));
+  }
+
+  /** take() in the subject's lane: decided from the hint as it is now, else by writing. */
+  private async decide(subject: string): Promise<RateDecision | undefined> {
     const frame = currentFrame();
     const hint = this.hints.get(subject);
     const guess = classify(hint, frame);

@@ -4,7 +4,7 @@
  */
 import * as v from "valibot";
 import type { Context } from "hono";
-import { ApiError, validationFailed, type FieldError } from "../errors";
+import { ApiError, ClientGone, validationFailed, type FieldError } from "../errors";
 import { useConfig } from "../current-runtime";
 import { asInteger } from "./contract";
 
@@ -84,7 +84,7 @@ function nestingDepth(text: string): number {
 /**
  * The body, read chunk by chunk and refused (413) as soon as it passes `limit` bytes: a chunked upload with
  * no Content-Length never sits in memory beyond the limit. The 413 closes the connection, so the client
- * stops sending (API.md §1.3).
+ * stops sending (API.md §1.3). A body cut off by the client is ClientGone, not an error of ours.
  */
 async function readBodyWithin(request: Request, limit: number): Promise<Uint8Array> {
   const declared = Number(request.headers.get("content-length") ?? "0");
@@ -94,7 +94,10 @@ async function readBodyWithin(request: Request, limit: number): Promise<Uint8Arr
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {
-    const { done, value } = await reader.read();
+    const { done, value } = await reader.read().catch(() => {
+      // The only way a request body fails is its connection ending early: the client dropped the upload.
+      throw new ClientGone("the request body was cut off");
+    });
     if (done) break;
     size += value.byteLength;
     if (size > limit) {
@@ -103,6 +106,8 @@ async function readBodyWithin(request: Request, limit: number): Promise<Uint8Arr
     }
     chunks.push(value);
   }
+  // Shorter than it said it would be: the connection ended before the body did.
+  if (size < declared) throw new ClientGone("the request body was cut off");
   return Buffer.concat(chunks, size);
 }
 
