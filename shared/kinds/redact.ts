@@ -22,9 +22,14 @@
  * every word would destroy the record and tell a reader where it occurs anyway), and only in their raw form.
  *
  * Overlapping occurrences (of one form, or of two secrets) are merged and replaced by one `***`, so no piece
- * of either survives between them; the result is redacted again until it no longer changes (a secret that
- * itself contains `*` could otherwise reappear around an inserted `***`; each pass shortens the text, so it
- * ends).
+ * of either survives between them. It is one pass over the original text, linear in its length (API.md §18:
+ * redaction runs on a shared thread): every occurrence of every form is found in the original, the spans are
+ * merged, and the output is built left to right. An inserted `***` can complete a form only when that form
+ * contains `*` (a secret containing `*`: `***x` around `***` + `x`), and only together with text at most one
+ * form's length around it; so after each span only the forms containing `*` are looked for in that window,
+ * and a hit widens the span over what it matched (kept characters, or a neighbouring `***`) and looks again.
+ * Each widening consumes original characters or a span, so the work stays linear; "repeat until nothing
+ * changes" was quadratic for such secrets (each pass made the next match).
  *
  * Object keys are redacted like string values. Two keys of one object may then come out as the same text
  * (`{"<secret>": 1, "<base64 of secret>": 2}` both give `***`); no entry is dropped for that. The rule:
@@ -84,39 +89,13 @@ export function createRedactor(secretValues: Iterable<string>): Redactor {
     .filter((f) => f.length > 0)
     .sort((a, b) => b.length - a.length);
   const shortestForm = forms.at(-1)?.length ?? Infinity;
-
-  /** One pass: every occurrence of every form found (overlaps included), merged, each run → `***`. */
-  const pass = (value: string): string => {
-    if (value.length < shortestForm) return value;
-    let spans: [number, number][] | undefined;
-    for (const form of forms) {
-      for (let at = value.indexOf(form); at !== -1; at = value.indexOf(form, at + 1)) {
-        (spans ??= []).push([at, at + form.length]);
-      }
-    }
-    if (!spans) return value;
-    spans.sort((x, y) => x[0] - y[0]);
-    let out = "";
-    let last = 0;
-    let [start, end] = spans[0]!;
-    for (const [s, e] of spans) {
-      if (s < end) {
-        if (e > end) end = e;
-        continue;
-      }
-      out += value.slice(last, start) + REDACTED;
-      last = end;
-      [start, end] = [s, e];
-    }
-    return out + value.slice(last, start) + REDACTED + value.slice(end);
-  };
+  // Only a form containing `*` can be completed by an inserted `***`.
+  const starForms = forms.filter((f) => f.includes("*"));
 
   const text = (value: string): string => {
     if (short.has(value)) return REDACTED;
-    if (forms.length === 0) return value;
-    let out = value;
-    for (let next = pass(out); next !== out; next = pass(out)) out = next;
-    return out;
+    if (value.length < shortestForm) return value;
+    return redactOnce(value, forms, starForms);
   };
 
   const put = (out: Record<string, unknown>, key: string, member: unknown) => {
@@ -169,4 +148,91 @@ export function createRedactor(secretValues: Iterable<string>): Redactor {
   };
 
   return { text, value: <T>(value: T) => walk(value) as T, log };
+}
+
+/** A replaced stretch `[from, to)` of the original (`***` in the output) or a kept one. */
+interface Piece {
+  from: number;
+  to: number;
+  masked: boolean;
+}
+
+const pieceLength = (p: Piece) => (p.masked ? REDACTED.length : p.to - p.from);
+
+/** Every occurrence of every form in `value`, overlapping ones merged, in order. */
+function occurrences(value: string, forms: readonly string[]): [number, number][] {
+  const spans: [number, number][] = [];
+  for (const form of forms) {
+    for (let at = value.indexOf(form); at !== -1; at = value.indexOf(form, at + 1)) spans.push([at, at + form.length]);
+  }
+  spans.sort((x, y) => x[0] - y[0]);
+  const merged: [number, number][] = [];
+  for (const [s, e] of spans) {
+    const last = merged.at(-1);
+    if (last && s < last[1]) last[1] = Math.max(last[1], e);
+    else merged.push([s, e]);
+  }
+  return merged;
+}
+
+/** The last `n` characters of the output built so far. */
+function tailOf(pieces: readonly Piece[], value: string, n: number): string {
+  let out = "";
+  for (let i = pieces.length - 1; i >= 0 && out.length < n; i--) {
+    const p = pieces[i]!;
+    out = (p.masked ? REDACTED : value.slice(Math.max(p.from, p.to - (n - out.length)), p.to)) + out;
+  }
+  return out.slice(-n);
+}
+
+/** Takes the last `n` output characters back off `pieces`; answers where the span now starts in the original. */
+function retract(pieces: Piece[], n: number, start: number): number {
+  while (n > 0) {
+    const p = pieces.pop()!;
+    const length = pieceLength(p);
+    if (!p.masked && length > n) {
+      p.to -= n;
+      pieces.push(p);
+      return p.to;
+    }
+    n -= length;
+    start = p.from;
+  }
+  return start;
+}
+
+/** The first occurrence of a form in `window` that covers one of the characters [at, at + 3) (the `***`). */
+function across(window: string, at: number, forms: readonly string[]): [number, number] | undefined {
+  for (const form of forms) {
+    const from = Math.max(0, at - form.length + 1);
+    const found = window.indexOf(form, from);
+    if (found !== -1 && found < at + REDACTED.length) return [found, found + form.length];
+  }
+  return undefined;
+}
+
+/** `value` with every form replaced, in one pass that no inserted `***` can undo (see the header). */
+function redactOnce(value: string, forms: readonly string[], starForms: readonly string[]): string {
+  const spans = occurrences(value, forms);
+  if (spans.length === 0) return value;
+  const reach = Math.max(0, ...starForms.map((f) => f.length - 1));
+  const pieces: Piece[] = [];
+  let done = 0;
+  for (let i = 0; i < spans.length;) {
+    let [start, end] = spans[i++]!;
+    if (start > done) pieces.push({ from: done, to: start, masked: false });
+    for (;;) {
+      if (reach === 0) break;
+      const next = i < spans.length ? spans[i]![0] : value.length;
+      const tail = tailOf(pieces, value, reach);
+      const hit = across(tail + REDACTED + value.slice(end, Math.min(end + reach, next)), tail.length, starForms);
+      if (!hit) break;
+      end += Math.max(0, hit[1] - tail.length - REDACTED.length);
+      if (hit[0] < tail.length) start = retract(pieces, tail.length - hit[0], start);
+    }
+    pieces.push({ from: start, to: end, masked: true });
+    done = end;
+  }
+  if (done < value.length) pieces.push({ from: done, to: value.length, masked: false });
+  return pieces.map((p) => (p.masked ? REDACTED : value.slice(p.from, p.to))).join("");
 }
