@@ -283,6 +283,34 @@ function renderNumber(n: number): string {
 export interface RenderOptions {
   /** Called with each path that resolved (for the step's `inputs`). */
   onResolved?: (path: string) => void;
+  /**
+   * Called with the UTF-8 size of each piece of rendered text before it is added, so the execution's state
+   * budget (API.md §18.2) counts what expansion produces as it produces it: a string of `{{A.data}}` repeated
+   * thousands of times stops at the budget (the charge throws) instead of building hundreds of MB first.
+   */
+  charge?: (bytes: number) => void;
+  /** A bound of this one rendering: past it, RenderedTooLargeError, before more text is built. */
+  maxBytes?: number;
+}
+
+/** A rendering passed its own `maxBytes` (RenderOptions). */
+export class RenderedTooLargeError extends Error {
+  constructor(readonly maxBytes: number) {
+    super(`rendered text would exceed ${maxBytes} bytes`);
+    this.name = "RenderedTooLargeError";
+  }
+}
+
+/** The charge of one rendering: the caller's, and its own bound. */
+function renderCharge(options: RenderOptions): (bytes: number) => void {
+  const { charge, maxBytes } = options;
+  if (maxBytes === undefined) return charge ?? (() => {});
+  let total = 0;
+  return (bytes) => {
+    total += bytes;
+    if (total > maxBytes) throw new RenderedTooLargeError(maxBytes);
+    charge?.(bytes);
+  };
 }
 
 /**
@@ -292,16 +320,21 @@ export interface RenderOptions {
  */
 export function renderString(text: string, variables: Variables, options: RenderOptions = {}): string {
   if (!hasTemplate(text)) return text;
+  const charge = renderCharge(options);
   let out = "";
   let last = 0;
   for (const t of findTemplates(text)) {
     if (!t.path) continue;
     const value = resolvePath(t.path, variables);
     options.onResolved?.(t.path.text);
-    out += text.slice(last, t.start) + renderValue(value);
+    const piece = text.slice(last, t.start) + renderValue(value);
+    charge(Buffer.byteLength(piece));
+    out += piece;
     last = t.end;
   }
-  return out + text.slice(last);
+  const rest = text.slice(last);
+  charge(Buffer.byteLength(rest));
+  return out + rest;
 }
 
 /** Keys whose values are never templated (API.md §8.6). */

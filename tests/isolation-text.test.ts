@@ -7,17 +7,19 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startService, type TestService } from "./support/service";
 import { startUpstream, type Upstream } from "./support/upstream";
-import { executionPath, jsonClient, type Json, type Owner } from "./support/client";
+import { executionPath, jsonClient, type Owner } from "./support/client";
 
 let service: TestService;
 let target: Upstream;
-let lastHeaders: Record<string, string | string[] | undefined> = {};
 const { call, ownerWithWallet, createWorkflow, waitTerminal } = jsonClient(() => service.url);
 
 beforeAll(async () => {
   service = await startService();
   target = await startUpstream((req, res) => {
-    lastHeaders = req.headers;
+    if (req.url === "/redirect") {
+      res.writeHead(302, { Location: "/headers" });
+      return res.end();
+    }
     res.setHeader("Content-Type", "application/json");
     res.end(JSON.stringify({ ok: true }));
   });
@@ -96,4 +98,106 @@ describe("redaction of a secret that *** completes again (§10.2, §18)", () => 
     expect(result.steps[0].output.data).toEqual({ text: "***" });
     expect(slowest).toBeLessThan(2_000);
   }, 90_000);
+});
+
+describe("template expansion counted against the execution state (§8.6, §18.2)", () => {
+  const A = { data: "x".repeat(16_000) };
+  const many = (n: number) => "{{A.data}}".repeat(n);
+
+  it("six /nodes:run of {{A.data}} × 30,000 (480 MB each) at once stop at 32 MiB with OUTPUT_TOO_LARGE; another owner is answered meanwhile", async () => {
+    const [a, b] = await Promise.all([ownerWithWallet(), ownerWithWallet()]);
+    const node = { id: "s", name: "s", type: "restApi", config: { url: `${target.url}/post`, method: "POST", body: many(30_000) } };
+    const { result, slowest } = await whileNeighbourWaits(b, () =>
+      Promise.all(Array.from({ length: 6 }, () => call(a, "POST", "/nodes:run", { node, inputVariables: { A } }))),
+    );
+    for (const answer of result) {
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+      expect(answer.body).toMatchObject({ success: false, errorCode: "OUTPUT_TOO_LARGE", error: "execution state would exceed 32 MiB" });
+    }
+    expect(slowest).toBeLessThan(2_000);
+  }, 60_000);
+
+  it("in a parallel loop, the iterations' expansions share the budget: the loop fails ITERATION_FAILED with the budget's message", async () => {
+    const [a] = await Promise.all([ownerWithWallet()]);
+    const loop = {
+      id: "l",
+      name: "l",
+      type: "loop",
+      config: {
+        inputVariable: "{{A.items}}",
+        iterVar: "item",
+        executionMode: "parallel",
+        // 8 MB of body each: four iterations' bodies pass the 32 MiB, whichever order they run in.
+        runner: { type: "restApi", config: { url: `${target.url}/post`, method: "POST", body: many(500) } },
+      },
+    };
+    const answer = await call(a, "POST", "/nodes:run", {
+      node: loop,
+      inputVariables: { A: { ...A, items: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10] } },
+    });
+    expect(answer.status).toBe(200);
+    expect(answer.body).toMatchObject({ success: false, errorCode: "ITERATION_FAILED" });
+    expect(answer.body.error).toMatch(/^iteration \d+: execution state would exceed 32 MiB$/);
+    expect(target.requests.filter((r) => r.path === "/post").length).toBeLessThan(10);
+  }, 60_000);
+
+  it("an await prompt that expands past 4096 bytes fails its step INVALID_INPUT (was: the run ended 'internal error' on the item limit)", async () => {
+    const a = await ownerWithWallet();
+    const created = await createWorkflow(a, {
+      trigger: { id: "t", name: "start", type: "manual", config: { data: {} } },
+      nodes: [{ id: "w", name: "w", type: "await", config: { channel: "api", prompt: many(100) } }],
+      inputVariables: { A },
+    });
+    const started = await call(a, "POST", `/workflows/${created.id}:trigger`, { triggerType: "manual", isBlocking: false });
+    expect(started.status).toBe(202);
+    const execution = await waitTerminal(a, executionPath(created.id, started.body.executionId), { timeoutMs: 60_000, intervalMs: 100 });
+    expect(execution.status).toBe("failed");
+    expect(execution.steps[1]).toMatchObject({
+      success: false,
+      errorCode: "INVALID_INPUT",
+      error: "prompt after template expansion exceeds 4096 bytes",
+    });
+  }, 60_000);
+});
+
+describe("free-form keys on the outbound path (§18.6)", () => {
+  it("a restApi header named __proto__ is sent, in a run and in /nodes:run", async () => {
+    const [a] = await withSecret("proto-value");
+    const node = {
+      id: "h",
+      name: "h",
+      type: "restApi",
+      config: { url: `${target.url}/headers`, method: "GET", headers: JSON.parse('{"__proto__": "proto-value", "x-other": "{{A.v}}"}') },
+    };
+    /** The headers of the last request, from its raw lines (node's parsed `req.headers` drops `__proto__`). */
+    const sent = () => {
+      const raw = target.requests.at(-1)!.rawHeaders;
+      const pairs = Object.fromEntries(raw.flatMap((name, i) => (i % 2 === 0 ? [[name.toLowerCase(), raw[i + 1]]] : [])));
+      return { proto: Object.hasOwn(pairs, "__proto__") ? pairs.__proto__ : undefined, other: pairs["x-other"] };
+    };
+
+    const ran = await call(a, "POST", "/nodes:run", { node, inputVariables: { A: { v: "other" } } });
+    expect(ran.body.success, JSON.stringify(ran.body)).toBe(true);
+    expect(sent()).toEqual({ proto: "proto-value", other: "other" });
+
+    for (const variant of [
+      { ...node, config: { ...node.config, method: "POST", body: "{}" } },
+      { ...node, config: { ...node.config, url: `${target.url}/redirect` } },
+      { id: "l", name: "l", type: "loop", config: { inputVariable: "{{A.list}}", runner: { type: "restApi", config: node.config } } },
+      { ...node, config: { ...node.config, headers: JSON.parse('{"__proto__": "{{secrets.STAR}}", "x-other": "{{A.v}}"}') } },
+    ]) {
+      const answer = await call(a, "POST", "/nodes:run", { node: variant, inputVariables: { A: { v: "other", list: [1] } } });
+      expect(answer.body.success, JSON.stringify(answer.body)).toBe(true);
+      expect(sent(), JSON.stringify(variant)).toEqual({ proto: "proto-value", other: "other" });
+    }
+
+    const created = await createWorkflow(a, {
+      trigger: { id: "t", name: "start", type: "manual", config: { data: {} } },
+      nodes: [node],
+      inputVariables: { A: { v: "other" } },
+    });
+    const started = await call(a, "POST", `/workflows/${created.id}:trigger`, { triggerType: "manual", isBlocking: true });
+    expect(started.body.status).toBe("success");
+    expect(sent()).toEqual({ proto: "proto-value", other: "other" });
+  }, 60_000);
 });

@@ -263,8 +263,10 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
       now,
       caller: input.context.owner,
       variables: base.variables,
-      render: (config) => renderConfig(config, base.variables, { onResolved: base.onResolved }),
-      renderText: (text) => renderString(text, base.variables, { onResolved: base.onResolved }),
+      // What expansion produces is held against the state budget as it is produced (§18.2), until the step ends.
+      render: (config) => renderConfig(config, base.variables, { onResolved: base.onResolved, charge: base.held.hold }),
+      renderText: (text, options) =>
+        renderString(text, base.variables, { ...options, onResolved: base.onResolved, charge: base.held.hold }),
       resolveWhole: (inputVariable) => {
         const path = wholeTemplatePath(inputVariable);
         if (!path) throw new TemplateUnresolvedError(inputVariable);
