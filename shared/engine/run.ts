@@ -135,7 +135,8 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
         name: trigger.name,
         success: true,
         config: trigger.config as Record<string, unknown>,
-        output: redactor.value(input.triggerOutput),
+        // In slices: a trigger output's size is bounded only by what its source sent (§18).
+        output: await redactor.inSlices.value(input.triggerOutput),
         startAt: input.startAt,
         endAt: input.startAt,
       });
@@ -213,7 +214,9 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
 
         const gas = outcome.ok ? outcome.result.gas : outcome.failure.gas;
         const rawLog = outcome.ok ? outcome.result.log : outcome.failure.log;
-        const stepLog = rawLog ? redactor.log(limitLog(rawLog, limits.maxStepLogBytes)) : "";
+        const stepLog = rawLog ? await redactor.inSlices.log(limitLog(rawLog, limits.maxStepLogBytes)) : "";
+        const error = outcome.ok ? undefined : await redactor.inSlices.text(outcome.failure.message);
+        const recorded = await recordedOutput(output, limits.maxStepOutputBytes, (value) => redactor.inSlices.value(value), outputText);
         const costChain = kinds.node(node.type)?.costChainConfig;
         const chainId = partChainId(costChain ? costChain(node.config) : node.config, definition.chainId);
         const step: Step = {
@@ -221,11 +224,11 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
           type: node.type,
           name: node.name,
           success: outcome.ok,
-          ...(outcome.ok ? {} : { error: redactor.text(outcome.failure.message), errorCode: outcome.failure.code }),
+          ...(outcome.ok ? {} : { error: error!, errorCode: outcome.failure.code }),
           ...(stepLog ? { log: stepLog } : {}),
           inputs,
           config: node.config as Record<string, unknown>,
-          output: recordedOutput(output, limits.maxStepOutputBytes, (value) => redactor.value(value), outputText),
+          output: recorded,
           startAt,
           endAt,
           ...(gas ? gasFields(gas) : {}),

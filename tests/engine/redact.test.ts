@@ -249,9 +249,26 @@ describe("secrets that contain * (an inserted *** next to the text around it)", 
     for (const [secret, text] of cases) {
       const started = performance.now();
       const out = createRedactor([secret]).text(text);
-      // Generous: about 0.1 s here; the old loop took 56 s for 100 KB of `x***`.
-      expect(performance.now() - started, secret).toBeLessThan(2_000);
+      // Generous (0.1-0.8 s here on a loaded machine); the old loop took 56 s for 100 KB of `x***`.
+      expect(performance.now() - started, secret).toBeLessThan(5_000);
       expect(out).not.toContain(secret);
     }
+  });
+});
+
+describe("in slices", () => {
+  it("gives the same result as the plain calls and lets other work run between slices", async () => {
+    const r = createRedactor(["x***", SECRET]);
+    const text = "y".repeat(2_000_000) + "x***" + SECRET;
+    const value = { [SECRET]: [text, { k: `a${FORMS.base64}b` }] };
+    let ticks = 0;
+    const ticker = setInterval(() => ticks++, 0);
+    const sliced = await r.inSlices.value(value);
+    const ticksDuring = ticks;
+    clearInterval(ticker);
+    expect(sliced).toEqual(r.value(value));
+    expect(await r.inSlices.text(text)).toBe("y".repeat(2_000_000) + "******");
+    expect(await r.inSlices.log(`a ${SECRET.slice(0, 5)}${LOG_TRUNCATED_MARKER}`)).toBe(`a ***${LOG_TRUNCATED_MARKER}`);
+    expect(ticksDuring).toBeGreaterThan(0);
   });
 });
