@@ -19,7 +19,7 @@ const DEFAULT_TIMEOUT_S = 86_400;
  * The prompt after template expansion, in UTF-8 bytes: it rides on the execution item in `waitingFor` (up to
  * 10 waits), which must stay well inside DynamoDB's 400 KB item.
  */
-export const MAX_RENDERED_PROMPT_BYTES = 4_096;
+const MAX_RENDERED_PROMPT_BYTES = 4_096;
 
 const config = strict(
   {
@@ -37,7 +37,9 @@ const config = strict(
       v.pipe(
         str(),
         v.maxLength(2000, "must be at most 2000 characters"),
-        v.description("Shown in `waitingFor`; templates expanded when the wait begins."),
+        v.description(
+          `Shown in \`waitingFor\`; templates expanded when the wait begins, to at most ${MAX_RENDERED_PROMPT_BYTES} bytes (past that the step fails \`INVALID_INPUT\`).`,
+        ),
       ),
     ),
     timeoutSeconds: opt(int(60, MAX_AWAIT_TIMEOUT_S), DEFAULT_TIMEOUT_S),
