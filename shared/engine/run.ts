@@ -207,16 +207,19 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
           output = { data: null };
           outputText = stringify(output);
         }
+        // Redacted in slices, before the node counts as settled: from here to `record` nothing awaits, so no
+        // node downstream can start (or finish) before this step is recorded.
+        const rawLog = outcome.ok ? outcome.result.log : outcome.failure.log;
+        const stepLog = rawLog ? await redactor.inSlices.log(limitLog(rawLog, limits.maxStepLogBytes)) : "";
+        const error = outcome.ok ? undefined : await redactor.inSlices.text(outcome.failure.message);
+        const recorded = await recordedOutput(output, limits.maxStepOutputBytes, (value) => redactor.inSlices.value(value), outputText);
+
         outputs.set(node.id, new JsonText(outputText));
         state.set(node.id, outcome.ok ? "succeeded" : "failed");
         const chosen = kinds.node(node.type)?.chosen;
         if (outcome.ok && chosen) choices.set(node.id, chosen(data, node.id));
 
         const gas = outcome.ok ? outcome.result.gas : outcome.failure.gas;
-        const rawLog = outcome.ok ? outcome.result.log : outcome.failure.log;
-        const stepLog = rawLog ? await redactor.inSlices.log(limitLog(rawLog, limits.maxStepLogBytes)) : "";
-        const error = outcome.ok ? undefined : await redactor.inSlices.text(outcome.failure.message);
-        const recorded = await recordedOutput(output, limits.maxStepOutputBytes, (value) => redactor.inSlices.value(value), outputText);
         const costChain = kinds.node(node.type)?.costChainConfig;
         const chainId = partChainId(costChain ? costChain(node.config) : node.config, definition.chainId);
         const step: Step = {
