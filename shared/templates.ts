@@ -101,8 +101,24 @@ export interface TemplatePath {
   segments: PathSegment[];
 }
 
-/** Parses a path; null when `text` is not exactly a path of the grammar. */
+/**
+ * Parsed paths by text: a config may repeat one template thousands of times (`{{A.data}}` × 30,000 in 300 KB),
+ * and each parse costs microseconds on the thread that serves every owner. Bounded; emptied when full.
+ */
+const parsed = new Map<string, TemplatePath | null>();
+const PARSED_MAX = 4_096;
+
+/** Parses a path; null when `text` is not exactly a path of the grammar. The answer is shared: never change it. */
 export function parsePath(text: string): TemplatePath | null {
+  let path = parsed.get(text);
+  if (path !== undefined) return path;
+  path = parseUncached(text);
+  if (parsed.size >= PARSED_MAX) parsed.clear();
+  if (text.length <= 256) parsed.set(text, path);
+  return path;
+}
+
+function parseUncached(text: string): TemplatePath | null {
   if (!PATH_EXACT.test(text)) return null;
   const root = /^[A-Za-z_$][A-Za-z0-9_$]*/.exec(text)![0];
   const segments: PathSegment[] = [];
@@ -283,6 +299,34 @@ function renderNumber(n: number): string {
 export interface RenderOptions {
   /** Called with each path that resolved (for the step's `inputs`). */
   onResolved?: (path: string) => void;
+  /**
+   * Called with the UTF-8 size of each piece of rendered text before it is added, so the execution's state
+   * budget (API.md §18.2) counts what expansion produces as it produces it: a string of `{{A.data}}` repeated
+   * thousands of times stops at the budget (the charge throws) instead of building hundreds of MB first.
+   */
+  charge?: (bytes: number) => void;
+  /** A bound of this one rendering: past it, RenderedTooLargeError, before more text is built. */
+  maxBytes?: number;
+}
+
+/** A rendering passed its own `maxBytes` (RenderOptions). */
+export class RenderedTooLargeError extends Error {
+  constructor(readonly maxBytes: number) {
+    super(`rendered text would exceed ${maxBytes} bytes`);
+    this.name = "RenderedTooLargeError";
+  }
+}
+
+/** The charge of one rendering: the caller's, and its own bound. */
+function renderCharge(options: RenderOptions): (bytes: number) => void {
+  const { charge, maxBytes } = options;
+  if (maxBytes === undefined) return charge ?? (() => {});
+  let total = 0;
+  return (bytes) => {
+    total += bytes;
+    if (total > maxBytes) throw new RenderedTooLargeError(maxBytes);
+    charge?.(bytes);
+  };
 }
 
 /**
@@ -292,16 +336,21 @@ export interface RenderOptions {
  */
 export function renderString(text: string, variables: Variables, options: RenderOptions = {}): string {
   if (!hasTemplate(text)) return text;
+  const charge = renderCharge(options);
   let out = "";
   let last = 0;
   for (const t of findTemplates(text)) {
     if (!t.path) continue;
     const value = resolvePath(t.path, variables);
     options.onResolved?.(t.path.text);
-    out += text.slice(last, t.start) + renderValue(value);
+    const piece = text.slice(last, t.start) + renderValue(value);
+    charge(Buffer.byteLength(piece));
+    out += piece;
     last = t.end;
   }
-  return out + text.slice(last);
+  const rest = text.slice(last);
+  charge(Buffer.byteLength(rest));
+  return out + rest;
 }
 
 /** Keys whose values are never templated (API.md §8.6). */

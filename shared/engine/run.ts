@@ -135,7 +135,8 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
         name: trigger.name,
         success: true,
         config: trigger.config as Record<string, unknown>,
-        output: redactor.value(input.triggerOutput),
+        // In slices: a trigger output's size is bounded only by what its source sent (§18).
+        output: await redactor.inSlices.value(input.triggerOutput),
         startAt: input.startAt,
         endAt: input.startAt,
       });
@@ -206,14 +207,19 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
           output = { data: null };
           outputText = stringify(output);
         }
+        // Redacted in slices, before the node counts as settled: from here to `record` nothing awaits, so no
+        // node downstream can start (or finish) before this step is recorded.
+        const rawLog = outcome.ok ? outcome.result.log : outcome.failure.log;
+        const stepLog = rawLog ? await redactor.inSlices.log(limitLog(rawLog, limits.maxStepLogBytes)) : "";
+        const error = outcome.ok ? undefined : await redactor.inSlices.text(outcome.failure.message);
+        const recorded = await recordedOutput(output, limits.maxStepOutputBytes, (value) => redactor.inSlices.value(value), outputText);
+
         outputs.set(node.id, new JsonText(outputText));
         state.set(node.id, outcome.ok ? "succeeded" : "failed");
         const chosen = kinds.node(node.type)?.chosen;
         if (outcome.ok && chosen) choices.set(node.id, chosen(data, node.id));
 
         const gas = outcome.ok ? outcome.result.gas : outcome.failure.gas;
-        const rawLog = outcome.ok ? outcome.result.log : outcome.failure.log;
-        const stepLog = rawLog ? redactor.log(limitLog(rawLog, limits.maxStepLogBytes)) : "";
         const costChain = kinds.node(node.type)?.costChainConfig;
         const chainId = partChainId(costChain ? costChain(node.config) : node.config, definition.chainId);
         const step: Step = {
@@ -221,11 +227,11 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
           type: node.type,
           name: node.name,
           success: outcome.ok,
-          ...(outcome.ok ? {} : { error: redactor.text(outcome.failure.message), errorCode: outcome.failure.code }),
+          ...(outcome.ok ? {} : { error: error!, errorCode: outcome.failure.code }),
           ...(stepLog ? { log: stepLog } : {}),
           inputs,
           config: node.config as Record<string, unknown>,
-          output: recordedOutput(output, limits.maxStepOutputBytes, (value) => redactor.value(value), outputText),
+          output: recorded,
           startAt,
           endAt,
           ...(gas ? gasFields(gas) : {}),
@@ -263,8 +269,10 @@ export async function runWorkflow(input: RunInput): Promise<RunResult> {
       now,
       caller: input.context.owner,
       variables: base.variables,
-      render: (config) => renderConfig(config, base.variables, { onResolved: base.onResolved }),
-      renderText: (text) => renderString(text, base.variables, { onResolved: base.onResolved }),
+      // What expansion produces is held against the state budget as it is produced (§18.2), until the step ends.
+      render: (config) => renderConfig(config, base.variables, { onResolved: base.onResolved, charge: base.held.hold }),
+      renderText: (text, options) =>
+        renderString(text, base.variables, { ...options, onResolved: base.onResolved, charge: base.held.hold }),
       resolveWhole: (inputVariable) => {
         const path = wholeTemplatePath(inputVariable);
         if (!path) throw new TemplateUnresolvedError(inputVariable);

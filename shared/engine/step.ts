@@ -10,12 +10,12 @@ import { materialize, stringify } from "../json-text";
  * The output as recorded: the truncation marker object when its JSON is over `maxBytes`, else the output as
  * a plain value (parts held as JSON text parsed: at most `maxBytes` of them), passed through `redact`.
  */
-export function recordedOutput(
+export async function recordedOutput(
   output: Record<string, unknown>,
   maxBytes: number,
-  redact: (value: Record<string, unknown>) => Record<string, unknown> = (value) => value,
+  redact: (value: Record<string, unknown>) => Record<string, unknown> | Promise<Record<string, unknown>> = (value) => value,
   text = stringify(output),
-): Record<string, unknown> {
+): Promise<Record<string, unknown>> {
   const size = Buffer.byteLength(text);
   return size > maxBytes ? { data: null, truncated: true, originalSize: size } : redact(materialize(output) as Record<string, unknown>);
 }

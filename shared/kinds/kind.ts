@@ -121,8 +121,11 @@ export interface NodeEnv {
   variables: Variables;
   /** Renders every string value of a config (contractAbi never), recording the paths. */
   render<T>(config: T): T;
-  /** Template substitution as text in JavaScript (non-path `{{ … }}` left as it is). */
-  renderText(text: string): string;
+  /**
+   * Template substitution as text in JavaScript (non-path `{{ … }}` left as it is). With `maxBytes`, a result
+   * that would be longer throws RenderedTooLargeError as soon as it passes that size.
+   */
+  renderText(text: string, options?: { maxBytes?: number }): string;
   /** filter/loop `inputVariable`: the resolved value itself. */
   resolveWhole(inputVariable: string): unknown;
   mode: "run" | "simulate";

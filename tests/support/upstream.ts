@@ -9,6 +9,8 @@ import type { AddressInfo } from "node:net";
 interface UpstreamRequest {
   path: string;
   headers: IncomingHttpHeaders;
+  /** The header lines as received, name and value alternating: node's parsed `headers` drops one named `__proto__`. */
+  rawHeaders: string[];
   at: number;
 }
 
@@ -23,7 +25,7 @@ export interface Upstream {
 export async function startUpstream(handler: RequestListener): Promise<Upstream> {
   const requests: UpstreamRequest[] = [];
   const server = createServer((req, res) => {
-    requests.push({ path: req.url ?? "", headers: req.headers, at: Date.now() });
+    requests.push({ path: req.url ?? "", headers: req.headers, rawHeaders: req.rawHeaders, at: Date.now() });
     handler(req, res);
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

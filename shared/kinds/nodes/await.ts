@@ -6,7 +6,8 @@
  * it). `:simulate` does not wait: the node is approved at once by the caller.
  */
 import * as v from "valibot";
-import { defineNode, nodeShape, type Raw } from "../kind";
+import { defineNode, nodeShape, StepFailure, type NodeEnv, type Raw } from "../kind";
+import { RenderedTooLargeError } from "../../templates";
 import { EventQuery } from "../triggers/event";
 import { chainClient, read } from "../chain";
 import { AddressString, ChainId, int, list, opt, str, strict } from "../schema-kit";
@@ -14,6 +15,11 @@ import { AddressString, ChainId, int, list, opt, str, strict } from "../schema-k
 /** `max_await_timeout_s` (§17.5). */
 const MAX_AWAIT_TIMEOUT_S = 604_800;
 const DEFAULT_TIMEOUT_S = 86_400;
+/**
+ * The prompt after template expansion, in UTF-8 bytes: it rides on the execution item in `waitingFor` (up to
+ * 10 waits), which must stay well inside DynamoDB's 400 KB item.
+ */
+const MAX_RENDERED_PROMPT_BYTES = 4_096;
 
 const config = strict(
   {
@@ -31,7 +37,9 @@ const config = strict(
       v.pipe(
         str(),
         v.maxLength(2000, "must be at most 2000 characters"),
-        v.description("Shown in `waitingFor`; templates expanded when the wait begins."),
+        v.description(
+          `Shown in \`waitingFor\`; templates expanded when the wait begins, to at most ${MAX_RENDERED_PROMPT_BYTES} bytes (past that the step fails \`INVALID_INPUT\`).`,
+        ),
       ),
     ),
     timeoutSeconds: opt(int(60, MAX_AWAIT_TIMEOUT_S), DEFAULT_TIMEOUT_S),
@@ -70,7 +78,7 @@ export const awaitNode = /* @__PURE__ */ defineNode(awaitShape, {
         log: "simulated: approved at once by the caller (a run would wait for a signal or its chain event)",
       };
     }
-    const prompt = stored.prompt !== undefined ? env.render({ prompt: stored.prompt }).prompt : undefined;
+    const prompt = stored.prompt !== undefined ? renderPrompt(stored.prompt, env) : undefined;
     const deadline = at + stored.timeoutSeconds * 1000;
     if (stored.chainEvent) {
       const chainId = stored.chainEvent.chainId || env.chainId;
@@ -101,3 +109,12 @@ export const awaitNode = /* @__PURE__ */ defineNode(awaitShape, {
     };
   },
 });
+
+function renderPrompt(prompt: string, env: NodeEnv): string {
+  try {
+    return env.renderText(prompt, { maxBytes: MAX_RENDERED_PROMPT_BYTES });
+  } catch (err) {
+    if (!(err instanceof RenderedTooLargeError)) throw err;
+    throw new StepFailure("INVALID_INPUT", `prompt after template expansion exceeds ${MAX_RENDERED_PROMPT_BYTES} bytes`);
+  }
+}
