@@ -12,7 +12,7 @@
  */
 
 /** Lambda's limit on a synchronous invocation's response: the serialized envelope, headers included. */
-export const LAMBDA_RESPONSE_LIMIT = 6_291_456;
+const LAMBDA_RESPONSE_LIMIT = 6_291_456;
 /** Room left in the envelope for the status, the headers and the envelope's own members. */
 const ENVELOPE_HEADROOM = 65_536;
 /** The most an answer's body may take in a Lambda envelope (escaped). */
