@@ -43,7 +43,8 @@ afterAll(async () => {
 const get = (id: string) => ({ id, name: id, type: "restApi", config: { url: `${targetUrl}/tiny`, method: "GET" } });
 
 async function run(who: Owner, nodes: Json[]): Promise<Json> {
-  const edges = nodes.map((n, i) => ({ id: `e${i}`, source: i === 0 ? "t" : nodes[i - 1]!.id, target: n.id }));
+  // Every node straight from the trigger: the three bodies of an execution are read and scanned at once.
+  const edges = nodes.map((n, i) => ({ id: `e${i}`, source: "t", target: n.id }));
   const created = await createWorkflow(who, { trigger: { id: "t", name: "start", type: "manual", config: { data: {} } }, nodes, edges });
   const started = await call(who, "POST", `/workflows/${created.id}:trigger`, { triggerType: "manual", isBlocking: false });
   expect(started.status).toBe(202);
@@ -51,7 +52,7 @@ async function run(who: Owner, nodes: Json[]): Promise<Json> {
 }
 
 describe("large bodies and a neighbour's latency (§18, §18.2)", () => {
-  it("four executions parsing three 9.5 MiB bodies each leave another owner's /health at p90 < 300 ms", async () => {
+  it("four executions parsing three 9.5 MiB bodies each leave the serving thread free (event-loop delay p90 < 28 ms) and another owner's /health at p90 < 300 ms", async () => {
     const [a, b] = await Promise.all([ownerWithWallet(), ownerWithWallet()]);
     const latencies: number[] = [];
     const delay = monitorEventLoopDelay({ resolution: 5 });
@@ -79,5 +80,8 @@ describe("large bodies and a neighbour's latency (§18, §18.2)", () => {
       `neighbour /health: n=${latencies.length} p50=${latencies[Math.floor(latencies.length / 2)]!.toFixed(0)} p90=${p90.toFixed(0)} max=${latencies.at(-1)!.toFixed(0)} ms`,
     );
     expect(p90).toBeLessThan(300);
+    // What separates the fix (13-16 ms measured, 2 loaded cores) from before it (36-37 ms): the serving thread's
+    // own delay, which the neighbour's round trips (client and server on this one thread) blur.
+    expect(delay.percentile(90) / 1e6).toBeLessThan(28);
   }, 180_000);
 });
