@@ -5,6 +5,7 @@
 import { Resource } from "sst";
 import { buildConfig } from "../shared/config";
 import { createRuntime, setRuntime } from "../shared/runtime";
+import { setAnswerEnvelope } from "../shared/http/answer-bytes";
 
 const linked = Resource as unknown as { Table: { name: string }; JwtSigningKey: { value: string }; Chains: { value: string } };
 
@@ -21,3 +22,6 @@ setRuntime(
     }),
   }),
 );
+
+// Answers go out inside the invocation's response envelope, which escapes the body again (page and record budgets).
+setAnswerEnvelope("lambda");

@@ -10,6 +10,8 @@
  * outside strings dropped); numbers and string escapes are kept as written.
  */
 
+import { nextSlice } from "./slices";
+
 /** A JSON value held as its (compact, valid) text. */
 export class JsonText {
   constructor(readonly text: string) {}
@@ -57,11 +59,17 @@ export async function checkJsonInSlices(text: string): Promise<JsonCheck> {
   for (;;) {
     const next = scan.next();
     if (next.done) return next.value;
-    await new Promise((resolve) => setImmediate(resolve));
+    await nextSlice();
   }
 }
 
-const SLICE_CHARS = 262_144;
+/**
+ * Characters scanned between two yields, about a millisecond of work; slices take turns (./slices.ts), one per
+ * turn of the event loop, so a dozen bodies scanned at once still leave the thread to a request every
+ * millisecond or so (API.md §18: another owner's latency). Before, each scan yielded on its own every 256 K
+ * characters (~6 ms), and a dozen such slices ran back to back in every turn.
+ */
+const SLICE_CHARS = 65_536;
 
 function* scanJson(text: string): Generator<void, JsonCheck> {
   const n = text.length;

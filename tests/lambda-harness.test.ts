@@ -345,3 +345,84 @@ describe("every other function under the harness", () => {
     }
   }, 90_000);
 });
+
+describe("answers within Lambda's 6 MB response limit (the harness fails any envelope above it)", () => {
+  // JSON text full of quotes doubles in the envelope, where the body is a JSON string: `"` → `\"` → `\\\"`.
+  const QUOTES = 55_000;
+  // An earlier test points this process at another table: back to the one the hosts serve.
+  beforeAll(() => useTestRuntime({ TABLE_NAME: mainTable, MIN_BLOCK_INTERVAL_S: "0" }));
+
+  it("a page of workflows full of quotes ends early, its envelope within the limit, and the next page goes on", async () => {
+    const bob = await withWallet(await signIn(app));
+    const ids: string[] = [];
+    for (let i = 0; i < 40; i += 1) {
+      const res = await call(
+        workflows,
+        "POST",
+        "/workflows",
+        {
+          smartWalletAddress: bob.wallet,
+          trigger: { id: "t", name: "go", type: "manual", config: {} },
+          nodes: [{ id: "n", name: "n", type: "customCode", config: { source: "return 1" } }],
+          inputVariables: { quotes: '"'.repeat(QUOTES) },
+        },
+        bob.headers,
+      );
+      expect(res.status).toBe(201);
+      ids.push(String(res.json.id));
+    }
+    // 40 × ~110 KB is ~4.4 MB of body (within the 5 MiB page) but ~8.8 MB escaped in the envelope.
+    const page = (after?: string) =>
+      workflows.invoke<Answer>(
+        httpEvent("GET", "/workflows", { headers: bob.headers, rawQueryString: `limit=200${after ? `&after=${after}` : ""}` }),
+      );
+    const first = await page();
+    expect(first.result.statusCode).toBe(200);
+    expect(first.bytes).toBeLessThanOrEqual(6_291_456);
+    const body = JSON.parse(first.result.body!) as { data: { id: string }[]; pageInfo: { hasNextPage: boolean; endCursor: string } };
+    expect(body.pageInfo.hasNextPage).toBe(true);
+    expect(body.data.length).toBeLessThan(40);
+    const second = await page(body.pageInfo.endCursor);
+    expect(second.bytes).toBeLessThanOrEqual(6_291_456);
+    const rest = (JSON.parse(second.result.body!) as { data: { id: string }[] }).data;
+    expect([...body.data, ...rest].map((w) => w.id)).toEqual([...ids].reverse());
+  }, 120_000);
+
+  it("an execution of quote-heavy outputs (4 MiB of body, ~8 MiB escaped) replaces more outputs to fit", async () => {
+    const executions = await LambdaHost.start("executions", await hostEnv(mainTable));
+    try {
+      const nodes = Array.from({ length: 17 }, (_, i) => ({
+        id: `q${i}`,
+        name: `q${i}`,
+        type: "customCode",
+        config: { source: `return '"'.repeat(120000)` },
+      }));
+      const created = await call(workflows, "POST", "/workflows", {
+        smartWalletAddress: alice.wallet,
+        trigger: { id: "t", name: "go", type: "manual", config: {} },
+        nodes,
+      });
+      expect(created.status, JSON.stringify(created.json)).toBe(201);
+      const id = String(created.json.id);
+      const started = await call(workflows, "POST", `/workflows/${id}:trigger`, { triggerType: "manual" });
+      const executionId = String(started.json.executionId);
+      const read = () =>
+        executions.invoke<Answer>(
+          httpEvent("GET", `/executions/${executionId}`, { headers: alice.headers, rawQueryString: `workflowId=${id}` }),
+        );
+      const answer = await until(read, (a) => a.result.statusCode !== 200 || !a.result.body!.includes('"status":"pending"'), 60_000);
+      expect(answer.result.statusCode).toBe(200);
+      expect(answer.bytes).toBeLessThanOrEqual(6_291_456);
+      const steps = (JSON.parse(answer.result.body!) as { steps: { id: string; output: { truncated?: boolean } }[] }).steps;
+      expect(JSON.parse(answer.result.body!)).toMatchObject({ status: "success" });
+      expect(steps).toHaveLength(18);
+      expect(steps.filter((s) => s.output.truncated).length).toBeGreaterThan(1);
+      const listed = await executions.invoke<Answer>(
+        httpEvent("GET", "/executions", { headers: alice.headers, rawQueryString: `workflowId=${id}` }),
+      );
+      expect(listed.bytes).toBeLessThanOrEqual(6_291_456);
+    } finally {
+      await executions.close();
+    }
+  }, 120_000);
+});

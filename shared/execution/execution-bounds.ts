@@ -72,6 +72,17 @@ export function fitRecord(execution: Execution, outputs: { bytes: number; held: 
   return steps.map((_, i) => i).filter((i) => !outputs[i]!.held && !replaced.has(i));
 }
 
+/**
+ * Brings an assembled execution (every output it keeps held) of `rawBytes` serialized within `budget` bytes as a
+ * Lambda envelope escapes it (`escapedBytes` now: shared/http/answer-bytes.ts). Every byte an output, log or
+ * config gives up takes at least one escaped byte with it (a marker's six quotes aside: the envelope's headroom
+ * holds those), so asking fitRecord for as many bytes fewer as the escaped form is over is enough.
+ */
+export function fitEscaped(execution: Execution, rawBytes: number, escapedBytes: number, budget: number): void {
+  const outputs = execution.steps.map((s) => ({ bytes: Buffer.byteLength(JSON.stringify(s.output)), held: true }));
+  fitRecord(execution, outputs, rawBytes - (escapedBytes - budget));
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // Bounds of a recorded step (API.md §10.2)
 

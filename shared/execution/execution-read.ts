@@ -8,7 +8,8 @@ import { notFound } from "../errors";
 import { getExecution } from "../store/entities/execution";
 import { readOutputParts, stepPartPages } from "../store/entities/execution-parts";
 import { log } from "../log";
-import { fitRecord } from "./execution-bounds";
+import { fitEscaped, fitRecord } from "./execution-bounds";
+import { answerBytes, answersInLambdaEnvelope, LAMBDA_BODY_BUDGET } from "../http/answer-bytes";
 import { waitingForOf } from "./waiting-for";
 import { lower, type ReadStep, type StepPart, type StoredExecution, type StoredStep } from "./execution-stored";
 import type { Execution, StatusSummary, Step } from "./schemas";
@@ -187,7 +188,7 @@ function toExecution(item: StoredExecution, steps: Step[]): Execution {
 
 export interface Assembled {
   execution: Execution;
-  /** Its serialized size: the bytes it takes on the wire. */
+  /** Its serialized size as this host answers it (escaped once more on Lambda: shared/http/answer-bytes.ts). */
   bytes: number;
 }
 
@@ -212,7 +213,14 @@ export async function assemble(item: StoredExecution, recorded: ReadStep[]): Pro
       item.id,
       pending.map((i) => ordered[i]!),
     );
-  const bytes = Buffer.byteLength(JSON.stringify(execution));
-  if (bytes > max) log.warn("execution answer above max_execution_record_bytes", { executionId: item.id, bytes, max });
-  return { execution, bytes };
+  let json = JSON.stringify(execution);
+  const raw = Buffer.byteLength(json);
+  if (raw > max) log.warn("execution answer above max_execution_record_bytes", { executionId: item.id, bytes: raw, max });
+  // On Lambda the envelope escapes the body again: a record of quote-heavy outputs may need more replaced.
+  const escaped = answerBytes(json);
+  if (answersInLambdaEnvelope() && escaped > LAMBDA_BODY_BUDGET) {
+    fitEscaped(execution, raw, escaped, LAMBDA_BODY_BUDGET);
+    json = JSON.stringify(execution);
+  }
+  return { execution, bytes: answerBytes(json) };
 }

@@ -9,6 +9,7 @@ import { parse } from "./validate";
 import { asInteger, component, parameter } from "./contract";
 import { useRuntime } from "../runtime";
 import type { PageResult } from "../store/query";
+import { answerBytes } from "./answer-bytes";
 
 const PageInfo = component(
   "PageInfo",
@@ -119,7 +120,8 @@ const ENVELOPE_BYTES = Buffer.byteLength(
 );
 
 /**
- * The byte budget of one list page (API.md §18.2: `max_list_page_bytes`, 5 MiB, as the bytes of the JSON body):
+ * The byte budget of one list page (API.md §18.2: `max_list_page_bytes`, 5 MiB, as the bytes of the JSON body,
+ * counted as the Lambda envelope escapes them when answering there: ./answer-bytes.ts):
  * items are offered in the order the page keeps them and taken while the page, envelope included, stays within
  * it. The first item is always taken (every item the service answers is far below the budget, and a page must
  * make progress whatever the settings).
@@ -172,7 +174,7 @@ export function pageEnvelope<T>(
 ) {
   const all = result.items.map(toData);
   const { from, to } = fitPage(
-    all.map((item) => Buffer.byteLength(JSON.stringify(item) ?? "null")),
+    all.map((item) => answerBytes(JSON.stringify(item) ?? "null")),
     result.backward,
   );
   const items = result.items.slice(from, to);

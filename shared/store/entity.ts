@@ -23,6 +23,7 @@ import {
 } from "@aws-sdk/lib-dynamodb";
 import { useConfig, useRuntime } from "../runtime";
 import { Placeholders, renderUpdate, type Condition, type UpdateAction } from "./expression";
+import { retryTransient } from "./table";
 
 export interface TableKey {
   pk: string;
@@ -101,33 +102,30 @@ export function defineEntity<K>(definition: EntityDefinition<K>, target: () => E
 
     /** Puts the item under `id`'s key (plus whatever index keys `item` carries). */
     async put(id: K, item: Item, options: WriteOptions = {}): Promise<void> {
-      await db().send(
-        new PutCommand({ TableName: table(), Item: { ...definition.key(id), ...stamped(item) }, ...writeFields(options.if) }),
-      );
+      const input = { TableName: table(), Item: { ...definition.key(id), ...stamped(item) }, ...writeFields(options.if) };
+      await retryTransient(() => db().send(new PutCommand(input)));
     },
 
     async update(id: K, actions: readonly UpdateAction[], options: UpdateOptions = {}): Promise<Item | undefined> {
-      const result = await db().send(
-        new UpdateCommand({
-          TableName: table(),
-          Key: definition.key(id),
-          ...updateFields(actions, options.if),
-          ...(options.returnValues ? { ReturnValues: options.returnValues } : {}),
-          ...(options.returnOldOnFailure ? { ReturnValuesOnConditionCheckFailure: "ALL_OLD" as const } : {}),
-        }),
-      );
+      const input = {
+        TableName: table(),
+        Key: definition.key(id),
+        ...updateFields(actions, options.if),
+        ...(options.returnValues ? { ReturnValues: options.returnValues } : {}),
+        ...(options.returnOldOnFailure ? { ReturnValuesOnConditionCheckFailure: "ALL_OLD" as const } : {}),
+      };
+      const result = await retryTransient(() => db().send(new UpdateCommand(input)));
       return result.Attributes;
     },
 
     async delete(id: K, options: WriteOptions & { returnOld?: boolean } = {}): Promise<Item | undefined> {
-      const result = await db().send(
-        new DeleteCommand({
-          TableName: table(),
-          Key: definition.key(id),
-          ...writeFields(options.if),
-          ...(options.returnOld ? { ReturnValues: "ALL_OLD" as const } : {}),
-        }),
-      );
+      const input = {
+        TableName: table(),
+        Key: definition.key(id),
+        ...writeFields(options.if),
+        ...(options.returnOld ? { ReturnValues: "ALL_OLD" as const } : {}),
+      };
+      const result = await retryTransient(() => db().send(new DeleteCommand(input)));
       return result.Attributes;
     },
 
@@ -151,9 +149,12 @@ export function defineEntity<K>(definition: EntityDefinition<K>, target: () => E
   };
 }
 
-/** Writes the items all or none (TransactWriteItems); a failed condition throws TransactionCanceledException. */
+/**
+ * Writes the items all or none (TransactWriteItems); a failed condition throws TransactionCanceledException. A
+ * cancellation for a conflict or throttling only is sent again (./table.ts `retryTransient`).
+ */
 export async function transact(items: readonly TransactItem[]): Promise<void> {
-  await useRuntime().db.send(new TransactWriteCommand({ TransactItems: [...items] }));
+  await retryTransient(() => useRuntime().db.send(new TransactWriteCommand({ TransactItems: [...items] })));
 }
 
 // ---------------------------------------------------------------------------------------------------------

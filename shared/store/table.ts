@@ -50,13 +50,67 @@ export async function ensureTable(db: DynamoDBDocumentClient, tableName: string)
     .catch(() => undefined); // TTL is advisory; reads treat expired items as absent anyway
 }
 
-/** True when a DynamoDB error is a failed condition (plain write or inside a transaction). */
-export function isConditionFailure(err: unknown): boolean {
-  const name = (err as { name?: string }).name;
-  return name === "ConditionalCheckFailedException" || name === "TransactionCanceledException";
+/**
+ * What a failed write means. A transaction is cancelled for more than failed conditions (on AWS also for a
+ * conflict with another transaction, throttling, or a validation error, which DynamoDB Local never produces),
+ * so its reasons decide: "condition" when one item's condition failed, "retry" when every reason is transient
+ * (a conflict or throttling: nothing was written, the same request may go again), else "error".
+ */
+export type WriteFailure = "condition" | "retry" | "error";
+
+/** Plain writes: a conflict with a transaction in flight, and throttling once the SDK's own retries are spent. */
+const RETRYABLE_ERRORS = new Set([
+  "TransactionConflictException",
+  "ThrottlingException",
+  "ProvisionedThroughputExceededException",
+  "RequestLimitExceeded",
+]);
+/** The same causes as a transaction's cancellation reason codes. */
+const RETRYABLE_REASONS = new Set(["TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"]);
+const KNOWN_REASONS = new Set(["None", "ConditionalCheckFailed", ...RETRYABLE_REASONS]);
+
+export function classifyWriteFailure(err: unknown): WriteFailure {
+  const name = (err as { name?: string }).name ?? "";
+  if (name === "ConditionalCheckFailedException") return "condition";
+  if (RETRYABLE_ERRORS.has(name)) return "retry";
+  if (name !== "TransactionCanceledException") return "error";
+  const reasons = cancellationReasons(err);
+  if (reasons.length === 0 || reasons.some((r) => !KNOWN_REASONS.has(r))) return "error";
+  if (reasons.includes("ConditionalCheckFailed")) return "condition";
+  return reasons.some((r) => RETRYABLE_REASONS.has(r)) ? "retry" : "error";
 }
 
-/** Whether a conditional write landed: false when its condition failed (or its transaction was cancelled), else its error. */
+/** True when a DynamoDB error is a failed condition (a plain write's, or one item's inside a transaction). */
+export function isConditionFailure(err: unknown): boolean {
+  return classifyWriteFailure(err) === "condition";
+}
+
+/** Attempts of one write whose failures are transient (./entity.ts sends every write through `retryTransient`). */
+export const WRITE_ATTEMPTS = 8;
+const BACKOFF_BASE_MS = 20;
+const BACKOFF_CAP_MS = 1_000;
+
+/**
+ * Sends a write again while it fails for a transient reason (`classifyWriteFailure` says "retry"), with capped
+ * exponential backoff and full jitter, at most `WRITE_ATTEMPTS` times; then, or on any other failure, throws.
+ * Safe to repeat: a cancelled transaction or a refused write changed nothing.
+ */
+export async function retryTransient<T>(send: () => Promise<T>, attempts = WRITE_ATTEMPTS): Promise<T> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await send();
+    } catch (err) {
+      if (attempt >= attempts || classifyWriteFailure(err) !== "retry") throw err;
+      const ceiling = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** attempt);
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * ceiling));
+    }
+  }
+}
+
+/**
+ * Whether a conditional write landed: false only when its condition failed; a transient failure was already
+ * retried (`retryTransient`), so what is left throws.
+ */
 export async function landed(write: Promise<unknown>): Promise<boolean> {
   try {
     await write;

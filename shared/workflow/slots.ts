@@ -8,7 +8,7 @@ import { useRuntime } from "../runtime";
 import { transact, type TransactItem } from "../store/entity";
 import { completeItem, expiredSlotHolders, releaseExpiredSlotItem } from "../store/entities/workflow";
 import { decrement, incrementBelow } from "../store/counters";
-import { cancellationReasons } from "../store/table";
+import { cancellationReasons, isConditionFailure } from "../store/table";
 import { type Address } from "../address";
 import { log } from "../log";
 import type { CompletionReason } from "./record";
@@ -63,7 +63,7 @@ async function releaseExpiredSlots(owner: Address, now: number): Promise<number>
         await transact([releaseExpiredSlotItem(id, now), decrement(owner, ACTIVE_WORKFLOWS)]);
         released += 1;
       } catch (err) {
-        if (errorName(err) !== "TransactionCanceledException") throw err; // released meanwhile: fine
+        if (!isConditionFailure(err)) throw err; // released meanwhile: fine
       }
     }
   }

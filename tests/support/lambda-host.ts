@@ -16,7 +16,7 @@ import { LAMBDA_BUILD_OPTIONS, ROOT } from "../../bench/lambda-bundle";
 type Message =
   | { type: "ready" }
   | { type: "chunk"; id: string; data: string }
-  | { type: "result"; id: string; result: unknown }
+  | { type: "result"; id: string; result: unknown; bytes?: number }
   | { type: "error"; id: string; error: string };
 
 export interface Invocation<T = unknown> {
@@ -25,6 +25,8 @@ export interface Invocation<T = unknown> {
   body: Buffer;
   /** When each chunk arrived (ms since the invocation began). */
   arrivals: number[];
+  /** A buffered result's serialized size (what Lambda measures against its 6 MB limit). */
+  bytes: number;
 }
 
 export interface StreamedResponse {
@@ -108,7 +110,7 @@ export class LambdaHost {
     // Frozen as soon as the invocation ends, before anything it left behind can run on.
     this.freeze();
     if (m.type === "error") p.reject(new Error(m.error));
-    else p.resolve({ result: m.result, body: Buffer.concat(p.chunks), arrivals: p.arrivals });
+    else p.resolve({ result: m.result, body: Buffer.concat(p.chunks), arrivals: p.arrivals, bytes: m.bytes ?? 0 });
   }
 
   /** One invocation: thawed, the event handed over, frozen again once the handler settles. */

@@ -4,6 +4,7 @@
  * event and a context (`getRemainingTimeInMillis` counting down), or, for a handler wrapped by
  * `awslambda.streamifyResponse`, with a response stream whose bytes go to the host as they are written (the
  * Function URL contract: `HttpResponseStream.from` writes the JSON prelude and 8 NUL bytes before the body).
+ * A buffered result whose serialized envelope passes Lambda's 6 MB limit fails the invocation, as on Lambda.
  *
  * As on Lambda, nothing but the handler's own work keeps the process alive while it runs (the IPC channel is
  * unref'd): if its event loop empties before the handler settles, the process exits, which the host reports as
@@ -12,6 +13,8 @@
 import { Writable } from "node:stream";
 
 const STREAMING = Symbol.for("lambda-harness.streaming");
+/** Lambda's limit on a synchronous invocation's response payload (the serialized envelope). */
+const RESPONSE_LIMIT = 6_291_456;
 globalThis.awslambda = {
   streamifyResponse: (handler) => Object.assign(handler, { [STREAMING]: true }),
   HttpResponseStream: {
@@ -53,7 +56,17 @@ process.on("message", async (message) => {
     } else {
       const result = await handler(event, context);
       process.channel.ref();
-      await send({ type: "result", id, result: result ?? null });
+      // As Lambda does: the envelope is serialized, and one above the limit is an error (API Gateway answers 500).
+      const bytes = Buffer.byteLength(JSON.stringify(result ?? null));
+      if (bytes > RESPONSE_LIMIT) {
+        await send({
+          type: "error",
+          id,
+          error: `Response payload size exceeded maximum allowed payload size (${RESPONSE_LIMIT} bytes): ${bytes}`,
+        });
+        return;
+      }
+      await send({ type: "result", id, result: result ?? null, bytes });
     }
   } catch (error) {
     process.channel.ref();
