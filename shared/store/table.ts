@@ -121,6 +121,17 @@ export async function landed(write: Promise<unknown>): Promise<boolean> {
   }
 }
 
+/**
+ * For a transaction cancelled because an item's condition failed, or for a transient cause its retries did not
+ * outlast: the reason code of each item, in request order (`ConditionalCheckFailed`, `None`, ...). Any other
+ * failure (a validation error, a plain write's error) is thrown again, so a caller reads a transaction's
+ * outcome in one way and never mistakes an error for a refusal.
+ */
+export function refusalReasons(err: unknown): string[] {
+  if ((err as { name?: string }).name !== "TransactionCanceledException" || classifyWriteFailure(err) === "error") throw err;
+  return cancellationReasons(err);
+}
+
 /** For a cancelled transaction: the reason code of each item, in request order. */
 export function cancellationReasons(err: unknown): string[] {
   const reasons = (err as { CancellationReasons?: { Code?: string }[] }).CancellationReasons ?? [];

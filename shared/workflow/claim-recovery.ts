@@ -15,11 +15,11 @@ import {
 } from "../store/entities/claim-intent";
 import { executionWritten } from "../store/entities/execution";
 import { takeIndexItem } from "../store/entities/workflow";
-import { cancellationReasons } from "../store/table";
+import { refusalReasons } from "../store/table";
 import type { Address } from "../address";
 import { log } from "../log";
 import type { WorkflowRecord } from "./record";
-import { errorName, read, type Item } from "./stored";
+import { read, type Item } from "./stored";
 import {
   markerOf,
   INTENT_RECOVERY_AFTER_MS,
@@ -120,8 +120,7 @@ async function claimForIntent(intent: Intent, marker: string, now: number): Prom
     await transact([intentInFlight(intent.key), takeIndexItem(intent.workflowId, marker, now)]);
     return "claimed";
   } catch (err) {
-    if (errorName(err) !== "TransactionCanceledException") throw err;
-    const [intentReason, workflowReason] = cancellationReasons(err);
+    const [intentReason, workflowReason] = refusalReasons(err);
     if (intentReason === "ConditionalCheckFailed") return "closed";
     if (workflowReason === "ConditionalCheckFailed") return "refused"; // the caller reads: taken meanwhile, or not runnable
     return "busy";

@@ -17,13 +17,13 @@ import type { TableKey } from "../store/entity";
 import type { Address } from "../address";
 import { log } from "../log";
 import { stopFiring } from "./scheduler";
+import { classifyWriteFailure } from "../store/table";
 import * as Watch from "./watch-registry";
 import type { WorkflowRecord } from "./record";
 import {
   MAX_ATTEMPTS,
   type Item,
   workflowNotFound,
-  errorName,
   backoff,
   sameOwner,
   notRunnable,
@@ -100,12 +100,6 @@ export const INTENT_RECOVERY_AFTER_MS = 60_000;
 export const MARKER_RECOVERY_AFTER_MS = JOURNAL_GRACE_MS;
 /** A manual claim's run input rides beside its marker on the workflow item up to this size (JSON bytes). */
 export const INLINE_CLAIM_INPUT_BYTES = 1_024;
-const RETRYABLE = new Set([
-  "TransactionConflictException",
-  "ThrottlingException",
-  "ProvisionedThroughputExceededException",
-  "RequestLimitExceeded",
-]);
 
 /** This process's count updates tried and claims made: attempts per execution is the contention measure (bench). */
 export const claimStats = { attempts: 0, claimed: 0 };
@@ -264,7 +258,7 @@ async function takeIndex(record: WorkflowRecord, take: IndexTake, owner?: Addres
     } catch (err) {
       if (err instanceof ApiError) throw err;
       noteClosed(record.id, removed);
-      if (!RETRYABLE.has(errorName(err) ?? "")) throw err;
+      if (classifyWriteFailure(err) !== "retry") throw err;
       await backoff(attempt);
     }
   }

@@ -4,7 +4,8 @@ import { consecutiveErrorsOf, countConsecutiveError, failItem, resetConsecutiveE
 import { stopFiring } from "./scheduler";
 import * as Watch from "./watch-registry";
 import type { WorkflowRecord } from "./record";
-import { MAX_ATTEMPTS, errorName, read, fromItem } from "./stored";
+import { MAX_ATTEMPTS, read, fromItem } from "./stored";
+import { isConditionFailure } from "../store/table";
 import { writeReleasingSlot, forgetExpiry } from "./slots";
 
 /**
@@ -50,7 +51,7 @@ export async function recordOutcome(id: string, status: "success" | "failed" | "
     try {
       await resetConsecutiveErrors(id);
     } catch (err) {
-      if (errorName(err) !== "ConditionalCheckFailedException") throw err;
+      if (!isConditionFailure(err)) throw err;
     }
     return;
   }
@@ -58,7 +59,7 @@ export async function recordOutcome(id: string, status: "success" | "failed" | "
   try {
     updated = fromItem(await countConsecutiveError(id));
   } catch (err) {
-    if (errorName(err) === "ConditionalCheckFailedException") return;
+    if (isConditionFailure(err)) return;
     throw err;
   }
   // After the count landed: a run that took its mark before this and read the count before it landed sees the

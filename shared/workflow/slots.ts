@@ -8,11 +8,11 @@ import { useRuntime } from "../runtime";
 import { transact, type TransactItem } from "../store/entity";
 import { completeItem, expiredSlotHolders, releaseExpiredSlotItem } from "../store/entities/workflow";
 import { decrement, incrementBelow } from "../store/counters";
-import { cancellationReasons, isConditionFailure } from "../store/table";
+import { isConditionFailure, refusalReasons } from "../store/table";
 import { type Address } from "../address";
 import { log } from "../log";
 import type { CompletionReason } from "./record";
-import { MAX_ATTEMPTS, ACTIVE_WORKFLOWS, errorName, backoff } from "./stored";
+import { MAX_ATTEMPTS, ACTIVE_WORKFLOWS, backoff } from "./stored";
 
 /**
  * Runs `write` (one transaction item) together with +1 on the owner's active counter below the cap. At the cap the
@@ -46,8 +46,7 @@ async function recordAndCounter(items: TransactItem[]): Promise<"written" | "rec
     await transact(items);
     return "written";
   } catch (err) {
-    if (errorName(err) !== "TransactionCanceledException") throw err;
-    const [recordReason, counterReason] = cancellationReasons(err);
+    const [recordReason, counterReason] = refusalReasons(err);
     if (recordReason === "ConditionalCheckFailed") return "record failed";
     if (counterReason === "ConditionalCheckFailed") return "counter failed";
     return "conflict";

@@ -22,7 +22,6 @@ export type Item = Record<string, unknown>;
 export const workflowNotFound = () => notFound("WORKFLOW_NOT_FOUND", "The workflow");
 export const terminal = () =>
   new ApiError(409, "WORKFLOW_TERMINAL", "The workflow is completed or failed; its status can no longer change.");
-export const errorName = (err: unknown) => (err as { name?: string }).name;
 export const backoff = (attempt: number) => new Promise((r) => setTimeout(r, Math.random() * 5 * Math.min(attempt, 10)));
 
 /** An id in any letter case upper-cased, or undefined when it cannot be a workflow id (then: as unknown). */

@@ -9,14 +9,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TransactionCanceledException, TransactionConflictException } from "@aws-sdk/client-dynamodb";
 import { startService, type TestService } from "../support/service";
 import { executionPath, jsonClient, type Owner } from "../support/client";
-import { classifyWriteFailure, retryTransient, WRITE_ATTEMPTS } from "../../shared/store/table";
+import { classifyWriteFailure, refusalReasons, retryTransient, WRITE_ATTEMPTS } from "../../shared/store/table";
 
 let service: TestService;
 const { call, ownerWithWallet, createWorkflow, waitTerminal } = jsonClient(() => service.url);
 let alice: Owner;
 
-/** Which transactions of the execution's partition fail, and how. */
-let injection: { workflowId: string; fail: (attempt: number) => Error | undefined; attempts: number } | undefined;
+/** Which transactions fail (those `touches` picks), and how. */
+let injection: { touches: (input: unknown) => boolean; fail: (attempt: number) => Error | undefined; attempts: number } | undefined;
 
 const cancelled = (code: string) =>
   new TransactionCanceledException({
@@ -31,13 +31,19 @@ function touchesExecutions(input: unknown, workflowId: string): boolean {
   return items.some((item) => JSON.stringify(item.Update?.Key?.pk ?? "").includes(`WF#${workflowId}#EXEC`));
 }
 
+/** True when a TransactWriteItems request puts a workflow record (a create, with its slot counter). */
+function createsWorkflow(input: unknown): boolean {
+  const items = (input as { TransactItems?: { Put?: { Item?: { sk?: unknown } } }[] }).TransactItems ?? [];
+  return items.some((item) => item.Put?.Item?.sk === "WORKFLOW");
+}
+
 beforeAll(async () => {
   service = await startService();
   // Before the SDK's own retry and signing, as a cancellation answered by DynamoDB reaches the caller.
   service.runtime.db.middlewareStack.add(
     (next, context) => async (args) => {
       const input: unknown = args.input;
-      if (injection && context.commandName?.startsWith("TransactWrite") && touchesExecutions(input, injection.workflowId)) {
+      if (injection && context.commandName?.startsWith("TransactWrite") && injection.touches(input)) {
         injection.attempts += 1;
         const error = injection.fail(injection.attempts);
         if (error) throw error;
@@ -65,7 +71,7 @@ async function runUnder(fail: (attempt: number) => Error | undefined) {
       { id: "e2", source: "a", target: "b" },
     ],
   });
-  injection = { workflowId: wf.id, fail, attempts: 0 };
+  injection = { touches: (input) => touchesExecutions(input, wf.id), fail, attempts: 0 };
   try {
     const res = await call(alice, "POST", `/workflows/${wf.id}:trigger`, { triggerType: "manual" });
     expect(res.status).toBe(202);
@@ -98,6 +104,34 @@ describe("a cancelled transaction is read by its reasons", () => {
     expect(execution.status).toBe("error");
     expect(execution.error).toBe("internal error: the engine could not run the workflow");
     expect(attempts).toBe(1);
+  });
+});
+
+describe("callers that read each item's reason", () => {
+  it("a create whose transaction is cancelled for a validation error answers 500 at once, not retried as a conflict", async () => {
+    const bob = await ownerWithWallet();
+    injection = { touches: createsWorkflow, fail: () => cancelled("ValidationError"), attempts: 0 };
+    try {
+      const res = await call(bob, "POST", "/workflows", {
+        smartWalletAddress: bob.wallet,
+        trigger: { id: "t", name: "start", type: "manual", config: {} },
+        nodes: [code("a", "return 1")],
+        edges: [{ id: "e1", source: "t", target: "a" }],
+      });
+      expect(res.status).toBe(500);
+      expect(injection.attempts).toBe(1);
+    } finally {
+      injection = undefined;
+    }
+    const counted = await call(bob, "GET", "/workflows:count");
+    expect(counted.body.total).toBe(0);
+  });
+
+  it("refusalReasons: each item's reason for a failed condition or a spent transient cause; anything else thrown", () => {
+    expect(refusalReasons(cancelled("ConditionalCheckFailed"))).toEqual(["ConditionalCheckFailed", "None"]);
+    expect(refusalReasons(cancelled("TransactionConflict"))).toEqual(["TransactionConflict", "None"]);
+    expect(() => refusalReasons(cancelled("ValidationError"))).toThrow(TransactionCanceledException);
+    expect(() => refusalReasons(Object.assign(new Error("x"), { name: "ConditionalCheckFailedException" }))).toThrow("x");
   });
 });
 

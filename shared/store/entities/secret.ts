@@ -9,7 +9,7 @@ import { setAll, when } from "../expression";
 import { decrement, incrementBelow } from "../counters";
 import { Keys } from "../keys";
 import { queryPage, type PageResult } from "../query";
-import { Index, cancellationReasons } from "../table";
+import { Index, classifyWriteFailure, isConditionFailure, refusalReasons } from "../table";
 
 export interface SecretId {
   owner: string;
@@ -34,11 +34,6 @@ export interface SealedValue {
 
 type Item = Record<string, unknown>;
 
-const errorName = (err: unknown) => (err as { name?: string }).name;
-/** A cancelled transaction worth another attempt: only failed conditions and conflicts, nothing else. */
-const retryable = (reasons: string[]) =>
-  reasons.every((r) => r === "None" || r === "ConditionalCheckFailed" || r === "TransactionConflict");
-
 /**
  * Replaces an existing secret's value (keeps createdAt, never touches the counter). "absent" when there is none;
  * "conflict" when a transaction on the item was in progress (try again).
@@ -49,8 +44,9 @@ export async function replaceSecret(id: SecretId, at: number, sealed: SealedValu
     await Secret.update(id, setAll({ updatedAt: at, encryptedKey, iv, ciphertext, tag, keyId }), { if: when.exists() });
     return "replaced";
   } catch (err) {
-    if (errorName(err) === "TransactionConflictException") return "conflict";
-    if (errorName(err) === "ConditionalCheckFailedException") return "absent";
+    const failure = classifyWriteFailure(err);
+    if (failure === "retry") return "conflict"; // still conflicting after the store's own attempts
+    if (failure === "condition") return "absent";
     throw err;
   }
 }
@@ -78,10 +74,7 @@ export async function createSecret(
     await transact([Secret.tx.put(id, item, { if: when.notExists() }), incrementBelow(id.owner, "secrets", max)]);
     return "created";
   } catch (err) {
-    if (errorName(err) !== "TransactionCanceledException") throw err;
-    const reasons = cancellationReasons(err);
-    if (!retryable(reasons)) throw err;
-    const [secretReason, counterReason] = reasons;
+    const [secretReason, counterReason] = refusalReasons(err);
     if (secretReason === "ConditionalCheckFailed") return "exists";
     // At the cap, and the secret did not exist when the transaction was evaluated.
     if (counterReason === "ConditionalCheckFailed") return "full";
@@ -98,17 +91,14 @@ export async function deleteSecret(id: SecretId): Promise<"deleted" | "absent" |
     await transact([Secret.tx.delete(id, { if: when.exists() }), decrement(id.owner, "secrets")]);
     return "deleted";
   } catch (err) {
-    if (errorName(err) !== "TransactionCanceledException") throw err;
-    const reasons = cancellationReasons(err);
-    if (!retryable(reasons)) throw err;
-    const [secretReason, counterReason] = reasons;
+    const [secretReason, counterReason] = refusalReasons(err);
     if (secretReason === "ConditionalCheckFailed") return "absent";
     if (counterReason !== "ConditionalCheckFailed") return "conflict";
   }
   try {
     await Secret.delete(id, { if: when.exists() });
   } catch (e) {
-    if (errorName(e) !== "ConditionalCheckFailedException") throw e;
+    if (!isConditionFailure(e)) throw e;
   }
   return "uncounted";
 }

@@ -8,7 +8,7 @@ import { defineEntity, queryOnce } from "../entity";
 import { remove, set, when, type UpdateAction } from "../expression";
 import { Keys } from "../keys";
 import { queryPage, type PageResult } from "../query";
-import { Index, landed } from "../table";
+import { Index, isConditionFailure, landed } from "../table";
 
 export interface WithdrawalId {
   owner: string;
@@ -60,7 +60,7 @@ export async function settleWithdrawal(
   try {
     return await Withdrawal.update(id, actions, { if: isPending, returnValues: "ALL_NEW" });
   } catch (err) {
-    if ((err as { name?: string }).name !== "ConditionalCheckFailedException") throw err;
+    if (!isConditionFailure(err)) throw err;
     return undefined;
   }
 }

@@ -7,7 +7,7 @@
 import { defineEntity, queryPartitionPages, queryPartition, type PartitionQuery } from "../entity";
 import { add, copy, remove, set, when, type Condition } from "../expression";
 import { Keys } from "../keys";
-import { Index } from "../table";
+import { Index, isConditionFailure } from "../table";
 
 type Item = Record<string, unknown>;
 
@@ -81,7 +81,7 @@ export async function takeIndex(id: string, take: IndexTake): Promise<{ index: n
     });
     return { index: Number(updated?.[take.marker]) };
   } catch (err) {
-    if ((err as { name?: string }).name !== "ConditionalCheckFailedException") throw err;
+    if (!isConditionFailure(err)) throw err;
     // The document client leaves the item carried by the exception as raw AttributeValues.
     const raw = (err as { Item?: Record<string, AttributeValue> }).Item;
     return { refused: raw && Object.keys(raw).length > 0 ? fromAttributeValues(raw) : undefined };
@@ -102,7 +102,7 @@ export async function removeClaimAttributes(id: string, names: readonly string[]
       { if: when.exists() },
     );
   } catch (err) {
-    if ((err as { name?: string }).name !== "ConditionalCheckFailedException") throw err; // deleted: nothing to remove
+    if (!isConditionFailure(err)) throw err; // deleted: nothing to remove
   }
 }
 
