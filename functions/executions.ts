@@ -9,7 +9,8 @@ import { createApp } from "../shared/http/app";
 import { behindRouter } from "./viewer";
 import { Resource } from "sst";
 import { executionRoutes } from "../shared/execution/routes";
-import { createEventBridgeBus, setBus } from "../shared/execution/bus";
+import { setBus } from "../shared/execution/bus";
+import { createEventBridgeBus } from "../shared/execution/bus/eventbridge";
 
 // A signal that ends a wait hands the run to the runner function through the app's bus (API.md §17.1).
 setBus(createEventBridgeBus({ busName: (Resource as unknown as { Bus: { name: string } }).Bus.name }));

@@ -7,7 +7,7 @@
 import "./bootstrap";
 import "../shared/service/scheduler";
 import type { EventBridgeEvent } from "aws-lambda";
-import { fromEventBridge } from "../shared/execution/bus";
+import { fromEventBridge } from "../shared/execution/bus/eventbridge";
 import { resumeExecution, runExecution } from "../shared/execution/runner";
 import { log } from "../shared/log";
 

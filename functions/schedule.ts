@@ -7,7 +7,8 @@
 import "./bootstrap";
 import "../shared/service/scheduler";
 import { Resource } from "sst";
-import { createEventBridgeBus, setBus } from "../shared/execution/bus";
+import { setBus } from "../shared/execution/bus";
+import { createEventBridgeBus } from "../shared/execution/bus/eventbridge";
 import { setScheduler } from "../shared/workflow/scheduler";
 import { eventBridgeSchedulerFromEnvironment, type EventBridgeScheduler } from "../shared/schedule/aws";
 import { useRuntime } from "../shared/runtime";

@@ -7,7 +7,8 @@
 import "./bootstrap";
 import "../shared/service/scheduler";
 import { Resource } from "sst";
-import { createEventBridgeBus, setBus } from "../shared/execution/bus";
+import { setBus } from "../shared/execution/bus";
+import { createEventBridgeBus } from "../shared/execution/bus/eventbridge";
 import { runMaintenance } from "../shared/execution/maintenance";
 
 setBus(createEventBridgeBus({ busName: (Resource as unknown as { Bus: { name: string } }).Bus.name }));

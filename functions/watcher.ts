@@ -8,7 +8,8 @@ import "./bootstrap";
 import "../shared/service/scheduler";
 import type { Context } from "aws-lambda";
 import { Resource } from "sst";
-import { createEventBridgeBus, setBus } from "../shared/execution/bus";
+import { setBus } from "../shared/execution/bus";
+import { createEventBridgeBus } from "../shared/execution/bus/eventbridge";
 import { startWatching, watchedChains } from "../shared/watch/watcher";
 
 // Fires reach the runner function through the app's bus (infra/bus.ts).

@@ -12,7 +12,8 @@ import { workflowRoutes } from "../shared/workflow/routes";
 import { workflowExecutionRoutes } from "../shared/execution/routes";
 import { runRoutes } from "../shared/execution/run-routes";
 import { triggerRunRoutes } from "../shared/watch/trigger-run-routes";
-import { createEventBridgeBus, setBus } from "../shared/execution/bus";
+import { setBus } from "../shared/execution/bus";
+import { createEventBridgeBus } from "../shared/execution/bus/eventbridge";
 
 // Asynchronous triggers go to the runner function through the app's bus (infra/bus.ts).
 setBus(createEventBridgeBus({ busName: (Resource as unknown as { Bus: { name: string } }).Bus.name }));
