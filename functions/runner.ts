@@ -5,11 +5,13 @@
  * the delivery is retried and, at last, dead-lettered.
  */
 import "./bootstrap";
-import "../shared/service/scheduler";
+import { installScheduler } from "../shared/service/scheduler";
 import type { EventBridgeEvent } from "aws-lambda";
 import { fromEventBridge } from "../shared/execution/bus/eventbridge";
 import { resumeExecution, runExecution } from "../shared/execution/runner";
 import { log } from "../shared/log";
+
+installScheduler();
 
 export const handler = async (event: EventBridgeEvent<string, unknown>) => {
   const request = fromEventBridge(event);

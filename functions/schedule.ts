@@ -5,7 +5,7 @@
  * so the scheduler retries and, past the outage grace, dead-letters.
  */
 import "./bootstrap";
-import "../shared/service/scheduler";
+import { installScheduler } from "../shared/service/scheduler";
 import { Resource } from "sst";
 import { setBus } from "../shared/execution/bus";
 import { createEventBridgeBus } from "../shared/execution/bus/eventbridge";
@@ -13,6 +13,8 @@ import { setScheduler } from "../shared/workflow/scheduler";
 import { eventBridgeSchedulerFromEnvironment, type EventBridgeScheduler } from "../shared/schedule/aws";
 import { useRuntime } from "../shared/runtime";
 import { log } from "../shared/log";
+
+installScheduler();
 
 setBus(createEventBridgeBus({ busName: (Resource as unknown as { Bus: { name: string } }).Bus.name }));
 // Made on the first fire, so importing the bundle needs no schedule settings.

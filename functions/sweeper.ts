@@ -5,11 +5,13 @@
  * finished, so the invocation is retried.
  */
 import "./bootstrap";
-import "../shared/service/scheduler";
+import { installScheduler } from "../shared/service/scheduler";
 import { Resource } from "sst";
 import { setBus } from "../shared/execution/bus";
 import { createEventBridgeBus } from "../shared/execution/bus/eventbridge";
 import { runMaintenance } from "../shared/execution/maintenance";
+
+installScheduler();
 
 setBus(createEventBridgeBus({ busName: (Resource as unknown as { Bus: { name: string } }).Bus.name }));
 

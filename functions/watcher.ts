@@ -5,12 +5,14 @@
  * Everything it starts is awaited and the leases are released before it returns (nothing runs frozen).
  */
 import "./bootstrap";
-import "../shared/service/scheduler";
+import { installScheduler } from "../shared/service/scheduler";
 import type { Context } from "aws-lambda";
 import { Resource } from "sst";
 import { setBus } from "../shared/execution/bus";
 import { createEventBridgeBus } from "../shared/execution/bus/eventbridge";
 import { startWatching, watchedChains } from "../shared/watch/watcher";
+
+installScheduler();
 
 // Fires reach the runner function through the app's bus (infra/bus.ts).
 setBus(createEventBridgeBus({ busName: (Resource as unknown as { Bus: { name: string } }).Bus.name }));

@@ -1,5 +1,7 @@
 /**
- * Runs before every test file (vitest.config.ts setupFiles): the composition root's default scheduler, as each
- * host has it (shared/service/scheduler.ts), for tests that call domain modules without the whole-service app.
+ * Runs before every test file (vitest.config.ts setupFiles): the scheduler installed as each host installs it
+ * (shared/service/scheduler.ts), for tests that call domain modules without a host of their own.
  */
-import "../../shared/service/scheduler";
+import { installScheduler } from "../../shared/service/scheduler";
+
+installScheduler();
