@@ -4,16 +4,12 @@
  * claims, ended waits, lost drivers) and answers what each did. A pass that failed is rethrown once all have
  * finished, so the invocation is retried.
  */
-import "./bootstrap";
-import { installScheduler } from "../shared/service/scheduler";
-import { Resource } from "sst";
-import { setBus } from "../shared/execution/bus";
-import { createEventBridgeBus } from "../shared/execution/bus/eventbridge";
+import { awsBus, wireAws } from "../shared/service/wire-aws";
+import { awsScheduler } from "../shared/service/wire-aws-scheduler";
 import { runMaintenance } from "../shared/execution/maintenance";
 
-installScheduler();
-
-setBus(createEventBridgeBus({ busName: (Resource as unknown as { Bus: { name: string } }).Bus.name }));
+// Recovered claims and ended waits reach the runner function through the bus; expiries remove schedules.
+wireAws(awsBus, awsScheduler);
 
 export const handler = async () => {
   const { results, failures } = await runMaintenance();

@@ -6,6 +6,7 @@ import { buildConfig } from "../shared/config";
 import { createRuntime, setRuntime } from "../shared/runtime";
 import { ensureTable } from "../shared/store/table";
 import { createServiceApp } from "../shared/service/app";
+import { wireLocal } from "../shared/service/wire-local";
 import { setLogLevel } from "../shared/log";
 import { portIsFree } from "./processes";
 import { serveApp } from "./http-server";
@@ -13,11 +14,6 @@ import { startLocalStack } from "./stack";
 import { closeJournals } from "../shared/workflow/workflow";
 import { MAINTENANCE_PASSES, runMaintenance, type MaintenancePass } from "../shared/execution/maintenance";
 import { log } from "../shared/log";
-import { setBus } from "../shared/execution/bus";
-import { createInProcessBus } from "../shared/execution/bus/in-process";
-import { withRunner } from "../shared/execution/runner";
-import { createLocalScheduler } from "../shared/schedule/local";
-import { setScheduler } from "../shared/workflow/scheduler";
 import { startWatching } from "../shared/watch/watcher";
 import { sandboxPool } from "../shared/kinds/sandbox/pool";
 
@@ -36,8 +32,9 @@ async function main() {
   const config = buildConfig({ ...process.env, ...stack.env });
   const runtime = setRuntime(createRuntime({ config }));
   await ensureTable(runtime.db, config.tableName);
-  // Asynchronous triggers reach the runner through an in-process bus (AWS: EventBridge → the runner function).
-  setBus(withRunner(createInProcessBus()));
+  // Asynchronous triggers reach the runner through an in-process bus (AWS: EventBridge → the runner function);
+  // cron and fixedTime fires live in the table, read by the local scheduler once started below.
+  const { scheduler } = wireLocal();
   // The sandbox workers load while the rest starts, so the first script does not wait for them.
   const sandboxes = sandboxPool().ready();
 
@@ -82,7 +79,6 @@ async function main() {
   const followUp = setInterval(() => maintain(["withdrawals"]), 5_000);
   const sweeper = setInterval(() => maintain(MAINTENANCE_PASSES.filter((pass) => pass !== "withdrawals")), 30_000);
   // Cron and fixedTime triggers: due fires live in the table, so a restart picks up where the last run stopped.
-  const scheduler = setScheduler(createLocalScheduler());
   scheduler.start();
   // Block and event triggers: the chain watcher polls the devnet (and any configured chain) until shutdown.
   const watcher = startWatching();

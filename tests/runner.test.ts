@@ -99,7 +99,7 @@ describe("idempotent per execution id", () => {
       SST_RESOURCE_Table: JSON.stringify({ name: runtime.config.tableName }),
       SST_RESOURCE_JwtSigningKey: JSON.stringify({ value: env.JWT_SIGNING_KEY }),
     });
-    // The entry point installs its own runtime (functions/bootstrap.ts) on the same table; this file's comes back after.
+    // The entry point installs its own runtime (wireAws, shared/service/wire-aws.ts) on the same table; this file's comes back after.
     const { handler } = await import("../functions/runner");
     onTestFinished(() => void setRuntime(runtime));
     const event = {

@@ -1,6 +1,6 @@
 /**
  * The scheduler this process uses (the port is ./scheduler.ts): installed by the host's wiring
- * (shared/service/scheduler.ts), used by the workflow module through `startFiring` and `stopFiring`.
+ * (shared/service/wire-aws.ts, wire-local.ts), used by the workflow module through `startFiring` and `stopFiring`.
  * Workflows with other triggers cost nothing here: both calls return at once for them.
  */
 import type { WorkflowRecord } from "../record";
@@ -20,7 +20,7 @@ export function setScheduler<S extends Scheduler>(scheduler: S): S {
   return scheduler;
 }
 
-/** Installs the scheduler made on first use, so installing needs no schedule settings (the AWS wiring). */
+/** Names the scheduler to make on first use when none is installed by then, so wiring needs no schedule settings (AWS). */
 export function setLazyScheduler(make: () => Scheduler): void {
   makeDefault = make;
 }
@@ -28,7 +28,8 @@ export function setLazyScheduler(make: () => Scheduler): void {
 /** The installed scheduler, made now if it was installed to be made on first use. */
 async function currentScheduler(): Promise<Scheduler> {
   if (current) return current;
-  if (!makeDefault) throw new Error("No scheduler is installed: the host's wiring installs one (shared/service/scheduler.ts)");
+  if (!makeDefault)
+    throw new Error("No scheduler is installed: the host's wiring installs one (shared/service/wire-aws.ts, wire-local.ts)");
   return (current = makeDefault());
 }
 
