@@ -74,7 +74,8 @@ async function main() {
   // withdrawals every 5 s (a withdrawal's status follows the bundler closely), the others every 30 s.
   const maintain = (passes: readonly MaintenancePass[]) =>
     void runMaintenance({ passes }).then(({ failures }) => {
-      for (const { pass, error } of failures) log.warn("maintenance pass failed", { pass, error: (error as Error).message });
+      for (const { pass, error } of failures)
+        log.warn("maintenance pass failed", { pass, error: error instanceof Error ? error.message : String(error) });
     });
   const followUp = setInterval(() => maintain(["withdrawals"]), 5_000);
   const sweeper = setInterval(() => maintain(MAINTENANCE_PASSES.filter((pass) => pass !== "withdrawals")), 30_000);
