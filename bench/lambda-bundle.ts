@@ -50,7 +50,7 @@ export const LAMBDA_BUILD_OPTIONS = {
   absWorkingDir: ROOT,
 } satisfies BuildOptions;
 
-/** The Lambda entry points: `functions/*.ts` that export a `handler` (bootstrap.ts is imported by them). */
+/** The Lambda entry points: `functions/*.ts` that export a `handler` (viewer.ts, a helper, exports none). */
 export function lambdaEntries(): string[] {
   const dir = join(ROOT, "functions");
   return readdirSync(dir)

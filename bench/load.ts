@@ -20,7 +20,8 @@
  */
 import { ulid } from "ulid";
 import { setRuntime, type Runtime } from "../shared/runtime";
-import { createInProcessBus, currentBus, setBus } from "../shared/execution/bus";
+import { currentBus, setBus } from "../shared/execution/bus";
+import { createInProcessBus } from "../shared/execution/bus/in-process";
 import { withRunner } from "../shared/execution/runner";
 import { claimStats } from "../shared/workflow/workflow";
 import { createOneNodeWorkflow, newOwner, note, type BenchContext, type Owner } from "./workflows";

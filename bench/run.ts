@@ -23,6 +23,7 @@ import { buildConfig } from "../shared/config";
 import { createRuntime, setRuntime, type Runtime } from "../shared/runtime";
 import { ensureTable } from "../shared/store/table";
 import { createServiceApp } from "../shared/service/app";
+import { wireLocal } from "../shared/service/wire-local";
 import { RateLimiter } from "../shared/http/rate-limit";
 import { setLogLevel } from "../shared/log";
 import { publicClient, bundlerClient, controllerSigner } from "../shared/chain/chains";
@@ -70,6 +71,7 @@ async function main() {
       RATE_LIMIT_RPS: "10000",
     });
     const runtime = setRuntime(createRuntime({ config }));
+    wireLocal();
     await ensureTable(runtime.db, config.tableName);
     const port = await freePort();
     const server = await serveApp(createServiceApp(), { port, hostname: "127.0.0.1" });

@@ -4,13 +4,15 @@
  * function's route that API Gateway sent here (a percent-encoded prefix such as `/%77allets`) is redirected to
  * its canonical path.
  */
-import "./bootstrap";
 import { handle } from "hono/aws-lambda";
+import { wireAws } from "../shared/service/wire-aws";
 import { createApp } from "../shared/http/app";
 import { behindRouter } from "./viewer";
 import { api } from "../shared/service/api";
 import { healthRoutes } from "../shared/service/health";
 import { authRoutes } from "../shared/auth/routes";
 import { openapiRoutes } from "../shared/service/openapi";
+
+wireAws();
 
 export const handler = handle(behindRouter(createApp([...healthRoutes, ...authRoutes, ...openapiRoutes], { api })));

@@ -4,12 +4,16 @@
  * execution id, so EventBridge's and Lambda's retries never run a workflow twice; an exception is rethrown so
  * the delivery is retried and, at last, dead-lettered.
  */
-import "./bootstrap";
-import "../shared/service/scheduler";
 import type { EventBridgeEvent } from "aws-lambda";
-import { fromEventBridge } from "../shared/execution/bus";
+import { wireAws } from "../shared/service/wire-aws";
+import { awsScheduler } from "../shared/service/wire-aws-scheduler";
+import { fromEventBridge } from "../shared/execution/bus/eventbridge";
 import { resumeExecution, runExecution } from "../shared/execution/runner";
 import { log } from "../shared/log";
+
+// No bus: this function is the bus's consumer, and what it publishes itself runs in this instance (the runner's
+// in-process default, shared/execution/runner.ts). A workflow that completes has its schedules removed.
+wireAws(awsScheduler);
 
 export const handler = async (event: EventBridgeEvent<string, unknown>) => {
   const request = fromEventBridge(event);

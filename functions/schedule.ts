@@ -4,16 +4,14 @@
  * claimed once (a repeated delivery is a no-op) and handed to the runner through the bus; an exception is rethrown
  * so the scheduler retries and, past the outage grace, dead-letters.
  */
-import "./bootstrap";
-import "../shared/service/scheduler";
-import { Resource } from "sst";
-import { createEventBridgeBus, setBus } from "../shared/execution/bus";
+import { awsBus, wireAws } from "../shared/service/wire-aws";
+import { awsScheduler } from "../shared/service/wire-aws-scheduler";
 import { setScheduler } from "../shared/workflow/scheduler";
 import { eventBridgeSchedulerFromEnvironment, type EventBridgeScheduler } from "../shared/schedule/aws";
 import { useRuntime } from "../shared/runtime";
 import { log } from "../shared/log";
 
-setBus(createEventBridgeBus({ busName: (Resource as unknown as { Bus: { name: string } }).Bus.name }));
+wireAws(awsBus, awsScheduler);
 // Made on the first fire, so importing the bundle needs no schedule settings.
 let scheduler: EventBridgeScheduler | undefined;
 

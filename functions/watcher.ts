@@ -4,15 +4,13 @@
  * within about one block time. Each chain's checkpoint lease keeps an overlapping invocation off the same range.
  * Everything it starts is awaited and the leases are released before it returns (nothing runs frozen).
  */
-import "./bootstrap";
-import "../shared/service/scheduler";
 import type { Context } from "aws-lambda";
-import { Resource } from "sst";
-import { createEventBridgeBus, setBus } from "../shared/execution/bus";
+import { awsBus, wireAws } from "../shared/service/wire-aws";
+import { awsScheduler } from "../shared/service/wire-aws-scheduler";
 import { startWatching, watchedChains } from "../shared/watch/watcher";
 
 // Fires reach the runner function through the app's bus (infra/bus.ts).
-setBus(createEventBridgeBus({ busName: (Resource as unknown as { Bus: { name: string } }).Bus.name }));
+wireAws(awsBus, awsScheduler);
 
 /** Left for the last pass to finish and the leases to be released before the function's timeout. */
 const MARGIN_MS = 8_000;

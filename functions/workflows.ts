@@ -2,19 +2,18 @@
  * The workflow routes (create, list, count, retrieve, cancel, pause, resume), running them (trigger, simulate,
  * estimateFees) and running one part (nodes:run, triggers:run).
  */
-import "./bootstrap";
-import "../shared/service/scheduler";
 import { handle } from "hono/aws-lambda";
-import { Resource } from "sst";
+import { awsBus, wireAws } from "../shared/service/wire-aws";
+import { awsScheduler } from "../shared/service/wire-aws-scheduler";
 import { createApp } from "../shared/http/app";
 import { behindRouter } from "./viewer";
 import { workflowRoutes } from "../shared/workflow/routes";
 import { workflowExecutionRoutes } from "../shared/execution/routes";
 import { runRoutes } from "../shared/execution/run-routes";
 import { triggerRunRoutes } from "../shared/watch/trigger-run-routes";
-import { createEventBridgeBus, setBus } from "../shared/execution/bus";
 
-// Asynchronous triggers go to the runner function through the app's bus (infra/bus.ts).
-setBus(createEventBridgeBus({ busName: (Resource as unknown as { Bus: { name: string } }).Bus.name }));
+// Asynchronous triggers go to the runner function through the app's bus; create, pause, resume and cancel keep
+// time triggers' schedules.
+wireAws(awsBus, awsScheduler);
 
 export const handler = handle(behindRouter(createApp([...workflowRoutes, ...workflowExecutionRoutes, ...runRoutes, ...triggerRunRoutes])));

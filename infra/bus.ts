@@ -1,4 +1,4 @@
-// The event bus (shared/execution/bus.ts): `:trigger` (and the automatic fires) publish `execution.requested`;
+// The event bus (shared/execution/bus/): `:trigger` (and the automatic fires) publish `execution.requested`;
 // a rule on the app's bus targets the runner function (infra/runner.ts).
 export const bus = new sst.aws.Bus("Bus");
 

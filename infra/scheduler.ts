@@ -2,7 +2,7 @@
 // schedule function (functions/schedule.ts) through a role that may do exactly that and write to the dead-letter
 // queue. Schedules retry for as long as a fire may still run late (missed_fire_grace_ms, 15 min); what is still
 // undelivered then lands in the queue for an operator. Every function whose code starts or stops a workflow's
-// firing gets `schedulerEnvironment` (without it shared/service/scheduler.ts falls back to the local scheduler,
+// firing gets `schedulerEnvironment` (without it shared/service/wire-aws.ts falls back to the local scheduler,
 // whose schedules nothing reads): the workflows group (create, resume, pause, cancel, delete) and the schedule
 // function (refreshing one-time windows) start and stop them; the runner, the sweeper and the watcher, which
 // complete workflows (error limit, expiry, maxExecution reached by a fire), stop them.

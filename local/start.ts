@@ -6,21 +6,14 @@ import { buildConfig } from "../shared/config";
 import { createRuntime, setRuntime } from "../shared/runtime";
 import { ensureTable } from "../shared/store/table";
 import { createServiceApp } from "../shared/service/app";
+import { wireLocal } from "../shared/service/wire-local";
 import { setLogLevel } from "../shared/log";
 import { portIsFree } from "./processes";
 import { serveApp } from "./http-server";
 import { startLocalStack } from "./stack";
-import { followUpPending } from "../shared/wallet/withdraw";
-import { sweep } from "../shared/execution/execution";
-import { closeJournals, expireDue, recordOutcome } from "../shared/workflow/workflow";
+import { closeJournals } from "../shared/workflow/workflow";
+import { MAINTENANCE_PASSES, runMaintenance, type MaintenancePass } from "../shared/execution/maintenance";
 import { log } from "../shared/log";
-import { createInProcessBus, setBus } from "../shared/execution/bus";
-import { withRunner } from "../shared/execution/runner";
-import { recoverInterruptedClaims } from "../shared/execution/claim";
-import { endDueWaits } from "../shared/execution/waits";
-import { resumeLostRuns } from "../shared/execution/recovery";
-import { createLocalScheduler } from "../shared/schedule/local";
-import { setScheduler } from "../shared/workflow/scheduler";
 import { startWatching } from "../shared/watch/watcher";
 import { sandboxPool } from "../shared/kinds/sandbox/pool";
 
@@ -39,8 +32,9 @@ async function main() {
   const config = buildConfig({ ...process.env, ...stack.env });
   const runtime = setRuntime(createRuntime({ config }));
   await ensureTable(runtime.db, config.tableName);
-  // Asynchronous triggers reach the runner through an in-process bus (AWS: EventBridge → the runner function).
-  setBus(withRunner(createInProcessBus()));
+  // Asynchronous triggers reach the runner through an in-process bus (AWS: EventBridge → the runner function);
+  // cron and fixedTime fires live in the table, read by the local scheduler once started below.
+  const { scheduler } = wireLocal();
   // The sandbox workers load while the rest starts, so the first script does not wait for them.
   const sandboxes = sandboxPool().ready();
 
@@ -76,29 +70,16 @@ async function main() {
     ].join("\n"),
   );
 
-  // Background follow-up of pending withdrawals (the AWS deployment runs the same function on a schedule).
-  const followUp = setInterval(() => {
-    followUpPending().catch((err) => log.warn("withdrawal follow-up failed", { error: (err as Error).message }));
-  }, 5_000);
-  // Executions still pending after execution_timeout_ms end `error` (the AWS sweeper runs every minute).
-  const sweeper = setInterval(() => {
-    const now = Date.now();
-    sweep(now)
-      .then(async ({ timedOut }) => {
-        for (const e of timedOut) await recordOutcome(e.workflowId, "error", now);
-      })
-      .catch((err) => log.warn("execution sweep failed", { error: (err as Error).message }));
-    // Workflows past expiredAt: stored completed / EXPIRED, slot, schedules and watch entry freed (API.md §8.2).
-    expireDue(now, 200).catch((err) => log.warn("workflow expiry pass failed", { error: (err as Error).message }));
-    // Claims a crash interrupted: finished (or dropped) a minute on, their runs handed over (API.md §18.4).
-    recoverInterruptedClaims(now).catch((err) => log.warn("claim recovery failed", { error: (err as Error).message }));
-    // Waits of await nodes past their deadline end AWAIT_TIMEOUT; runs whose wait ended are resumed (API.md §17.1).
-    endDueWaits(now).catch((err) => log.warn("await timeout pass failed", { error: (err as Error).message }));
-    // Resumed runs whose driver died (a crash after a wait ended) go on from their last sealed state.
-    resumeLostRuns(now).catch((err) => log.warn("lost-run recovery failed", { error: (err as Error).message }));
-  }, 30_000);
+  // The maintenance passes (shared/execution/maintenance.ts), which the AWS sweeper runs every minute: pending
+  // withdrawals every 5 s (a withdrawal's status follows the bundler closely), the others every 30 s.
+  const maintain = (passes: readonly MaintenancePass[]) =>
+    void runMaintenance({ passes }).then(({ failures }) => {
+      for (const { pass, error } of failures)
+        log.warn("maintenance pass failed", { pass, error: error instanceof Error ? error.message : String(error) });
+    });
+  const followUp = setInterval(() => maintain(["withdrawals"]), 5_000);
+  const sweeper = setInterval(() => maintain(MAINTENANCE_PASSES.filter((pass) => pass !== "withdrawals")), 30_000);
   // Cron and fixedTime triggers: due fires live in the table, so a restart picks up where the last run stopped.
-  const scheduler = setScheduler(createLocalScheduler());
   scheduler.start();
   // Block and event triggers: the chain watcher polls the devnet (and any configured chain) until shutdown.
   const watcher = startWatching();

@@ -15,7 +15,8 @@ import { jsonClient, type Json, type Owner } from "./support/client";
 import { deployTestToken, devnet, gasCogs, includedOperations, setBalance } from "./support/chain";
 import { balanceOfFunction, mintFunction, transferFunction } from "./support/abis";
 import { createServiceApp } from "../shared/service/app";
-import { createInProcessBus, setBus, type InProcessBus } from "../shared/execution/bus";
+import { setBus } from "../shared/execution/bus";
+import { createInProcessBus, type InProcessBus } from "../shared/execution/bus/in-process";
 import { withRunner } from "../shared/execution/runner";
 
 /** The TestToken's ABI as a client sends it in `contractAbi` (named inputs, the calls this file makes). */

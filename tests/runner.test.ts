@@ -13,7 +13,8 @@ import { startService, type TestService } from "./support/service";
 import { startUpstream, type Upstream } from "./support/upstream";
 import { jsonClient, type Json, type Owner } from "./support/client";
 import { devnet, gasCogs, setBalance } from "./support/chain";
-import { createInProcessBus, EVENT_SOURCE } from "../shared/execution/bus";
+import { createInProcessBus } from "../shared/execution/bus/in-process";
+import { EVENT_SOURCE } from "../shared/execution/bus/eventbridge";
 import { runExecution, withRunner } from "../shared/execution/runner";
 import * as Executions from "../shared/execution/execution";
 import { setRuntime, type Runtime } from "../shared/runtime";
@@ -98,7 +99,7 @@ describe("idempotent per execution id", () => {
       SST_RESOURCE_Table: JSON.stringify({ name: runtime.config.tableName }),
       SST_RESOURCE_JwtSigningKey: JSON.stringify({ value: env.JWT_SIGNING_KEY }),
     });
-    // The entry point installs its own runtime (functions/bootstrap.ts) on the same table; this file's comes back after.
+    // The entry point installs its own runtime (wireAws, shared/service/wire-aws.ts) on the same table; this file's comes back after.
     const { handler } = await import("../functions/runner");
     onTestFinished(() => void setRuntime(runtime));
     const event = {

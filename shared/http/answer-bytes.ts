@@ -21,7 +21,7 @@ export const LAMBDA_BODY_BUDGET = LAMBDA_RESPONSE_LIMIT - ENVELOPE_HEADROOM;
 export type AnswerEnvelope = "none" | "lambda";
 let envelope: AnswerEnvelope = "none";
 
-/** Set once by the host: functions/bootstrap.ts installs "lambda". */
+/** Set once by the host: wireAws (shared/service/wire-aws.ts) installs "lambda". */
 export function setAnswerEnvelope(kind: AnswerEnvelope): void {
   envelope = kind;
 }

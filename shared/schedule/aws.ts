@@ -23,7 +23,7 @@ import { useRuntime } from "../runtime";
 import type { Trigger } from "../workflow/schemas";
 import * as Workflow from "../workflow/workflow";
 import type { WorkflowRecord } from "../workflow/workflow";
-import type { Scheduler } from "../workflow/scheduler";
+import type { Scheduler } from "../workflow/scheduler/scheduler";
 import { fireTimeTrigger, upcomingFires, type FireResult } from "./fire";
 
 /** How many one-time schedules a workflow keeps ahead (a lost delivery never stops the ones after it). */

@@ -27,7 +27,7 @@ import {
   type ScheduleEntry,
 } from "../store/entities/schedule";
 import type { WorkflowRecord } from "../workflow/workflow";
-import type { Scheduler } from "../workflow/scheduler";
+import type { Scheduler } from "../workflow/scheduler/scheduler";
 import { fireTimeTrigger, upcomingFires, type FireResult } from "./fire";
 import * as Workflow from "../workflow/workflow";
 

@@ -14,8 +14,6 @@ import { runRoutes } from "../execution/run-routes";
 import { triggerRunRoutes } from "../watch/trigger-run-routes";
 import { executionRoutes, workflowExecutionRoutes } from "../execution/routes";
 import { openapiRoutes } from "./openapi";
-// Last, so modules load (and name their OpenAPI components) in the order the document lists them.
-import "./scheduler";
 
 const routeGroups = {
   core: [...healthRoutes, ...authRoutes, ...openapiRoutes],

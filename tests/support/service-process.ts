@@ -11,6 +11,7 @@ import { createRuntime, setRuntime } from "../../shared/runtime";
 import { createServiceApp } from "../../shared/service/app";
 import { configureStreamLeases } from "../../shared/execution/stream-slots";
 import { serveApp } from "../../local/http-server";
+import { wireLocal } from "../../shared/service/wire-local";
 
 const ms = (name: string) => (process.env[name] ? Number(process.env[name]) : undefined);
 
@@ -23,6 +24,7 @@ configureStreamLeases({
   ...(idleMs !== undefined && { idleMs }),
 });
 setRuntime(createRuntime({ config: buildConfig() }));
+wireLocal();
 const server = await serveApp(createServiceApp(), { port: 0, hostname: "127.0.0.1" });
 process.stdout.write(`${JSON.stringify({ port: server.port })}\n`);
 

@@ -1,0 +1,50 @@
+/**
+ * The AWS host's wiring: every Lambda entry point (functions/*) calls `wireAws(...)` once, at import, naming the
+ * ports its group uses. It installs the runtime (settings from the environment, with the SST-linked resources
+ * filled in: infra/ links each function only what it uses), the answer envelope, and each port named. The ports
+ * are named rather than all installed so that a function bundles only the adapters it uses: an installer a
+ * function does not name is dropped from its bundle, and the scheduler's, whose adapters bring the fire and
+ * croner, lives in a module of its own (./wire-aws-scheduler.ts) that only the functions naming it import
+ * (tests/bundles.test.ts: the secrets function carries no EventBridge client and no croner). The local host's
+ * wiring is ./wire-local.ts.
+ */
+import { Resource } from "sst";
+import { buildConfig } from "../config";
+import { createRuntime, setRuntime } from "../runtime";
+import { setAnswerEnvelope } from "../http/answer-bytes";
+import { setBus } from "../execution/bus";
+import { createEventBridgeBus } from "../execution/bus/eventbridge";
+
+interface Linked {
+  Table: { name: string };
+  JwtSigningKey: { value: string };
+  Chains: { value: string };
+  Bus: { name: string };
+}
+const linked = Resource as unknown as Linked;
+
+/** Installs one port's AWS adapter. */
+export type Port = () => void;
+
+/** The event bus: EventBridge PutEvents to the app's bus, whose rule targets the runner function (infra/bus.ts). */
+export const awsBus: Port = () => void setBus(createEventBridgeBus({ busName: linked.Bus.name }));
+
+/** The cold-start setup of a Lambda instance: the runtime, the answer envelope, then the ports named. */
+export function wireAws(...ports: Port[]): void {
+  setRuntime(
+    createRuntime({
+      config: buildConfig({
+        ...process.env,
+        TABLE_NAME: linked.Table.name,
+        // Sign-in links the private key; every other HTTP function verifies tokens with the public half
+        // (JWT_PUBLIC_KEY, infra/secrets.ts), which shared/http/token.ts accepts in the same setting.
+        JWT_SIGNING_KEY: "JwtSigningKey" in Resource ? linked.JwtSigningKey.value : process.env.JWT_PUBLIC_KEY,
+        // A secret linked into the bundle (encrypted), never a plaintext variable.
+        ...("Chains" in Resource ? { CHAINS: linked.Chains.value } : {}),
+      }),
+    }),
+  );
+  // Answers go out inside the invocation's response envelope, which escapes the body again (page and record budgets).
+  setAnswerEnvelope("lambda");
+  for (const install of ports) install();
+}

@@ -1,0 +1,20 @@
+/**
+ * The local host's wiring: `npm start` (local/start.ts), the tests (tests/support/setup.ts) and the test and bench
+ * service processes install every port's local adapter here. The runtime stays the host's own (it depends on the
+ * local components it started). The AWS host's wiring is ./wire-aws.ts.
+ */
+import { setBus } from "../execution/bus";
+import { createInProcessBus, type InProcessBus } from "../execution/bus/in-process";
+import { withRunner } from "../execution/runner";
+import { setScheduler } from "../workflow/scheduler";
+import { createLocalScheduler, type LocalScheduler } from "../schedule/local";
+
+/**
+ * Installs the in-process bus with the runner subscribed (AWS: EventBridge → the runner function) and the local
+ * scheduler, whose due fires live in the table and run once the host calls `scheduler.start()`.
+ */
+export function wireLocal(): { bus: InProcessBus; scheduler: LocalScheduler } {
+  const bus = setBus(withRunner(createInProcessBus()));
+  const scheduler = setScheduler(createLocalScheduler());
+  return { bus, scheduler };
+}
