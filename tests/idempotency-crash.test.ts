@@ -1,5 +1,5 @@
 /**
- * Idempotency-Keys after a crash (README "Idempotency after a crash"; API.md §8.8.7, §11.5): a service process is
+ * Idempotency-Keys after a crash (docs/decisions.md "Idempotency after a crash"; API.md §8.8.7, §11.5): a service process is
  * killed (SIGKILL) in the middle of a `:withdraw` or a `:trigger` sent with an Idempotency-Key, at a chosen step (a
  * bundler or DynamoDB request held by a proxy), and the client retries with the same key. Within the key's lease
  * the retry answers 409 with Retry-After; once it has passed it either replays the original outcome or performs

@@ -136,7 +136,7 @@ export async function startDevnet(opts: StartDevnetOptions): Promise<Devnet> {
       "10",
       // The service sends a wallet's operations side by side under nonce keys of their own (API.md §19): bundle
       // several operations of one sender together. Alto 0.0.20 applies this check only in safe mode (off above),
-      // so it is stated for the day safe mode comes on; production bundlers differ (README "Parallel user operations").
+      // so it is stated for the day safe mode comes on; production bundlers differ (docs/decisions.md "Parallel user operations").
       "--enforce-unique-senders-per-bundle",
       "false",
       "--utility-wallet-monitor",

@@ -29,7 +29,7 @@ import { NATIVE_TOKEN, type Metadata } from "./contract";
 
 const FOUND_TTL_MS = 24 * 3600_000;
 const NOT_FOUND_TTL_MS = 10 * 60_000;
-/** A `name()` or `symbol()` longer than this (UTF-8 bytes) is no answer: metadata, not a payload (README). */
+/** A `name()` or `symbol()` longer than this (UTF-8 bytes) is no answer: metadata, not a payload (docs/decisions.md "Token metadata"). */
 const MAX_TEXT_BYTES = 256;
 
 /** What the chain said about a token, as cached (pattern 25). */

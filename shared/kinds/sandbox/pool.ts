@@ -47,7 +47,7 @@ export interface Outcome {
   elapsedMs: number;
 }
 
-/** The sizing used when the host sets none: see the README ("The sandbox pool"). */
+/** The sizing used when the host sets none: see docs/isolation.md ("The sandbox pool"). */
 export function defaultPoolOptions(env: Record<string, string | undefined> = process.env): PoolOptions {
   const memoryMib = Number(env.AWS_LAMBDA_FUNCTION_MEMORY_SIZE) || totalmem() / 1_048_576;
   // Each worker may hold ~64 MiB of V8 heap in use plus QuickJS's 16 MiB floor and 64 MiB heap, and one
