@@ -264,21 +264,21 @@ export async function suspendRun(
   return landed(
     Execution.update(
       execution,
-      [
-        set("status", "waiting"),
-        set("stateGeneration", fields.stateGeneration),
-        set("stateParts", fields.stateParts),
-        set("stateKey", fields.stateKey),
-        set("pendingMs", fields.pendingMs),
-        set("openWaits", fields.open),
-        set("suspendedSteps", fields.steps),
-        set("gsi2pk", waiting.gsi2pk),
-        set("gsi2sk", waiting.gsi2sk),
-      ],
+      [set("status", "waiting"), ...sealedState(fields), set("gsi2pk", waiting.gsi2pk), set("gsi2sk", waiting.gsi2sk)],
       { if: when.and(isPending, ...fields.open.map((id) => when.exists(`${WAIT_PREFIX}${id}`))) },
     ),
   );
 }
+
+/** What a suspension and a checkpoint both record of the run's sealed state. */
+const sealedState = (fields: Parameters<typeof suspendRun>[1]) => [
+  set("stateGeneration", fields.stateGeneration),
+  set("stateParts", fields.stateParts),
+  set("stateKey", fields.stateKey),
+  set("pendingMs", fields.pendingMs),
+  set("openWaits", fields.open),
+  set("suspendedSteps", fields.steps),
+];
 
 /**
  * Checkpoints a pending run that goes on after waits ended (./recovery.ts takes such a pass over if its driver
@@ -290,20 +290,9 @@ export async function checkpointRun(
   fields: Parameters<typeof suspendRun>[1] & { passStartedAt: number; driverAt: number },
 ): Promise<boolean> {
   return landed(
-    Execution.update(
-      execution,
-      [
-        set("stateGeneration", fields.stateGeneration),
-        set("stateParts", fields.stateParts),
-        set("stateKey", fields.stateKey),
-        set("pendingMs", fields.pendingMs),
-        set("openWaits", fields.open),
-        set("suspendedSteps", fields.steps),
-        set("passStartedAt", fields.passStartedAt),
-        set("driverAt", fields.driverAt),
-      ],
-      { if: isPending },
-    ),
+    Execution.update(execution, [...sealedState(fields), set("passStartedAt", fields.passStartedAt), set("driverAt", fields.driverAt)], {
+      if: isPending,
+    }),
   );
 }
 
