@@ -1,16 +1,16 @@
 /**
- * Import rules (README.md "Architecture"): imports run one way, bottom to top
+ * Import rules (README.md "Architecture"): imports run one way, bottom to top, through six layers
  *
- *   base      shared/*.ts (config, runtime, log, errors, context, address; pure: templates, json-text)
- *   adapters  shared/store, shared/keys → shared/chain
- *   http      shared/http (the HTTP kit: app factory, declarations, validation, paging, problems; no domain)
- *   domain    shared/{auth,secret,wallet,token} → kinds → workflow → engine → execution → {schedule,watch}
- *   service   shared/service (the composition root: every group, health, the OpenAPI document, wiring)
+ *   base      the loose files of shared/ (config, runtime, log, errors, context, address; pure: templates, json-text)
+ *   adapters  ┐
+ *   http      │ every folder of shared/, placed in one map, LAYERS below: a layer is tiers of folders, bottom to top
+ *   domain    │ (adapters: store, keys → chain; domain: auth, secret, wallet, token → kinds → … → schedule, watch)
+ *   service   ┘
  *   entry     functions/, local/
  *
- * The folders of shared/ are placed in one map, LAYERS below, and the layer rules are generated from it. A folder
- * of shared/ that LAYERS does not name is an error (shared-folder-in-a-layer): adding a folder means adding it to
- * one tier of one layer there, nothing else.
+ * The layer rules are generated from LAYERS, so adding a folder to shared/ means adding it to one tier of one layer
+ * there, nothing else; a folder of shared/ that LAYERS does not name is an error (shared-folder-in-a-layer), whether
+ * its modules import, are imported or neither (tests/structure/layers.test.ts plants such folders in a copy).
  *
  * A module imports only its own layer's modules (without cycles) and the layers below it; inside a layer only
  * down its tiers (a folder imports the tiers below its own, never another folder of its own tier), so folders form
@@ -19,8 +19,14 @@
  */
 
 /**
- * Every folder of shared/, by layer, bottom to top. A layer's tiers run bottom to top as well; the folders of one
- * tier do not import each other. The loose files of shared/ (BASE) sit below every layer, the hosts (ENTRY) above.
+ * Every folder of shared/, by layer, bottom to top; a layer's tiers run bottom to top as well. The loose files of
+ * shared/ (BASE) sit below every layer, the hosts (ENTRY) above.
+ *
+ *   adapters  the table (store), envelope keys and KMS (keys) → chains and user operations (chain)
+ *   http      the HTTP kit: app factory, declarations, validation, paging, problems; it knows no domain module
+ *   domain    sign-in, secrets, wallets, token metadata → node and trigger kinds → workflow definitions → the
+ *             graph runner → executions → schedules and chain watchers
+ *   service   the composition root: every group, health, the OpenAPI document, wiring
  */
 const LAYERS = [
   { layer: "adapters", tiers: [["store", "keys"], ["chain"]] },
