@@ -1,104 +1,133 @@
 /**
- * Import rules (README.md "Architecture"): imports run one way, bottom to top
+ * Import rules (README.md "Architecture"): imports run one way, bottom to top, through six layers
  *
- *   base      shared/*.ts (config, runtime, log, errors, context, address; pure: templates, json-text)
- *   adapters  shared/store, shared/keys → shared/chain
- *   http      shared/http (the HTTP kit: app factory, declarations, validation, paging, problems; no domain)
- *   domain    shared/{auth,secret,wallet,token} → kinds → workflow → engine → execution → {schedule,watch}
- *   service   shared/service (the composition root: every group, health, the OpenAPI document, wiring)
+ *   base      the loose files of shared/ (config, runtime, log, errors, context, address; pure: templates, json-text)
+ *   adapters  ┐
+ *   http      │ every folder of shared/, placed in one map, LAYERS below: a layer is tiers of folders, bottom to top
+ *   domain    │ (adapters: store, keys → chain; domain: auth, secret, wallet, token → kinds → … → schedule, watch)
+ *   service   ┘
  *   entry     functions/, local/
  *
- * A module imports only its own layer's modules (without cycles) and the layers below it; inside the adapters and
- * the domain only along the arrows above, so folders form no cycle either. Type-only imports count
- * (tsPreCompilationDeps). No known violations are kept: every rule holds for the whole tree. `npm run deps` also
- * cruises tests/ and bench/, where only the cycle rule applies.
+ * The layer rules are generated from LAYERS, so adding a folder to shared/ means adding it to one tier of one layer
+ * there, nothing else; a folder of shared/ that LAYERS does not name is an error (shared-folder-in-a-layer), whether
+ * its modules import, are imported or neither (tests/structure/layers.test.ts plants such folders in a copy).
+ *
+ * A module imports only its own layer's modules (without cycles) and the layers below it; inside a layer only
+ * down its tiers (a folder imports the tiers below its own, never another folder of its own tier), so folders form
+ * no cycle either. Type-only imports count (tsPreCompilationDeps). No known violations are kept: every rule holds
+ * for the whole tree. `npm run deps` also cruises tests/ and bench/, where only the cycle rule applies.
  */
-const DOMAIN = "^shared/(auth|secret|wallet|token|kinds|workflow|engine|execution|schedule|watch)/";
-const layer = (name, comment, from, to) => ({ name, comment, severity: "error", from: { path: from }, to: { path: to } });
+
+/**
+ * Every folder of shared/, by layer, bottom to top; a layer's tiers run bottom to top as well. The loose files of
+ * shared/ (BASE) sit below every layer, the hosts (ENTRY) above.
+ *
+ *   adapters  the table (store), envelope keys and KMS (keys) → chains and user operations (chain)
+ *   http      the HTTP kit: app factory, declarations, validation, paging, problems; it knows no domain module
+ *   domain    sign-in, secrets, wallets, token metadata → node and trigger kinds → workflow definitions → the
+ *             graph runner → executions → schedules and chain watchers
+ *   service   the composition root: every group, health, the OpenAPI document, wiring
+ */
+const LAYERS = [
+  { layer: "adapters", tiers: [["store", "keys"], ["chain"]] },
+  { layer: "http", tiers: [["http"]] },
+  {
+    layer: "domain",
+    tiers: [["auth", "secret", "wallet", "token"], ["kinds"], ["workflow"], ["engine"], ["execution"], ["schedule", "watch"]],
+  },
+  { layer: "service", tiers: [["service"]] },
+];
+const BASE = "^shared/[^/]+$";
+const ENTRY = "^(functions|local)/";
+
+const ANY_FOLDER = "^shared/[^/]+/";
+const folders = (names) => `^shared/(${names.join("|")})/`;
+const PLACED = LAYERS.flatMap(({ tiers }) => tiers.flat());
+const twice = PLACED.filter((name, i) => PLACED.indexOf(name) !== i);
+if (twice.length > 0) throw new Error(`.dependency-cruiser.cjs: LAYERS places shared/${twice[0]}/ twice`);
+const UNPLACED = { path: ANY_FOLDER, pathNot: folders(PLACED) };
+
+const rule = (name, comment, from, to) => ({ name, comment, severity: "error", from, to });
+
+/** Each layer imports no layer above it. */
+const layerRules = LAYERS.map(({ layer, tiers }, i) => {
+  const above = LAYERS.slice(i + 1);
+  const next = above[0]?.layer ?? "entry";
+  const upward = above.length > 0 ? `${folders(above.flatMap((l) => l.tiers.flat()))}|${ENTRY}` : ENTRY;
+  return rule(
+    `${layer}-below-${next}`,
+    `The ${layer} layer (${tiers.flat().join(", ")}) imports no layer above it: ${[...above.map((l) => l.layer), "entry"].join(", ")}.`,
+    { path: folders(tiers.flat()) },
+    { path: upward },
+  );
+});
+
+/** Inside a layer, each tier imports only the tiers below it; the folders of one tier do not import each other. */
+const tierRules = LAYERS.flatMap(({ layer, tiers }) =>
+  tiers.flatMap((tier, j) => {
+    const higher = tiers.slice(j + 1).flat();
+    if (tier.length === 1 && higher.length === 0) return [];
+    const comment =
+      tier.length === 1
+        ? `In ${layer}, ${tier[0]} imports none of ${higher.join(", ")}: only the tiers below it.`
+        : higher.length > 0
+          ? `In ${layer}, ${tier.join(", ")} import neither each other nor ${higher.join(", ")}.`
+          : `In ${layer}, ${tier.join(", ")} do not import each other.`;
+    return [
+      rule(`${layer}-${tier.join("-")}`, comment, { path: folders(tier) }, { path: folders([...tier, ...higher]), pathNot: "^shared/$1/" }),
+    ];
+  }),
+);
+
+/**
+ * A folder of shared/ that LAYERS does not name is outside every rule above, so each of its modules is an error:
+ * whether it imports something, is imported, or neither (an orphan).
+ */
+const unplacedRules = [
+  rule(
+    "shared-folder-in-a-layer",
+    "Every folder of shared/ is in a layer of LAYERS (.dependency-cruiser.cjs); this module's folder is in none.",
+    UNPLACED,
+    {},
+  ),
+  rule(
+    "shared-folder-in-a-layer-imported",
+    "Every folder of shared/ is in a layer of LAYERS (.dependency-cruiser.cjs); this import reaches a folder in none.",
+    {},
+    UNPLACED,
+  ),
+  rule(
+    "shared-folder-in-a-layer-orphan",
+    "Every folder of shared/ is in a layer of LAYERS (.dependency-cruiser.cjs); this module's folder is in none.",
+    { ...UNPLACED, orphan: true },
+    {},
+  ),
+];
 
 module.exports = {
   forbidden: [
-    {
-      name: "no-circular",
-      comment: "No import cycle between files, type-only imports included.",
-      severity: "error",
-      from: {},
-      to: { circular: true },
-    },
-    {
-      name: "no-tests-in-source",
-      comment: "Source never imports tests or benchmarks.",
-      severity: "error",
-      from: { path: "^(shared|functions|local)/" },
-      to: { path: "^(tests|bench)/" },
-    },
-    layer(
+    rule("no-circular", "No import cycle between files, type-only imports included.", {}, { circular: true }),
+    rule(
+      "no-tests-in-source",
+      "Source never imports tests or benchmarks.",
+      { path: "^(shared|functions|local)/" },
+      { path: "^(tests|bench)/" },
+    ),
+    rule(
       "base-imports-base",
       "Loose files in shared/ are the base: they import no folder of shared/.",
-      "^shared/[^/]+$",
-      "^shared/[^/]+/",
+      { path: BASE },
+      { path: ANY_FOLDER },
     ),
-    {
-      name: "adapters-store-keys",
-      comment: "store and keys import no other adapter (chain may use keys and store).",
-      severity: "error",
-      from: { path: "^shared/(store|keys)/" },
-      to: { path: "^shared/(store|keys|chain)/", pathNot: "^shared/$1/" },
-    },
-    {
-      name: "entry-points-apart",
-      comment: "functions/ and local/ are separate hosts: neither imports the other.",
-      severity: "error",
-      from: { path: "^(functions|local)/" },
-      to: { path: "^(functions|local)/", pathNot: "^$1/" },
-    },
-    layer(
-      "adapters-below-http",
-      "Adapters import only the base and each other.",
-      "^shared/(store|keys|chain)/",
-      `^shared/(http|service)/|${DOMAIN}|^(functions|local)/`,
+    ...layerRules,
+    ...tierRules,
+    rule(
+      "entry-points-apart",
+      "functions/ and local/ are separate hosts: neither imports the other.",
+      { path: ENTRY },
+      { path: ENTRY, pathNot: "^$1/" },
     ),
-    layer(
-      "http-below-domain",
-      "The HTTP kit knows no domain module, no composition, no entry point.",
-      "^shared/http/",
-      `^shared/service/|${DOMAIN}|^(functions|local)/`,
-    ),
-    layer(
-      "domain-below-service",
-      "Domain modules never import the composition root or an entry point.",
-      DOMAIN,
-      "^shared/service/|^(functions|local)/",
-    ),
-    layer("service-below-entry", "The composition root never imports an entry point.", "^shared/service/", "^(functions|local)/"),
-    {
-      name: "domain-auth-secret-wallet",
-      comment: "auth, secret, wallet and token are the domain's bottom: they import no other domain folder.",
-      severity: "error",
-      from: { path: "^shared/(auth|secret|wallet|token)/" },
-      to: { path: DOMAIN, pathNot: "^shared/$1/" },
-    },
-    layer(
-      "domain-kinds",
-      "The node and trigger kinds import auth, secret, wallet, token only.",
-      "^shared/kinds/",
-      "^shared/(workflow|engine|execution|schedule|watch)/",
-    ),
-    layer(
-      "domain-workflow",
-      "workflow imports kinds, auth, secret, wallet, token only.",
-      "^shared/workflow/",
-      "^shared/(engine|execution|schedule|watch)/",
-    ),
-    layer("domain-engine", "engine imports workflow and below only.", "^shared/engine/", "^shared/(execution|schedule|watch)/"),
-    layer("domain-execution", "execution imports engine and below only.", "^shared/execution/", "^shared/(schedule|watch)/"),
-    {
-      name: "domain-schedule-watch",
-      comment: "schedule and watch are the domain's top; neither imports the other.",
-      severity: "error",
-      from: { path: "^shared/(schedule|watch)/" },
-      to: { path: "^shared/(schedule|watch)/", pathNot: "^shared/$1/" },
-    },
+    ...unplacedRules,
   ],
   options: {
     doNotFollow: { path: "node_modules" },
