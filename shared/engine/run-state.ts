@@ -18,34 +18,45 @@ const DEFAULT_DEADLINE_REASON = "execution timed out";
 export const INTERNAL_ERROR = "internal error: the engine could not run the workflow";
 
 type Settled = "succeeded" | "failed" | "skipped";
+
+/**
+ * How a run ends before its graph runs out: stopped (no node starts any more), suspended with waits open, or failed
+ * inside the engine. A failure outweighs the others and the first one is kept; the run ends `error` with a generic
+ * message.
+ */
+type Ending = { kind: "stopped"; reason: string } | { kind: "suspended" } | { kind: "failed"; error: unknown };
 type StepSummary = RunSnapshot["steps"][number];
 
 const summary = (s: StepSummary): StepSummary => ({ id: s.id, name: s.name, startAt: s.startAt, success: s.success });
 
 export class RunState {
+  /** The execution's budgets: state bytes and requests (API.md §18.2, §18.3), JavaScript time (§18.1). */
   readonly budget: ExecutionBudget;
   readonly sandbox: SandboxSession;
   /** Every resolved secret → `***`; none until the run has read its secrets. */
   redactor: Redactor = createRedactor([]);
-  /** This pass's records: the trigger step first on a first pass, then node steps in finishing order. */
-  private readonly steps: Step[] = [];
-  private readonly cogs: Cost[] = [];
-  /** onStep calls, one after another in recording order. */
-  private notified: Promise<void> = Promise.resolve();
+
+  private readonly nodes: Map<string, Node>;
+  private readonly position: Map<string, number>;
+  private readonly restored: RunSnapshot | undefined;
+  /** How every decided node ended. */
   private readonly settled: Map<string, Settled>;
   /** Step outputs as JSON text: what later templates read (by path) and scripts receive (§18.2). */
   private readonly outputs: Map<string, JsonText>;
+  /** Branch choices. */
   private readonly choices: Map<string, string | null>;
+  /** The steps in flight, each until its task has finished. */
   private readonly running = new Map<string, Promise<void>>();
-  /** Nodes whose waits are open, and the node steps of earlier passes (for the final status). */
+  /** Nodes whose waits are open. */
   private readonly open: Set<string>;
+  /** This pass's records: the trigger step first on a first pass, then node steps in finishing order. */
+  private readonly steps: Step[] = [];
+  private readonly cogs: Cost[] = [];
+  /** The node steps of earlier passes and of waits that ended (for the final status). */
   private readonly earlierSteps: StepSummary[];
-  private readonly restored: RunSnapshot | undefined;
-  private readonly nodes: Map<string, Node>;
-  private readonly position: Map<string, number>;
-  private stopped: string | undefined;
-  private internal: unknown;
-  private suspended = false;
+  /** onStep calls, one after another in recording order. */
+  private notified: Promise<void> = Promise.resolve();
+  private ending: Ending | undefined;
 
   constructor(
     private readonly input: RunInput,
@@ -94,7 +105,8 @@ export class RunState {
    * again while one skipped a node, until the run stops or fails.
    */
   *nextReady(): Generator<Node> {
-    for (let skipped = true; skipped && !this.halted;) {
+    let skipped = true;
+    while (skipped && !this.halted) {
       skipped = false;
       for (const id of this.input.graph.order) {
         const decision = this.decide(id);
@@ -130,10 +142,8 @@ export class RunState {
 
   /** Tracks a started step until its task (which never rejects) has finished. */
   track(nodeId: string, task: Promise<void>): void {
-    this.running.set(
-      nodeId,
-      task.finally(() => this.running.delete(nodeId)),
-    );
+    const tracked = task.finally(() => this.running.delete(nodeId));
+    this.running.set(nodeId, tracked);
   }
 
   get busy(): boolean {
@@ -207,38 +217,35 @@ export class RunState {
 
   /** Stopped or failed inside the engine: no node starts any more. */
   get halted(): boolean {
-    return this.stopped !== undefined || this.internal !== undefined;
+    return this.ending?.kind === "stopped" || this.ending?.kind === "failed";
   }
 
   /** Checks `signal`, `deadline` and `shouldStop`; true (the run stopped) when one says stop. */
   async checkStop(): Promise<boolean> {
     const { signal, deadline, shouldStop } = this.input;
-    if (signal?.aborted || (deadline !== undefined && this.now() > deadline))
-      this.stopped = this.input.deadlineReason ?? DEFAULT_DEADLINE_REASON;
-    else if (shouldStop && (await shouldStop())) this.stopped = this.input.stopReason ?? DEFAULT_STOP_REASON;
-    return this.stopped !== undefined;
+    let reason: string | undefined;
+    if (signal?.aborted || (deadline !== undefined && this.now() > deadline)) reason = this.input.deadlineReason ?? DEFAULT_DEADLINE_REASON;
+    else if (shouldStop && (await shouldStop())) reason = this.input.stopReason ?? DEFAULT_STOP_REASON;
+    if (reason !== undefined) this.end({ kind: "stopped", reason });
+    return reason !== undefined;
   }
 
-  /** What the wait host answered when the run was quiet. */
-  stop(reason: string): void {
-    this.stopped = reason;
-  }
-
-  suspendRun(): void {
-    this.suspended = true;
+  /** The wait host's answer when the run was quiet (or a stop): the run ends so, unless it has failed already. */
+  end(ending: Exclude<Ending, { kind: "failed" }>): void {
+    if (this.ending?.kind !== "failed") this.ending = ending;
   }
 
   /** An unexpected failure (the first one counts); a node it interrupted counts as failed. */
-  fail(err: unknown, nodeId?: string): void {
-    this.internal ??= err;
+  fail(error: unknown, nodeId?: string): void {
+    if (this.ending?.kind !== "failed") this.ending = { kind: "failed", error };
     if (nodeId !== undefined && !this.settled.has(nodeId)) this.settled.set(nodeId, "failed");
   }
 
   /** The unexpected failure, if any, once the steps in flight and onStep calls have finished. */
   async failure(): Promise<{ error: unknown } | undefined> {
-    if (this.internal === undefined) return undefined;
+    if (this.ending?.kind !== "failed") return undefined;
     await Promise.allSettled([...this.running.values(), this.notified]);
-    return { error: this.internal };
+    return { error: this.ending.error };
   }
 
   /** The run's result: its status, and the steps it recorded in start order (the trigger step first) with their costs. */
@@ -253,10 +260,11 @@ export class RunState {
   }
 
   private status(nodeSteps: Step[]): { status: RunResult["status"]; error?: string } {
-    if (this.internal !== undefined) return { status: "error", error: INTERNAL_ERROR };
-    if (this.stopped !== undefined) return { status: "error", error: this.stopped };
+    const { ending } = this;
+    if (ending?.kind === "failed") return { status: "error", error: INTERNAL_ERROR };
+    if (ending?.kind === "stopped") return { status: "error", error: ending.reason };
     if (this.input.signal?.aborted) return { status: "error", error: this.input.deadlineReason ?? DEFAULT_DEADLINE_REASON };
-    if (this.suspended) return { status: "waiting" };
+    if (ending?.kind === "suspended") return { status: "waiting" };
     const all = [...this.earlierSteps, ...nodeSteps.map(summary)].sort((a, b) => this.byStart(a, b));
     const failed = all.filter((s) => !s.success);
     if (failed.length)

@@ -186,11 +186,11 @@ class WorkflowRun {
     if (await this.state.checkStop()) return false;
     const answer = await this.input.waits!.quiet(this.state.snapshot());
     if ("suspended" in answer) {
-      this.state.suspendRun();
+      this.state.end({ kind: "suspended" });
       return false;
     }
     if ("stopped" in answer) {
-      this.state.stop(answer.stopped);
+      this.state.end({ kind: "stopped", reason: answer.stopped });
       return false;
     }
     for (const ended of answer.ended) this.state.applyEnded(ended);
