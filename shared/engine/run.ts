@@ -21,6 +21,10 @@
  * Stops: before each node starts, `shouldStop` and `deadline` are checked; either ends the run `error` once
  * the nodes in flight have finished. An unexpected failure does the same with a generic message (details go
  * to the service log, never to the record).
+ *
+ * Shape: the run's state is one object (RunState, ./run-state.ts: decisions, outputs, steps in flight, budgets,
+ * waits, how the run ends), driven by one loop (WorkflowRun.schedule): start what is ready, await one step
+ * settling (each step settles and records itself), again; when none runs and waits are open, ask the host.
  */
 import type { Address } from "viem";
 import { useRuntime, type Runtime } from "../runtime";
