@@ -3,7 +3,7 @@
  * Lambda invocation that wrote them (shared/log.ts).
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { countMetric, emitMetrics } from "../shared/metrics";
+import { countMetric, emitMetrics, gaugeMetric } from "../shared/metrics";
 import { inInvocation, log, setLogLevel } from "../shared/log";
 
 function written(stream: NodeJS.WriteStream, work: () => void): Record<string, unknown>[] {
@@ -24,19 +24,31 @@ describe("countMetric", () => {
     expect(written(process.stdout, () => countMetric("Executions", { Status: "success" }))).toEqual([]);
   });
 
-  it("writes one EMF line: the namespace, the dimension names, the metric as a Count of 1", () => {
+  it("writes one EMF line: the namespace, stage-wide and by its dimensions, the metric as a Count of 1", () => {
     emitMetrics("workflow-automation/prod");
     const [line] = written(process.stdout, () => countMetric("ClaimsRefused", { Reason: "DISABLED" }));
     expect(line).toMatchObject({
       _aws: {
         CloudWatchMetrics: [
-          { Namespace: "workflow-automation/prod", Dimensions: [["Reason"]], Metrics: [{ Name: "ClaimsRefused", Unit: "Count" }] },
+          { Namespace: "workflow-automation/prod", Dimensions: [[], ["Reason"]], Metrics: [{ Name: "ClaimsRefused", Unit: "Count" }] },
         ],
       },
       Reason: "DISABLED",
       ClaimsRefused: 1,
     });
     expect(typeof (line!._aws as { Timestamp: unknown }).Timestamp).toBe("number");
+  });
+});
+
+describe("gaugeMetric", () => {
+  it("writes the value measured, without a unit", () => {
+    emitMetrics("ns");
+    const [line] = written(process.stdout, () => gaugeMetric("WatcherLagBlocks", 42, { ChainId: "11155111" }));
+    expect(line).toMatchObject({
+      _aws: { CloudWatchMetrics: [{ Dimensions: [[], ["ChainId"]], Metrics: [{ Name: "WatcherLagBlocks", Unit: "None" }] }] },
+      ChainId: "11155111",
+      WatcherLagBlocks: 42,
+    });
   });
 });
 

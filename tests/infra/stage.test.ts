@@ -167,8 +167,9 @@ describe("least privilege: links, IAM actions, settings", () => {
         ["kms:Decrypt", "kms:GenerateDataKey", "kms:Sign", "kms:GetPublicKey", "sqs:SendMessage"],
         STOP_SCHEDULES,
       ),
-      ChainWatcherHandler: sorted(TABLE, ["events:PutEvents"], STOP_SCHEDULES),
-      WithdrawalFollowUpHandler: sorted(TABLE, ["events:PutEvents"], STOP_SCHEDULES),
+      // The workers' failure destinations (infra/watcher.ts, infra/sweeper.ts) are written with their roles.
+      ChainWatcherHandler: sorted(TABLE, ["events:PutEvents", "sqs:SendMessage"], STOP_SCHEDULES),
+      WithdrawalFollowUpHandler: sorted(TABLE, ["events:PutEvents", "sqs:SendMessage"], STOP_SCHEDULES),
       ScheduleTarget: sorted(TABLE, ["events:PutEvents", "sqs:SendMessage"], MANAGE_SCHEDULES),
     });
   });
