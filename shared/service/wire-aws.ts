@@ -8,7 +8,10 @@
  * (tests/bundles.test.ts: the secrets function carries no EventBridge client and no croner). The local host's
  * wiring is ./wire-local.ts.
  */
+import type { Context } from "aws-lambda";
 import { Resource } from "sst";
+import { inInvocation } from "../log";
+import { emitMetrics } from "../metrics";
 import { buildConfig } from "../config";
 import { createRuntime, setRuntime } from "../runtime";
 import { setAnswerEnvelope } from "../http/answer-bytes";
@@ -46,5 +49,11 @@ export function wireAws(...ports: Port[]): void {
   );
   // Answers go out inside the invocation's response envelope, which escapes the body again (page and record budgets).
   setAnswerEnvelope("lambda");
+  emitMetrics(process.env.METRICS_NAMESPACE);
   for (const install of ports) install();
+}
+
+/** A Lambda handler whose log lines, all of them, carry its invocation's `awsRequestId` (HTTP: functions/viewer.ts). */
+export function invocation<E, R>(handler: (event: E, context: Context) => Promise<R>): (event: E, context: Context) => Promise<R> {
+  return (event, context) => inInvocation(context?.awsRequestId, () => handler(event, context));
 }
