@@ -27,8 +27,8 @@ import { claimStats } from "../shared/workflow/workflow";
 import { createOneNodeWorkflow, newOwner, note, type BenchContext, type Owner } from "./workflows";
 import { sameWriteEveryTime, withIdReplaced } from "./replay";
 import { stat } from "./stats";
-import { SandboxSession } from "../shared/kinds/sandbox";
-import { sandboxPool } from "../shared/kinds/sandbox/pool";
+import { SandboxSession } from "../shared/sandbox/session";
+import { sandboxPool } from "../shared/sandbox/pool";
 
 const REQUEST_GOAL = 5;
 const THROUGHPUT_GOAL = 0.5;

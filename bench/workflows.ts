@@ -28,7 +28,7 @@ import { DEFAULT_LIMITS } from "../shared/workflow/schemas";
 import * as Workflow from "../shared/workflow/workflow";
 import * as Executions from "../shared/execution/execution";
 import { runWorkflow } from "../shared/engine/run";
-import { SandboxSession } from "../shared/kinds/sandbox";
+import { SandboxSession } from "../shared/sandbox/session";
 import type { RunInput } from "../shared/engine/types";
 import { executionFee, valueFeeFor } from "../shared/engine/fee-rules";
 import { renderConfig, renderString, resolvePath, wholeTemplatePath, TemplateUnresolvedError } from "../shared/templates";

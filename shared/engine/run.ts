@@ -28,13 +28,13 @@ import { log } from "../log";
 import type { Cost, Step, StepErrorCode } from "./schemas";
 import type { Node } from "../workflow/schemas";
 import { partChainId } from "../workflow/definition";
-import { OutboundError } from "../kinds/http";
+import { OutboundError } from "../outbound/client";
 import { TemplateUnresolvedError, renderConfig, renderString, resolvePath, wholeTemplatePath, type Variables } from "../templates";
-import { createRedactor, type Redactor } from "../kinds/redact";
+import { createRedactor, type Redactor } from "../secret/redact";
 import { ExecutionBudget, type HeldState } from "./budget";
 import { JsonText, stringify } from "../json-text";
-import { SandboxSession } from "../kinds/sandbox";
-import { cutOffMessage } from "../kinds/sandbox/pool";
+import { SandboxSession } from "../sandbox/session";
+import { cutOffMessage } from "../sandbox/pool";
 import { limitLog, recordedOutput } from "./step";
 import { definitionSecretNames, runVariables, stepVariables } from "./variables";
 import {

@@ -25,7 +25,7 @@ import type { Config } from "../config";
 import type { Variables } from "../templates";
 import type { AccountCall } from "../chain/userop";
 import type { SendCalls } from "../wallet/send";
-import type { SandboxSession } from "./sandbox";
+import type { SandboxSession } from "../sandbox/session";
 import type { DefinitionLimits } from "./schema-kit";
 
 /** Step `errorCode` values (API.md §10.2); never HTTP error codes. */

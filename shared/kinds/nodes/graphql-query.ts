@@ -3,7 +3,7 @@
  * JSON object, or a non-empty `errors` array fails the step (HTTP_ERROR); the parsed body is the output
  * either way.
  */
-import { fetchGuarded } from "../http";
+import { fetchGuarded } from "../../outbound/client";
 import * as v from "valibot";
 import { httpUrl } from "../inputs";
 import { JsonText, member, parse } from "../../json-text";

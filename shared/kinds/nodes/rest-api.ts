@@ -1,6 +1,6 @@
 /** restApi (API.md §8.4.5): one guarded outbound request; status 400 or above fails the step, output kept. */
-import { fetchGuarded, type GuardOptions } from "../http";
-import { createRedactor } from "../redact";
+import { fetchGuarded, type GuardOptions } from "../../outbound/client";
+import { createRedactor } from "../../secret/redact";
 import { referencedPaths } from "../../templates";
 import * as v from "valibot";
 import { httpUrl } from "../inputs";

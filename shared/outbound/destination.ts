@@ -1,5 +1,5 @@
 /**
- * Where the outbound client connects (shared/kinds/http.ts): each hop's destination checked (ports, host
+ * Where the outbound client connects (shared/outbound/client.ts): each hop's destination checked (ports, host
  * names, every resolved address) and the socket pinned to exactly the checked addresses, so the check and the
  * connection cannot disagree (DNS rebinding).
  */
@@ -9,7 +9,7 @@ import http, { type IncomingMessage } from "node:http";
 import https from "node:https";
 import { isIP, type LookupFunction } from "node:net";
 import { addressRefusal, hostnameRefusal } from "./ip";
-import { describe, OutboundError, type GuardOptions, type Method, type Resolver } from "./http-types";
+import { describe, OutboundError, type GuardOptions, type Method, type Resolver } from "./types";
 
 /**
  * Fetch's "bad ports" (fetch.spec.whatwg.org): ports of protocols that an HTTP request could be smuggled

@@ -40,7 +40,7 @@ import {
   type QuickJSWASMModule,
 } from "quickjs-emscripten-core";
 import RELEASE_SYNC from "@jitl/quickjs-singlefile-mjs-release-sync";
-import { LOG_TRUNCATED_MARKER } from "../log-marker";
+import { LOG_TRUNCATED_MARKER } from "./log-marker";
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 export type SandboxErrorCode = "SANDBOX_ERROR" | "SANDBOX_TIMEOUT" | "SANDBOX_MEMORY";

@@ -1,5 +1,5 @@
 /**
- * The outbound HTTP client's types, limits and errors (shared/kinds/http.ts): the request and response, the
+ * The outbound HTTP client's types, limits and errors (shared/outbound/client.ts): the request and response, the
  * guard's options, the step errorCodes it fails with, and how a caller's refusing hook passes through.
  */
 import type { LookupAddress } from "node:dns";

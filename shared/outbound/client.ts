@@ -4,7 +4,7 @@
  * Workflow authors choose the URL, so every request is a potential server-side request forgery. Unless the
  * deployment sets `allow_private_network`, a destination is refused (step error `DESTINATION_NOT_ALLOWED`)
  * when its host name is a metadata or localhost name, or when ANY address it resolves to is loopback,
- * private, link-local, unique-local, metadata, multicast or reserved (shared/kinds/ip.ts). The check and the
+ * private, link-local, unique-local, metadata, multicast or reserved (shared/outbound/ip.ts). The check and the
  * connection cannot disagree (DNS rebinding): the host is resolved once per hop, its addresses are checked,
  * and the socket's `lookup` is pinned to exactly those addresses, so Node never asks DNS again. Redirects
  * are followed by hand (at most 5), each hop checked the same way.
@@ -25,12 +25,12 @@ import {
   type GuardOptions,
   type OutboundRequest,
   type OutboundResponse,
-} from "./http-types";
-import { BODY_HEADERS, CREDENTIAL_HEADERS, parseHeaders, parseMethod, parseUrl, without } from "./http-request";
-import { destination, send } from "./http-destination";
-import { parseData, readBody, responseHeaders } from "./http-body";
+} from "./types";
+import { BODY_HEADERS, CREDENTIAL_HEADERS, parseHeaders, parseMethod, parseUrl, without } from "./request";
+import { destination, send } from "./destination";
+import { parseData, readBody, responseHeaders } from "./body";
 
-export { OutboundError, type GuardOptions, type OutboundRequest, type OutboundResponse } from "./http-types";
+export { OutboundError, type GuardOptions, type OutboundRequest, type OutboundResponse } from "./types";
 
 /**
  * Sends one request the way restApi and graphqlQuery do, following redirects, within the time and size

@@ -1,8 +1,8 @@
 /**
- * The outbound request as the author wrote it, checked (shared/kinds/http.ts): the URL, the method and the
+ * The outbound request as the author wrote it, checked (shared/outbound/client.ts): the URL, the method and the
  * headers, and the headers a redirect drops.
  */
-import { METHODS, OutboundError, type Method } from "./http-types";
+import { METHODS, OutboundError, type Method } from "./types";
 
 /** Request headers the client sets itself: framing, connection management, the host and the encodings. */
 const CLIENT_HEADERS = new Set([

@@ -38,7 +38,7 @@
  * `<text> (3)`... (itself redacted, should that suffix complete a secret). So every entry survives, a key
  * that holds no secret is never renamed, and the numbering tells a reader that several keys collapsed.
  */
-import { LOG_TRUNCATED_MARKER } from "./log-marker";
+import { LOG_TRUNCATED_MARKER } from "../sandbox/log-marker";
 
 export const REDACTED = "***";
 const SHORT_BYTES = 4;

@@ -1,5 +1,5 @@
 /**
- * The outbound response's body and headers (shared/kinds/http.ts): read within the size limit, decoded
+ * The outbound response's body and headers (shared/outbound/client.ts): read within the size limit, decoded
  * (gzip, deflate, br), then parsed as JSON when it is JSON, else text in its charset.
  */
 import { isAscii } from "node:buffer";
@@ -10,7 +10,7 @@ import { TextDecoder } from "node:util";
 import zlib from "node:zlib";
 import { checkJsonInSlices } from "../json-text";
 import { nextSlice } from "../slices";
-import { MAX_RESPONSE_DEPTH, OutboundError, refusable, type Method } from "./http-types";
+import { MAX_RESPONSE_DEPTH, OutboundError, refusable, type Method } from "./types";
 
 /** The decoded body, aborting the connection as soon as it exceeds `max` bytes. */
 export async function readBody(
