@@ -26,7 +26,7 @@ import type { Variables } from "../templates";
 import type { AccountCall } from "../chain/userop";
 import type { SendCalls } from "../wallet/send";
 import type { SandboxSession } from "../sandbox/session";
-import type { DefinitionLimits } from "./schema-kit";
+import type { DefinitionLimits } from "./support/schema-kit";
 
 /** Step `errorCode` values (API.md §10.2); never HTTP error codes. */
 export const STEP_ERROR_CODES = [

@@ -7,7 +7,7 @@
  * schemas and the OpenAPI document take it, so the functions that only validate shapes bundle no runner.
  */
 import * as v from "valibot";
-import { IdString, NameString, opt, strict, type DefinitionLimits } from "./schema-kit";
+import { IdString, NameString, opt, strict, type DefinitionLimits } from "./support/schema-kit";
 import type {
   AnyNodeKind,
   AnyNodeShape,

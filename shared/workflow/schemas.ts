@@ -18,7 +18,7 @@
  *
  * This module builds the definition's schemas around the kinds' (shared/kinds: each trigger and node kind
  * declares its config schema, its registry builds the Trigger and Node unions) and re-exports the pieces they
- * share (shared/kinds/schema-kit.ts).
+ * share (shared/kinds/support/schema-kit.ts).
  */
 import * as v from "valibot";
 import { UlidString } from "../http/validate";
@@ -40,10 +40,10 @@ import {
   str,
   stringMap,
   IDENTIFIER_PATTERN,
-} from "../kinds/schema-kit";
-export { DEFAULT_LIMITS, record, AddressString, partChainId } from "../kinds/schema-kit";
+} from "../kinds/support/schema-kit";
+export { DEFAULT_LIMITS, record, AddressString, partChainId } from "../kinds/support/schema-kit";
 export { CRONER_OPTIONS } from "../kinds/triggers/cron";
-export type { DefinitionLimits } from "../kinds/schema-kit";
+export type { DefinitionLimits } from "../kinds/support/schema-kit";
 export type { TriggerType, Node, Trigger } from "../kinds/shapes";
 export type { EventQuery } from "../kinds/triggers/event";
 

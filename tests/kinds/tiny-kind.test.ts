@@ -8,7 +8,7 @@ import * as v from "valibot";
 import { useTestRuntime } from "../support/runtime";
 import { useRuntime } from "../../shared/runtime";
 import { buildRegistry, defineNode, kinds, nodeShape, shapes, withKinds } from "../../shared/kinds";
-import { strict } from "../../shared/kinds/schema-kit";
+import { strict } from "../../shared/kinds/support/schema-kit";
 import { validateDefinition } from "../../shared/workflow/definition";
 import { workflowSchemas } from "../../shared/workflow/schemas";
 import { runWorkflow } from "../../shared/engine/run";

@@ -8,7 +8,7 @@ import * as v from "valibot";
 import { defineNode, nodeShape, type Add, type NodeEnv, type Raw } from "../kind";
 import { templateExpression } from "../../templates";
 import { SandboxFailure, sandboxLimits } from "./custom-code";
-import { IdString, list, opt, str, strict } from "../schema-kit";
+import { IdString, list, opt, str, strict } from "../support/schema-kit";
 
 /** A JavaScript expression of branch and filter. */
 export const expressionText = v.pipe(str(), v.maxBytes(4096, "must be at most 4096 bytes"));

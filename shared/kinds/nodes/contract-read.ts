@@ -6,11 +6,11 @@
  */
 import { BaseError, decodeFunctionResult, encodeFunctionData, type AbiFunction, type Address, type Hex } from "viem";
 import * as v from "valibot";
-import { address, hex, invalid } from "../inputs";
-import { findFunction, methodCallProblems, outputValue, parseParams } from "../abi";
-import { callFailure, chainClient, ethCall, type CallFailure } from "../chain";
+import { address, hex, invalid } from "../support/inputs";
+import { findFunction, methodCallProblems, outputValue, parseParams } from "../support/abi";
+import { callFailure, chainClient, ethCall, type CallFailure } from "../support/chain";
 import { StepFailure, defineNode, nodeShape } from "../kind";
-import { AddressOrTemplate, ChainId, ContractAbi, MethodCall, list, opt, strict } from "../schema-kit";
+import { AddressOrTemplate, ChainId, ContractAbi, MethodCall, list, opt, strict } from "../support/schema-kit";
 
 const config = strict({
   contractAddress: AddressOrTemplate,

@@ -5,7 +5,7 @@
 import * as v from "valibot";
 import { JsonText } from "../../json-text";
 import { StepFailure, defineNode, nodeShape, type NodeEnv, type SchemaContext } from "../kind";
-import { opt, str, strict } from "../schema-kit";
+import { opt, str, strict } from "../support/schema-kit";
 
 /** A JavaScript source of 1 to `maxSourceBytes` bytes. */
 const sourceText = ({ limits }: Pick<SchemaContext, "limits">) =>

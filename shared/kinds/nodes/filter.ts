@@ -8,7 +8,7 @@ import { StepFailure, defineNode, nodeShape } from "../kind";
 import { arrayLength, elements, JsonText } from "../../json-text";
 import { SandboxFailure, sandboxLimits } from "./custom-code";
 import { expressionSource, expressionText } from "./branch";
-import { WholeTemplate, strict } from "../schema-kit";
+import { WholeTemplate, strict } from "../support/schema-kit";
 
 const config = strict({
   inputVariable: WholeTemplate,

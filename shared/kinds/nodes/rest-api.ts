@@ -3,9 +3,9 @@ import { fetchGuarded, type GuardOptions } from "../../outbound/client";
 import { createRedactor } from "../../secret/redact";
 import { referencedPaths } from "../../templates";
 import * as v from "valibot";
-import { httpUrl } from "../inputs";
+import { httpUrl } from "../support/inputs";
 import { StepFailure, defineNode, nodeShape, type NodeEnv } from "../kind";
-import { TemplateText, TemplatedAny, UrlOrTemplate, opt, record, str, strict, stringMap } from "../schema-kit";
+import { TemplateText, TemplatedAny, UrlOrTemplate, opt, record, str, strict, stringMap } from "../support/schema-kit";
 
 const methodPattern = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
   .map((m) => [...m].map((c) => `[${c}${c.toLowerCase()}]`).join(""))

@@ -4,9 +4,9 @@
  * `{address, blockNumber, transactionHash, logIndex, topics, data, ...decoded}` (§8.3.6).
  */
 import * as v from "valibot";
-import { ABI_TYPE, AddressString, Bytes32, ChainId, ContractAbi, LiteralMethodCall, int, list, opt, str, strict } from "../schema-kit";
+import { ABI_TYPE, AddressString, Bytes32, ChainId, ContractAbi, LiteralMethodCall, int, list, opt, str, strict } from "../support/schema-kit";
 import { defineTrigger, triggerShape, type Add, type Raw } from "../kind";
-import { eventArgument, methodCallProblems } from "../abi";
+import { eventArgument, methodCallProblems } from "../support/abi";
 
 const EventCondition = strict({
   fieldName: v.pipe(

@@ -6,7 +6,7 @@
  * objects keyed by component name). Standard contracts' ABIs come from viem (`erc20Abi`).
  */
 import { getAddress, isAddress, type AbiFunction, type AbiParameter } from "viem";
-import { StepFailure, type Add } from "./kind";
+import { StepFailure, type Add } from "../kind";
 
 interface RawParam {
   name?: string;

@@ -3,8 +3,8 @@
  * turning a SendOutcome into hashes, gas and a step failure with the sender's errorCode.
  */
 import type { Address } from "viem";
-import type { SendOutcome } from "../wallet/send";
-import { StepFailure, type Gas, type NodeEnv } from "./kind";
+import type { SendOutcome } from "../../wallet/send";
+import { StepFailure, type Gas, type NodeEnv } from "../kind";
 
 /** Simulated: inside `:simulate`, or when the run has no sender. */
 export const simulated = (env: NodeEnv, isSimulated = false): boolean => isSimulated || env.mode === "simulate" || !env.sendCalls;

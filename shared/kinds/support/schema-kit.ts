@@ -4,8 +4,8 @@
  * config parts several kinds share.
  */
 import * as v from "valibot";
-import { ChainIdNumber, Uint256String } from "../http/validate";
-import { AddressString } from "../http/address-schemas";
+import { ChainIdNumber, Uint256String } from "../../http/validate";
+import { AddressString } from "../../http/address-schemas";
 import {
   PATHS_ONLY_MESSAGE,
   RESERVED_WORDS,
@@ -13,7 +13,7 @@ import {
   forEachString,
   hasTemplate,
   templateProblem,
-} from "../templates";
+} from "../../templates";
 
 export interface DefinitionLimits {
   maxManualDataBytes: number;

@@ -16,8 +16,8 @@ import {
   type Hex,
   type PublicClient,
 } from "viem";
-import { chainSettings, publicClient } from "../chain/chains";
-import { StepFailure } from "./kind";
+import { chainSettings, publicClient } from "../../chain/chains";
+import { StepFailure } from "../kind";
 
 export function chainClient(chainId: number): PublicClient {
   return publicClient(configuredChain(chainId));

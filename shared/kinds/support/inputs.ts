@@ -3,7 +3,7 @@
  * format fails the step INVALID_INPUT). Messages name the field, never the value (it may hold a secret).
  */
 import { getAddress, isAddress, type Address, type Hex } from "viem";
-import { StepFailure } from "./kind";
+import { StepFailure } from "../kind";
 
 const MAX_UINT256 = 2n ** 256n - 1n;
 
