@@ -2,7 +2,7 @@
  * `GET /docs` (shared/service/openapi.ts): the HTML reference rendered from the OpenAPI document, a static
  * list of operations that an interactive reference replaces when JavaScript and the CDN are available.
  */
-import { API_VERSION, type Json } from "./openapi-kit";
+import { API_VERSION, type Json } from "./kit";
 
 const escapeHtml = (s: string) =>
   s.replace(/[&<>"']/g, (ch) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[ch]!);

@@ -2,10 +2,10 @@
  * One operation of the OpenAPI document (shared/service/openapi.ts): its parameters, request body, security,
  * and its responses with the error codes the app adds in the order of API.md §1.6.
  */
-import type { Endpoint, Group } from "../http/contract";
-import type { Builder } from "./openapi-schemas";
-import { paramRef, responseRef, text, type Json } from "./openapi-kit";
-import { problemResponse, successResponse } from "./openapi-responses";
+import type { Endpoint, Group } from "../contract";
+import type { Builder } from "./schemas";
+import { paramRef, responseRef, text, type Json } from "./kit";
+import { problemResponse, successResponse } from "./responses";
 
 export function operation(b: Builder, group: Group, e: Endpoint): Json {
   const config = b.settings;

@@ -2,8 +2,8 @@
  * What every part of the OpenAPI document (shared/service/openapi.ts) shares: the JSON type, references to
  * components, the interface version, the problem titles and the problem codes every group answers.
  */
-import type { ProblemCode, Text } from "../http/contract";
-import type { Config } from "../config";
+import type { ProblemCode, Text } from "../contract";
+import type { Config } from "../../config";
 
 export type Json = Record<string, unknown>;
 

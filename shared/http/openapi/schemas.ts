@@ -16,9 +16,9 @@ import {
   type Group,
   type ProblemCode,
   type RequestSchema,
-} from "../http/contract";
-import type { Config } from "../config";
-import { COMMON_CODES, paramRef, schemaRef, type Json } from "./openapi-kit";
+} from "../contract";
+import type { Config } from "../../config";
+import { COMMON_CODES, paramRef, schemaRef, type Json } from "./kit";
 
 /** valibot → JSON Schema with the annotations of contract.ts; named schemas become component references. */
 function conversion(config: Config, definitions: Record<string, v.GenericSchema>): ConversionConfig {

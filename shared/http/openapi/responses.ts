@@ -2,10 +2,10 @@
  * The responses of the OpenAPI document's operations (shared/service/openapi.ts): problem+json error responses
  * with an example per code, the rate-limit headers, and the declared success responses.
  */
-import type { Endpoint, ProblemCode } from "../http/contract";
-import type { Config } from "../config";
-import type { Builder } from "./openapi-schemas";
-import { headerRef, schemaRef, TITLES, type Json } from "./openapi-kit";
+import type { Endpoint, ProblemCode } from "../contract";
+import type { Config } from "../../config";
+import type { Builder } from "./schemas";
+import { headerRef, schemaRef, TITLES, type Json } from "./kit";
 
 function problemExample(status: number, code: string, meaning: ProblemCode, config: Config): Json {
   const detail =
