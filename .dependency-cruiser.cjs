@@ -29,7 +29,7 @@
  *   service   the composition root: every group, health, the OpenAPI document, wiring
  */
 const LAYERS = [
-  { layer: "adapters", tiers: [["store", "keys", "sandbox", "outbound"], ["chain"]] },
+  { layer: "adapters", tiers: [["store", "envelope", "sandbox", "outbound"], ["chain"]] },
   { layer: "http", tiers: [["http"]] },
   {
     layer: "domain",

@@ -14,7 +14,7 @@ export default $config({
   },
   async run() {
     const { table } = await import("./infra/table");
-    const { secretsKey, controllerKeyArn } = await import("./infra/keys");
+    const { secretsKey, controllerKeyArn } = await import("./infra/kms");
     await import("./infra/secrets");
     const { bus } = await import("./infra/bus");
     await import("./infra/scheduler");

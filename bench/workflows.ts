@@ -21,7 +21,7 @@ import { ulid } from "ulid";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { signInWithAccount } from "../local/client";
 import { setRuntime, type Runtime } from "../shared/runtime";
-import { Keys } from "../shared/store/keys";
+import { Keys } from "../shared/store/item-keys";
 import { validateDefinition } from "../shared/workflow/definition";
 import { compileGraph } from "../shared/workflow/graph";
 import { DEFAULT_LIMITS } from "../shared/workflow/schemas";

@@ -7,7 +7,7 @@
 // function (refreshing one-time windows) start and stop them; the runner, the sweeper and the watcher, which
 // complete workflows (error limit, expiry, maxExecution reached by a fire), stop them.
 import { table } from "./table";
-import { keyEnvironment } from "./keys";
+import { keyEnvironment } from "./kms";
 import { chains } from "./secrets";
 import { bus } from "./bus";
 

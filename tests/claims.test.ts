@@ -22,7 +22,7 @@ import { writeRunInputParts } from "../shared/execution/run-input";
 import * as Executions from "../shared/execution/execution";
 import * as Workflow from "../shared/workflow/workflow";
 import { executionFee, valueFeeFor } from "../shared/engine/fee-rules";
-import { Keys } from "../shared/store/keys";
+import { Keys } from "../shared/store/item-keys";
 import type { Runtime } from "../shared/runtime";
 
 let runtime: Runtime;

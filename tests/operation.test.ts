@@ -14,7 +14,7 @@ import { deployTestToken, devnet, fundedAccount, includedOperations, setBalance 
 import { createAccountThrough, deployHostileFactory } from "./support/hostile-factory";
 import { createServiceApp } from "../shared/service/app";
 import { useRuntime } from "../shared/runtime";
-import { Keys } from "../shared/store/keys";
+import { Keys } from "../shared/store/item-keys";
 import { erc20Transfer } from "../shared/chain/account";
 import { controlledAccountAbi } from "../shared/chain/contracts";
 import { getAccountAddress } from "../shared/chain/userop";

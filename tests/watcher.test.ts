@@ -29,7 +29,7 @@ import { createServiceApp } from "../shared/service/app";
 import { setBus } from "../shared/execution/bus";
 import { createInProcessBus, type InProcessBus } from "../shared/execution/bus/in-process";
 import { withRunner } from "../shared/execution/runner";
-import { Keys } from "../shared/store/keys";
+import { Keys } from "../shared/store/item-keys";
 import { fireExecution, holds, matchLog, mergedFilter, release, watchChain, type PassResult } from "../shared/watch/watcher";
 import { watchersOf } from "../shared/workflow/watch-registry";
 import type { Runtime } from "../shared/runtime";

@@ -18,7 +18,7 @@
 import { createHash } from "node:crypto";
 import { useRuntime } from "../runtime";
 import { log } from "../log";
-import { open as openSealed, seal } from "../keys/envelope";
+import { open as openSealed, seal } from "../envelope/envelope";
 import { when } from "../store/expression";
 import {
   END_PREFIX,

@@ -22,7 +22,7 @@ import {
 } from "viem";
 import { useRuntime } from "../runtime";
 import { defineEntity } from "../store/entity";
-import { Keys } from "../store/keys";
+import { Keys } from "../store/item-keys";
 import { publicClient, resolveCallerChain } from "../chain/chains";
 import { upstreamError } from "../chain/upstream";
 import { NATIVE_TOKEN, type Metadata } from "./contract";
