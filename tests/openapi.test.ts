@@ -13,7 +13,7 @@ import { openapiRoutes } from "../shared/service/openapi";
 import type { Runtime } from "../shared/runtime";
 import * as v from "valibot";
 import { kinds } from "../shared/kinds";
-import { Interval } from "../shared/execution/contract";
+import { Interval } from "../shared/execution/endpoints";
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 

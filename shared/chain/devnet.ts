@@ -21,7 +21,7 @@ import { join } from "node:path";
 import { createPublicClient, createWalletClient, http, type Address, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { foundry } from "viem/chains";
-import { CREATE2_DEPLOYER } from "./contracts/index";
+import { CREATE2_DEPLOYER } from "./solidity/artifacts";
 import { ANVIL_KEYS, DEVNET_CHAIN_ID, deployContracts, fundAccounts } from "./devnet-contracts";
 import {
   altoScript,

@@ -1,6 +1,6 @@
-/** HTTP routes of the secrets API (API.md §12): contract.ts declares them; the domain validates and does the work. */
+/** HTTP routes of the secrets API (API.md §12): endpoints.ts declares them; the domain validates and does the work. */
 import { route, type Route } from "../http/app";
-import * as Contract from "./contract";
+import * as Contract from "./endpoints";
 import { Secret } from "./index";
 
 export const secretRoutes: Route[] = [

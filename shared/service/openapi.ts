@@ -1,6 +1,6 @@
 /**
  * `GET /openapi.json` and `GET /docs` (API.md §6.3): the OpenAPI 3.1 document, generated from the route
- * declarations (api.ts → each group's contract.ts), and an HTML reference rendered from it.
+ * declarations (api.ts → each group's endpoints.ts), and an HTML reference rendered from it.
  *
  * Every shape comes from a valibot schema converted with @valibot/to-json-schema (draft 2020-12, the OpenAPI
  * 3.1 dialect): schemas named with `component()` become `#/components/schemas/*`, query/header/path schemas
@@ -18,9 +18,9 @@
  * The document depends only on the settings, so it is built once per configuration and cached.
  */
 import { route, type Route } from "../http/app";
-import type { Group } from "../http/contract";
+import type { Group } from "../http/endpoint";
 import { api } from "./api";
-import * as Service from "./contract";
+import * as Service from "./endpoints";
 import type { Config } from "../config";
 import { useRuntime } from "../current-runtime";
 // Components every route refers to (they register themselves when loaded).

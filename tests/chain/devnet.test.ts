@@ -30,7 +30,7 @@ import {
   entryPoint07Abi,
   entryPoint07Address,
   verifyingPaymasterAbi,
-} from "../../shared/chain/contracts/index";
+} from "../../shared/chain/solidity/artifacts";
 import {
   buildUserOperation,
   createBundler,

@@ -14,7 +14,7 @@ import { workflowSchemas } from "../../shared/workflow/schemas";
 import { runWorkflow } from "../../shared/engine/run";
 import { estimateFees } from "../../shared/engine/fees";
 import { buildDocument } from "../../shared/service/openapi";
-import { component, endpoint, group } from "../../shared/http/contract";
+import { component, endpoint, group } from "../../shared/http/endpoint";
 import { ApiError } from "../../shared/errors";
 
 /** `stamp`: writes `times` copies of `text` (a template); a pretend write, priced at 33,000 gas. */

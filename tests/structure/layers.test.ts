@@ -30,7 +30,7 @@ const PLANTED: Record<string, string> = {
 const EXPECTED = [
   "shared-folder-in-a-layer shared/core-only/read.ts → fs",
   "shared-folder-in-a-layer shared/planted/uses-api.ts → shared/service/api.ts",
-  "shared-folder-in-a-layer shared/typed/group.ts → shared/http/contract.ts",
+  "shared-folder-in-a-layer shared/typed/group.ts → shared/http/endpoint.ts",
   "shared-folder-in-a-layer-imported shared/service/api.ts → shared/leaf/leaf.ts",
   "shared-folder-in-a-layer-orphan shared/lonely/alone.ts → shared/lonely/alone.ts",
 ];

@@ -2,7 +2,7 @@
  * What the OpenAPI document (shared/service/openapi.ts) declares once for every route: the common headers and
  * parameters, the shared problem responses, the security scheme, and the overview of the API.
  */
-import type { Group } from "../contract";
+import type { Group } from "../endpoint";
 import type { Config } from "../../config";
 import { API_VERSION, COMMON_CODES, type Json } from "./kit";
 import { problemResponse } from "./responses";

@@ -2,7 +2,7 @@
  * What every part of the OpenAPI document (shared/service/openapi.ts) shares: the JSON type, references to
  * components, the interface version, the problem titles and the problem codes every group answers.
  */
-import type { ProblemCode, Text } from "../contract";
+import type { ProblemCode, Text } from "../endpoint";
 import type { Config } from "../../config";
 
 export type Json = Record<string, unknown>;

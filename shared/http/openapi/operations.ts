@@ -2,7 +2,7 @@
  * One operation of the OpenAPI document (shared/service/openapi.ts): its parameters, request body, security,
  * and its responses with the error codes the app adds in the order of API.md §1.6.
  */
-import type { Endpoint, Group } from "../contract";
+import type { Endpoint, Group } from "../endpoint";
 import type { Builder } from "./schemas";
 import { paramRef, responseRef, text, type Json } from "./kit";
 import { problemResponse, successResponse } from "./responses";

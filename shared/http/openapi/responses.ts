@@ -2,7 +2,7 @@
  * The responses of the OpenAPI document's operations (shared/service/openapi.ts): problem+json error responses
  * with an example per code, the rate-limit headers, and the declared success responses.
  */
-import type { Endpoint, ProblemCode } from "../contract";
+import type { Endpoint, ProblemCode } from "../endpoint";
 import type { Config } from "../../config";
 import type { Builder } from "./schemas";
 import { headerRef, schemaRef, TITLES, type Json } from "./kit";

@@ -1,6 +1,6 @@
 /**
  * The shapes of the OpenAPI document (shared/service/openapi.ts): valibot schemas converted to JSON Schema with
- * the annotations of contract.ts, request objects closed and accepting null for optional members, and the
+ * the annotations of shared/http/endpoint.ts, request objects closed and accepting null for optional members, and the
  * Builder that collects the named schemas and parameters as components.
  */
 import * as v from "valibot";
@@ -16,11 +16,11 @@ import {
   type Group,
   type ProblemCode,
   type RequestSchema,
-} from "../contract";
+} from "../endpoint";
 import type { Config } from "../../config";
 import { COMMON_CODES, paramRef, schemaRef, type Json } from "./kit";
 
-/** valibot → JSON Schema with the annotations of contract.ts; named schemas become component references. */
+/** valibot → JSON Schema with the annotations of shared/http/endpoint.ts; named schemas become component references. */
 function conversion(config: Config, definitions: Record<string, v.GenericSchema>): ConversionConfig {
   return {
     target: "draft-2020-12",
@@ -36,7 +36,7 @@ const withRule = (schema: Json, message: unknown): Json =>
   typeof message === "string" ? { ...schema, "x-rules": [...((schema["x-rules"] as string[] | undefined) ?? []), message] } : schema;
 
 /**
- * The annotations of contract.ts: check messages as `x-rules`, `configured()` text, `asInteger()` ranges,
+ * The annotations of shared/http/endpoint.ts: check messages as `x-rules`, `configured()` text, `asInteger()` ranges,
  * `asSchema()` replacements; and UTF-8 byte limits as the length bounds they imply (a code point is 1 to 4
  * bytes), with the exact rule under `x-rules` unless the bound is exact (`minBytes(1)`: not empty).
  */

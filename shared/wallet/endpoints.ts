@@ -1,6 +1,6 @@
 /** The wallet routes (API.md §11) as declarations: shapes, documentation and codes; routes.ts binds the handlers. */
 import * as v from "valibot";
-import { endpoint, group } from "../http/contract";
+import { endpoint, group } from "../http/endpoint";
 import { IdempotencyHeaders } from "../http/schemas";
 import * as S from "./schemas";
 

@@ -4,7 +4,7 @@
  * the order of §8.7); the schemas here (built with the default limits) document it.
  */
 import * as v from "valibot";
-import { component, described, endpoint, group, parameter } from "../http/contract";
+import { component, described, endpoint, group, parameter } from "../http/endpoint";
 import { PageQuery, page } from "../http/paging";
 import { AddressString } from "../http/address-schemas";
 import { listOf } from "../http/schemas";

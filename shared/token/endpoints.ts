@@ -1,6 +1,6 @@
 /** The token route (API.md §17.4) as a declaration: shapes, documentation and codes; routes.ts binds the handler. */
 import * as v from "valibot";
-import { component, described, endpoint, group } from "../http/contract";
+import { component, described, endpoint, group } from "../http/endpoint";
 import { ChainIdQuery } from "../http/validate";
 import { ChainId } from "../http/schemas";
 import { Address, AddressString } from "../http/address-schemas";

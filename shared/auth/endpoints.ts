@@ -3,7 +3,7 @@
  * verifyExchange (message.ts) in the order of §7.1, each failure with its own code; its schema documents it.
  */
 import * as v from "valibot";
-import { component, configured, described, endpoint, group } from "../http/contract";
+import { component, configured, described, endpoint, group } from "../http/endpoint";
 import { Address } from "../http/address-schemas";
 import { ZERO_ADDRESS } from "../address";
 

@@ -3,7 +3,7 @@
  * order mixes codes (`path.name` → SECRET_NAME_RESERVED → body → `orgId`); the schemas here document them.
  */
 import * as v from "valibot";
-import { described, endpoint, group } from "../http/contract";
+import { described, endpoint, group } from "../http/endpoint";
 import { PageQuery } from "../http/paging";
 import * as S from "./schemas";
 

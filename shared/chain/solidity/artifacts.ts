@@ -2,7 +2,7 @@
  * Contract artifacts and typed ABIs for the ERC-4337 (EntryPoint v0.7) stack.
  *
  * - `artifacts` (our compiled ControlledAccount / ControlledAccountFactory / ERC1967Proxy) comes
- *   from the committed artifacts.json (regenerate with `npx tsx shared/chain/contracts/compile.ts`).
+ *   from the committed artifacts.json (regenerate with `npx tsx shared/chain/solidity/compile.ts`).
  * - `controlledAccountAbi`, `controlledAccountFactoryAbi`, `verifyingPaymasterAbi` are `as const`
  *   subsets (typed for viem) of the full ABIs; tests/chain/contracts.test.ts checks they match.
  * - EntryPoint v0.7 and VerifyingPaymaster bytecode come from @account-abstraction/contracts

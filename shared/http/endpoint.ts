@@ -1,7 +1,7 @@
 /**
  * Route declarations: what a route accepts and answers, written once as valibot schemas beside its method and
  * path. The app factory (app.ts) validates requests with them and hands handlers typed values; the OpenAPI
- * document (shared/service/openapi.ts) is generated from them. This module and the `contract.ts` of each group
+ * document (shared/service/openapi.ts) is generated from them. This module and the `endpoints.ts` of each group
  * hold no handlers and import no chain, DynamoDB or KMS code, so any function can know every route cheaply (the
  * catch-all's 404/405) and the document can be built without loading the domain.
  */

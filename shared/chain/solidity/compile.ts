@@ -1,8 +1,8 @@
 /**
  * Compiles ControlledAccount + ControlledAccountFactory with solc-js 0.8.28 and writes
- * shared/chain/contracts/artifacts.json (committed, so runtime and CI need no compiler).
+ * shared/chain/solidity/artifacts.json (committed, so runtime and CI need no compiler).
  *
- *   npx tsx shared/chain/contracts/compile.ts        (also: npm run contracts:build)
+ *   npx tsx shared/chain/solidity/compile.ts        (also: npm run contracts:build)
  *
  * Output is deterministic: source unit names are package-relative (no absolute paths end up
  * in the metadata hash), keys are in a fixed order and there is no timestamp.

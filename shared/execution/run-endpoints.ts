@@ -4,7 +4,7 @@
  * (shared/execution/trigger.ts, shared/workflow/definition.ts) in the contract's order; the schemas document them.
  */
 import * as v from "valibot";
-import { component, described, endpoint, group } from "../http/contract";
+import { component, described, endpoint, group } from "../http/endpoint";
 import { ChainId, IdempotencyHeaders, TimeMs } from "../http/schemas";
 import { Execution, FeeEstimate, TriggerResult } from "./schemas";
 import { STEP_ERROR_CODES } from "../kinds/kind";

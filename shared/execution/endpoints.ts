@@ -3,7 +3,7 @@
  * lies under /workflows, which API Gateway sends to the workflows function, so that function mounts it.
  */
 import * as v from "valibot";
-import { asInteger, asSchema, component, described, endpoint, group, parameter } from "../http/contract";
+import { asInteger, asSchema, component, described, endpoint, group, parameter } from "../http/endpoint";
 import { UlidString } from "../http/validate";
 import { PageQuery } from "../http/paging";
 import { IdempotencyHeaders, listOf } from "../http/schemas";

@@ -3,7 +3,7 @@
  * the API document and its HTML reference (bound in ./openapi.ts).
  */
 import * as v from "valibot";
-import { component, configured, described, endpoint, group } from "../http/contract";
+import { component, configured, described, endpoint, group } from "../http/endpoint";
 import { ChainId } from "../http/schemas";
 
 const Health = component(
