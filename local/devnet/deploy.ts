@@ -31,7 +31,7 @@ import {
   loadEntryPointArtifact,
   loadVerifyingPaymasterArtifact,
   verifyingPaymasterAbi,
-} from "./solidity/artifacts";
+} from "../../shared/chain/solidity/artifacts";
 
 export const DEVNET_CHAIN_ID = 31337;
 /** Well-known anvil dev keys (mnemonic "test test ... junk"). */

@@ -18,7 +18,7 @@ export const altoScript = (): string => realpathSync(join(binDir, "alto"));
  * process listen on 127.0.0.1 instead.
  */
 export const loopbackPreload = (): string =>
-  pathToFileURL(join(dirname(fileURLToPath(import.meta.url)), "../../local/loopback/listen-loopback.mjs")).href;
+  pathToFileURL(join(dirname(fileURLToPath(import.meta.url)), "../loopback/listen-loopback.mjs")).href;
 
 /**
  * The real anvil executable. node_modules/.bin/anvil is a Node wrapper that, on SIGTERM, forwards

@@ -21,8 +21,8 @@ import { join } from "node:path";
 import { createPublicClient, createWalletClient, http, type Address, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { foundry } from "viem/chains";
-import { CREATE2_DEPLOYER } from "./solidity/artifacts";
-import { ANVIL_KEYS, DEVNET_CHAIN_ID, deployContracts, fundAccounts } from "./devnet-contracts";
+import { CREATE2_DEPLOYER } from "../../shared/chain/solidity/artifacts";
+import { ANVIL_KEYS, DEVNET_CHAIN_ID, deployContracts, fundAccounts } from "./deploy";
 import {
   altoScript,
   anvilBinary,
@@ -33,10 +33,10 @@ import {
   startWithFreePort,
   waitFor,
   type Managed,
-} from "./devnet-processes";
+} from "./processes";
 
-export { ANVIL_KEYS, devnetAddresses } from "./devnet-contracts";
-export { freePort } from "./devnet-processes";
+export { ANVIL_KEYS, devnetAddresses } from "./deploy";
+export { freePort } from "./processes";
 
 export interface DevnetInfo {
   chainId: number;
