@@ -104,6 +104,17 @@ const unplacedRules = [
   ),
 ];
 
+/**
+ * No barrels: every import names the module that defines what it imports, so shared/ has no index.ts (a folder's
+ * modules are named for what they hold). An index file is an error whether it imports, is imported or neither.
+ */
+const INDEX = { path: "^shared/(index|.*/index)[.][cm]?[jt]s$" };
+const indexRules = [
+  rule("no-index-file", "No index.ts in shared/: import the module that defines the thing (no barrels).", INDEX, {}),
+  rule("no-index-file-imported", "No index.ts in shared/: import the module that defines the thing (no barrels).", {}, INDEX),
+  rule("no-index-file-orphan", "No index.ts in shared/: name the module for what it holds.", { ...INDEX, orphan: true }, {}),
+];
+
 module.exports = {
   forbidden: [
     rule("no-circular", "No import cycle between files, type-only imports included.", {}, { circular: true }),
@@ -128,6 +139,7 @@ module.exports = {
       { path: ENTRY, pathNot: "^$1/" },
     ),
     ...unplacedRules,
+    ...indexRules,
   ],
   options: {
     doNotFollow: { path: "node_modules" },

@@ -20,7 +20,7 @@
  */
 import { ulid } from "ulid";
 import { setRuntime, type Runtime } from "../shared/runtime";
-import { currentBus, setBus } from "../shared/execution/bus";
+import { currentBus, setBus } from "../shared/execution/bus/install";
 import { createInProcessBus } from "../shared/execution/bus/in-process";
 import { withRunner } from "../shared/execution/runner";
 import { claimStats } from "../shared/workflow/workflow";

@@ -33,7 +33,8 @@ import type { RunInput } from "../shared/engine/types";
 import { executionFee, valueFeeFor } from "../shared/engine/fee-rules";
 import { renderConfig, renderString, resolvePath, wholeTemplatePath, TemplateUnresolvedError } from "../shared/templates";
 import { runVariables, stepVariables } from "../shared/engine/variables";
-import { isSuspend, kinds, type NodeEnv, type NodeResult } from "../shared/kinds";
+import { isSuspend, type NodeEnv, type NodeResult } from "../shared/kinds/kind";
+import { kinds } from "../shared/kinds/kinds";
 import { interleaved, timed, type Stat } from "./stats";
 
 /** What bench/run.ts lends: its server, runtime and table. */

@@ -18,7 +18,7 @@ import { useKms } from "../shared/envelope/kms";
 import { Keys } from "../shared/store/item-keys";
 import { setLogLevel } from "../shared/log";
 import { open } from "../shared/envelope/envelope";
-import { Secret } from "../shared/secret";
+import * as Secret from "../shared/secret/secret";
 import { secretRoutes } from "../shared/secret/routes";
 
 type Owner = `0x${string}`;

@@ -26,7 +26,7 @@ import { startTestServer, type TestServer } from "./support/server";
 import { jsonClient, type Json, type Owner } from "./support/client";
 import { compileContract, deployTestToken, devnet, fundedAccount } from "./support/chain";
 import { createServiceApp } from "../shared/service/app";
-import { setBus } from "../shared/execution/bus";
+import { setBus } from "../shared/execution/bus/install";
 import { createInProcessBus, type InProcessBus } from "../shared/execution/bus/in-process";
 import { withRunner } from "../shared/execution/runner";
 import { Keys } from "../shared/store/item-keys";

@@ -28,7 +28,7 @@ import { log } from "../log";
 import type { Cost, Step, StepErrorCode } from "./schemas";
 import type { Node } from "../workflow/schemas";
 import { partChainId } from "../workflow/definition";
-import { OutboundError } from "../outbound/client";
+import { OutboundError } from "../outbound/types";
 import { TemplateUnresolvedError, renderConfig, renderString, resolvePath, wholeTemplatePath, type Variables } from "../templates";
 import { createRedactor, type Redactor } from "../secret/redact";
 import { ExecutionBudget, type HeldState } from "./budget";
@@ -37,17 +37,9 @@ import { SandboxSession } from "../sandbox/session";
 import { cutOffMessage } from "../sandbox/pool";
 import { limitLog, recordedOutput } from "./step";
 import { definitionSecretNames, runVariables, stepVariables } from "./variables";
-import {
-  kinds as defaultKinds,
-  isSuspend,
-  StepFailure,
-  type Gas,
-  type NodeEnv,
-  type NodeOutcome,
-  type NodeResult,
-  type Registry,
-  type Suspension,
-} from "../kinds";
+import { kinds as defaultKinds } from "../kinds/kinds";
+import { isSuspend, StepFailure, type Gas, type NodeEnv, type NodeOutcome, type NodeResult, type Suspension } from "../kinds/kind";
+import { type Registry } from "../kinds/registry";
 import type { EndedWait, RunInput, RunResult, RunSnapshot } from "./types";
 
 const DEFAULT_STOP_REASON = "execution stopped";

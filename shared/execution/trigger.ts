@@ -34,7 +34,7 @@ import { runQueued } from "./runner";
 import { log } from "../log";
 import type { TriggerResult } from "./schemas";
 import { claimExecution, handOver, recoverClaimedExecution } from "./claim";
-import { requireBus } from "./bus";
+import { requireBus } from "./bus/install";
 
 interface TriggerRequest {
   triggerType: TriggerType;

@@ -1,6 +1,6 @@
 /**
  * What a node kind and a trigger kind are (API.md §8.3, §8.4): one object per kind, in one file of ./nodes or
- * ./triggers, listed once in ./index.ts. Everything the service knows about a kind is declared there: its
+ * ./triggers, listed once in ./kinds.ts. Everything the service knows about a kind is declared there: its
  * config schema (valibot: request validation, the stored document's types and the OpenAPI document), the rules
  * across its fields, the JavaScript it runs (for the secrets a run decrypts), whether it writes on-chain, its
  * fee rule (API.md §9.6) and its runner. Validation (shared/workflow), the engine, fees, simulate and the

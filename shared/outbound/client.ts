@@ -30,8 +30,6 @@ import { BODY_HEADERS, CREDENTIAL_HEADERS, parseHeaders, parseMethod, parseUrl, 
 import { destination, send } from "./destination";
 import { parseData, readBody, responseHeaders } from "./body";
 
-export { OutboundError, type GuardOptions, type OutboundRequest, type OutboundResponse } from "./types";
-
 /**
  * Sends one request the way restApi and graphqlQuery do, following redirects, within the time and size
  * limits, to allowed destinations only. Resolves with the response whatever its status (the node decides

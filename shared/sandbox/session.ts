@@ -18,9 +18,6 @@ import { type Answer, type Evaluation, type EvaluationLimits, type Json, type Sa
 import { sandboxPool, type SandboxPool } from "./pool";
 import { JsonText, stringify } from "../json-text";
 
-export { isFunctionBody, type Json } from "./quickjs";
-export { LOG_TRUNCATED_MARKER } from "./log-marker";
-
 export interface SandboxLimits {
   /** Deadline for one evaluation, promise included (`sandbox_time_limit_ms`). */
   timeLimitMs?: number;

@@ -51,7 +51,7 @@ export type { EventQuery } from "../kinds/triggers/event";
 export const RESERVED_INPUT_KEYS = ["secrets", "apContext", "context", "date", "value", "index"] as const;
 export const WORKFLOW_STATUSES = ["enabled", "disabled", "completed", "failed"] as const;
 export const COMPLETION_REASONS = ["MAX_EXECUTIONS_REACHED", "EXPIRED", "CONSECUTIVE_ERRORS"] as const;
-/** The trigger types of the service's kinds (shared/kinds/index.ts), in order. */
+/** The trigger types of the service's kinds (shared/kinds/kinds.ts), in order. */
 export const TRIGGER_TYPES = defaultShapes.triggerTypes as readonly TriggerType[];
 
 // ---------------------------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { createRedactor, REDACTED, secretForms } from "../../shared/secret/redact";
-import { LOG_TRUNCATED_MARKER } from "../../shared/sandbox/session";
+import { LOG_TRUNCATED_MARKER } from "../../shared/sandbox/log-marker";
 
 /** 11 bytes: a quote and a backslash (JSON escapes), `€` and `?` (percent-encoding with hex letters), and a
  * base64 form with `+`, `/` and one `=`, so every form differs from every other. */

@@ -1,5 +1,6 @@
 /** restApi (API.md §8.4.5): one guarded outbound request; status 400 or above fails the step, output kept. */
-import { fetchGuarded, type GuardOptions } from "../../outbound/client";
+import { fetchGuarded } from "../../outbound/client";
+import { type GuardOptions } from "../../outbound/types";
 import { createRedactor } from "../../secret/redact";
 import { referencedPaths } from "../../templates";
 import * as v from "valibot";

@@ -4,8 +4,6 @@
  */
 import type { EventBus } from "./event-bus";
 
-export type { BusEvent, EventBus } from "./event-bus";
-
 let current: EventBus | undefined;
 
 /** Installs the process's bus (the host: a Lambda entry point, `npm start`, a test); answers it. */

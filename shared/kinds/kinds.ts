@@ -31,18 +31,3 @@ export const kinds = /* @__PURE__ */ buildRegistry(
   },
   shapes,
 );
-
-export { shapes } from "./shapes";
-
-export { buildRegistry, withKinds, type Registry } from "./registry";
-export {
-  defineNode,
-  nodeShape,
-  isSuspend,
-  StepFailure,
-  type NodeEnv,
-  type NodeResult,
-  type NodeOutcome,
-  type Gas,
-  type Suspension,
-} from "./kind";

@@ -6,8 +6,6 @@
 import type { WorkflowRecord } from "../record";
 import type { Scheduler } from "./scheduler";
 
-export type { Scheduler } from "./scheduler";
-
 const isTimeTriggered = (workflow: Pick<WorkflowRecord, "trigger">) =>
   workflow.trigger.type === "cron" || workflow.trigger.type === "fixedTime";
 
