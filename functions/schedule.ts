@@ -7,7 +7,7 @@
 import { awsBus, wireAws } from "../shared/service/wire-aws";
 import { awsScheduler } from "../shared/service/wire-aws-scheduler";
 import { setScheduler } from "../shared/workflow/scheduler/install";
-import { eventBridgeSchedulerFromEnvironment, type EventBridgeScheduler } from "../shared/schedule/aws";
+import { eventBridgeSchedulerFromEnvironment, type EventBridgeScheduler } from "../shared/schedule/eventbridge";
 import { useRuntime } from "../shared/runtime";
 import { log } from "../shared/log";
 

@@ -32,7 +32,7 @@ import type { Runtime } from "../shared/runtime";
 import { setScheduler } from "../shared/workflow/scheduler/install";
 import { type Scheduler } from "../shared/workflow/scheduler/scheduler";
 import { createLocalScheduler, scheduleKey, type LocalScheduler } from "../shared/schedule/local";
-import { createEventBridgeScheduler, toEventBridgeCron, ONE_TIME_WINDOW, type EventBridgeScheduler } from "../shared/schedule/aws";
+import { createEventBridgeScheduler, toEventBridgeCron, ONE_TIME_WINDOW, type EventBridgeScheduler } from "../shared/schedule/eventbridge";
 import { fireTimeTrigger, type FireResult } from "../shared/schedule/fire";
 
 let runtime: Runtime;

@@ -6,7 +6,7 @@
  * Its two adapters are one file each in shared/schedule/ (they build on the fire, which claims executions, so they
  * sit above this module, never the other way round):
  * - local.ts: due fires in the table (store pattern 16), a timer loop in `npm start`;
- * - aws.ts: EventBridge Scheduler schedules in the stage's group, targeting functions/schedule.ts.
+ * - eventbridge.ts: EventBridge Scheduler schedules in the stage's group, targeting functions/schedule.ts.
  */
 import type { WorkflowRecord } from "../record";
 
