@@ -133,6 +133,12 @@ module.exports = {
     ...layerRules,
     ...tierRules,
     rule(
+      "kinds-apart",
+      "A kind file (kinds/nodes/*, kinds/triggers/*) imports no other kind: what kinds share lives in kinds/support/.",
+      { path: "^shared/kinds/(nodes|triggers)/" },
+      { path: "^shared/kinds/(nodes|triggers)/" },
+    ),
+    rule(
       "entry-points-apart",
       "functions/ and local/ are separate hosts: neither imports the other.",
       { path: ENTRY },

@@ -45,7 +45,7 @@ export { DEFAULT_LIMITS, record, AddressString, partChainId } from "../kinds/sup
 export { CRONER_OPTIONS } from "../kinds/triggers/cron";
 export type { DefinitionLimits } from "../kinds/support/schema-kit";
 export type { TriggerType, Node, Trigger } from "../kinds/shapes";
-export type { EventQuery } from "../kinds/triggers/event";
+export type { EventQuery } from "../kinds/support/event-query";
 
 /** Names that `inputVariables` keys may not take (§8.7 item 3); trigger and node names are checked too. */
 export const RESERVED_INPUT_KEYS = ["secrets", "apContext", "context", "date", "value", "index"] as const;

@@ -17,7 +17,8 @@ import { addressRefusal } from "../../shared/outbound/ip";
 import { JsonText, materialize } from "../../shared/json-text";
 import type { NodeEnv, NodeResult } from "../../shared/kinds/kind";
 import { graphqlQuery } from "../../shared/kinds/nodes/graphql-query";
-import { restApi, sensitiveHeaders } from "../../shared/kinds/nodes/rest-api";
+import { restApi } from "../../shared/kinds/nodes/rest-api";
+import { sensitiveHeaders } from "../../shared/kinds/support/http-step";
 import { renderConfig } from "../../shared/templates";
 import { startServer, type Handler } from "./engine-support";
 

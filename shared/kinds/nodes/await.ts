@@ -8,7 +8,7 @@
 import * as v from "valibot";
 import { defineNode, nodeShape, StepFailure, type NodeEnv, type Raw } from "../kind";
 import { RenderedTooLargeError } from "../../templates";
-import { EventQuery } from "../triggers/event";
+import { EventQuery } from "../support/event-query";
 import { chainClient, read } from "../support/chain";
 import { AddressString, ChainId, int, list, opt, str, strict } from "../support/schema-kit";
 

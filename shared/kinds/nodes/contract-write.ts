@@ -10,7 +10,7 @@ import { encodeFunctionData, getAddress, isAddress, type Hex } from "viem";
 import type { AccountCall } from "../../chain/userop";
 import { hasTemplate } from "../../templates";
 import { address, hex, wei } from "../support/inputs";
-import { callAll, callsFailure, prepareCalls, type PreparedCall } from "./contract-read";
+import { callAll, callsFailure, prepareCalls, type PreparedCall } from "../support/calls";
 import { defineNode, nodeShape, type Raw } from "../kind";
 import { outcomeGas, outcomeHashes, requireRunner, sendFailure, simulated } from "../support/send";
 import { findFunction, methodCallProblems, parseParams } from "../support/abi";

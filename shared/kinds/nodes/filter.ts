@@ -6,8 +6,7 @@
 import * as v from "valibot";
 import { StepFailure, defineNode, nodeShape } from "../kind";
 import { arrayLength, elements, JsonText } from "../../json-text";
-import { SandboxFailure, sandboxLimits } from "./custom-code";
-import { expressionSource, expressionText } from "./branch";
+import { SandboxFailure, expressionSource, expressionText, sandboxLimits } from "../support/sandbox-step";
 import { WholeTemplate, strict } from "../support/schema-kit";
 
 const config = strict({

@@ -8,7 +8,7 @@ import * as v from "valibot";
 import { httpUrl } from "../support/inputs";
 import { JsonText, member, parse } from "../../json-text";
 import { StepFailure, defineNode, nodeShape, type SchemaContext } from "../kind";
-import { guardOptions, httpError, sensitiveHeaders } from "./rest-api";
+import { guardOptions, httpError, sensitiveHeaders } from "../support/http-step";
 import { TemplateText, UrlOrTemplate, opt, record, str, strict } from "../support/schema-kit";
 
 const config = ({ limits }: Pick<SchemaContext, "limits">) =>
