@@ -4,8 +4,8 @@
  *   base      the loose files of shared/ (config, runtime, log, errors, context, address; pure: templates, json-text)
  *   adapters  ┐
  *   http      │ every folder of shared/, placed in one map, LAYERS below: a layer is tiers of folders, bottom to top
- *   domain    │ (adapters: store, keys → chain; domain: auth, secret, wallet, token → kinds → … → schedule, watch)
- *   service   ┘
+ *   domain    │ (adapters: store, envelope, sandbox, outbound → chain; domain: auth, secret, wallet, token →
+ *   service   ┘  kinds → … → schedule, watch)
  *   entry     functions/, local/
  *
  * The layer rules are generated from LAYERS, so adding a folder to shared/ means adding it to one tier of one layer
@@ -15,21 +15,24 @@
  * A module imports only its own layer's modules (without cycles) and the layers below it; inside a layer only
  * down its tiers (a folder imports the tiers below its own, never another folder of its own tier), so folders form
  * no cycle either. Type-only imports count (tsPreCompilationDeps). No known violations are kept: every rule holds
- * for the whole tree. `npm run deps` also cruises tests/ and bench/, where only the cycle rule applies.
+ * for the whole tree. `npm run deps` also cruises tests/ and bench/, where only the cycle rule applies. Two rules
+ * more: no kind file imports another (kinds-apart), and shared/ has no index.ts (no barrels: no-index-file).
  */
 
 /**
  * Every folder of shared/, by layer, bottom to top; a layer's tiers run bottom to top as well. The loose files of
  * shared/ (BASE) sit below every layer, the hosts (ENTRY) above.
  *
- *   adapters  the table (store), envelope keys and KMS (keys) → chains and user operations (chain)
- *   http      the HTTP kit: app factory, declarations, validation, paging, problems; it knows no domain module
+ *   adapters  the table (store), envelope encryption and KMS (envelope), the QuickJS sandbox (sandbox), outbound
+ *             HTTP and its SSRF guard (outbound) → chains and user operations (chain)
+ *   http      the HTTP kit: app factory, declarations, validation, paging, problems, the OpenAPI document's parts;
+ *             it knows no domain module
  *   domain    sign-in, secrets, wallets, token metadata → node and trigger kinds → workflow definitions → the
  *             graph runner → executions → schedules and chain watchers
  *   service   the composition root: every group, health, the OpenAPI document, wiring
  */
 const LAYERS = [
-  { layer: "adapters", tiers: [["store", "keys"], ["chain"]] },
+  { layer: "adapters", tiers: [["store", "envelope", "sandbox", "outbound"], ["chain"]] },
   { layer: "http", tiers: [["http"]] },
   {
     layer: "domain",
@@ -104,6 +107,17 @@ const unplacedRules = [
   ),
 ];
 
+/**
+ * No barrels: every import names the module that defines what it imports, so shared/ has no index.ts (a folder's
+ * modules are named for what they hold). An index file is an error whether it imports, is imported or neither.
+ */
+const INDEX = { path: "^shared/(index|.*/index)[.][cm]?[jt]s$" };
+const indexRules = [
+  rule("no-index-file", "No index.ts in shared/: import the module that defines the thing (no barrels).", INDEX, {}),
+  rule("no-index-file-imported", "No index.ts in shared/: import the module that defines the thing (no barrels).", {}, INDEX),
+  rule("no-index-file-orphan", "No index.ts in shared/: name the module for what it holds.", { ...INDEX, orphan: true }, {}),
+];
+
 module.exports = {
   forbidden: [
     rule("no-circular", "No import cycle between files, type-only imports included.", {}, { circular: true }),
@@ -122,12 +136,19 @@ module.exports = {
     ...layerRules,
     ...tierRules,
     rule(
+      "kinds-apart",
+      "A kind file (kinds/nodes/*, kinds/triggers/*) imports no other kind: what kinds share lives in kinds/support/.",
+      { path: "^shared/kinds/(nodes|triggers)/" },
+      { path: "^shared/kinds/(nodes|triggers)/" },
+    ),
+    rule(
       "entry-points-apart",
       "functions/ and local/ are separate hosts: neither imports the other.",
       { path: ENTRY },
       { path: ENTRY, pathNot: "^$1/" },
     ),
     ...unplacedRules,
+    ...indexRules,
   ],
   options: {
     doNotFollow: { path: "node_modules" },

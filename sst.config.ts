@@ -16,7 +16,7 @@ export default $config({
     // First: what every function gets (tracing, the metrics namespace), whichever file defines it.
     await import("./infra/tracing");
     const { table } = await import("./infra/table");
-    const { secretsKey, controllerKeyArn } = await import("./infra/keys");
+    const { secretsKey, controllerKeyArn } = await import("./infra/kms");
     await import("./infra/secrets");
     const { bus } = await import("./infra/bus");
     await import("./infra/scheduler");

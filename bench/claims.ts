@@ -9,7 +9,8 @@
  *
  *   BENCH_CLAIM_ROUNDS (default 20 bursts; the single calls as many times 20).
  */
-import { currentBus, setBus, type EventBus } from "../shared/execution/bus";
+import { currentBus, setBus } from "../shared/execution/bus/install";
+import { type EventBus } from "../shared/execution/bus/event-bus";
 import { claimStats } from "../shared/workflow/workflow";
 import { createOneNodeWorkflow, newOwner, note, type BenchContext } from "./workflows";
 import { stat } from "./stats";

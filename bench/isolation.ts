@@ -17,10 +17,10 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Worker } from "node:worker_threads";
-import { SandboxSession } from "../shared/kinds/sandbox";
-import { createRedactor } from "../shared/kinds/redact";
-import { sandboxPool } from "../shared/kinds/sandbox/pool";
-import { currentBus, setBus } from "../shared/execution/bus";
+import { SandboxSession } from "../shared/sandbox/session";
+import { createRedactor } from "../shared/secret/redact";
+import { sandboxPool } from "../shared/sandbox/pool";
+import { currentBus, setBus } from "../shared/execution/bus/install";
 import { createInProcessBus } from "../shared/execution/bus/in-process";
 import { withRunner } from "../shared/execution/runner";
 import { newOwner, note, type BenchContext, type Owner as Who } from "./workflows";

@@ -20,15 +20,15 @@
  */
 import { ulid } from "ulid";
 import { setRuntime, type Runtime } from "../shared/runtime";
-import { currentBus, setBus } from "../shared/execution/bus";
+import { currentBus, setBus } from "../shared/execution/bus/install";
 import { createInProcessBus } from "../shared/execution/bus/in-process";
 import { withRunner } from "../shared/execution/runner";
 import { claimStats } from "../shared/workflow/workflow";
 import { createOneNodeWorkflow, newOwner, note, type BenchContext, type Owner } from "./workflows";
 import { sameWriteEveryTime, withIdReplaced } from "./replay";
 import { stat } from "./stats";
-import { SandboxSession } from "../shared/kinds/sandbox";
-import { sandboxPool } from "../shared/kinds/sandbox/pool";
+import { SandboxSession } from "../shared/sandbox/session";
+import { sandboxPool } from "../shared/sandbox/pool";
 
 const REQUEST_GOAL = 5;
 const THROUGHPUT_GOAL = 0.5;

@@ -21,19 +21,20 @@ import { ulid } from "ulid";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { signInWithAccount } from "../local/client";
 import { setRuntime, type Runtime } from "../shared/runtime";
-import { Keys } from "../shared/store/keys";
+import { Keys } from "../shared/store/item-keys";
 import { validateDefinition } from "../shared/workflow/definition";
 import { compileGraph } from "../shared/workflow/graph";
 import { DEFAULT_LIMITS } from "../shared/workflow/schemas";
 import * as Workflow from "../shared/workflow/workflow";
 import * as Executions from "../shared/execution/execution";
 import { runWorkflow } from "../shared/engine/run";
-import { SandboxSession } from "../shared/kinds/sandbox";
+import { SandboxSession } from "../shared/sandbox/session";
 import type { RunInput } from "../shared/engine/types";
 import { executionFee, valueFeeFor } from "../shared/engine/fee-rules";
 import { renderConfig, renderString, resolvePath, wholeTemplatePath, TemplateUnresolvedError } from "../shared/templates";
 import { runVariables, stepVariables } from "../shared/engine/variables";
-import { isSuspend, kinds, type NodeEnv, type NodeResult } from "../shared/kinds";
+import { isSuspend, type NodeEnv, type NodeResult } from "../shared/kinds/kind";
+import { kinds } from "../shared/kinds/kinds";
 import { interleaved, timed, type Stat } from "./stats";
 
 /** What bench/run.ts lends: its server, runtime and table. */

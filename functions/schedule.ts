@@ -6,8 +6,8 @@
  */
 import { awsBus, invocation, wireAws } from "../shared/service/wire-aws";
 import { awsScheduler } from "../shared/service/wire-aws-scheduler";
-import { setScheduler } from "../shared/workflow/scheduler";
-import { eventBridgeSchedulerFromEnvironment, type EventBridgeScheduler } from "../shared/schedule/aws";
+import { setScheduler } from "../shared/workflow/scheduler/install";
+import { eventBridgeSchedulerFromEnvironment, type EventBridgeScheduler } from "../shared/schedule/eventbridge";
 import { useRuntime } from "../shared/runtime";
 import { log } from "../shared/log";
 

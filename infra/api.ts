@@ -4,7 +4,7 @@
 // that all its routes share (one cold start and one in-process nonce lock per group), linked to what it uses only.
 // Clients reach it through the router (infra/router.ts), which also carries the stream.
 import { table, tableDescribe } from "./table";
-import { keyEnvironment, keyPermissions } from "./keys";
+import { keyEnvironment, keyPermissions } from "./kms";
 import { authAllowedUrisValue, chains, jwtPublicKey, jwtSigningKey, routerSecret } from "./secrets";
 import { bus } from "./bus";
 import { schedulerEnvironment, schedulerPermissions } from "./scheduler";

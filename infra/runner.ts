@@ -3,7 +3,7 @@
 // fails (throttling, permissions), by Lambda when the function throws. What is still undelivered lands in the
 // dead-letter queue for an operator. A re-delivery is harmless: the runner is idempotent per execution id.
 import { table } from "./table";
-import { keyEnvironment, keyPermissions } from "./keys";
+import { keyEnvironment, keyPermissions } from "./kms";
 import { chains } from "./secrets";
 import { bus } from "./bus";
 import { schedulerEnvironment, schedulerPermissions } from "./scheduler";

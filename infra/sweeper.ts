@@ -2,7 +2,7 @@
 // executions pending past execution_timeout_ms, stores expired workflows completed (removing their schedules) and
 // hands the runs of claims a crash interrupted to the runner through the bus.
 import { table } from "./table";
-import { keyEnvironment } from "./keys";
+import { keyEnvironment } from "./kms";
 import { chains } from "./secrets";
 import { bus } from "./bus";
 import { schedulerEnvironment, schedulerPermissions } from "./scheduler";

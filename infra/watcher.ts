@@ -3,7 +3,7 @@
 // each chain's checkpoint keeps two overlapping invocations off the same blocks; the fire record of each claim
 // makes a repeated range harmless anyway.
 import { table } from "./table";
-import { keyEnvironment } from "./keys";
+import { keyEnvironment } from "./kms";
 import { chains } from "./secrets";
 import { bus } from "./bus";
 import { schedulerEnvironment, schedulerPermissions } from "./scheduler";

@@ -2,7 +2,7 @@
 import { createServer } from "node:net";
 import type { ChildProcess } from "node:child_process";
 
-export { freePort } from "../shared/chain/devnet";
+export { freePort } from "./devnet/devnet";
 
 /** True when nothing listens on `port` (checked on all interfaces, as the HTTP server will bind). */
 export function portIsFree(port: number): Promise<boolean> {

@@ -7,9 +7,9 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { startDynamoLocal } from "./dynamodb";
 import { startKmsEndpoint } from "./kms-endpoint";
-import { localKeys } from "./keys";
+import { localKeys } from "./signing-keys";
 import { stopLeftovers } from "./processes";
-import { startDevnet, type DevnetInfo } from "../shared/chain/devnet";
+import { startDevnet, type DevnetInfo } from "./devnet/devnet";
 
 export interface LocalStack {
   /** Environment variables that point the shared config at these components. */

@@ -15,7 +15,7 @@ import { closeJournals } from "../shared/workflow/workflow";
 import { MAINTENANCE_PASSES, runMaintenance, type MaintenancePass } from "../shared/execution/maintenance";
 import { log } from "../shared/log";
 import { startWatching } from "../shared/watch/watcher";
-import { sandboxPool } from "../shared/kinds/sandbox/pool";
+import { sandboxPool } from "../shared/sandbox/pool";
 
 async function main() {
   // The pinned AWS SDK runs on Node 20; its notice about later releases needing Node 22 is noise here.

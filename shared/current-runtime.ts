@@ -10,7 +10,7 @@ import type { Config } from "./config";
 export interface Runtime {
   config: Config;
   db: DynamoDBDocumentClient;
-  /** Built on first use by useKms (shared/keys/kms.ts), so functions that never touch keys never load the client. */
+  /** Built on first use by useKms (shared/envelope/kms.ts), so functions that never touch keys never load the client. */
   kms?: KMSClient;
   now(): number;
 }

@@ -1,6 +1,6 @@
 /**
  * The process-wide resources every module uses: settings, the table client and the clock (the KMS client is
- * built on first use: shared/keys/kms.ts).
+ * built on first use: shared/envelope/kms.ts).
  * A host (the local server, a Lambda entry point, a test) installs one with setRuntime() before serving;
  * domain code reads it with useRuntime(). Only the endpoints differ between AWS and the local runtime.
  */

@@ -32,7 +32,7 @@ const CHAIN = ["viem", "ox", "abitype", "@scure/*", "@adraffy/*", "isows"];
 const SANDBOX = ["@jitl/*", "quickjs-emscripten-core"];
 /** Only sign-in (core) signs tokens; every other function verifies them with node:crypto (shared/http/token.ts). */
 const SIGNING = ["jose"];
-/** Only the groups that seal or open secrets or sign with the controller key load the KMS client (shared/keys/kms.ts). */
+/** Only the groups that seal or open secrets or sign with the controller key load the KMS client (shared/envelope/kms.ts). */
 const KEYS = ["@aws-sdk/client-kms"];
 /** EIP-55 checksums (shared/http/address-schemas.ts): only groups that read or answer addresses. */
 const ADDRESSES = ["@noble/hashes", "@noble/curves"];

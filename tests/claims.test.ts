@@ -14,7 +14,7 @@ import { useTestRuntime } from "./support/runtime";
 import { startTestServer, type TestServer } from "./support/server";
 import { jsonClient, type Json, type Owner } from "./support/client";
 import { createServiceApp } from "../shared/service/app";
-import { setBus } from "../shared/execution/bus";
+import { setBus } from "../shared/execution/bus/install";
 import { createInProcessBus, type InProcessBus } from "../shared/execution/bus/in-process";
 import { withRunner } from "../shared/execution/runner";
 import { claimExecution, recoverInterruptedClaims } from "../shared/execution/claim";
@@ -22,7 +22,7 @@ import { writeRunInputParts } from "../shared/execution/run-input";
 import * as Executions from "../shared/execution/execution";
 import * as Workflow from "../shared/workflow/workflow";
 import { executionFee, valueFeeFor } from "../shared/engine/fee-rules";
-import { Keys } from "../shared/store/keys";
+import { Keys } from "../shared/store/item-keys";
 import type { Runtime } from "../shared/runtime";
 
 let runtime: Runtime;

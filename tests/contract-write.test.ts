@@ -15,7 +15,7 @@ import { jsonClient, type Json, type Owner } from "./support/client";
 import { deployTestToken, devnet, gasCogs, includedOperations, setBalance } from "./support/chain";
 import { balanceOfFunction, mintFunction, transferFunction } from "./support/abis";
 import { createServiceApp } from "../shared/service/app";
-import { setBus } from "../shared/execution/bus";
+import { setBus } from "../shared/execution/bus/install";
 import { createInProcessBus, type InProcessBus } from "../shared/execution/bus/in-process";
 import { withRunner } from "../shared/execution/runner";
 

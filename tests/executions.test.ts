@@ -11,7 +11,7 @@ import { useTestRuntime } from "./support/runtime";
 import { startTestServer, type TestServer } from "./support/server";
 import { bearer, CHAIN_ID, FEE, insertPending, randomOwner as newOwner, triggerStep, VALUE_FEE } from "./support/fixtures";
 import { createApp } from "../shared/http/app";
-import { Keys } from "../shared/store/keys";
+import { Keys } from "../shared/store/item-keys";
 import { executionRoutes, workflowExecutionRoutes } from "../shared/execution/routes";
 import * as Execution from "../shared/execution/execution";
 import * as v from "valibot";

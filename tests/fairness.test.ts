@@ -12,7 +12,7 @@ import { startUpstream, type Upstream } from "./support/upstream";
 import { executionPath, jsonClient, type Json, type Owner } from "./support/client";
 import { FairRunQueue, runQueue, waterLevel } from "../shared/execution/run-queue";
 import { createLocalScheduler, interleaveByOwner } from "../shared/schedule/local";
-import { setScheduler } from "../shared/workflow/scheduler";
+import { setScheduler } from "../shared/workflow/scheduler/install";
 
 const RUN_MS = 200;
 let service: TestService;

@@ -15,7 +15,7 @@ import { startService, type TestService } from "./support/service";
 import { startUpstream, type Upstream } from "./support/upstream";
 import { jsonClient, type Json, type Owner } from "./support/client";
 import { canonicalJson } from "../shared/workflow/create";
-import { Keys } from "../shared/store/keys";
+import { Keys } from "../shared/store/item-keys";
 import { watchersOf } from "../shared/workflow/watch-registry";
 
 let service: TestService;

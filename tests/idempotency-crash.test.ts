@@ -17,7 +17,7 @@ import { startRpcProxy, type RpcProxy } from "./support/rpc-proxy";
 import { startDynamoProxy, type DynamoProxy } from "./support/dynamo-proxy";
 import { startServiceChild, type ServiceChild } from "./support/service-child";
 import { createServiceApp } from "../shared/service/app";
-import { setBus } from "../shared/execution/bus";
+import { setBus } from "../shared/execution/bus/install";
 import { createInProcessBus, type InProcessBus } from "../shared/execution/bus/in-process";
 import { withRunner } from "../shared/execution/runner";
 import { listWithdrawals } from "../shared/store/entities/withdrawal";

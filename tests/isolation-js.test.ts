@@ -10,7 +10,7 @@ import { startService, type TestService } from "./support/service";
 import { startUpstream, type Upstream } from "./support/upstream";
 import { executionPath, jsonClient, type Json, type Owner } from "./support/client";
 import type { SignedIn } from "./support/auth";
-import { sandboxPool } from "../shared/kinds/sandbox/pool";
+import { sandboxPool } from "../shared/sandbox/pool";
 
 const SIMULATE_CAP_MS = 3_000;
 let service: TestService;

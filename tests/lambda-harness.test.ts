@@ -16,7 +16,7 @@ import { LambdaHost, eventBridgeEvent, httpEvent } from "./support/lambda-host";
 import { startEventBridgeStub, type EventBridgeStub } from "./support/eventbridge-stub";
 import { createServiceApp } from "../shared/service/app";
 import { useRuntime } from "../shared/runtime";
-import { Keys } from "../shared/store/keys";
+import { Keys } from "../shared/store/item-keys";
 
 const WAIT_MS = 2_000;
 let workflows: LambdaHost;

@@ -12,8 +12,8 @@ import { allRoutes } from "../shared/service/app";
 import { openapiRoutes } from "../shared/service/openapi";
 import type { Runtime } from "../shared/runtime";
 import * as v from "valibot";
-import { kinds } from "../shared/kinds";
-import { Interval } from "../shared/execution/contract";
+import { kinds } from "../shared/kinds/kinds";
+import { Interval } from "../shared/execution/endpoints";
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 

@@ -14,9 +14,9 @@ import { deployTestToken, devnet, fundedAccount, includedOperations, setBalance 
 import { createAccountThrough, deployHostileFactory } from "./support/hostile-factory";
 import { createServiceApp } from "../shared/service/app";
 import { useRuntime } from "../shared/runtime";
-import { Keys } from "../shared/store/keys";
+import { Keys } from "../shared/store/item-keys";
 import { erc20Transfer } from "../shared/chain/account";
-import { controlledAccountAbi } from "../shared/chain/contracts";
+import { controlledAccountAbi } from "../shared/chain/solidity/artifacts";
 import { getAccountAddress } from "../shared/chain/userop";
 import { walletSender } from "../shared/wallet/operation";
 import { nonceKeyOf, stepIdentity } from "../shared/chain/nonce";

@@ -17,7 +17,7 @@ import { jsonClient } from "./support/client";
 import { createAccountThrough, deployControlledAccountFactory, deployHostileFactory } from "./support/hostile-factory";
 import { createServiceApp } from "../shared/service/app";
 import { useRuntime } from "../shared/runtime";
-import { Keys } from "../shared/store/keys";
+import { Keys } from "../shared/store/item-keys";
 import { chainSettings } from "../shared/chain/chains";
 import { encodeCreateAccount, getAccountAddress, getSenderAddress, type UserOperationV07 } from "../shared/chain/userop";
 import { signWalletOperation, verifySignable, type SignableWallet } from "../shared/wallet/signing";

@@ -10,7 +10,7 @@ import { RateLimiter, RateSubject } from "../shared/http/rate-limit";
 import { authRoutes } from "../shared/auth/routes";
 import { useOwner } from "../shared/context";
 import { createRuntime, setRuntime, useRuntime, type Runtime } from "../shared/runtime";
-import { Keys } from "../shared/store/keys";
+import { Keys } from "../shared/store/item-keys";
 import { log } from "../shared/log";
 import { stackEnv, useTestRuntime } from "./support/runtime";
 import { signIn, type RequestTarget } from "./support/auth";

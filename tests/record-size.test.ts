@@ -17,7 +17,7 @@ import { startTestServer, type TestServer } from "./support/server";
 import { jsonClient, type Owner as SignedInOwner } from "./support/client";
 import { bearer, insertPending, randomOwner as newOwner, triggerStep } from "./support/fixtures";
 import { createServiceApp } from "../shared/service/app";
-import { Keys } from "../shared/store/keys";
+import { Keys } from "../shared/store/item-keys";
 import * as Execution from "../shared/execution/execution";
 import { Execution as ExecutionSchema, ExecutionPage, type Step } from "../shared/execution/schemas";
 import type { Runtime } from "../shared/runtime";

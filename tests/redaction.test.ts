@@ -12,7 +12,7 @@ import { useTestRuntime } from "./support/runtime";
 import { startTestServer, type TestServer } from "./support/server";
 import { jsonClient, type Json } from "./support/client";
 import { createServiceApp } from "../shared/service/app";
-import { setBus } from "../shared/execution/bus";
+import { setBus } from "../shared/execution/bus/install";
 import { createInProcessBus, type InProcessBus } from "../shared/execution/bus/in-process";
 import { withRunner } from "../shared/execution/runner";
 

@@ -15,7 +15,7 @@ import { buildConfig } from "../shared/config";
 import { createRuntime, setRuntime, type Runtime } from "../shared/runtime";
 import { ensureTable } from "../shared/store/table";
 import { withCaller } from "../shared/context";
-import { Secret } from "../shared/secret";
+import * as Secret from "../shared/secret/secret";
 import { insertWorkflow } from "./support/fixtures";
 
 const dataDir = mkdtempSync(join(tmpdir(), "wa-restart-"));

@@ -25,13 +25,14 @@ import { useTestRuntime } from "./support/runtime";
 import { startTestServer, type TestServer } from "./support/server";
 import { jsonClient, type Json, type Owner } from "./support/client";
 import { createServiceApp } from "../shared/service/app";
-import { setBus } from "../shared/execution/bus";
+import { setBus } from "../shared/execution/bus/install";
 import { createInProcessBus, type InProcessBus } from "../shared/execution/bus/in-process";
 import { withRunner } from "../shared/execution/runner";
 import type { Runtime } from "../shared/runtime";
-import { setScheduler, type Scheduler } from "../shared/workflow/scheduler";
+import { setScheduler } from "../shared/workflow/scheduler/install";
+import { type Scheduler } from "../shared/workflow/scheduler/scheduler";
 import { createLocalScheduler, scheduleKey, type LocalScheduler } from "../shared/schedule/local";
-import { createEventBridgeScheduler, toEventBridgeCron, ONE_TIME_WINDOW, type EventBridgeScheduler } from "../shared/schedule/aws";
+import { createEventBridgeScheduler, toEventBridgeCron, ONE_TIME_WINDOW, type EventBridgeScheduler } from "../shared/schedule/eventbridge";
 import { fireTimeTrigger, type FireResult } from "../shared/schedule/fire";
 
 let runtime: Runtime;

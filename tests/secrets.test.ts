@@ -14,11 +14,11 @@ import { encodeCursor } from "../shared/http/paging";
 import { issueToken } from "../shared/http/token";
 import { buildConfig } from "../shared/config";
 import { createRuntime, setRuntime, type Runtime } from "../shared/runtime";
-import { useKms } from "../shared/keys/kms";
-import { Keys } from "../shared/store/keys";
+import { useKms } from "../shared/envelope/kms";
+import { Keys } from "../shared/store/item-keys";
 import { setLogLevel } from "../shared/log";
-import { open } from "../shared/keys/envelope";
-import { Secret } from "../shared/secret";
+import { open } from "../shared/envelope/envelope";
+import * as Secret from "../shared/secret/secret";
 import { secretRoutes } from "../shared/secret/routes";
 
 type Owner = `0x${string}`;

@@ -16,7 +16,7 @@ import { startUpstream, type Upstream } from "./support/upstream";
 import { deployTestToken, devnet, setBalance } from "./support/chain";
 import { createServiceApp } from "../shared/service/app";
 import { useRuntime } from "../shared/runtime";
-import { Keys } from "../shared/store/keys";
+import { Keys } from "../shared/store/item-keys";
 import { createBundler } from "../shared/chain/userop";
 import { sponsoredGasOf } from "../shared/wallet/sponsorship";
 import { walletSender } from "../shared/wallet/operation";

@@ -9,7 +9,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import type { Address } from "viem";
 import { useTestRuntime } from "./support/runtime";
 import { createRuntime, type Runtime } from "../shared/runtime";
-import { Keys } from "../shared/store/keys";
+import { Keys } from "../shared/store/item-keys";
 import {
   CHAIN_SHARD_GAS,
   chainShards,

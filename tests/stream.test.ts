@@ -11,7 +11,7 @@ import { stackEnv, useTestRuntime } from "./support/runtime";
 import { startTestServer, type TestServer } from "./support/server";
 import { bearer, insertPending, randomOwner as newOwner } from "./support/fixtures";
 import { createApp } from "../shared/http/app";
-import { Keys } from "../shared/store/keys";
+import { Keys } from "../shared/store/item-keys";
 import { executionRoutes } from "../shared/execution/routes";
 import * as Execution from "../shared/execution/execution";
 import type { Runtime } from "../shared/runtime";

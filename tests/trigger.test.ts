@@ -10,7 +10,7 @@ import { type SignedIn } from "./support/auth";
 import { startService, type TestService } from "./support/service";
 import { startUpstream, type Upstream } from "./support/upstream";
 import { jsonClient, type Json, type Owner } from "./support/client";
-import { setBus } from "../shared/execution/bus";
+import { setBus } from "../shared/execution/bus/install";
 import { GetCommand } from "@aws-sdk/lib-dynamodb";
 import * as Idempotency from "../shared/store/idempotency";
 

@@ -10,7 +10,7 @@ import { appCall, NO_WORKFLOW_COUNTS } from "./support/client";
 import { devnet } from "./support/chain";
 import { createServiceApp } from "../shared/service/app";
 import { getSenderAddress } from "../shared/chain/userop";
-import { controlledAccountFactoryAbi } from "../shared/chain/contracts";
+import { controlledAccountFactoryAbi } from "../shared/chain/solidity/artifacts";
 import { controlledAccount } from "../shared/chain/account";
 
 const app = createServiceApp();

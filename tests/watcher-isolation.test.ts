@@ -17,7 +17,7 @@ import { startTestServer, type TestServer } from "./support/server";
 import { jsonClient, type Json, type Owner } from "./support/client";
 import { deployTestToken, devnet } from "./support/chain";
 import { createServiceApp } from "../shared/service/app";
-import { setBus } from "../shared/execution/bus";
+import { setBus } from "../shared/execution/bus/install";
 import { createInProcessBus, type InProcessBus } from "../shared/execution/bus/in-process";
 import { withRunner } from "../shared/execution/runner";
 import { watchChain, type PassResult } from "../shared/watch/watcher";

@@ -16,7 +16,8 @@ import { startTestServer, type TestServer } from "./support/server";
 import { jsonClient, type Owner } from "./support/client";
 import { compileContract, deployTestToken, devnet, fundedAccount } from "./support/chain";
 import { createServiceApp } from "../shared/service/app";
-import { setBus, type BusEvent, type EventBus } from "../shared/execution/bus";
+import { setBus } from "../shared/execution/bus/install";
+import { type BusEvent, type EventBus } from "../shared/execution/bus/event-bus";
 import { startWatching } from "../shared/watch/watcher";
 
 let server: TestServer;

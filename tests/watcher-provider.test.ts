@@ -16,7 +16,8 @@ import { jsonClient, type Json, type Owner } from "./support/client";
 import { compileContract, deployTestToken, devnet, fundedAccount } from "./support/chain";
 import { startRpcProxy, type RpcProxy } from "./support/rpc-proxy";
 import { createServiceApp } from "../shared/service/app";
-import { setBus, type EventBus } from "../shared/execution/bus";
+import { setBus } from "../shared/execution/bus/install";
+import { type EventBus } from "../shared/execution/bus/event-bus";
 import { log } from "../shared/log";
 import { release, watchChain, type PassOptions, type PassResult } from "../shared/watch/watcher";
 

@@ -14,7 +14,7 @@ import { devnet, includedOperations, setBalance } from "./support/chain";
 import { createServiceApp } from "../shared/service/app";
 import { followUpPending } from "../shared/wallet/withdraw";
 import { useRuntime } from "../shared/runtime";
-import { Keys } from "../shared/store/keys";
+import { Keys } from "../shared/store/item-keys";
 
 const app = createServiceApp();
 let alice: SignedIn;

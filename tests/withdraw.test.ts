@@ -10,7 +10,7 @@ import { signIn, type SignedIn } from "./support/auth";
 import { deployTestToken, devnet, fundedAccount, includedOperations, setBalance } from "./support/chain";
 import { nonceKeyOf, withdrawalIdentity } from "../shared/chain/nonce";
 import { createServiceApp } from "../shared/service/app";
-import { controlledAccountAbi } from "../shared/chain/contracts";
+import { controlledAccountAbi } from "../shared/chain/solidity/artifacts";
 import { encodeFunctionData, getAddress as checksum } from "viem";
 import { createBundler, executeUserOperation, localDigestSigner } from "../shared/chain/userop";
 

@@ -12,7 +12,7 @@ import { useTestRuntime } from "./support/runtime";
 import { startTestServer, type TestServer } from "./support/server";
 import { jsonClient, type Json, type Owner } from "./support/client";
 import { createServiceApp } from "../shared/service/app";
-import { Keys } from "../shared/store/keys";
+import { Keys } from "../shared/store/item-keys";
 import { ApiError } from "../shared/errors";
 import * as Workflow from "../shared/workflow/workflow";
 import type { Runtime } from "../shared/runtime";

@@ -1,11 +1,11 @@
 /**
  * Public authentication routes (API.md §7.1, §6.2): exchange a signed sign-in message for a token, and
- * publish the keys that verify tokens. contract.ts declares them.
+ * publish the keys that verify tokens. endpoints.ts declares them.
  */
 import { route, type Route } from "../http/app";
 import { verifyExchange } from "./message";
 import { issueToken, jwks } from "../http/token";
-import * as Contract from "./contract";
+import * as Contract from "./endpoints";
 
 export const authRoutes: Route[] = [
   route(Contract.exchange, async (c, { body }) => {

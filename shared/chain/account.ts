@@ -4,7 +4,7 @@
  * may sign); an ERC-6900 modular account would be a second `AccountKind`, chosen by factory.
  */
 import { encodeFunctionData, erc20Abi, getContractAddress, type Address, type Hex, type PublicClient } from "viem";
-import { controlledAccountAbi } from "./contracts";
+import { controlledAccountAbi } from "./solidity/artifacts";
 import {
   encodeAccountCalls,
   encodeCreateAccount,

@@ -19,7 +19,7 @@ import { useCaller } from "../context";
 import type { ChainSettings } from "../config";
 import { createBundler, localDigestSigner, type DigestSigner } from "./userop";
 import { kmsDigestSigner } from "./kms-signer";
-import { useKms } from "../keys/kms";
+import { useKms } from "../envelope/kms";
 
 export const unsupportedChain = (chainId: number) =>
   new ApiError(400, "UNSUPPORTED_CHAIN", `Chain ${chainId} is not supported by this service.`);

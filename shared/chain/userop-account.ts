@@ -13,7 +13,7 @@ import {
   type PublicClient,
 } from "viem";
 import { entryPoint07Abi, entryPoint07Address, type BundlerClient } from "viem/account-abstraction";
-import { artifacts, controlledAccountAbi, controlledAccountFactoryAbi } from "./contracts/index";
+import { artifacts, controlledAccountAbi, controlledAccountFactoryAbi } from "./solidity/artifacts";
 import { DUMMY_SIGNATURE, type UserOperationV07 } from "./userop-signer";
 
 // ---------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@
  * Requests: every restApi and graphqlQuery request, redirects and loop iterations included, counts one of
  * `max_http_requests_per_execution`; one more is refused before it is sent.
  */
-import { OutboundError } from "../kinds/http";
+import { OutboundError } from "../outbound/types";
 import { StepFailure } from "../kinds/kind";
 
 const MIB = 1_048_576;

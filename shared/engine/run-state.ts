@@ -7,10 +7,10 @@
 import type { Config } from "../config";
 import type { Cost, Step } from "./schemas";
 import type { Node } from "../workflow/schemas";
-import { createRedactor, type Redactor } from "../kinds/redact";
+import { createRedactor, type Redactor } from "../secret/redact";
 import { ExecutionBudget } from "./budget";
 import { JsonText, stringify } from "../json-text";
-import { SandboxSession } from "../kinds/sandbox";
+import { SandboxSession } from "../sandbox/session";
 import type { EndedWait, RunInput, RunResult, RunSnapshot } from "./types";
 
 const DEFAULT_STOP_REASON = "execution stopped";

@@ -33,25 +33,17 @@ import type { Config } from "../config";
 import type { Cost, Step, StepErrorCode } from "./schemas";
 import type { Node } from "../workflow/schemas";
 import { partChainId } from "../workflow/definition";
-import { OutboundError } from "../kinds/http";
+import { OutboundError } from "../outbound/types";
 import { TemplateUnresolvedError, renderConfig, renderString, resolvePath, wholeTemplatePath, type Variables } from "../templates";
-import { createRedactor } from "../kinds/redact";
+import { createRedactor } from "../secret/redact";
 import type { HeldState } from "./budget";
 import { stringify } from "../json-text";
-import { cutOffMessage } from "../kinds/sandbox/pool";
+import { cutOffMessage } from "../sandbox/pool";
 import { limitLog, recordedOutput } from "./step";
 import { definitionSecretNames, runVariables, stepVariables } from "./variables";
-import {
-  kinds as defaultKinds,
-  isSuspend,
-  StepFailure,
-  type Gas,
-  type NodeEnv,
-  type NodeOutcome,
-  type NodeResult,
-  type Registry,
-  type Suspension,
-} from "../kinds";
+import { kinds as defaultKinds } from "../kinds/kinds";
+import { isSuspend, StepFailure, type Gas, type NodeEnv, type NodeOutcome, type NodeResult, type Suspension } from "../kinds/kind";
+import type { Registry } from "../kinds/registry";
 import type { RunInput, RunResult } from "./types";
 import { RunState } from "./run-state";
 

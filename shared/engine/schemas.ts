@@ -4,7 +4,7 @@
  * and answer them, through ../execution/schemas.ts) share them. No I/O, no chain code.
  */
 import * as v from "valibot";
-import { component, described } from "../http/contract";
+import { component, described } from "../http/endpoint";
 import { ChainId, TimeMs, Uint256 } from "../http/schemas";
 import { STEP_ERROR_CODES } from "../kinds/kind";
 

@@ -3,7 +3,7 @@
  * `max_step_output_bytes` serialized (else `{data: null, truncated: true, originalSize}`; later nodes of the run
  * still saw the full value), the log at most `max_step_log_bytes` UTF-8 bytes ending `…[truncated]` when cut.
  */
-import { LOG_TRUNCATED_MARKER } from "../kinds/log-marker";
+import { LOG_TRUNCATED_MARKER } from "../sandbox/log-marker";
 import { materialize, stringify } from "../json-text";
 
 /**

@@ -7,7 +7,8 @@ import type { Address } from "viem";
 import type { Cost, ExecutionStatus, Step } from "./schemas";
 import type { Trigger, Node, Edge } from "../workflow/schemas";
 import type { CompiledGraph } from "../workflow/graph";
-import type { Registry, Suspension } from "../kinds";
+import type { Registry } from "../kinds/registry";
+import type { Suspension } from "../kinds/kind";
 
 /** The sending port: declared by the sender's module (shared/wallet/send.ts), which the engine sits above. */
 import type { SendCalls } from "../wallet/send";

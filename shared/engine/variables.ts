@@ -11,7 +11,8 @@
  */
 import { referencedPaths, referencedSecretNames, parsePath, type TemplatePath, type Variables } from "../templates";
 import type { RunDefinition, RunInput } from "./types";
-import { kinds as defaultKinds, type Registry } from "../kinds";
+import { kinds as defaultKinds } from "../kinds/kinds";
+import { type Registry } from "../kinds/registry";
 
 /**
  * The secret names a definition refers to: `{{secrets.NAME}}` / `{{apContext.configVars.NAME}}` templates in

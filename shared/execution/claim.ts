@@ -14,7 +14,7 @@ import * as Workflow from "../workflow/workflow";
 import type { Trigger } from "../workflow/schemas";
 import { executionFee, valueFeeFor } from "../engine/fee-rules";
 import * as Executions from "./execution";
-import { requireBus } from "./bus";
+import { requireBus } from "./bus/install";
 import { readRunInput, runInputStorage, writeRunInputParts, type RunRequest } from "./run-input";
 import type { Step } from "./schemas";
 

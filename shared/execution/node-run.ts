@@ -20,7 +20,7 @@ import { ApiError, validationFailed, type FieldError } from "../errors";
 import { fieldErrors } from "../http/validate";
 import { useRuntime } from "../runtime";
 import { validateDefinition } from "../workflow/definition";
-import { kinds } from "../kinds";
+import { kinds } from "../kinds/kinds";
 import { SIMULATION_TIMED_OUT, isCallersWallet, runCapped } from "./simulate";
 import type { Step, StepErrorCode } from "./schemas";
 

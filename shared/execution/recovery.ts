@@ -16,7 +16,7 @@
 import { useRuntime } from "../runtime";
 import { log } from "../log";
 import { lostDrivers, openWaitsOf } from "../store/entities/execution";
-import { requireBus } from "./bus";
+import { requireBus } from "./bus/install";
 
 /** How often a resumed pass renews its driver mark. */
 export const DRIVER_RENEW_MS = 10_000;

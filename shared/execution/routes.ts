@@ -1,10 +1,10 @@
-/** HTTP routes of the executions API (API.md §10): contract.ts declares them; the domain reads the records. */
+/** HTTP routes of the executions API (API.md §10): endpoints.ts declares them; the domain reads the records. */
 import { clientSignal, route, type Route } from "../http/app";
 import { decodePage, pageEnvelope } from "../http/paging";
 import { ClientGone, validationFailed } from "../errors";
 import { useOwner } from "../context";
 import { useRuntime } from "../runtime";
-import * as Contract from "./contract";
+import * as Contract from "./endpoints";
 import * as Execution from "./execution";
 import { STREAM_HEADERS, statusStream } from "./stream";
 import * as StreamSlots from "./stream-slots";

@@ -1,6 +1,6 @@
-/** HTTP routes of running workflows and one node (API.md §8.8.7-§8.8.9, §17.2): run-contract.ts declares them; the domain does the work. */
+/** HTTP routes of running workflows and one node (API.md §8.8.7-§8.8.9, §17.2): run-endpoints.ts declares them; the domain does the work. */
 import { route, type Route } from "../http/app";
-import * as Contract from "./run-contract";
+import * as Contract from "./run-endpoints";
 import * as Trigger from "./trigger";
 import * as Simulation from "./simulate";
 import { runNode } from "./node-run";

@@ -5,7 +5,7 @@
  * and re-exported here. No I/O, no chain code.
  */
 import * as v from "valibot";
-import { component, described } from "../http/contract";
+import { component, described } from "../http/endpoint";
 import { ChainId, TimeMs, Ulid } from "../http/schemas";
 import { page } from "../http/paging";
 import { EXECUTION_STATUSES, Cost, Fee, Step, ValueFee } from "../engine/schemas";

@@ -13,7 +13,7 @@ import type { Address } from "viem";
 import { useOwner } from "../context";
 import { ApiError } from "../errors";
 import { useRuntime } from "../runtime";
-import { Secret } from "../secret";
+import * as Secret from "../secret/secret";
 import * as Wallet from "../wallet/wallet";
 import { chainSettings, publicClient } from "../chain/chains";
 import { partChainId, validateDefinition, type Mode } from "../workflow/definition";

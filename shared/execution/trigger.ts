@@ -25,7 +25,7 @@ import { ApiError, validationFailed, type FieldError } from "../errors";
 import { fieldErrors } from "../http/validate";
 import * as Idempotency from "../store/idempotency";
 import { useConfig, useRuntime } from "../runtime";
-import { TriggerBody } from "./run-contract";
+import { TriggerBody } from "./run-endpoints";
 import { RESERVED_INPUT_KEYS, workflowSchemas, type TriggerType } from "../workflow/schemas";
 import * as Workflow from "../workflow/workflow";
 import * as Executions from "./execution";
@@ -34,7 +34,7 @@ import { runQueued } from "./runner";
 import { log } from "../log";
 import type { TriggerResult } from "./schemas";
 import { claimExecution, handOver, recoverClaimedExecution } from "./claim";
-import { requireBus } from "./bus";
+import { requireBus } from "./bus/install";
 
 interface TriggerRequest {
   triggerType: TriggerType;

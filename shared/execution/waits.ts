@@ -18,7 +18,7 @@
 import { createHash } from "node:crypto";
 import { useRuntime } from "../runtime";
 import { log } from "../log";
-import { open as openSealed, seal } from "../keys/envelope";
+import { open as openSealed, seal } from "../envelope/envelope";
 import { when } from "../store/expression";
 import {
   END_PREFIX,
@@ -33,9 +33,9 @@ import {
 } from "../store/entities/execution";
 import { deleteStateParts, readStateParts, writeStateParts } from "../store/entities/execution-parts";
 import { putAwaitWatch } from "../store/entities/watch";
-import type { Suspension } from "../kinds";
+import type { Suspension } from "../kinds/kind";
 import type { EndedWait, RunSnapshot, WaitHost } from "../engine/types";
-import { requireBus } from "./bus";
+import { requireBus } from "./bus/install";
 import { emitChange } from "./execution-stored";
 import { recordedSteps } from "./execution-read";
 import { stepRecording } from "./execution-write";

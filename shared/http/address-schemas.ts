@@ -5,7 +5,7 @@
  */
 import * as v from "valibot";
 import { checksumAddress, isAcceptedAddress, isAddressShape } from "../address";
-import { component } from "./contract";
+import { component } from "./endpoint";
 
 /** An address in any accepted case (a mixed-case one must carry a valid EIP-55 checksum); output is EIP-55. */
 export const AddressString = v.pipe(

@@ -1,5 +1,5 @@
 /**
- * The Hono app factory every endpoint group shares. A route is a declaration (contract.ts: method, API.md path
+ * The Hono app factory every endpoint group shares. A route is a declaration (endpoints.ts: method, API.md path
  * template such as `/wallets/{address}:withdraw`, the schemas of its parts) bound to a handler; the factory adds
  * what every route needs, in the order of API.md §1.6: route match (404/405) → X-Api-Version → authentication →
  * rate limit → body transport (413, 415, INVALID_JSON) → the declared parts validated together → the handler,
@@ -27,7 +27,7 @@ import {
   type Method,
   type Part,
   type RequestSchema,
-} from "./contract";
+} from "./endpoint";
 
 export type AppEnv = {
   Variables: {

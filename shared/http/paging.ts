@@ -6,7 +6,7 @@ import * as v from "valibot";
 import { createHash } from "node:crypto";
 import { ApiError, validationFailed } from "../errors";
 import { parse } from "./validate";
-import { asInteger, component, parameter } from "./contract";
+import { asInteger, component, parameter } from "./endpoint";
 import { useRuntime } from "../runtime";
 import type { PageResult } from "../store/query";
 import { answerBytes } from "./answer-bytes";

@@ -2,7 +2,7 @@
 import { STATUS_CODES } from "node:http";
 import * as v from "valibot";
 import type { FieldError } from "../errors";
-import { component } from "./contract";
+import { component } from "./endpoint";
 
 const FieldErrorSchema = component(
   "FieldError",

@@ -4,7 +4,7 @@
  */
 import * as v from "valibot";
 import { Uint256String, UlidString } from "./validate";
-import { component, configured, parameter } from "./contract";
+import { component, configured, parameter } from "./endpoint";
 
 /** A string format as a named component: `base` with its description and one example. */
 const format = <S extends v.GenericSchema<string, string>>(name: string, base: S, description: string, example: string) =>

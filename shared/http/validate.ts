@@ -6,7 +6,7 @@ import * as v from "valibot";
 import type { Context } from "hono";
 import { ApiError, ClientGone, validationFailed, type FieldError } from "../errors";
 import { useConfig } from "../current-runtime";
-import { asInteger } from "./contract";
+import { asInteger } from "./endpoint";
 
 export type Location = "body" | "query" | "path" | "header";
 

@@ -1,6 +1,6 @@
 /**
  * What a node kind and a trigger kind are (API.md §8.3, §8.4): one object per kind, in one file of ./nodes or
- * ./triggers, listed once in ./index.ts. Everything the service knows about a kind is declared there: its
+ * ./triggers, listed once in ./kinds.ts. Everything the service knows about a kind is declared there: its
  * config schema (valibot: request validation, the stored document's types and the OpenAPI document), the rules
  * across its fields, the JavaScript it runs (for the secrets a run decrypts), whether it writes on-chain, its
  * fee rule (API.md §9.6) and its runner. Validation (shared/workflow), the engine, fees, simulate and the
@@ -25,8 +25,8 @@ import type { Config } from "../config";
 import type { Variables } from "../templates";
 import type { AccountCall } from "../chain/userop";
 import type { SendCalls } from "../wallet/send";
-import type { SandboxSession } from "./sandbox";
-import type { DefinitionLimits } from "./schema-kit";
+import type { SandboxSession } from "../sandbox/session";
+import type { DefinitionLimits } from "./support/schema-kit";
 
 /** Step `errorCode` values (API.md §10.2); never HTTP error codes. */
 export const STEP_ERROR_CODES = [

@@ -1,13 +1,13 @@
 /**
  * A registry of node and trigger kinds (./kind.ts): the one list validation, the engine, fees and the OpenAPI
- * document iterate. The service's own is ./index.ts; `withKinds` makes another from it (a test's extra kind)
+ * document iterate. The service's own is ./kinds.ts; `withKinds` makes another from it (a test's extra kind)
  * without touching it, and every consumer takes a registry as an option, the service's by default.
  *
  * `Shapes` is the part of a registry that only builds schemas (./shapes.ts lists the service's): the request
  * schemas and the OpenAPI document take it, so the functions that only validate shapes bundle no runner.
  */
 import * as v from "valibot";
-import { IdString, NameString, opt, strict, type DefinitionLimits } from "./schema-kit";
+import { IdString, NameString, opt, strict, type DefinitionLimits } from "./support/schema-kit";
 import type {
   AnyNodeKind,
   AnyNodeShape,
@@ -92,7 +92,7 @@ export function buildRegistry(list: { nodes: readonly AnyNodeKind[]; triggers: r
   if (shapes) {
     const same = (a: readonly { shape: unknown }[], b: readonly unknown[]) => a.length === b.length && a.every((k, i) => k.shape === b[i]);
     if (!same(list.nodes, shapes.nodes) || !same(list.triggers, shapes.triggers)) {
-      throw new Error("the kinds are not the ones defined from the listed shapes, in their order (shapes.ts, index.ts)");
+      throw new Error("the kinds are not the ones defined from the listed shapes, in their order (shapes.ts, kinds.ts)");
     }
   }
   const nodes = new Map(list.nodes.map((k) => [k.type, k]));

@@ -1,7 +1,7 @@
 /**
  * The shapes of the service's kinds (./kind.ts `NodeShape`): type, doc and config schema, in the order of the
  * contract's tables. The request schemas and the OpenAPI document are built from this list alone, so the
- * functions that only validate shapes bundle no runner; ./index.ts lists the kinds defined from these shapes.
+ * functions that only validate shapes bundle no runner; ./kinds.ts lists the kinds defined from these shapes.
  */
 import type * as v from "valibot";
 import { buildShapes } from "./registry";

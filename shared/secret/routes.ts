@@ -1,7 +1,7 @@
-/** HTTP routes of the secrets API (API.md §12): contract.ts declares them; the domain validates and does the work. */
+/** HTTP routes of the secrets API (API.md §12): endpoints.ts declares them; the domain validates and does the work. */
 import { route, type Route } from "../http/app";
-import * as Contract from "./contract";
-import { Secret } from "./index";
+import * as Contract from "./endpoints";
+import * as Secret from "./secret";
 
 export const secretRoutes: Route[] = [
   route(Contract.list, async (c, { query }) => c.json(await Secret.list(query))),

@@ -1,10 +1,10 @@
 /**
  * The shapes of the secrets API (API.md §12), used by the domain (secret.ts) to validate and by the contract
- * (contract.ts) to document. Messages never echo the received value (a mistyped value might still be a secret).
+ * (endpoints.ts) to document. Messages never echo the received value (a mistyped value might still be a secret).
  */
 import * as v from "valibot";
 import { useConfig } from "../current-runtime";
-import { component, configured, described } from "../http/contract";
+import { component, configured, described } from "../http/endpoint";
 import { page } from "../http/paging";
 import { TimeMs, Ulid } from "../http/schemas";
 

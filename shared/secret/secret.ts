@@ -1,6 +1,6 @@
 /**
  * Secrets (API.md §12): per-owner values, user-scoped or scoped to one of the owner's workflows, stored only
- * as envelope-encrypted ciphertext (shared/keys/envelope.ts) and decrypted only for executions that use them.
+ * as envelope-encrypted ciphertext (shared/envelope/envelope.ts) and decrypted only for executions that use them.
  *
  * Access patterns (one table, see shared/store/README.md):
  *
@@ -31,7 +31,7 @@ import { fieldErrors } from "../http/validate";
 import { pageEnvelope, readPageParams } from "../http/paging";
 import { createSecret, deleteSecret, listSecrets, readSecrets, replaceSecret, Secret } from "../store/entities/secret";
 import { workflowOwnerItem } from "../store/entities/workflow";
-import { open, seal, type EncryptionContext, type Sealed } from "../keys/envelope";
+import { open, seal, type EncryptionContext, type Sealed } from "../envelope/envelope";
 import { log } from "../log";
 import { Info, ListQuery, NAME_PATTERN, Name, PutBody, RemoveQuery, isReservedName } from "./schemas";
 

@@ -3,15 +3,15 @@
  * OpenAPI document is generated from this table, and the catch-all function uses it to answer 404/405
  * exactly for routes other functions serve. Adding a group here documents it.
  */
-import type { Group } from "../http/contract";
-import { serviceContract } from "./contract";
-import { authContract } from "../auth/contract";
-import { secretContract } from "../secret/contract";
-import { walletContract } from "../wallet/contract";
-import { tokenContract } from "../token/contract";
-import { workflowContract } from "../workflow/contract";
-import { runContract } from "../execution/run-contract";
-import { executionContract, workflowExecutionsContract } from "../execution/contract";
+import type { Group } from "../http/endpoint";
+import { serviceContract } from "./endpoints";
+import { authContract } from "../auth/endpoints";
+import { secretContract } from "../secret/endpoints";
+import { walletContract } from "../wallet/endpoints";
+import { tokenContract } from "../token/endpoints";
+import { workflowContract } from "../workflow/endpoints";
+import { runContract } from "../execution/run-endpoints";
+import { executionContract, workflowExecutionsContract } from "../execution/endpoints";
 
 export const api: readonly Group[] = [
   serviceContract,

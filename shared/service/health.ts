@@ -7,9 +7,9 @@
  */
 import { DescribeTableCommand } from "@aws-sdk/client-dynamodb";
 import { DescribeKeyCommand } from "@aws-sdk/client-kms";
-import { useKms } from "../keys/kms";
+import { useKms } from "../envelope/kms";
 import { route, type Route } from "../http/app";
-import * as Service from "./contract";
+import * as Service from "./endpoints";
 import { log } from "../log";
 import { useRuntime, type Runtime } from "../runtime";
 

@@ -1,6 +1,6 @@
 /**
  * `GET /openapi.json` and `GET /docs` (API.md §6.3): the OpenAPI 3.1 document, generated from the route
- * declarations (api.ts → each group's contract.ts), and an HTML reference rendered from it.
+ * declarations (api.ts → each group's endpoints.ts), and an HTML reference rendered from it.
  *
  * Every shape comes from a valibot schema converted with @valibot/to-json-schema (draft 2020-12, the OpenAPI
  * 3.1 dialect): schemas named with `component()` become `#/components/schemas/*`, query/header/path schemas
@@ -10,27 +10,27 @@
  * cannot follow (a range after a transform). A named variant (Node, Trigger) becomes a `oneOf` of its options,
  * each named after its discriminator value (`CronTrigger`), with a `discriminator` on `type`. A request body is
  * `required` when `{}` (what an empty body is read as) fails its schema. The parts of the
- * document sit beside this module: openapi-kit.ts (references, titles, the common problem codes),
- * openapi-schemas.ts (conversion, the Builder of components), openapi-responses.ts, openapi-operations.ts,
- * openapi-components.ts (what every route shares: common headers and parameters, problem responses, the
- * security scheme, the overview) and openapi-docs.ts (the /docs page).
+ * document, which know no domain module, are the HTTP kit's (shared/http/openapi/): kit.ts (references, titles,
+ * the common problem codes), schemas.ts (conversion, the Builder of components), responses.ts, operations.ts,
+ * components.ts (what every route shares: common headers and parameters, problem responses, the security
+ * scheme, the overview) and docs.ts (the /docs page); this module, which imports every group, assembles them.
  *
  * The document depends only on the settings, so it is built once per configuration and cached.
  */
 import { route, type Route } from "../http/app";
-import type { Group } from "../http/contract";
+import type { Group } from "../http/endpoint";
 import { api } from "./api";
-import * as Service from "./contract";
+import * as Service from "./endpoints";
 import type { Config } from "../config";
 import { useRuntime } from "../current-runtime";
 // Components every route refers to (they register themselves when loaded).
 import "../http/problem";
 import "../http/paging";
-import { API_VERSION, type Json } from "./openapi-kit";
-import { Builder } from "./openapi-schemas";
-import { operation } from "./openapi-operations";
-import { DESCRIPTION, sharedComponents } from "./openapi-components";
-import { buildDocsPage } from "./openapi-docs";
+import { API_VERSION, type Json } from "../http/openapi/kit";
+import { Builder } from "../http/openapi/schemas";
+import { operation } from "../http/openapi/operations";
+import { DESCRIPTION, sharedComponents } from "../http/openapi/components";
+import { buildDocsPage } from "../http/openapi/docs";
 
 /** The OpenAPI document of `groups` under `config`. */
 export function buildDocument(config: Config, groups: readonly Group[] = api): Json {

@@ -3,11 +3,11 @@
  * the time fire and croner, which only the functions that start or stop firing (or fire) may bundle.
  */
 import type { Port } from "./wire-aws";
-import { setLazyScheduler } from "../workflow/scheduler";
+import { setLazyScheduler } from "../workflow/scheduler/install";
 import { createLocalScheduler } from "../schedule/local";
 // Static, not import(): a dynamic import makes esbuild wrap everything it reaches for lazy start-up, and the
 // wrapped AWS SDK clients then keep every command they have (+45 KB DynamoDB, +25 KB KMS per function).
-import { eventBridgeSchedulerFromEnvironment } from "../schedule/aws";
+import { eventBridgeSchedulerFromEnvironment } from "../schedule/eventbridge";
 
 /**
  * The scheduler, made on first use (so importing needs no schedule settings): EventBridge Scheduler where

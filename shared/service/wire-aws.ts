@@ -15,7 +15,7 @@ import { emitMetrics } from "../metrics";
 import { buildConfig } from "../config";
 import { createRuntime, setRuntime } from "../runtime";
 import { setAnswerEnvelope } from "../http/answer-bytes";
-import { setBus } from "../execution/bus";
+import { setBus } from "../execution/bus/install";
 import { createEventBridgeBus } from "../execution/bus/eventbridge";
 
 interface Linked {

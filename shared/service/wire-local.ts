@@ -3,10 +3,10 @@
  * service processes install every port's local adapter here. The runtime stays the host's own (it depends on the
  * local components it started). The AWS host's wiring is ./wire-aws.ts.
  */
-import { setBus } from "../execution/bus";
+import { setBus } from "../execution/bus/install";
 import { createInProcessBus, type InProcessBus } from "../execution/bus/in-process";
 import { withRunner } from "../execution/runner";
-import { setScheduler } from "../workflow/scheduler";
+import { setScheduler } from "../workflow/scheduler/install";
 import { createLocalScheduler, type LocalScheduler } from "../schedule/local";
 
 /**

@@ -5,7 +5,7 @@
  */
 import { defineEntity } from "./entity";
 import { add, set, when } from "./expression";
-import { Keys } from "./keys";
+import { Keys } from "./item-keys";
 
 const Counter = defineEntity({
   type: "counter",

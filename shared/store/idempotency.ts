@@ -19,7 +19,7 @@ import { ApiError } from "../errors";
 import { useConfig, useRuntime } from "../runtime";
 import { defineEntity } from "./entity";
 import { set, when } from "./expression";
-import { Keys } from "./keys";
+import { Keys } from "./item-keys";
 import { isConditionFailure, landed } from "./table";
 
 /** One record per (owner, scope, key) (pattern 9). */

@@ -1,6 +1,6 @@
-/** HTTP route of token metadata (API.md §17.4): contract.ts declares it; the handler calls the domain. */
+/** HTTP route of token metadata (API.md §17.4): endpoints.ts declares it; the handler calls the domain. */
 import { route, type Route } from "../http/app";
-import * as Contract from "./contract";
+import * as Contract from "./endpoints";
 import * as Token from "./token";
 
 export const tokenRoutes: Route[] = [

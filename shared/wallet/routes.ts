@@ -1,8 +1,8 @@
-/** HTTP routes of the wallet group (API.md §11): contract.ts declares them; handlers call the domain and shape the answer. */
+/** HTTP routes of the wallet group (API.md §11): endpoints.ts declares them; handlers call the domain and shape the answer. */
 import { requestDeadline, route, type Route } from "../http/app";
 import { decodePage, pageEnvelope } from "../http/paging";
 import { useOwner } from "../context";
-import * as Contract from "./contract";
+import * as Contract from "./endpoints";
 import * as Wallet from "./wallet";
 import * as Withdraw from "./withdraw";
 

@@ -1,10 +1,10 @@
 /**
  * The shapes of the wallet API (API.md §11): request schemas the app or the domain validates with, and the
- * answers the domain builds. No chain code here: the contract (contract.ts) and the document import this module.
+ * answers the domain builds. No chain code here: the declarations (endpoints.ts) and the document import this module.
  */
 import * as v from "valibot";
 import { ChainIdNumber, ChainIdQuery, BooleanQuery } from "../http/validate";
-import { component, described, parameter } from "../http/contract";
+import { component, described, parameter } from "../http/endpoint";
 import { PageQuery, page } from "../http/paging";
 import { Bytes32, ChainId, TimeMs, Ulid, Uint256, listOf } from "../http/schemas";
 import { Address } from "../http/address-schemas";

@@ -3,7 +3,7 @@ import type { Hex } from "viem";
 import { useRuntime } from "../runtime";
 import { ApiError } from "../errors";
 import * as Workflow from "../workflow/workflow";
-import { callAll, prepareCalls } from "../kinds/nodes/contract-read";
+import { callAll, prepareCalls } from "../kinds/support/calls";
 import type { EventQuery } from "../workflow/schemas";
 import { claimExecution, handOver } from "../execution/claim";
 

@@ -7,7 +7,7 @@
  * event loop back every few milliseconds, so a block of 10,000 matching logs never holds up request handling.
  */
 import { decodeEventLog, type AbiEvent, type Hex } from "viem";
-import { toJson } from "../kinds/abi";
+import { toJson } from "../kinds/support/abi";
 import type { EventQuery } from "../workflow/schemas";
 
 export type EventCondition = NonNullable<EventQuery["conditions"]>[number];

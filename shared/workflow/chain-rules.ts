@@ -8,7 +8,7 @@ import { cronMinimumGap, firstGapBelow } from "./cron-gap";
 import { CRONER_OPTIONS, partChainId } from "./schemas";
 import type { Mode, ChainInfo, ValidateOptions, Definition } from "./definition-types";
 import { isObject } from "./field-rules";
-import type { Registry } from "../kinds";
+import type { Registry } from "../kinds/registry";
 
 // ---------------------------------------------------------------------------------------------------------
 // Item 5: chains

@@ -17,7 +17,7 @@ import { removeClaimAttributes, takeIndex as takeNextIndex, type IndexTake } fro
 import type { TableKey } from "../store/entity";
 import type { Address } from "../address";
 import { log } from "../log";
-import { stopFiring } from "./scheduler";
+import { stopFiring } from "./scheduler/install";
 import { classifyWriteFailure } from "../store/table";
 import * as Watch from "./watch-registry";
 import type { WorkflowRecord } from "./record";

@@ -6,7 +6,7 @@ import { useRuntime } from "../runtime";
 import { createItem, isOwnersWallet } from "../store/entities/workflow";
 import { checksumAddress, type Address } from "../address";
 import { validateDefinition } from "./definition";
-import { startFiring } from "./scheduler";
+import { startFiring } from "./scheduler/install";
 import * as Watch from "./watch-registry";
 import type { WorkflowRecord } from "./record";
 import { type Item, type WorkflowInfo, toInfo, toItem } from "./stored";

@@ -1,7 +1,7 @@
 /** The types of a validated workflow definition and of its validation's options (./definition.ts). */
 import type { CompiledGraph } from "./graph";
 import type { DefinitionLimits, Edge, Node, Trigger } from "./schemas";
-import type { Registry } from "../kinds";
+import type { Registry } from "../kinds/registry";
 
 export type Mode = "create" | "simulate" | "estimateFees";
 

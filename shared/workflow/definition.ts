@@ -35,7 +35,8 @@ import type {
   ValidatedDefinition,
 } from "./definition-types";
 import { address, crossFieldProblems } from "./field-rules";
-import { kinds as defaultKinds, type Registry } from "../kinds";
+import { kinds as defaultKinds } from "../kinds/kinds";
+import { type Registry } from "../kinds/registry";
 import { unsupportedChains, frequencyProblems } from "./chain-rules";
 export type { Mode, ValidateOptions, ValidatedDefinition } from "./definition-types";
 export { partChainId } from "./schemas";

@@ -7,7 +7,7 @@ import type { FieldError } from "../errors";
 import { fieldErrors } from "../http/validate";
 import { AddressString, workflowSchemas } from "./schemas";
 import type { Mode, ValidateOptions } from "./definition-types";
-import { kinds as defaultKinds } from "../kinds";
+import { kinds as defaultKinds } from "../kinds/kinds";
 import type { Add, RuleContext } from "../kinds/kind";
 /** `value` as an EIP-55 address, or undefined when it is not one. */
 export const address = (value: unknown): string | undefined => {

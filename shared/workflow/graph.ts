@@ -6,7 +6,8 @@
  * Pure. Problems carry paths relative to the body (`edges[3].source`, `nodes[2]`); the caller prefixes them.
  */
 import { findTemplates, forEachString, wholeTemplatePath, type TemplatePath, type ValuePath } from "../templates";
-import { kinds as defaultKinds, type Registry } from "../kinds";
+import { kinds as defaultKinds } from "../kinds/kinds";
+import { type Registry } from "../kinds/registry";
 
 interface GraphNode {
   id: string;

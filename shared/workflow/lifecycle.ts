@@ -6,8 +6,8 @@ import { useOwner } from "../context";
 import { useRuntime } from "../runtime";
 import { deleteItem, pauseItem, resumeItem, workflowSecretNames } from "../store/entities/workflow";
 import { log } from "../log";
-import { Secret } from "../secret";
-import { startFiring, stopFiring } from "./scheduler";
+import * as Secret from "../secret/secret";
+import { startFiring, stopFiring } from "./scheduler/install";
 import * as Watch from "./watch-registry";
 import type { WorkflowRecord } from "./record";
 import {
@@ -26,7 +26,7 @@ import {
 import { takeSlot, writeReleasingSlot, forgetExpiry, completionUpdate } from "./slots";
 import { dueExpiries } from "../store/entities/expiry";
 import { endWaiting, waitingOf } from "../store/entities/execution";
-import { kinds } from "../kinds";
+import { kinds } from "../kinds/kinds";
 
 // ---------------------------------------------------------------------------------------------------------
 // Pause, resume (§8.8.6)

@@ -1,7 +1,7 @@
 /** The outcome of a run (§8.2): consecutive errors, and the failure they cause at `consecutive_error_limit`. */
 import { useRuntime } from "../runtime";
 import { consecutiveErrorsOf, countConsecutiveError, failItem, resetConsecutiveErrors } from "../store/entities/workflow";
-import { stopFiring } from "./scheduler";
+import { stopFiring } from "./scheduler/install";
 import * as Watch from "./watch-registry";
 import type { WorkflowRecord } from "./record";
 import { MAX_ATTEMPTS, read, fromItem } from "./stored";

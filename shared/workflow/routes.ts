@@ -1,8 +1,8 @@
-/** HTTP routes of the workflow group (API.md §8.8.1-§8.8.6): contract.ts declares them; the domain does the work. */
+/** HTTP routes of the workflow group (API.md §8.8.1-§8.8.6): endpoints.ts declares them; the domain does the work. */
 import { route, type Route } from "../http/app";
 import { decodePage, pageEnvelope } from "../http/paging";
 import { useOwner } from "../context";
-import * as Contract from "./contract";
+import * as Contract from "./endpoints";
 import * as Workflow from "./workflow";
 
 const LIST_ENDPOINT = "GET /workflows";

@@ -18,7 +18,7 @@
  *
  * This module builds the definition's schemas around the kinds' (shared/kinds: each trigger and node kind
  * declares its config schema, its registry builds the Trigger and Node unions) and re-exports the pieces they
- * share (shared/kinds/schema-kit.ts).
+ * share (shared/kinds/support/schema-kit.ts).
  */
 import * as v from "valibot";
 import { UlidString } from "../http/validate";
@@ -40,18 +40,18 @@ import {
   str,
   stringMap,
   IDENTIFIER_PATTERN,
-} from "../kinds/schema-kit";
-export { DEFAULT_LIMITS, record, AddressString, partChainId } from "../kinds/schema-kit";
+} from "../kinds/support/schema-kit";
+export { DEFAULT_LIMITS, record, AddressString, partChainId } from "../kinds/support/schema-kit";
 export { CRONER_OPTIONS } from "../kinds/triggers/cron";
-export type { DefinitionLimits } from "../kinds/schema-kit";
+export type { DefinitionLimits } from "../kinds/support/schema-kit";
 export type { TriggerType, Node, Trigger } from "../kinds/shapes";
-export type { EventQuery } from "../kinds/triggers/event";
+export type { EventQuery } from "../kinds/support/event-query";
 
 /** Names that `inputVariables` keys may not take (§8.7 item 3); trigger and node names are checked too. */
 export const RESERVED_INPUT_KEYS = ["secrets", "apContext", "context", "date", "value", "index"] as const;
 export const WORKFLOW_STATUSES = ["enabled", "disabled", "completed", "failed"] as const;
 export const COMPLETION_REASONS = ["MAX_EXECUTIONS_REACHED", "EXPIRED", "CONSECUTIVE_ERRORS"] as const;
-/** The trigger types of the service's kinds (shared/kinds/index.ts), in order. */
+/** The trigger types of the service's kinds (shared/kinds/kinds.ts), in order. */
 export const TRIGGER_TYPES = defaultShapes.triggerTypes as readonly TriggerType[];
 
 // ---------------------------------------------------------------------------------------------------------

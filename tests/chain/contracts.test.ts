@@ -1,11 +1,11 @@
 /**
  * The committed artifacts.json is exactly what compile.ts produces from the .sol sources, and the
- * typed ABI subsets in contracts/index.ts agree with the full ABIs.
+ * typed ABI subsets in shared/chain/solidity/artifacts.ts agree with the full ABIs.
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import type { Abi, AbiParameter } from "viem";
-import { ARTIFACTS_PATH, compile, serializeArtifacts } from "../../shared/chain/contracts/compile";
+import { ARTIFACTS_PATH, compile, serializeArtifacts } from "../../shared/chain/solidity/compile";
 import {
   artifacts,
   controlledAccountAbi,
@@ -13,7 +13,7 @@ import {
   loadEntryPointArtifact,
   loadVerifyingPaymasterArtifact,
   verifyingPaymasterAbi,
-} from "../../shared/chain/contracts/index";
+} from "../../shared/chain/solidity/artifacts";
 
 function canonicalType(p: AbiParameter): string {
   if (p.type.startsWith("tuple")) {
@@ -38,7 +38,7 @@ function expectSubset(subset: Abi, full: Abi) {
 }
 
 describe("contracts", () => {
-  it("artifacts.json is up to date with the Solidity sources (npx tsx shared/chain/contracts/compile.ts)", async () => {
+  it("artifacts.json is up to date with the Solidity sources (npx tsx shared/chain/solidity/compile.ts)", async () => {
     const compiled = await compile();
     expect(serializeArtifacts(compiled)).toBe(readFileSync(ARTIFACTS_PATH, "utf8"));
     expect(Object.keys(compiled)).toEqual(["ControlledAccount", "ControlledAccountFactory", "ERC1967Proxy"]);

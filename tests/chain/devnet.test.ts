@@ -23,14 +23,14 @@ import {
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { toPackedUserOperation, type BundlerClient } from "viem/account-abstraction";
 import { foundry } from "viem/chains";
-import { ANVIL_KEYS, devnetAddresses, startDevnet, type Devnet } from "../../shared/chain/devnet";
+import { ANVIL_KEYS, devnetAddresses, startDevnet, type Devnet } from "../../local/devnet/devnet";
 import {
   controlledAccountAbi,
   controlledAccountFactoryAbi,
   entryPoint07Abi,
   entryPoint07Address,
   verifyingPaymasterAbi,
-} from "../../shared/chain/contracts/index";
+} from "../../shared/chain/solidity/artifacts";
 import {
   buildUserOperation,
   createBundler,

@@ -1,5 +1,5 @@
 /**
- * The outbound HTTP client of restApi and graphqlQuery (shared/kinds/http.ts, API.md §8.4.4, §8.4.5, §4.1):
+ * The outbound HTTP client of restApi and graphqlQuery (shared/outbound/client.ts, API.md §8.4.4, §8.4.5, §4.1):
  * output shape, bodies, redirects, the time and size limits, and the destination checks that keep workflow
  * authors away from the host, its network and the cloud metadata service. Every server here listens on
  * 127.0.0.1; the functional cases allow private networks, the refusals do not, and where a test needs a
@@ -11,12 +11,14 @@ import type { LookupAddress } from "node:dns";
 import type { AddressInfo } from "node:net";
 import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { fetchGuarded, OutboundError, type GuardOptions, type OutboundRequest } from "../../shared/kinds/http";
-import { addressRefusal } from "../../shared/kinds/ip";
+import { fetchGuarded } from "../../shared/outbound/client";
+import { OutboundError, type GuardOptions, type OutboundRequest } from "../../shared/outbound/types";
+import { addressRefusal } from "../../shared/outbound/ip";
 import { JsonText, materialize } from "../../shared/json-text";
 import type { NodeEnv, NodeResult } from "../../shared/kinds/kind";
 import { graphqlQuery } from "../../shared/kinds/nodes/graphql-query";
-import { restApi, sensitiveHeaders } from "../../shared/kinds/nodes/rest-api";
+import { restApi } from "../../shared/kinds/nodes/rest-api";
+import { sensitiveHeaders } from "../../shared/kinds/support/http-step";
 import { renderConfig } from "../../shared/templates";
 import { startServer, type Handler } from "./engine-support";
 

@@ -1,13 +1,13 @@
 /**
- * Secret redaction (shared/kinds/redact.ts, API.md §10.2, §18.3): every form of a secret (raw, JSON-escaped,
+ * Secret redaction (shared/secret/redact.ts, API.md §10.2, §18.3): every form of a secret (raw, JSON-escaped,
  * percent-encoded in both hex cases, base64 in both alphabets with and without padding, and the stable part of
  * its base64 inside a longer base64 text at each of the three byte alignments) is replaced in output keys and
  * values, logs and errors; each case has a control showing the form is there without a redactor. Short
  * secrets keep their whole-string rule, colliding keys are numbered, a cut log loses the beginning of a form.
  */
 import { describe, expect, it } from "vitest";
-import { createRedactor, REDACTED, secretForms } from "../../shared/kinds/redact";
-import { LOG_TRUNCATED_MARKER } from "../../shared/kinds/sandbox";
+import { createRedactor, REDACTED, secretForms } from "../../shared/secret/redact";
+import { LOG_TRUNCATED_MARKER } from "../../shared/sandbox/log-marker";
 
 /** 11 bytes: a quote and a backslash (JSON escapes), `€` and `?` (percent-encoding with hex letters), and a
  * base64 form with `+`, `/` and one `=`, so every form differs from every other. */

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { useTestRuntime } from "../support/runtime";
-import { LOG_TRUNCATED_MARKER } from "../../shared/kinds/sandbox";
+import { LOG_TRUNCATED_MARKER } from "../../shared/sandbox/log-marker";
 import type { Step } from "../../shared/execution/schemas";
 import { barrier, code, edge, ids, json, manualTrigger, run, startServer, stepOf, WALLET, type Body } from "./engine-support";
 

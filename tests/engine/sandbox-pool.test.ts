@@ -4,8 +4,8 @@
  * stops an evaluation whether it is queued or running.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { defaultPoolOptions, SandboxPool } from "../../shared/kinds/sandbox/pool";
-import type { Evaluation } from "../../shared/kinds/sandbox/quickjs";
+import { defaultPoolOptions, SandboxPool } from "../../shared/sandbox/pool";
+import type { Evaluation } from "../../shared/sandbox/quickjs";
 
 const pools: SandboxPool[] = [];
 const newPool = async (workers: number, perOwner: number) => {

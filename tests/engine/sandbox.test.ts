@@ -7,7 +7,9 @@
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { beforeAll, describe, expect, it } from "vitest";
-import { LOG_TRUNCATED_MARKER, isFunctionBody, runBranch, runFilter, runSandboxed, type SandboxResult } from "../../shared/kinds/sandbox";
+import { LOG_TRUNCATED_MARKER } from "../../shared/sandbox/log-marker";
+import { isFunctionBody } from "../../shared/sandbox/quickjs";
+import { runBranch, runFilter, runSandboxed, type SandboxResult } from "../../shared/sandbox/session";
 
 setFlagsFromString("--expose-gc");
 const gc = runInNewContext("gc") as () => void;

@@ -7,14 +7,17 @@ import { beforeAll, describe, expect, it } from "vitest";
 import * as v from "valibot";
 import { useTestRuntime } from "../support/runtime";
 import { useRuntime } from "../../shared/runtime";
-import { buildRegistry, defineNode, kinds, nodeShape, shapes, withKinds } from "../../shared/kinds";
-import { strict } from "../../shared/kinds/schema-kit";
+import { buildRegistry, withKinds } from "../../shared/kinds/registry";
+import { defineNode, nodeShape } from "../../shared/kinds/kind";
+import { kinds } from "../../shared/kinds/kinds";
+import { shapes } from "../../shared/kinds/shapes";
+import { strict } from "../../shared/kinds/support/schema-kit";
 import { validateDefinition } from "../../shared/workflow/definition";
 import { workflowSchemas } from "../../shared/workflow/schemas";
 import { runWorkflow } from "../../shared/engine/run";
 import { estimateFees } from "../../shared/engine/fees";
 import { buildDocument } from "../../shared/service/openapi";
-import { component, endpoint, group } from "../../shared/http/contract";
+import { component, endpoint, group } from "../../shared/http/endpoint";
 import { ApiError } from "../../shared/errors";
 
 /** `stamp`: writes `times` copies of `text` (a template); a pretend write, priced at 33,000 gas. */

@@ -6,7 +6,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { GetCommand } from "@aws-sdk/lib-dynamodb";
 import { createRuntime, setRuntime, useRuntime, type Runtime } from "../../shared/runtime";
-import { Keys } from "../../shared/store/keys";
+import { Keys } from "../../shared/store/item-keys";
 import { useTestRuntime } from "../support/runtime";
 import { RateLimiter } from "../../shared/http/rate-limit";
 import { claimSlot, liveSlots } from "../../shared/execution/stream-slots";

@@ -17,7 +17,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { entryPoint07Abi } from "viem/account-abstraction";
 import { createRequire } from "node:module";
 import { stackEnv } from "./runtime";
-import type { DevnetInfo } from "../../shared/chain/devnet";
+import type { DevnetInfo } from "../../local/devnet/devnet";
 
 export function devnet() {
   const chains = JSON.parse(stackEnv().CHAINS ?? "[]") as Pick<

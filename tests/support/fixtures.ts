@@ -8,7 +8,7 @@ import { PutCommand } from "@aws-sdk/lib-dynamodb";
 import { getAddress, type Address } from "viem";
 import { ulid } from "ulid";
 import { useRuntime } from "../../shared/runtime";
-import { Keys } from "../../shared/store/keys";
+import { Keys } from "../../shared/store/item-keys";
 import { issueToken } from "../../shared/http/token";
 import * as Execution from "../../shared/execution/execution";
 import type { Step } from "../../shared/execution/schemas";

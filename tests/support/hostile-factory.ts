@@ -8,7 +8,7 @@
  * - `deployControlledAccountFactory`: a genuine second ControlledAccountFactory (our bytecode, any controller).
  */
 import { getAddress, parseAbi, type Address } from "viem";
-import { artifacts, controlledAccountFactoryAbi } from "../../shared/chain/contracts";
+import { artifacts, controlledAccountFactoryAbi } from "../../shared/chain/solidity/artifacts";
 import { compileContract, devnet, fundedAccount } from "./chain";
 
 const SOURCE = `// SPDX-License-Identifier: MIT

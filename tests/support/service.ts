@@ -7,7 +7,7 @@
 import { useTestRuntime } from "./runtime";
 import { startTestServer, type TestServer } from "./server";
 import { createServiceApp } from "../../shared/service/app";
-import { setBus } from "../../shared/execution/bus";
+import { setBus } from "../../shared/execution/bus/install";
 import { createInProcessBus, type InProcessBus } from "../../shared/execution/bus/in-process";
 import { withRunner } from "../../shared/execution/runner";
 import type { Runtime } from "../../shared/runtime";

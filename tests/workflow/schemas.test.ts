@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import * as v from "valibot";
 import { toJsonSchema } from "@valibot/to-json-schema";
 import { DEFAULT_LIMITS, workflowSchemas } from "../../shared/workflow/schemas";
-import { kinds as registry } from "../../shared/kinds";
+import { kinds as registry } from "../../shared/kinds/kinds";
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 

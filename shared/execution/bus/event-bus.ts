@@ -5,7 +5,7 @@
  *   publisher's request answers first, as it does in AWS;
  * - ./eventbridge.ts (AWS): PutEvents to the app's bus; a rule (infra/bus.ts) targets the runner function, with
  *   retries and a dead-letter queue. Subscriptions there are infrastructure, not code.
- * The host installs one (./index.ts: `setBus`); domain code publishes through `requireBus()`.
+ * The host installs one (./install.ts: `setBus`); domain code publishes through `requireBus()`.
  * Delivery is at least once in both: consumers must be idempotent (the runner is, per execution id).
  */
 

@@ -8,9 +8,9 @@
 import * as v from "valibot";
 import { defineNode, nodeShape, StepFailure, type NodeEnv, type Raw } from "../kind";
 import { RenderedTooLargeError } from "../../templates";
-import { EventQuery } from "../triggers/event";
-import { chainClient, read } from "../chain";
-import { AddressString, ChainId, int, list, opt, str, strict } from "../schema-kit";
+import { EventQuery } from "../support/event-query";
+import { chainClient, read } from "../support/chain";
+import { AddressString, ChainId, int, list, opt, str, strict } from "../support/schema-kit";
 
 /** `max_await_timeout_s` (§17.5). */
 const MAX_AWAIT_TIMEOUT_S = 604_800;

@@ -5,10 +5,10 @@
  */
 import { erc20Abi, hexToString, type Address, type PublicClient } from "viem";
 import * as v from "valibot";
-import { address, invalid } from "../inputs";
-import { chainClient, configuredChain, isRevert, read } from "../chain";
+import { address, invalid } from "../support/inputs";
+import { chainClient, configuredChain, isRevert, read } from "../support/chain";
 import { defineNode, nodeShape } from "../kind";
-import { AddressOrTemplate, AddressString, ChainId, TemplatedAny, list, opt, str, strict } from "../schema-kit";
+import { AddressOrTemplate, AddressString, ChainId, TemplatedAny, list, opt, str, strict } from "../support/schema-kit";
 
 const config = strict(
   {

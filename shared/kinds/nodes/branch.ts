@@ -5,20 +5,9 @@
  * `{conditionId: null}`.
  */
 import * as v from "valibot";
-import { defineNode, nodeShape, type Add, type NodeEnv, type Raw } from "../kind";
-import { templateExpression } from "../../templates";
-import { SandboxFailure, sandboxLimits } from "./custom-code";
-import { IdString, list, opt, str, strict } from "../schema-kit";
-
-/** A JavaScript expression of branch and filter. */
-export const expressionText = v.pipe(str(), v.maxBytes(4096, "must be at most 4096 bytes"));
-
-/**
- * The JavaScript of an expression as the sandbox runs it: `E` of a text written as one template `{{ E }}` around
- * an expression (§17.6), else the text itself; path templates substituted as text either way (§8.6).
- */
-export const expressionSource = (text: string, env: Pick<NodeEnv, "renderText">): string =>
-  env.renderText(templateExpression(text) ?? text);
+import { defineNode, nodeShape, type Add, type Raw } from "../kind";
+import { SandboxFailure, expressionSource, expressionText, sandboxLimits } from "../support/sandbox-step";
+import { IdString, list, opt, strict } from "../support/schema-kit";
 
 const BranchCondition = strict(
   {

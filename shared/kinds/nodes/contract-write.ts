@@ -9,11 +9,11 @@ import * as v from "valibot";
 import { encodeFunctionData, getAddress, isAddress, type Hex } from "viem";
 import type { AccountCall } from "../../chain/userop";
 import { hasTemplate } from "../../templates";
-import { address, hex, wei } from "../inputs";
-import { callAll, callsFailure, prepareCalls, type PreparedCall } from "./contract-read";
+import { address, hex, wei } from "../support/inputs";
+import { callAll, callsFailure, prepareCalls, type PreparedCall } from "../support/calls";
 import { defineNode, nodeShape, type Raw } from "../kind";
-import { outcomeGas, outcomeHashes, requireRunner, sendFailure, simulated } from "../send";
-import { findFunction, methodCallProblems, parseParams } from "../abi";
+import { outcomeGas, outcomeHashes, requireRunner, sendFailure, simulated } from "../support/send";
+import { findFunction, methodCallProblems, parseParams } from "../support/abi";
 import {
   AddressOrTemplate,
   ChainId,
@@ -26,7 +26,7 @@ import {
   list,
   opt,
   strict,
-} from "../schema-kit";
+} from "../support/schema-kit";
 
 const config = strict(
   {

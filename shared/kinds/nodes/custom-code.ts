@@ -4,8 +4,9 @@
  */
 import * as v from "valibot";
 import { JsonText } from "../../json-text";
-import { StepFailure, defineNode, nodeShape, type NodeEnv, type SchemaContext } from "../kind";
-import { opt, str, strict } from "../schema-kit";
+import { defineNode, nodeShape, type SchemaContext } from "../kind";
+import { opt, str, strict } from "../support/schema-kit";
+import { SandboxFailure, sandboxLimits } from "../support/sandbox-step";
 
 /** A JavaScript source of 1 to `maxSourceBytes` bytes. */
 const sourceText = ({ limits }: Pick<SchemaContext, "limits">) =>
@@ -17,12 +18,6 @@ const config = (ctx: Pick<SchemaContext, "limits">) =>
     source: v.pipe(sourceText(ctx), v.description(`JavaScript function body, 1 to ${ctx.limits.maxSourceBytes} bytes.`)),
   });
 type Config = v.InferOutput<ReturnType<typeof config>>;
-
-export const sandboxLimits = (env: NodeEnv) => ({
-  timeLimitMs: env.limits.sandboxTimeLimitMs,
-  memoryLimitMib: env.limits.sandboxMemoryLimitMib,
-  logLimitBytes: env.limits.maxStepLogBytes,
-});
 
 export const customCodeShape = nodeShape({
   type: "customCode",
@@ -45,14 +40,3 @@ export const customCode = /* @__PURE__ */ defineNode(customCodeShape, {
     return { data: result.value, log: result.log };
   },
 });
-
-/** A sandbox failure keeps the console output written before it. */
-export class SandboxFailure extends StepFailure {
-  constructor(
-    code: "SANDBOX_ERROR" | "SANDBOX_TIMEOUT" | "SANDBOX_MEMORY",
-    message: string,
-    readonly log: string,
-  ) {
-    super(code, message);
-  }
-}

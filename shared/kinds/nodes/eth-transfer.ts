@@ -7,11 +7,11 @@ import * as v from "valibot";
 import { getAddress, isAddress } from "viem";
 import type { AccountCall } from "../../chain/userop";
 import { hasTemplate } from "../../templates";
-import { address, wei } from "../inputs";
-import { chainClient, read } from "../chain";
+import { address, wei } from "../support/inputs";
+import { chainClient, read } from "../support/chain";
 import { StepFailure, defineNode, nodeShape } from "../kind";
-import { outcomeGas, outcomeHashes, requireRunner, sendFailure, simulated } from "../send";
-import { AmountOrTemplate, ChainId, NonZeroAddressOrTemplate, opt, strict } from "../schema-kit";
+import { outcomeGas, outcomeHashes, requireRunner, sendFailure, simulated } from "../support/send";
+import { AmountOrTemplate, ChainId, NonZeroAddressOrTemplate, opt, strict } from "../support/schema-kit";
 
 const config = strict({
   destination: NonZeroAddressOrTemplate,

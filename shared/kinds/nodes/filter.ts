@@ -6,9 +6,8 @@
 import * as v from "valibot";
 import { StepFailure, defineNode, nodeShape } from "../kind";
 import { arrayLength, elements, JsonText } from "../../json-text";
-import { SandboxFailure, sandboxLimits } from "./custom-code";
-import { expressionSource, expressionText } from "./branch";
-import { WholeTemplate, strict } from "../schema-kit";
+import { SandboxFailure, expressionSource, expressionText, sandboxLimits } from "../support/sandbox-step";
+import { WholeTemplate, strict } from "../support/schema-kit";
 
 const config = strict({
   inputVariable: WholeTemplate,

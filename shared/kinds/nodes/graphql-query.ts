@@ -3,13 +3,13 @@
  * JSON object, or a non-empty `errors` array fails the step (HTTP_ERROR); the parsed body is the output
  * either way.
  */
-import { fetchGuarded } from "../http";
+import { fetchGuarded } from "../../outbound/client";
 import * as v from "valibot";
-import { httpUrl } from "../inputs";
+import { httpUrl } from "../support/inputs";
 import { JsonText, member, parse } from "../../json-text";
 import { StepFailure, defineNode, nodeShape, type SchemaContext } from "../kind";
-import { guardOptions, httpError, sensitiveHeaders } from "./rest-api";
-import { TemplateText, UrlOrTemplate, opt, record, str, strict } from "../schema-kit";
+import { guardOptions, httpError, sensitiveHeaders } from "../support/http-step";
+import { TemplateText, UrlOrTemplate, opt, record, str, strict } from "../support/schema-kit";
 
 const config = ({ limits }: Pick<SchemaContext, "limits">) =>
   strict({

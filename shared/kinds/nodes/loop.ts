@@ -10,7 +10,7 @@ import * as v from "valibot";
 import { RESERVED_WORDS } from "../../templates";
 import { StepFailure, defineNode, isSuspend, nodeShape, type Gas, type NodeResult, type Raw, type SchemaContext } from "../kind";
 import { arrayLength, elements, JsonText, parse } from "../../json-text";
-import { NAME_PATTERN, WholeTemplate, opt, str, strict, partChainId } from "../schema-kit";
+import { NAME_PATTERN, WholeTemplate, opt, str, strict, partChainId } from "../support/schema-kit";
 
 /** A loop's runner: a kind that may run in a loop (`inLoop`), its config, and optionally an id and a name. */
 interface LoopRunner {

@@ -1,11 +1,10 @@
 /** restApi (API.md §8.4.5): one guarded outbound request; status 400 or above fails the step, output kept. */
-import { fetchGuarded, type GuardOptions } from "../http";
-import { createRedactor } from "../redact";
-import { referencedPaths } from "../../templates";
+import { fetchGuarded } from "../../outbound/client";
 import * as v from "valibot";
-import { httpUrl } from "../inputs";
-import { StepFailure, defineNode, nodeShape, type NodeEnv } from "../kind";
-import { TemplateText, TemplatedAny, UrlOrTemplate, opt, record, str, strict, stringMap } from "../schema-kit";
+import { httpUrl } from "../support/inputs";
+import { guardOptions, httpError, sensitiveHeaders } from "../support/http-step";
+import { StepFailure, defineNode, nodeShape } from "../kind";
+import { TemplateText, TemplatedAny, UrlOrTemplate, opt, record, str, strict, stringMap } from "../support/schema-kit";
 
 const methodPattern = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
   .map((m) => [...m].map((c) => `[${c}${c.toLowerCase()}]`).join(""))
@@ -26,46 +25,6 @@ const config = strict(
   "restApi. `body` is not allowed with GET or HEAD.",
 );
 type Config = v.InferOutput<typeof config>;
-
-export const guardOptions = (env: NodeEnv): GuardOptions => ({
-  timeoutMs: env.limits.httpNodeTimeoutMs,
-  maxResponseBytes: env.limits.httpNodeMaxResponseBytes,
-  allowPrivateNetwork: env.allowPrivateNetwork,
-  ...(env.signal ? { signal: env.signal } : {}),
-  beforeSend: () => env.takeRequest(),
-  beforeParse: (bytes) => env.holdState(bytes),
-});
-
-export const httpError = (status: number, statusText: string) => `HTTP ${status} ${statusText}`.trimEnd();
-
-/** Template roots whose values are the run's secrets (`apContext.configVars` is the `secrets` object). */
-const SECRET_ROOTS = new Set(["secrets", "apContext"]);
-
-/**
- * The names of the headers that carry a secret, dropped when a redirect leaves the origin (API.md §18.3):
- * those whose stored template refers to `secrets` or `apContext`, and those whose final value holds one of
- * the run's secret values (`env.variables.secrets`) in any form the step record's redaction recognises (a
- * secret passed on through another node's output, or encoded there, as in `Basic base64(user:secret)`;
- * secrets under 4 bytes only where they are the whole value, as in redaction).
- */
-export function sensitiveHeaders(
-  env: NodeEnv,
-  stored: Readonly<Record<string, string>> | undefined,
-  rendered: Readonly<Record<string, string>> | undefined,
-): string[] {
-  if (!rendered) return [];
-  const secrets = env.variables.secrets;
-  const values =
-    secrets !== null && typeof secrets === "object" ? Object.values(secrets).filter((v): v is string => typeof v === "string") : [];
-  const redactor = values.length > 0 ? createRedactor(values) : undefined;
-  return Object.entries(rendered)
-    .filter(([name, value]) => {
-      const template = stored?.[name];
-      if (template !== undefined && referencedPaths(template).some((p) => SECRET_ROOTS.has(p.root))) return true;
-      return redactor !== undefined && typeof value === "string" && redactor.text(value) !== value;
-    })
-    .map(([name]) => name);
-}
 
 export const restApiShape = nodeShape({
   type: "restApi",

@@ -3,7 +3,7 @@
  * `{blockNumber, blockHash, timestamp, parentHash, difficulty, gasLimit, gasUsed}`. The frequency floor (§8.7
  * item 7) needs the chains' block times: shared/workflow/chain-rules.ts.
  */
-import { ChainId, int, opt, strict } from "../schema-kit";
+import { ChainId, int, opt, strict } from "../support/schema-kit";
 import { defineTrigger, triggerShape } from "../kind";
 
 export const blockShape = triggerShape({

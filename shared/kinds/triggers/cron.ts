@@ -5,7 +5,7 @@
  */
 import * as v from "valibot";
 import { Cron } from "croner";
-import { list, opt, str, strict } from "../schema-kit";
+import { list, opt, str, strict } from "../support/schema-kit";
 import { defineTrigger, triggerShape } from "../kind";
 
 const CRON_VALUE = "(?:[0-9]+|[A-Za-z]{3})";

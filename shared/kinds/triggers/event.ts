@@ -3,40 +3,10 @@
  * arguments), at most `maxEventsPerBlock` per block, `cooldownSeconds` apart. Step output: the log
  * `{address, blockNumber, transactionHash, logIndex, topics, data, ...decoded}` (§8.3.6).
  */
-import * as v from "valibot";
-import { ABI_TYPE, AddressString, Bytes32, ChainId, ContractAbi, LiteralMethodCall, int, list, opt, str, strict } from "../schema-kit";
+import { ChainId, int, list, opt, strict } from "../support/schema-kit";
+import { EventQuery } from "../support/event-query";
 import { defineTrigger, triggerShape, type Add, type Raw } from "../kind";
-import { eventArgument, methodCallProblems } from "../abi";
-
-const EventCondition = strict({
-  fieldName: v.pipe(
-    str(),
-    v.minLength(1, "must not be empty"),
-    v.description(
-      "A decoded event argument by ABI name, optionally prefixed with the event name (`Transfer.value`); must exist in `contractAbi`.",
-    ),
-  ),
-  operator: v.picklist(["eq", "ne", "gt", "gte", "lt", "lte", "contains"], "must be one of eq, ne, gt, gte, lt, lte, contains"),
-  value: str(),
-  fieldType: opt(v.pipe(str(), v.regex(ABI_TYPE, "must be an ABI type such as uint256, int256, address, bool, bytes32 or string"))),
-});
-export const EventQuery = strict(
-  {
-    addresses: opt(list(AddressString, 0, 100, "addresses")),
-    topics: opt(
-      v.pipe(
-        v.array(v.union([Bytes32, v.literal(""), v.null()], 'must be 32 bytes of hex, null or ""'), "must be an array"),
-        v.maxLength(4, "must have at most 4 topics"),
-      ),
-    ),
-    maxEventsPerBlock: opt(int(1, 10_000), 100),
-    contractAbi: opt(ContractAbi),
-    conditions: opt(list(EventCondition, 0, 20, "conditions")),
-    methodCalls: opt(list(LiteralMethodCall, 0, 10, "method calls")),
-  },
-  "EventQuery. At least one address or a non-null `topics[0]`; `contractAbi` is required with `conditions`.",
-);
-export type EventQuery = v.InferOutput<typeof EventQuery>;
+import { eventArgument, methodCallProblems } from "../support/abi";
 
 const arrayOf = (x: unknown): unknown[] => (Array.isArray(x) ? x : []);
 const isObject = (x: unknown): x is Raw => typeof x === "object" && x !== null && !Array.isArray(x);

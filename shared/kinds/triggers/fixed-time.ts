@@ -1,5 +1,5 @@
 /** fixedTime (API.md §8.3.2): fires once at each epoch (TimeMs). Step output: `{timestamp, timestampIso}`. */
-import { TimeMs, list, strict } from "../schema-kit";
+import { TimeMs, list, strict } from "../support/schema-kit";
 import { defineTrigger, triggerShape } from "../kind";
 
 export const fixedTimeShape = triggerShape({

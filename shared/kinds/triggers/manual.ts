@@ -3,7 +3,7 @@
  * pathParams}` (each the request's `triggerOutput` member, else the config's value).
  */
 import * as v from "valibot";
-import { opt, str, strict, stringMap, utf8Bytes, type DefinitionLimits } from "../schema-kit";
+import { opt, str, strict, stringMap, utf8Bytes, type DefinitionLimits } from "../support/schema-kit";
 import { defineTrigger, triggerShape } from "../kind";
 
 /** Manual `data`: any JSON of at most `maxManualDataBytes` serialized (the config's and a run's alike). */

@@ -6,7 +6,7 @@
  */
 import { defineEntity } from "../entity";
 import { remove, set, when } from "../expression";
-import { Keys } from "../keys";
+import { Keys } from "../item-keys";
 import { isConditionFailure } from "../table";
 
 const ChainCheckpoint = defineEntity({ type: "chainCheckpoint", version: 2, key: (chainId: number) => Keys.chainCheckpoint(chainId) });

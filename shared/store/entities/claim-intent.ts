@@ -17,7 +17,7 @@
  */
 import { batchGetOnce, defineEntity, queryPartition, type TableKey, type TransactItem } from "../entity";
 import { addTo, remove, set, when } from "../expression";
-import { Keys } from "../keys";
+import { Keys } from "../item-keys";
 import { Index, isConditionFailure, TTL_ATTRIBUTE } from "../table";
 
 type Item = Record<string, unknown>;

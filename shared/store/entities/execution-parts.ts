@@ -6,7 +6,7 @@
  * (./execution.ts recordStepItems).
  */
 import { batchGetOnce, defineEntity, queryEach, type TableKey } from "../entity";
-import { Keys } from "../keys";
+import { Keys } from "../item-keys";
 
 const ExecutionStep = defineEntity({
   type: "executionStep",

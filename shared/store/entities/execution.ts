@@ -7,7 +7,7 @@
  */
 import { defineEntity, queryEach, queryOnce, transact, type KeyQuery } from "../entity";
 import { addTo, remove, set, when, type Condition, type UpdateAction } from "../expression";
-import { Keys } from "../keys";
+import { Keys } from "../item-keys";
 import { queryPage, type PageResult } from "../query";
 import { Index, isConditionFailure, landed } from "../table";
 import { stepPartItems, type StepRecording } from "./execution-parts";

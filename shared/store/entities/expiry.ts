@@ -5,7 +5,7 @@
  */
 import { defineEntity, queryPartition } from "../entity";
 import { when } from "../expression";
-import { Keys } from "../keys";
+import { Keys } from "../item-keys";
 import { Index } from "../table";
 
 const ExpiryEntry = defineEntity({

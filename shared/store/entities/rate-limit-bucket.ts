@@ -5,7 +5,7 @@
  */
 import { defineEntity } from "../entity";
 import { add, set, when, type UpdateAction } from "../expression";
-import { Keys } from "../keys";
+import { Keys } from "../item-keys";
 import { isConditionFailure, TTL_ATTRIBUTE } from "../table";
 
 const RateLimitBucket = defineEntity({

@@ -10,7 +10,7 @@ import { Index, isConditionFailure } from "../table";
 
 const DUE = "SCHEDULE#due";
 const pad = (ms: number) => String(ms).padStart(15, "0");
-/** Store pattern 16 (to move into shared/store/keys.ts beside the other builders). */
+/** Store pattern 16 (to move into shared/store/item-keys.ts beside the other builders). */
 export const scheduleKey = (workflowId: string) => ({ pk: `WF#${workflowId}`, sk: "SCHEDULE" });
 const dueKey = (nextFireAt: number, workflowId: string) => ({ gsi2pk: DUE, gsi2sk: `${pad(nextFireAt)}#${workflowId}` });
 

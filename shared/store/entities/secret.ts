@@ -7,7 +7,7 @@
 import { batchGetOnce, defineEntity, transact } from "../entity";
 import { setAll, when } from "../expression";
 import { decrement, incrementBelow } from "../counters";
-import { Keys } from "../keys";
+import { Keys } from "../item-keys";
 import { queryPage, type PageResult } from "../query";
 import { Index, classifyWriteFailure, isConditionFailure, refusalReasons } from "../table";
 
@@ -23,7 +23,7 @@ export const Secret = defineEntity({
   key: ({ owner, name, workflowId }: SecretId) => Keys.secret(owner, name, workflowId),
 });
 
-/** The envelope-encrypted value as stored (shared/keys/envelope.ts Sealed). */
+/** The envelope-encrypted value as stored (shared/envelope/envelope.ts Sealed). */
 export interface SealedValue {
   encryptedKey: string;
   iv: string;

@@ -7,7 +7,7 @@
  */
 import { batchGetOnce, defineEntity, type EntityStore } from "../entity";
 import { add, remove, set, when, type UpdateAction } from "../expression";
-import { Keys } from "../keys";
+import { Keys } from "../item-keys";
 import { isConditionFailure, TTL_ATTRIBUTE } from "../table";
 
 /** An owner's counter on a chain, or one shard of the chain's counter. */

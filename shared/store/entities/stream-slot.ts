@@ -6,7 +6,7 @@
  */
 import { defineEntity, queryEach } from "../entity";
 import { set, when } from "../expression";
-import { Keys } from "../keys";
+import { Keys } from "../item-keys";
 import { isConditionFailure, TTL_ATTRIBUTE } from "../table";
 
 const StreamSlot = defineEntity({

@@ -8,7 +8,7 @@
 import { defineEntity, queryEach, queryOnce, transact } from "../entity";
 import { remove, set, when } from "../expression";
 import { incrementBelow } from "../counters";
-import { Keys } from "../keys";
+import { Keys } from "../item-keys";
 import { Index, cancellationReasons, isConditionFailure } from "../table";
 
 export interface WalletId {

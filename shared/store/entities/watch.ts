@@ -12,7 +12,7 @@
  */
 import { batchGetOnce, defineEntity, queryPartition, queryPartitionPages } from "../entity";
 import { set, when } from "../expression";
-import { Keys } from "../keys";
+import { Keys } from "../item-keys";
 import { Index, isConditionFailure } from "../table";
 
 type Item = Record<string, unknown>;

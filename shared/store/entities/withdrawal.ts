@@ -6,7 +6,7 @@
  */
 import { defineEntity, queryOnce } from "../entity";
 import { remove, set, when, type UpdateAction } from "../expression";
-import { Keys } from "../keys";
+import { Keys } from "../item-keys";
 import { queryPage, type PageResult } from "../query";
 import { Index, isConditionFailure, landed } from "../table";
 

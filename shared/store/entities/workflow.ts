@@ -6,7 +6,7 @@
  */
 import { defineEntity, queryPartitionPages, queryPartition, type PartitionQuery } from "../entity";
 import { add, copy, remove, set, when, type Condition } from "../expression";
-import { Keys } from "../keys";
+import { Keys } from "../item-keys";
 import { Index, isConditionFailure } from "../table";
 
 type Item = Record<string, unknown>;

@@ -1,12 +1,12 @@
 /**
  * The scheduler port: how time triggers (cron, fixedTime) fire by themselves (API.md §8.3.2, §8.3.3, §8.3.7).
  * The interface alone. The workflow module calls `ensure` when a workflow starts firing (create, resume) and
- * `remove` when it stops (pause, cancel, completion) through ./index.ts; the adapter turns that into due fires that
+ * `remove` when it stops (pause, cancel, completion) through ./install.ts; the adapter turns that into due fires that
  * reach `fireTimeTrigger` (shared/schedule/fire.ts), which decides at fire time whether an execution is claimed.
  * Its two adapters are one file each in shared/schedule/ (they build on the fire, which claims executions, so they
  * sit above this module, never the other way round):
  * - local.ts: due fires in the table (store pattern 16), a timer loop in `npm start`;
- * - aws.ts: EventBridge Scheduler schedules in the stage's group, targeting functions/schedule.ts.
+ * - eventbridge.ts: EventBridge Scheduler schedules in the stage's group, targeting functions/schedule.ts.
  */
 import type { WorkflowRecord } from "../record";
 

@@ -1,1 +1,0 @@
-export * as Secret from "./secret";
