@@ -45,4 +45,7 @@ export {
   type NodeOutcome,
   type Gas,
   type Suspension,
+  type WaitKind,
+  type WaitOf,
+  type StepErrorCode,
 } from "./kind";
