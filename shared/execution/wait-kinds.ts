@@ -16,7 +16,7 @@ import type { ExecutionId } from "../store/entities/execution";
 import type { SHOWN_WAIT_KINDS } from "./schemas";
 
 /** What the execution item keeps of every wait (attribute `wait:<nodeId>`) besides its kind. */
-export type StoredCommon = {
+type StoredCommon = {
   name: string;
   /** The node's index in `nodes` (waitingFor is in node order). */
   position: number;
@@ -86,7 +86,7 @@ const timedOut = (what: string, deadline: number): Expiry => ({
 
 const prompted = (prompt: string | undefined) => (prompt !== undefined ? { prompt } : {});
 
-export const WAIT_KINDS: { [K in WaitKind]: WaitHandler<K> } = {
+const WAIT_KINDS: { [K in WaitKind]: WaitHandler<K> } = {
   signal: {
     stored: (wait, _node, common) => ({ kind: "signal", ...common, ...prompted(wait.prompt), approvers: wait.approvers }),
     shown: (wait) => ({ kind: "signal", ...prompted(wait.prompt), approvers: wait.approvers ?? [] }),
