@@ -281,7 +281,7 @@ async function run(
     stopReason: WORKFLOW_DELETED,
     waits: waitHost(
       { workflowId, id: execution.id, owner },
-      new Map(nodes.map((n, i) => [n.id, { name: n.name, position: i, config: n.config }])),
+      new Map(nodes.map((n, i) => [n.id, { type: n.type, name: n.name, position: i, config: n.config }])),
       pass,
     ),
     ...(resume ? { resume } : {}),

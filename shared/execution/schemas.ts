@@ -14,6 +14,9 @@ export * from "../engine/schemas";
 
 export const Status = v.picklist(EXECUTION_STATUSES, "must be pending, success, failed, error or waiting");
 
+/** The kinds of wait `waitingFor` shows (API.md §17.1.2); an internal wait (a timer) is not shown. */
+export const SHOWN_WAIT_KINDS = ["signal", "chainEvent"] as const;
+
 /** One open wait of an `await` node (API.md §17.1.2). */
 const WaitingFor = described(
   v.array(
@@ -22,7 +25,7 @@ const WaitingFor = described(
       v.object({
         nodeId: v.string(),
         name: v.string(),
-        kind: v.picklist(["signal", "chainEvent"]),
+        kind: v.picklist(SHOWN_WAIT_KINDS),
         since: described(TimeMs, "When the wait began."),
         deadline: described(TimeMs, "`since` + `timeoutSeconds` × 1000: the wait ends AWAIT_TIMEOUT then (at most 60 s later)."),
         prompt: v.optional(v.string()),

@@ -57,7 +57,7 @@ export async function signal(
   const target = body.nodeId ?? (signalWaits.length === 1 ? signalWaits[0] : undefined);
 
   // Who: the owner, or an approver of that node (of any await node while the target is not named yet).
-  const approversOf = (nodeId: string) => waits.get(nodeId)?.approvers ?? storedEnd(item, nodeId)?.approvers ?? [];
+  const approversOf = (nodeId: string) => signalApprovers(waits.get(nodeId)) ?? storedEnd(item, nodeId)?.approvers ?? [];
   if (!isOwner) {
     const candidates = target !== undefined ? [target] : [...waits.keys(), ...endedNodes(item)];
     if (!candidates.some((nodeId) => approversOf(nodeId).some((a) => same(a, caller)))) throw executionNotFound();
@@ -161,3 +161,6 @@ async function answerFor(execution: { workflowId: string; id: string }, isOwner:
   if (!found) throw executionNotFound();
   return found.summary;
 }
+
+/** Who may signal a wait besides the owner: a signal wait's approvers (no other kind has any). */
+const signalApprovers = (wait: StoredWait | undefined) => (wait?.kind === "signal" ? wait.approvers : undefined);

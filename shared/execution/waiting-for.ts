@@ -1,49 +1,36 @@
-/** The open waits of an execution as its answers show them (`waitingFor`, API.md §17.1.2); ./waits.ts ends them. */
+/**
+ * The open waits of an execution as its answers show them (`waitingFor`, API.md §17.1.2), each as its kind's
+ * handler shows it (./wait-kinds.ts: an internal wait is not shown); ./waits.ts ends them.
+ */
 import { openWaitsOf } from "../store/entities/execution";
+import type { SHOWN_WAIT_KINDS } from "./schemas";
+import { storedWait, waitKindOf } from "./wait-kinds";
+
+export type { StoredWait } from "./wait-kinds";
 
 type Item = Record<string, unknown>;
-
-/** A wait as the execution item holds it. */
-export interface StoredWait {
-  kind: "signal" | "chainEvent";
-  name: string;
-  /** The node's index in `nodes` (waitingFor is in node order). */
-  position: number;
-  since: number;
-  deadline: number;
-  prompt?: string;
-  approvers?: string[];
-  chainId?: number;
-  /** The node's config (JSON text), for its step. */
-  config: string;
-  inputs: string[];
-}
 
 /** An element of `waitingFor` (§17.1.2). */
 export interface WaitingFor {
   nodeId: string;
   name: string;
-  kind: "signal" | "chainEvent";
+  kind: (typeof SHOWN_WAIT_KINDS)[number];
   since: number;
   deadline: number;
   prompt?: string;
   approvers?: string[];
 }
 
-/** The open waits of a pending or waiting execution as `waitingFor`, in node order; undefined when none is open. */
+/** The open waits of a pending or waiting execution as `waitingFor`, in node order; undefined when none is shown. */
 export function waitingForOf(item: Item): WaitingFor[] | undefined {
   // A run that ended (swept, its workflow deleted) may leave waits behind: they are no longer open.
   if (item.status !== "pending" && item.status !== "waiting") return undefined;
-  const waits = [...openWaitsOf(item)].map(([nodeId, w]) => ({ nodeId, ...(w as unknown as StoredWait) }));
+  const waits = [...openWaitsOf(item)].flatMap(([nodeId, raw]) => {
+    const wait = storedWait(raw);
+    const shown = wait && waitKindOf(wait).shown(wait);
+    return wait && shown ? [{ nodeId, position: wait.position, name: wait.name, since: wait.since, deadline: wait.deadline, shown }] : [];
+  });
   if (waits.length === 0) return undefined;
   waits.sort((a, b) => a.position - b.position);
-  return waits.map((w) => ({
-    nodeId: w.nodeId,
-    name: w.name,
-    kind: w.kind,
-    since: w.since,
-    deadline: w.deadline,
-    ...(w.prompt !== undefined ? { prompt: w.prompt } : {}),
-    ...(w.kind === "signal" ? { approvers: w.approvers ?? [] } : {}),
-  }));
+  return waits.map(({ nodeId, name, since, deadline, shown: { kind, ...shown } }) => ({ nodeId, name, kind, since, deadline, ...shown }));
 }

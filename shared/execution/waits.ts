@@ -3,8 +3,9 @@
  * hand-over that resumes a run.
  *
  * A wait is the attribute `wait:<nodeId>` of the execution item (shared/store/entities/execution.ts). It ends in
- * exactly one way, by one conditional transaction that removes it and records the await node's step: a signal
- * (approve or reject) or a chain event before its deadline, or the timeout at or after it. Concurrent signals,
+ * exactly one way, by one conditional transaction that removes it and records the waiting node's step: a signal
+ * (approve or reject) or a chain event before its deadline, or its deadline at or after it (./wait-kinds.ts: one
+ * handler per kind of wait says how each is stored and ends). Concurrent signals,
  * a signal racing the deadline or a log racing a signal thus record one outcome.
  *
  * A run that has nothing left to run while waits are open suspends: its engine state (./runner.ts, `quiet`) is
@@ -32,7 +33,6 @@ import {
   type ExecutionId,
 } from "../store/entities/execution";
 import { deleteStateParts, readStateParts, writeStateParts } from "../store/entities/execution-parts";
-import { putAwaitWatch } from "../store/entities/watch";
 import type { Suspension } from "../kinds/kind";
 import type { EndedWait, RunSnapshot, WaitHost } from "../engine/types";
 import { requireBus } from "./bus/install";
@@ -40,52 +40,34 @@ import { emitChange } from "./execution-stored";
 import { recordedSteps } from "./execution-read";
 import { stepRecording } from "./execution-write";
 import type { Step } from "./schemas";
-import type { StoredWait } from "./waiting-for";
+import { storedWait, waitKindOf, type StoredWait, type WaitingNode } from "./wait-kinds";
 
 type Item = Record<string, unknown>;
 
 // ---------------------------------------------------------------------------------------------------------
 // Beginning and ending
 
-interface NodeInfo {
-  name: string;
-  position: number;
-  config: unknown;
-}
+type NodeInfo = Omit<WaitingNode, "id">;
 
 /** Records a wait that began; false when the execution is no longer pending (nothing recorded). */
 async function beginWait(
   execution: ExecutionId & { owner: string },
-  node: NodeInfo & { id: string },
+  node: WaitingNode,
   wait: Suspension,
   inputs: string[],
 ): Promise<boolean> {
-  const stored: StoredWait = {
-    kind: wait.waitFor,
+  const kind = waitKindOf(wait);
+  const common = {
     name: node.name,
     position: node.position,
     since: wait.since,
     deadline: wait.deadline,
-    ...(wait.prompt !== undefined ? { prompt: wait.prompt } : {}),
-    ...(wait.waitFor === "signal" ? { approvers: wait.approvers ?? [] } : {}),
-    ...(wait.chainId !== undefined ? { chainId: wait.chainId } : {}),
     config: JSON.stringify(node.config),
     inputs,
   };
-  // The watcher ends a chain-event wait (shared/watch/chain-waits.ts): its entry is written before the wait, so
-  // no log after `afterBlock` can be missed; an entry whose wait never opened ends nothing and is dropped.
-  if (wait.waitFor === "chainEvent")
-    await putAwaitWatch({
-      workflowId: execution.workflowId,
-      executionId: execution.id,
-      nodeId: node.id,
-      owner: execution.owner,
-      chainId: wait.chainId!,
-      queries: wait.query ?? [],
-      afterBlock: wait.afterBlock!,
-      deadline: wait.deadline,
-    });
-  const begun = await putOpenWait(execution, node.id, stored as unknown as Item);
+  const stored: StoredWait = kind.stored(wait, node, common);
+  await kind.opening?.(execution, node, wait);
+  const begun = await putOpenWait(execution, node.id, stored);
   if (begun) emitChange(execution.workflowId, execution.id);
   return begun;
 }
@@ -129,8 +111,9 @@ export async function endWait(
   for (let attempt = 0; attempt < 5; attempt++) {
     item ??= await getExecution(execution);
     const status = item?.status;
-    const wait = item ? (openWaitsOf(item).get(nodeId) as unknown as StoredWait | undefined) : undefined;
+    const wait = item ? storedWait(openWaitsOf(item).get(nodeId)) : undefined;
     if (!wait || (status !== "pending" && status !== "waiting")) return undefined;
+    if (end.how !== "timeout" && waitKindOf(wait).endedBy !== end.how) return undefined;
     const now = useRuntime().now();
     const deadlinePath = [`wait:${nodeId}`, "deadline"];
     const timely = end.how === "timeout" ? now >= wait.deadline : now < wait.deadline;
@@ -139,7 +122,7 @@ export async function endWait(
     // A small outcome rides on the execution item too, so the resume reads it with the item instead of a Query.
     const small = Buffer.byteLength(JSON.stringify(step.output)) <= RESULT_ON_ITEM_BYTES;
     const stored: Partial<StoredEnd> & { result?: EndedWait } = {
-      ...(end.how === "signal"
+      ...(end.how === "signal" && wait.kind === "signal"
         ? { decision: end.decision, signer: end.signer, payloadHash: payloadHash(end.payload), at: now, approvers: wait.approvers ?? [] }
         : {}),
       ...(small ? { result: { nodeId, success: step.success, output: step.output, startAt: step.startAt } } : {}),
@@ -161,9 +144,10 @@ export async function endWait(
 }
 
 function stepOf(nodeId: string, wait: StoredWait, end: WaitEnd, at: number): Step {
+  const kind = waitKindOf(wait);
   const base = {
     id: nodeId,
-    type: "await",
+    type: kind.stepType(wait),
     name: wait.name,
     inputs: wait.inputs,
     config: JSON.parse(wait.config) as Record<string, unknown>,
@@ -180,13 +164,7 @@ function stepOf(nodeId: string, wait: StoredWait, end: WaitEnd, at: number): Ste
     case "event":
       return { ...base, success: true, output: end.output };
     case "timeout":
-      return {
-        ...base,
-        success: false,
-        error: `no ${wait.kind === "signal" ? "signal" : "matching event"} before the deadline (${new Date(wait.deadline).toISOString()})`,
-        errorCode: "AWAIT_TIMEOUT",
-        output: { data: null },
-      };
+      return { ...base, ...kind.expired(wait) };
   }
 }
 
@@ -203,7 +181,7 @@ export async function endWaitByEvent(
 ): Promise<boolean> {
   const execution = { workflowId, id: executionId };
   const item = await getExecution(execution);
-  const wait = item ? (openWaitsOf(item).get(nodeId) as unknown as StoredWait | undefined) : undefined;
+  const wait = item ? storedWait(openWaitsOf(item).get(nodeId)) : undefined;
   if (!item || wait?.kind !== "chainEvent") return false;
   const status = await endWait(execution, nodeId, { how: "event", output }, item);
   if (status === "waiting") await handOverResume(execution, item);
@@ -244,7 +222,7 @@ export async function endDueWaits(now = useRuntime().now(), max = 100): Promise<
     let item = await getExecution(execution);
     if (item?.status !== "waiting") continue;
     for (const [nodeId, wait] of openWaitsOf(item)) {
-      if ((wait as unknown as StoredWait).deadline <= now) await endWait(execution, nodeId, { how: "timeout" });
+      if ((storedWait(wait)?.deadline ?? Infinity) <= now) await endWait(execution, nodeId, { how: "timeout" });
     }
     item = await getExecution(execution);
     if (item?.status !== "waiting") continue;
@@ -350,7 +328,7 @@ export function waitHost(
         const item = await getExecution(key);
         if (item?.status !== "pending") return { stopped: "execution stopped" };
         const waits = openWaitsOf(item);
-        const deadlineOf = (id: string) => (waits.get(id) as unknown as StoredWait | undefined)?.deadline;
+        const deadlineOf = (id: string) => storedWait(waits.get(id))?.deadline;
         const due = snapshot.open.filter((id) => (deadlineOf(id) ?? Infinity) <= now());
         if (due.length) {
           for (const id of due) await endWait(key, id, { how: "timeout" });

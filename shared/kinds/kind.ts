@@ -85,24 +85,39 @@ export interface NodeResult {
   gas?: Gas;
 }
 
+/** What every wait carries: when it began, and when it ends by itself (how: its kind's handler decides). */
+interface WaitTimes {
+  /** TimeMs at which the wait began. */
+  since: number;
+  /** TimeMs at which the wait ends by itself: an await node's step then fails AWAIT_TIMEOUT, a timer's succeeds. */
+  deadline: number;
+}
+
+/**
+ * The waits a step can suspend on, by kind, with what each carries besides its times. Each kind has one handler
+ * (shared/execution/wait-kinds.ts: how it is stored, shown, resolved and expired), checked to be there for every
+ * kind; a new kind is one line here, one handler there, and the node that emits it.
+ * - signal: who may signal besides the owner (API.md §17.1);
+ * - chainEvent: the chain, the event queries (API.md §8.3.5) whose first matching log ends the wait, and the head
+ *   when it began;
+ * - timer: nothing; it ends, successfully, at its deadline (internal: no node of the API emits it yet).
+ */
+interface WaitKinds {
+  signal: { prompt?: string; approvers: string[] };
+  chainEvent: { prompt?: string; chainId: number; query: unknown[]; afterBlock: number };
+  timer: Record<never, never>;
+}
+
+export type WaitKind = keyof WaitKinds;
+
+/** A wait of kind `K` (of any kind in `K`, a union of kinds). */
+export type WaitOf<K extends WaitKind> = { [P in K]: { kind: P } & WaitTimes & WaitKinds[P] }[K];
+
 /**
  * A step that waits (API.md §17.1.2): nothing downstream of the node runs until the wait ends (a signal, a chain
  * event, or `deadline`), which records the node's step.
  */
-export interface Suspension {
-  waitFor: "signal" | "chainEvent";
-  /** TimeMs at which the wait began. */
-  since: number;
-  /** TimeMs at which the wait ends by itself (the step then fails AWAIT_TIMEOUT). */
-  deadline: number;
-  prompt?: string;
-  /** signal: who may signal besides the owner. */
-  approvers?: string[];
-  /** chainEvent: the chain, the event queries (API.md §8.3.5) whose first matching log ends the wait, and the head when it began. */
-  chainId?: number;
-  query?: unknown[];
-  afterBlock?: number;
-}
+export type Suspension = WaitOf<WaitKind>;
 
 /** A runner's answer when its step waits instead of finishing. */
 export interface Suspend {

@@ -3,20 +3,24 @@
  * in their owner's queue, are claimed within the owner's budget for the pass, and move their members' progress
  * once all are claimed; those not claimed yet wait for the next pass.
  */
-import { getAddress, type Hex } from "viem";
 import { log } from "../log";
-import type { EventQuery } from "../workflow/schemas";
 import { noteFired, unwatch, type WatchEntry } from "../workflow/watch-registry";
-import { ChainState } from "./chain-state";
-import { fireExecution, methodResults } from "./fire";
-import type { Decoded, Log, RpcLog } from "./match";
+import type { ChainReader } from "./chain-reader";
+import { fireExecution } from "./fire";
+import type { Decoded, Log } from "./match";
 import { ownerOf, type Member } from "./plan";
-import type { Batch, Candidate, Epoch, PassRun } from "./pass-state";
+import type { Batch, Candidate, Epoch, FairSlots, PassRun, PassWork } from "./pass-state";
 import { brief } from "./provider";
 
-export abstract class ChainFires extends ChainState {
-  /** Starts what can start (chain-requests.ts). */
-  abstract pump(run: PassRun): void;
+export class ChainFires {
+  /** Consecutive passes in which an owner's claims failed (logged once per doubling). */
+  private readonly failures = new Map<string, number>();
+
+  constructor(
+    private readonly work: PassWork,
+    private readonly reader: ChainReader,
+    private readonly slots: FairSlots,
+  ) {}
 
   eventCandidate(m: Member, entryLog: Log, decoded: Decoded): Candidate {
     const { entry } = m;
@@ -26,10 +30,10 @@ export abstract class ChainFires extends ChainState {
       block: entryLog.block,
       done: false,
       fire: async () => {
-        const position = await this.positionInTransaction(raw, entryLog.index);
+        const position = await this.reader.positionInTransaction(raw, entryLog.index);
         return {
           fireId: `${entry.workflowId}:${entry.trigger.id}:log:${raw.transactionHash.toLowerCase()}:${position}`,
-          output: await this.eventOutput(raw, entryLog, m.prepared.query, decoded),
+          output: await this.reader.eventOutput(raw, entryLog, m.prepared.query, decoded),
         };
       },
     };
@@ -37,7 +41,7 @@ export abstract class ChainFires extends ChainState {
 
   /** Block triggers: a batch of the multiples of `interval` since the entry's progress. */
   blockBatches(watchers: readonly WatchEntry[], run: PassRun): void {
-    const epoch = this.epoch;
+    const epoch = this.work.epoch;
     for (const entry of watchers) {
       if (entry.trigger.type !== "block") continue;
       const key = `${entry.workflowId}:block`;
@@ -54,7 +58,7 @@ export abstract class ChainFires extends ChainState {
           done: false,
           fire: async () => ({
             fireId: `${entry.workflowId}:${entry.trigger.id}:block:${block}`,
-            output: (await this.header(block)).output,
+            output: (await this.reader.header(block)).output,
           }),
         });
       }
@@ -65,24 +69,35 @@ export abstract class ChainFires extends ChainState {
 
   enqueue(batch: Batch): void {
     if (batch.candidates.length === 0) return this.complete(batch);
-    const queue = this.epoch.queues.get(batch.owner);
+    const { queues } = this.work.epoch;
+    const queue = queues.get(batch.owner);
     if (queue) queue.push(batch);
-    else this.epoch.queues.set(batch.owner, [batch]);
+    else queues.set(batch.owner, [batch]);
   }
 
-  complete(batch: Batch): void {
-    const { progress } = this.epoch;
+  private complete(batch: Batch): void {
+    const { progress, blockBusy } = this.work.epoch;
     for (const key of batch.memberKeys) {
       const done = progress.get(key);
       if (done !== undefined && done < batch.to) progress.set(key, batch.to);
     }
     if (batch.group) batch.group.busy = false;
-    if (batch.blockKey) this.epoch.blockBusy.delete(batch.blockKey);
+    if (batch.blockKey) blockBusy.delete(batch.blockKey);
+  }
+
+  /** Starts claiming the waiting fires of every owner that has budget left and is not claiming already. */
+  drainAll(run: PassRun): void {
+    const epoch = this.work.epoch;
+    for (const [owner, queue] of epoch.queues) {
+      if (queue.length === 0 || epoch.draining.has(owner) || run.blocked.has(owner)) continue;
+      if ((run.firesLeft.get(owner) ?? run.limits.firesPerOwnerPerPass) <= 0) continue;
+      this.drain(owner, run);
+    }
   }
 
   /** Claims an owner's waiting fires, batch by batch, within the owner's budget for the pass. */
-  drain(owner: string, run: PassRun): void {
-    const epoch = this.epoch;
+  private drain(owner: string, run: PassRun): void {
+    const epoch = this.work.epoch;
     epoch.draining.add(owner);
     const work = (async () => {
       try {
@@ -96,13 +111,13 @@ export abstract class ChainFires extends ChainState {
       } finally {
         epoch.draining.delete(owner);
       }
-      this.pump(run);
+      this.work.pump(run);
     })();
-    this.track(run, work);
+    this.work.track(run, work);
   }
 
   /** True when every fire of the batch is claimed (or dropped: workflow stopped, outside its window). */
-  async runBatch(batch: Batch, owner: string, run: PassRun, epoch: Epoch): Promise<boolean> {
+  private async runBatch(batch: Batch, owner: string, run: PassRun, epoch: Epoch): Promise<boolean> {
     const byWorkflow = new Map<string, Candidate[]>();
     for (const c of batch.candidates) {
       if (c.done) continue;
@@ -110,47 +125,48 @@ export abstract class ChainFires extends ChainState {
       if (list) list.push(c);
       else byWorkflow.set(c.entry.workflowId, [c]);
     }
-    const budget = () => run.firesLeft.get(owner) ?? run.limits.firesPerOwnerPerPass;
-    await Promise.all(
-      [...byWorkflow.values()].map(async (list) => {
-        for (const c of list) {
-          if (epoch.dead || run.blocked.has(owner)) return;
-          if (epoch.stopped.has(`${c.entry.workflowId}:${c.entry.since}`) || run.notStarted.has(c.entry.workflowId)) {
-            c.done = true;
-            continue;
-          }
-          if (budget() <= 0) return;
-          run.firesLeft.set(owner, budget() - 1); // reserved; given back when nothing was claimed
-          try {
-            const claimed = await this.slots.run(owner, () => this.tryFire(c, run, epoch));
-            if (!claimed) run.firesLeft.set(owner, budget() + 1);
-            c.done = true;
-          } catch (err) {
-            run.blocked.add(owner);
-            const failures = (this.fireFailures.get(owner) ?? 0) + 1;
-            this.fireFailures.set(owner, failures);
-            if ((failures & (failures - 1)) === 0) {
-              log.warn("watcher could not fire; the owner's fires wait for the next pass", {
-                chainId: this.chainId,
-                owner,
-                workflowId: c.entry.workflowId,
-                attempt: failures,
-                error: brief(err),
-              });
-            }
-            return;
-          }
-        }
-      }),
-    );
-    if (!run.blocked.has(owner)) this.fireFailures.delete(owner);
+    await Promise.all([...byWorkflow.values()].map((list) => this.claimInOrder(list, owner, run, epoch)));
+    if (!run.blocked.has(owner)) this.failures.delete(owner);
     return batch.candidates.every((c) => c.done);
   }
 
+  /** One workflow's fires of a batch, in order, each within the owner's budget; a failed claim blocks the owner. */
+  private async claimInOrder(list: Candidate[], owner: string, run: PassRun, epoch: Epoch): Promise<void> {
+    const budget = () => run.firesLeft.get(owner) ?? run.limits.firesPerOwnerPerPass;
+    for (const c of list) {
+      if (epoch.dead || run.blocked.has(owner)) return;
+      if (epoch.stopped.has(`${c.entry.workflowId}:${c.entry.since}`) || run.notStarted.has(c.entry.workflowId)) {
+        c.done = true;
+        continue;
+      }
+      if (budget() <= 0) return;
+      run.firesLeft.set(owner, budget() - 1); // reserved; given back when nothing was claimed
+      try {
+        const claimed = await this.slots.run(owner, () => this.tryFire(c, run, epoch));
+        if (!claimed) run.firesLeft.set(owner, budget() + 1);
+        c.done = true;
+      } catch (err) {
+        run.blocked.add(owner);
+        const failures = (this.failures.get(owner) ?? 0) + 1;
+        this.failures.set(owner, failures);
+        if ((failures & (failures - 1)) === 0) {
+          log.warn("watcher could not fire; the owner's fires wait for the next pass", {
+            chainId: this.work.chainId,
+            owner,
+            workflowId: c.entry.workflowId,
+            attempt: failures,
+            error: brief(err),
+          });
+        }
+        return;
+      }
+    }
+  }
+
   /** One fire through its claim; false when its block is outside the workflow's window or cooldown (no claim). */
-  async tryFire(c: Candidate, run: PassRun, epoch: Epoch): Promise<boolean> {
+  private async tryFire(c: Candidate, run: PassRun, epoch: Epoch): Promise<boolean> {
     const { entry } = c;
-    const at = (await this.header(c.block)).timestampMs;
+    const at = (await this.reader.header(c.block)).timestampMs;
     if (at < Math.floor(entry.since / 1000) * 1000) return false;
     if (entry.startAt !== undefined && at < entry.startAt) return false;
     if (entry.expiredAt !== undefined && at >= entry.expiredAt) return false;
@@ -175,43 +191,5 @@ export abstract class ChainFires extends ChainState {
       await noteFired(entry.workflowId, at);
     }
     return true;
-  }
-
-  /** The log's position inside its transaction (from the receipt, read once per transaction). */
-  async positionInTransaction(raw: RpcLog, logIndex: number): Promise<number> {
-    let known = this.receipts.get(raw.transactionHash);
-    if (!known) {
-      known = (
-        this.client.request({ method: "eth_getTransactionReceipt", params: [raw.transactionHash] } as never) as Promise<{
-          logs: { logIndex: Hex }[];
-        } | null>
-      ).then((r) => {
-        const logs = r?.logs ?? [];
-        return { first: logs.length > 0 ? parseInt(logs[0]!.logIndex, 16) : 0, count: logs.length };
-      });
-      known.catch(() => this.receipts.delete(raw.transactionHash));
-      this.receipts.set(raw.transactionHash, known);
-    }
-    const { first, count } = await known;
-    const at = logIndex - first;
-    if (at < 0 || at >= count) throw new Error(`log ${raw.logIndex} of ${raw.transactionHash} is not in its receipt`);
-    return at;
-  }
-
-  async eventOutput(raw: RpcLog, entryLog: Log, query: EventQuery, decoded: Decoded): Promise<Record<string, unknown>> {
-    const data: Record<string, unknown> = {
-      address: getAddress(raw.address),
-      blockNumber: entryLog.block,
-      blockHash: raw.blockHash,
-      transactionHash: raw.transactionHash,
-      transactionIndex: parseInt(raw.transactionIndex, 16),
-      logIndex: entryLog.index,
-      topics: raw.topics,
-      data: raw.data,
-      timestamp: (await this.header(entryLog.block)).timestampMs,
-    };
-    if (decoded.eventName !== undefined) Object.assign(data, { eventName: decoded.eventName, args: decoded.args });
-    if (query.methodCalls?.length) data.methodResults = await methodResults(this.chainId, query, getAddress(raw.address));
-    return { data };
   }
 }

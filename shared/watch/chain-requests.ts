@@ -5,50 +5,53 @@
 import { numberToHex } from "viem";
 import { useRuntime } from "../runtime";
 import { log } from "../log";
-import { ChainWaits, waitOf } from "./chain-waits";
+import type { ChainFires } from "./chain-fires";
+import type { ChainPlans } from "./chain-plans";
+import type { ChainReader } from "./chain-reader";
+import { waitOf, type ChainWaits } from "./chain-waits";
 import { matchPrepared, readLogs, SLICE_MS, yieldToLoop, type Log, type RpcLog } from "./match";
 import { indexOf, type Member, type OwnerPlan, type RequestGroup } from "./plan";
-import type { Batch, Candidate, Epoch, GroupState, PassRun } from "./pass-state";
+import type { Batch, Candidate, Epoch, GroupState, PassRun, PassWork } from "./pass-state";
 import { brief, classify, TooManyLogs, withTimeout } from "./provider";
 import type { WatchLimits } from "./types";
 
-export abstract class ChainRequests extends ChainWaits {
-  /** Starts what can start: claims of owners with fires waiting, endings of waits whose match is final, requests. */
-  override pump(run: PassRun): void {
-    if (run.closed || this.epoch.dead) return;
-    const epoch = this.epoch;
-    this.settleWaits(run);
-    for (const [owner, queue] of epoch.queues) {
-      if (queue.length === 0 || epoch.draining.has(owner) || run.blocked.has(owner)) continue;
-      if ((run.firesLeft.get(owner) ?? run.limits.firesPerOwnerPerPass) <= 0) continue;
-      this.drain(owner, run);
-    }
-    this.deal(run);
-  }
+export class ChainRequests {
+  /** Learned from the provider's refusals: blocks per request at most. */
+  private rangeCap = Infinity;
+  /** When a request of this chain last succeeded (a failure that others do not share is the request's own). */
+  private lastSuccessAt = 0;
+
+  constructor(
+    private readonly work: PassWork,
+    private readonly plans: ChainPlans,
+    private readonly reader: ChainReader,
+    private readonly fires: ChainFires,
+    private readonly waits: ChainWaits,
+  ) {}
 
   /** Starts requests round robin across owners, within the pass's budget and the in-flight bounds. */
   deal(run: PassRun): void {
     const { limits } = run;
     const now = useRuntime().now();
     if (run.requestsLeft <= 0 || (run.deadline !== undefined && now >= run.deadline)) return;
-    const owners = [...this.plans.keys()].sort();
+    const owners = [...this.plans.owners.keys()].sort();
     if (owners.length === 0) return;
     const start = run.rotation % owners.length;
     const order = [...owners.slice(start), ...owners.slice(0, start)];
     const due = new Map<string, { group: RequestGroup; from: number }[]>();
     for (const owner of order) {
       const list: { group: RequestGroup; from: number }[] = [];
-      for (const group of this.plans.get(owner)!.groups) {
+      for (const group of this.plans.owners.get(owner)!.groups) {
         const state = this.groupState(group.key, limits);
         // Groups packed before the provider's address bound was learned wait for their owner's new groups.
-        if (state.busy || state.held || state.retryAt > now || group.addressCount > this.addressCap) continue;
-        const from = this.groupFrom(group);
+        if (state.busy || state.held || state.retryAt > now || group.addressCount > this.plans.addressCap) continue;
+        const from = this.groupFrom(group, this.work.epoch);
         if (from <= run.head) list.push({ group, from });
       }
       list.sort((a, b) => a.from - b.from);
       if (list.length > 0) due.set(owner, list);
     }
-    const epoch = this.epoch;
+    const epoch = this.work.epoch;
     let started = true;
     while (started && run.requestsLeft > 0) {
       started = false;
@@ -65,9 +68,9 @@ export abstract class ChainRequests extends ChainWaits {
     }
   }
 
-  request(group: RequestGroup, from: number, run: PassRun): void {
+  private request(group: RequestGroup, from: number, run: PassRun): void {
     const { limits } = run;
-    const epoch = this.epoch;
+    const epoch = this.work.epoch;
     const state = this.groupState(group.key, limits);
     state.busy = true;
     const span = Math.max(1, Math.min(state.maxBlocks, this.rangeCap, limits.rangeBlocks));
@@ -76,7 +79,7 @@ export abstract class ChainRequests extends ChainWaits {
     epoch.inFlight.set(group.owner, (epoch.inFlight.get(group.owner) ?? 0) + 1);
     epoch.totalInFlight++;
     run.result.requests.push({ owner: group.owner, group: group.key, from, to, addresses: group.addressCount, filter: group.filter });
-    const client = this.client;
+    const client = this.reader.client;
     const work = (async () => {
       let batch: Batch | undefined;
       try {
@@ -106,74 +109,79 @@ export abstract class ChainRequests extends ChainWaits {
         epoch.inFlight.set(group.owner, (epoch.inFlight.get(group.owner) ?? 1) - 1);
         epoch.totalInFlight--;
       }
-      if (batch && !epoch.dead) this.enqueue(batch);
-      this.pump(run);
+      if (batch && !epoch.dead) this.fires.enqueue(batch);
+      this.work.pump(run);
     })();
-    this.track(run, work);
+    this.work.track(run, work);
   }
 
   /** A refused or failed request: a smaller range, fewer addresses, the group cut in two, or backoff. */
-  failed(group: RequestGroup, state: GroupState, from: number, to: number, err: unknown, limits: WatchLimits): void {
+  private failed(group: RequestGroup, state: GroupState, from: number, to: number, err: unknown, limits: WatchLimits): void {
     state.busy = false;
     state.okStreak = 0;
-    const span = to - from + 1;
+    if (!this.refused(group, state, to - from + 1, err)) this.backOff(group, state, from, to, err, limits);
+  }
+
+  /** A refusal for the request's size: the range or the addresses made smaller; false when it was none. */
+  private refused(group: RequestGroup, state: GroupState, span: number, err: unknown): boolean {
     const kind = classify(err);
-    const chainId = this.chainId;
+    const chainId = this.work.chainId;
     if (kind === "range" && span > 1) {
       const cap = Math.floor(span / 2);
       if (cap < this.rangeCap)
         log.info("watcher: the provider refused a block range; ranges halved", { chainId, blocks: span, now: cap, error: brief(err) });
       this.rangeCap = Math.min(this.rangeCap, cap);
       state.maxBlocks = Math.min(state.maxBlocks, cap);
-      return;
+      return true;
     }
     if (kind === "results" && span > 1) {
       state.maxBlocks = Math.max(1, Math.min(state.maxBlocks, Math.floor(span / 2)));
       log.debug("watcher: too many results; the group's range halved", { chainId, group: group.key, blocks: state.maxBlocks });
-      return;
+      return true;
     }
     if (kind === "addresses" && group.addressCount > 1) {
-      const cap = Math.floor(Math.min(group.addressCount, this.addressCap) / 2);
-      if (cap < this.addressCap) {
+      const cap = Math.floor(Math.min(group.addressCount, this.plans.addressCap) / 2);
+      if (cap < this.plans.addressCap) {
         log.info("watcher: the provider refused a request's addresses; requests split", {
           chainId,
           addresses: group.addressCount,
           now: cap,
           error: brief(err),
         });
-        this.addressCap = cap;
+        this.plans.addressCap = cap;
       }
       state.held = true;
-      return;
+      return true;
     }
     if ((kind === "results" || kind === "range") && group.members.length > 1) {
-      let split = this.split.get(group.owner);
-      if (!split) this.split.set(group.owner, (split = new Set()));
-      split.add(group.key);
+      this.plans.splitGroup(group);
       state.held = true;
       log.debug("watcher: too many results in one block; the group's queries split", {
         chainId,
         group: group.key,
         members: group.members.length,
       });
-      return;
+      return true;
     }
+    return false;
+  }
+
+  /**
+   * A failure: the group is retried with backoff. Failing again while other requests of the chain succeed, the
+   * failure is this request's own: a group of several queries is cut in two (its halves retried with backoff of
+   * their own), so the query that fails ends up alone and delays no other query; a provider down for every request
+   * splits nothing.
+   */
+  private backOff(group: RequestGroup, state: GroupState, from: number, to: number, err: unknown, limits: WatchLimits): void {
     const now = useRuntime().now();
-    // Failing again while other requests of the chain succeed: the failure is this request's own. A group of several
-    // queries is cut in two (its halves retried with backoff of their own), so the query that fails ends up alone
-    // and delays no other query; a provider down for every request splits nothing.
     const own = state.failures >= 1 && this.lastSuccessAt > state.lastFailureAt;
     state.failures++;
     state.lastFailureAt = now;
     const delay = Math.min(limits.backoffMaxMs, limits.backoffBaseMs * 2 ** Math.min(30, state.failures - 1));
     state.retryAt = now + delay;
-    if (own && group.members.length > 1) {
-      let split = this.split.get(group.owner);
-      if (!split) this.split.set(group.owner, (split = new Set()));
-      split.add(group.key);
-    }
+    if (own && group.members.length > 1) this.plans.splitGroup(group);
     log.warn("watcher request failed; its workflows wait and are retried with backoff", {
-      chainId,
+      chainId: this.work.chainId,
       owner: group.owner,
       group: group.key,
       workflows: new Set(group.members.map((m) => m.entry.workflowId)).size,
@@ -186,12 +194,28 @@ export abstract class ChainRequests extends ChainWaits {
     });
   }
 
+  private groupState(key: string, limits: WatchLimits): GroupState {
+    let state = this.work.epoch.groups.get(key);
+    if (!state) {
+      state = { failures: 0, lastFailureAt: 0, retryAt: 0, maxBlocks: limits.rangeBlocks, okStreak: 0, busy: false, held: false };
+      this.work.epoch.groups.set(key, state);
+    }
+    return state;
+  }
+
+  /** The first block a group still has to ask for: after its least advanced member. */
+  private groupFrom(group: RequestGroup, epoch: Epoch): number {
+    let least = Infinity;
+    for (const m of group.members) least = Math.min(least, epoch.progress.get(m.key) ?? Infinity);
+    return least + 1;
+  }
+
   /** A group's answer against its members, in slices: the fires, in log order. */
-  async match(group: RequestGroup, logs: Log[], epoch: Epoch): Promise<Candidate[]> {
+  private async match(group: RequestGroup, logs: Log[], epoch: Epoch): Promise<Candidate[]> {
     const candidates: Candidate[] = [];
     if (logs.length === 0) return candidates;
     const index = indexOf(group);
-    const plan = this.plans.get(group.owner);
+    const plan = this.plans.owners.get(group.owner);
     const counts = new Map<string, number>();
     let began = performance.now();
     for (let i = 0; i < logs.length; i++) {
@@ -202,7 +226,7 @@ export abstract class ChainRequests extends ChainWaits {
       for (const m of found) {
         const wait = waitOf(m.entry);
         if (wait) {
-          this.matchWait(wait, m, entryLog, epoch);
+          this.waits.match(wait, m, entryLog, epoch);
           continue;
         }
         const wf = m.entry.workflowId;
@@ -216,7 +240,7 @@ export abstract class ChainRequests extends ChainWaits {
         if (seen > (m.prepared.query.maxEventsPerBlock ?? 100)) continue; // the next query may still take it
         (firedFor ??= new Set()).add(wf); // a log fires a workflow once, whichever of its queries matched first
         if (m.q > 0 && plan && matchedEarlierElsewhere(m, entryLog, plan)) continue;
-        candidates.push(this.eventCandidate(m, entryLog, decoded));
+        candidates.push(this.fires.eventCandidate(m, entryLog, decoded));
       }
       if ((i & 63) === 63 && performance.now() - began > SLICE_MS) {
         await yieldToLoop();

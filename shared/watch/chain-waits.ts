@@ -21,10 +21,11 @@ import { endWaitByEvent } from "../execution/waits";
 import { deleteAwaitWatch, readAwaitQueries, type AwaitWatch, type ListedAwait } from "../store/entities/watch";
 import type { EventQuery } from "../workflow/schemas";
 import type { ChainTrigger, WatchEntry } from "../workflow/watch-registry";
-import { ChainFires } from "./chain-fires";
+import type { ChainPlans } from "./chain-plans";
+import type { ChainReader } from "./chain-reader";
 import { matchPrepared, prepare, type Log } from "./match";
 import { ownerOf, type Member } from "./plan";
-import type { Epoch, PassRun, Wait, WaitMatch } from "./pass-state";
+import type { Epoch, FairSlots, PassRun, PassWork, Wait, WaitMatch } from "./pass-state";
 import { brief } from "./provider";
 
 /** A wait's entry is dropped this long after its deadline: the run has ended the wait by its timeout long before. */
@@ -47,21 +48,28 @@ const before = (entryLog: Log, q: number, match: WaitMatch): boolean =>
       ? entryLog.index < match.log.index
       : q < match.q;
 
-export abstract class ChainWaits extends ChainFires {
+export class ChainWaits {
   /** The waits listed, by key (their stand-in entries stay the same objects from pass to pass). */
-  readonly waits = new Map<string, Wait>();
+  private readonly waits = new Map<string, Wait>();
   /** Waits this state has ended or dropped (their entries may still be listed for a moment). */
-  readonly endedWaits = new Set<string>();
+  private readonly endedWaits = new Set<string>();
   /** Ended waits whose entry could not be deleted yet. */
-  readonly undeleted = new Map<string, AwaitWatch>();
+  private readonly undeleted = new Map<string, AwaitWatch>();
   /** Waits whose queries cannot be served (warned once). */
-  readonly unusable = new Set<string>();
+  private readonly unusable = new Set<string>();
+
+  constructor(
+    private readonly work: PassWork,
+    private readonly plans: Pick<ChainPlans, "progressKeys">,
+    private readonly reader: ChainReader,
+    private readonly slots: FairSlots,
+  ) {}
 
   /**
    * The chain's waits as stand-in watch entries: queries in their own item read once (BatchGetItem), entries past
    * their deadline by DROP_AFTER_DEADLINE_MS deleted, ended ones left out.
    */
-  async liveWaits(listed: readonly ListedAwait[], now: number): Promise<WatchEntry[]> {
+  async live(listed: readonly ListedAwait[], now: number): Promise<WatchEntry[]> {
     const live = new Set<string>();
     const missing: ListedAwait[] = [];
     for (const w of listed) {
@@ -113,7 +121,7 @@ export abstract class ChainWaits extends ChainFires {
       if (!this.unusable.has(key)) {
         this.unusable.add(key);
         log.warn("watcher: a chain-event wait's queries cannot be read; it waits for its deadline", {
-          chainId: this.chainId,
+          chainId: this.work.chainId,
           executionId: watch.executionId,
           nodeId: watch.nodeId,
         });
@@ -136,7 +144,7 @@ export abstract class ChainWaits extends ChainFires {
   /** A wait no longer served (ended, gone, or written again with another start): its progress and match go. */
   private forgetWait(key: string): void {
     this.waits.delete(key);
-    const epoch = this.epoch;
+    const epoch = this.work.epoch;
     epoch.waitMatches.delete(key);
     for (const member of epoch.progress.keys()) if (member.startsWith(`${key}:`)) epoch.progress.delete(member);
   }
@@ -148,7 +156,7 @@ export abstract class ChainWaits extends ChainFires {
     } catch (err) {
       this.undeleted.set(key, w as AwaitWatch);
       log.warn("watcher could not delete a chain-event wait's entry; tried again next pass", {
-        chainId: this.chainId,
+        chainId: this.work.chainId,
         executionId: w.executionId,
         nodeId: w.nodeId,
         error: brief(err),
@@ -157,7 +165,7 @@ export abstract class ChainWaits extends ChainFires {
   }
 
   /** A log of a group's answer against one of a wait's members: kept when it is the wait's earliest match so far. */
-  matchWait(wait: Wait, m: Member, entryLog: Log, epoch: Epoch): void {
+  match(wait: Wait, m: Member, entryLog: Log, epoch: Epoch): void {
     if (this.endedWaits.has(wait.key)) return;
     if (entryLog.block <= wait.watch.afterBlock || entryLog.block <= (epoch.progress.get(m.key) ?? Infinity)) return;
     const best = epoch.waitMatches.get(wait.key);
@@ -168,8 +176,8 @@ export abstract class ChainWaits extends ChainFires {
   }
 
   /** Ends the waits whose earliest match is final: every member of the wait has passed its block. */
-  settleWaits(run: PassRun): void {
-    const epoch = this.epoch;
+  settle(run: PassRun): void {
+    const epoch = this.work.epoch;
     for (const [key, match] of epoch.waitMatches) {
       if (epoch.ending.has(key) || run.waitsFailed.has(key)) continue;
       if (this.endedWaits.has(key)) {
@@ -178,7 +186,7 @@ export abstract class ChainWaits extends ChainFires {
       }
       const owner = ownerOf(match.wait.entry);
       if (run.blocked.has(owner)) continue;
-      const passed = this.progressKeys(match.wait.entry).every((k) => (epoch.progress.get(k) ?? -Infinity) >= match.log.block);
+      const passed = this.plans.progressKeys(match.wait.entry).every((k) => (epoch.progress.get(k) ?? -Infinity) >= match.log.block);
       if (!passed) continue;
       const left = run.firesLeft.get(owner) ?? run.limits.firesPerOwnerPerPass;
       if (left <= 0) continue;
@@ -194,7 +202,7 @@ export abstract class ChainWaits extends ChainFires {
     epoch.ending.add(wait.key);
     const work = this.slots
       .run(owner, async () => {
-        const output = await this.eventOutput(match.log.raw, match.log, match.query, match.decoded);
+        const output = await this.reader.eventOutput(match.log.raw, match.log, match.query, match.decoded);
         const open = await endWaitByEvent(watch.workflowId, watch.executionId, watch.nodeId, output);
         this.endedWaits.add(wait.key);
         epoch.waitMatches.delete(wait.key);
@@ -212,7 +220,7 @@ export abstract class ChainWaits extends ChainFires {
         run.waitsFailed.add(wait.key);
         run.firesLeft.set(owner, (run.firesLeft.get(owner) ?? run.limits.firesPerOwnerPerPass) + 1);
         log.warn("watcher could not end a chain-event wait; tried again next pass", {
-          chainId: this.chainId,
+          chainId: this.work.chainId,
           owner,
           executionId: watch.executionId,
           nodeId: watch.nodeId,
@@ -221,8 +229,8 @@ export abstract class ChainWaits extends ChainFires {
       })
       .finally(() => {
         epoch.ending.delete(wait.key);
-        this.pump(run);
+        this.work.pump(run);
       });
-    this.track(run, work);
+    this.work.track(run, work);
   }
 }

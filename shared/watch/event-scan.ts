@@ -148,7 +148,7 @@ function latest(groups: readonly RequestGroup[], answers: readonly Log[][]): { l
   return best;
 }
 
-/** A fire's output for the log (as the watcher's fires carry it, shared/watch/chain-fires.ts). */
+/** A fire's output for the log (as the watcher's fires carry it, shared/watch/chain-reader.ts). */
 async function eventOutput(
   client: PublicClient,
   chainId: number,

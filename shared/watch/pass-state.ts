@@ -1,6 +1,7 @@
 /**
  * What a chain's state keeps between passes (per chain and lease holder) and what one pass keeps: groups' backoff,
- * members' progress, fires waiting for their claims, the claim slots.
+ * members' progress, fires waiting for their claims, the claim slots; and what a chain's collaborators (fires, waits,
+ * requests) ask of the watch that owns them (`PassWork`).
  */
 import type { AwaitWatch } from "../store/entities/watch";
 import type { EventQuery } from "../workflow/schemas";
@@ -83,14 +84,19 @@ export class Epoch {
 }
 
 /** A small map that forgets its oldest keys. */
-export class Lru<K, V> extends Map<K, V> {
-  constructor(private readonly cap: number) {
-    super();
+export class Lru<K, V> {
+  private readonly map = new Map<K, V>();
+  constructor(private readonly cap: number) {}
+  get(key: K): V | undefined {
+    return this.map.get(key);
   }
-  override set(key: K, value: V): this {
-    super.delete(key);
-    super.set(key, value);
-    if (this.size > this.cap) this.delete(this.keys().next().value as K);
+  delete(key: K): boolean {
+    return this.map.delete(key);
+  }
+  set(key: K, value: V): this {
+    this.map.delete(key);
+    this.map.set(key, value);
+    if (this.map.size > this.cap) this.map.delete(this.map.keys().next().value as K);
     return this;
   }
 }
@@ -157,4 +163,15 @@ export interface PassRun {
   closed: boolean;
   idle?: () => void;
   rotation: number;
+}
+
+/** What a chain's collaborators ask of the watch that owns them (chain-watch.ts). */
+export interface PassWork {
+  readonly chainId: number;
+  /** The epoch in force (a new one after each reset: work that kept an older one sees it `dead`). */
+  readonly epoch: Epoch;
+  /** Counts `work` as the pass's until it settles. */
+  track(run: PassRun, work: Promise<unknown>): void;
+  /** Starts what can start: endings of waits whose match is final, claims of owners with fires waiting, requests. */
+  pump(run: PassRun): void;
 }

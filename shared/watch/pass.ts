@@ -19,10 +19,10 @@ export async function watchChain(chainId: number, options: PassOptions): Promise
   const persisted = await acquire(chainId, options.holder, now());
   if (persisted === null) return { ...result, status: "leased" };
   const state = stateOf(chainId, options.holder);
-  state.client = options.client ?? publicClient(chainSettings(chainId));
+  state.reader.client = options.client ?? publicClient(chainSettings(chainId));
 
   const watchers = await liveWatchers(chainId, now(), state);
-  const head = Number(await state.client.getBlockNumber({ cacheTime: 0 }));
+  const head = Number(await state.reader.client.getBlockNumber({ cacheTime: 0 }));
   if (persisted.block === undefined || watchers.length === 0) {
     state.reset();
     const moved =
@@ -34,7 +34,7 @@ export async function watchChain(chainId: number, options: PassOptions): Promise
   }
   // Progress known in memory holds only while the checkpoint is as this holder last wrote it.
   if (!state.written || state.written.rev !== persisted.rev || state.written.block !== persisted.block) state.reset();
-  await state.plan(watchers, limits);
+  await state.plans.plan(watchers, limits, state.epoch);
 
   // Every member's progress, at most max_catchup_blocks behind the head.
   const epoch = state.epoch;
@@ -54,7 +54,7 @@ export async function watchChain(chainId: number, options: PassOptions): Promise
     epoch.progress.set(key, done);
     if (done < head) from = Math.min(from, done + 1);
   };
-  for (const entry of watchers) for (const key of state.progressKeys(entry)) settle(key, entry);
+  for (const entry of watchers) for (const key of state.plans.progressKeys(entry)) settle(key, entry);
   if (skipped > 0) {
     result.skippedBlocks = skipped;
     log.warn("watcher skipped blocks beyond max_catchup_blocks", {
@@ -89,7 +89,7 @@ export async function watchChain(chainId: number, options: PassOptions): Promise
     closed: false,
     rotation: state.rotation++,
   };
-  state.blockBatches(watchers, run);
+  state.fires.blockBatches(watchers, run);
   state.pump(run);
   const waitMs = Math.max(0, Math.min(options.waitMs ?? 30_000, options.deadline !== undefined ? options.deadline - now() : Infinity));
   await new Promise<void>((resolve) => {
@@ -135,5 +135,5 @@ async function liveWatchers(chainId: number, now: number, state: ChainWatch): Pr
     }
   };
   await Promise.all(Array.from({ length: Math.min(16, legacy.length) }, upgradeOne));
-  return [...live, ...(await state.liveWaits(awaits, now))];
+  return [...live, ...(await state.waits.live(awaits, now))];
 }

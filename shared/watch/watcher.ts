@@ -66,9 +66,9 @@
  *
  * The modules: types.ts (limits, options, results), checkpoint.ts (the lease and the cursors' item), plan.ts (request
  * groups), match.ts (matching), provider.ts (refusals), pass-state.ts (what a chain's state and a pass keep), the
- * chain's state in layers: chain-state.ts (plans, progress keys), chain-fires.ts (fires and carry-over),
- * chain-waits.ts (chain-event waits), chain-requests.ts (requests, refusals and backoff), chain-watch.ts (the
- * cursors' write, one state per holder);
+ * chain's watch (chain-watch.ts: one per holder, its epoch, its cursors' write) and the collaborators it owns:
+ * chain-plans.ts (plans, progress keys), chain-reader.ts (headers, receipts), chain-fires.ts (fires and carry-over),
+ * chain-waits.ts (chain-event waits), chain-requests.ts (requests, refusals and backoff);
  * fire.ts (a fire's claim), pass.ts (a pass), loop.ts (the polling loop). This file re-exports what callers use.
  */
 export { holds, matchLog, mergedFilter } from "./match";

@@ -88,7 +88,7 @@ export const awaitNode = /* @__PURE__ */ defineNode(awaitShape, {
       const afterBlock = Number(await read("the latest block number", () => chainClient(chainId).getBlockNumber({ cacheTime: 0 })));
       return {
         suspend: {
-          waitFor: "chainEvent",
+          kind: "chainEvent",
           since: at,
           deadline,
           ...(prompt !== undefined ? { prompt } : {}),
@@ -100,7 +100,7 @@ export const awaitNode = /* @__PURE__ */ defineNode(awaitShape, {
     }
     return {
       suspend: {
-        waitFor: "signal",
+        kind: "signal",
         since: at,
         deadline,
         ...(prompt !== undefined ? { prompt } : {}),
