@@ -5,7 +5,7 @@
  *   adapters  ┐
  *   http      │ every folder of shared/, placed in one map, LAYERS below: a layer is tiers of folders, bottom to top
  *   domain    │ (adapters: store, envelope, sandbox, outbound → chain; domain: auth, secret, wallet, token →
- *   service   ┘  kinds → … → schedule, watch)
+ *   service   ┘  kinds → … → execution → watch)
  *   entry     functions/, local/
  *
  * The layer rules are generated from LAYERS, so adding a folder to shared/ means adding it to one tier of one layer
@@ -28,7 +28,8 @@
  *   http      the HTTP kit: app factory, declarations, validation, paging, problems, the OpenAPI document's parts;
  *             it knows no domain module
  *   domain    sign-in, secrets, wallets, token metadata → node and trigger kinds → workflow definitions → the
- *             graph runner → executions → schedules and chain watchers
+ *             graph runner → executions → chain watchers (the scheduler port and its adapters are workflow's:
+ *             they are handed the fire, which claims executions, by the host)
  *   service   the composition root: every group, health, the OpenAPI document, wiring
  */
 const LAYERS = [
@@ -36,7 +37,7 @@ const LAYERS = [
   { layer: "http", tiers: [["http"]] },
   {
     layer: "domain",
-    tiers: [["auth", "secret", "wallet", "token"], ["kinds"], ["workflow"], ["engine"], ["execution"], ["schedule", "watch"]],
+    tiers: [["auth", "secret", "wallet", "token"], ["kinds"], ["workflow"], ["engine"], ["execution"], ["watch"]],
   },
   { layer: "service", tiers: [["service"]] },
 ];

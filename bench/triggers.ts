@@ -34,12 +34,13 @@ import { chainSettings, publicClient } from "../shared/chain/chains";
 import { currentBus, setBus } from "../shared/execution/bus/install";
 import { type BusEvent, type EventBus } from "../shared/execution/bus/event-bus";
 import * as Executions from "../shared/execution/execution";
-import { createLocalScheduler } from "../shared/schedule/local";
+import { createLocalScheduler } from "../shared/workflow/scheduler/local";
 import { setScheduler } from "../shared/workflow/scheduler/install";
 import { mergedFilter, release, startWatching, watchChain } from "../shared/watch/watcher";
 import { unwatch, watch, type ChainTrigger } from "../shared/workflow/watch-registry";
 import type { BenchContext } from "./workflows";
 import { interleaved, stat, timed, type Round } from "./stats";
+import { fireTimeTrigger } from "../shared/execution/time-fire";
 
 export async function benchTriggers(ctx: BenchContext): Promise<void> {
   const rounds = Number(process.env.BENCH_TRIGGER_ROUNDS ?? Math.min(40, Number(process.env.BENCH_ROUNDS ?? 40)));
@@ -194,7 +195,7 @@ async function benchBlockFire(ctx: BenchContext, rounds: number, who: Owner, cha
  * one, so this baseline leans high (the tick can come out below it).
  */
 async function benchFixedTime(ctx: BenchContext, runtime: Runtime, rounds: number, who: Owner, bus: RecordingBus) {
-  const scheduler = setScheduler(createLocalScheduler());
+  const scheduler = setScheduler(createLocalScheduler(fireTimeTrigger));
   const first = Date.now() + 24 * 3600_000;
   const warmups = Math.min(5, rounds);
   const epochs = Array.from({ length: rounds + warmups + 1 }, (_, i) => first + i * 60_000);

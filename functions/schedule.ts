@@ -7,16 +7,17 @@
 import { awsBus, invocation, wireAws } from "../shared/service/wire-aws";
 import { awsScheduler } from "../shared/service/wire-aws-scheduler";
 import { setScheduler } from "../shared/workflow/scheduler/install";
-import { eventBridgeSchedulerFromEnvironment, type EventBridgeScheduler } from "../shared/schedule/eventbridge";
+import { eventBridgeSchedulerFromEnvironment, type EventBridgeScheduler } from "../shared/workflow/scheduler/eventbridge";
 import { useRuntime } from "../shared/runtime";
 import { log } from "../shared/log";
+import { fireTimeTrigger } from "../shared/execution/time-fire";
 
 wireAws(awsBus, awsScheduler);
 // Made on the first fire, so importing the bundle needs no schedule settings.
 let scheduler: EventBridgeScheduler | undefined;
 
 export const handler = invocation(async (event: { workflowId?: unknown; triggerId?: unknown; instant?: unknown }) => {
-  scheduler ??= setScheduler(eventBridgeSchedulerFromEnvironment());
+  scheduler ??= setScheduler(eventBridgeSchedulerFromEnvironment(fireTimeTrigger));
   const result = await scheduler.deliver(event, useRuntime().now());
   if (result.outcome !== "fired")
     log.info("time fire not run", { workflowId: String(event.workflowId), instant: String(event.instant), ...result });

@@ -1,4 +1,4 @@
-// Time triggers in AWS (shared/schedule/eventbridge.ts): EventBridge Scheduler schedules in this stage's group invoke the
+// Time triggers in AWS (shared/workflow/scheduler/eventbridge.ts): EventBridge Scheduler schedules in this stage's group invoke the
 // schedule function (functions/schedule.ts) through a role that may do exactly that and write to the dead-letter
 // queue. Schedules retry for as long as a fire may still run late (missed_fire_grace_ms, 15 min); what is still
 // undelivered then lands in the queue for an operator. Every function whose code starts or stops a workflow's
@@ -50,7 +50,7 @@ new aws.iam.RolePolicy("SchedulerInvokesTarget", {
   }),
 });
 
-/** What shared/schedule/eventbridge.ts `eventBridgeSchedulerFromEnvironment` reads. */
+/** What shared/workflow/scheduler/eventbridge.ts `eventBridgeSchedulerFromEnvironment` reads. */
 export const schedulerEnvironment = {
   SCHEDULE_GROUP: scheduleGroup.name,
   SCHEDULE_TARGET_ARN: targetArn,

@@ -10,7 +10,7 @@ import { startTestServer, type TestServer } from "./support/server";
 import { jsonClient, type Json, type Owner } from "./support/client";
 import { createServiceApp } from "../shared/service/app";
 import { Keys } from "../shared/store/item-keys";
-import { scheduleKey } from "../shared/schedule/local";
+import { scheduleKey } from "../shared/workflow/scheduler/local";
 import { expireDue } from "../shared/workflow/workflow";
 import type { Runtime } from "../shared/runtime";
 

@@ -11,8 +11,9 @@ import { startService, type TestService } from "./support/service";
 import { startUpstream, type Upstream } from "./support/upstream";
 import { executionPath, jsonClient, type Json, type Owner } from "./support/client";
 import { FairRunQueue, runQueue, waterLevel } from "../shared/execution/run-queue";
-import { createLocalScheduler, interleaveByOwner } from "../shared/schedule/local";
+import { createLocalScheduler, interleaveByOwner } from "../shared/workflow/scheduler/local";
 import { setScheduler } from "../shared/workflow/scheduler/install";
+import { fireTimeTrigger } from "../shared/execution/time-fire";
 
 const RUN_MS = 200;
 let service: TestService;
@@ -133,7 +134,7 @@ describe("one owner's flood of :trigger calls", () => {
 
 describe("one owner's burst of fires on one fixedTime epoch", () => {
   it("another owner's fire on that epoch is claimed among the first and runs at once", { timeout: 180_000 }, async () => {
-    const scheduler = setScheduler(createLocalScheduler());
+    const scheduler = setScheduler(createLocalScheduler(fireTimeTrigger));
     const a = await ownerWithWallet();
     const b = await ownerWithWallet();
     const epoch = Date.now() + 3_600_000;

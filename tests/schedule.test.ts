@@ -30,10 +30,15 @@ import { createInProcessBus, type InProcessBus } from "../shared/execution/bus/i
 import { withRunner } from "../shared/execution/runner";
 import type { Runtime } from "../shared/runtime";
 import { setScheduler } from "../shared/workflow/scheduler/install";
-import { type Scheduler } from "../shared/workflow/scheduler/scheduler";
-import { createLocalScheduler, scheduleKey, type LocalScheduler } from "../shared/schedule/local";
-import { createEventBridgeScheduler, toEventBridgeCron, ONE_TIME_WINDOW, type EventBridgeScheduler } from "../shared/schedule/eventbridge";
-import { fireTimeTrigger, type FireResult } from "../shared/schedule/fire";
+import { type FireResult, type Scheduler } from "../shared/workflow/scheduler/scheduler";
+import { createLocalScheduler, scheduleKey, type LocalScheduler } from "../shared/workflow/scheduler/local";
+import {
+  createEventBridgeScheduler,
+  toEventBridgeCron,
+  ONE_TIME_WINDOW,
+  type EventBridgeScheduler,
+} from "../shared/workflow/scheduler/eventbridge";
+import { fireTimeTrigger } from "../shared/execution/time-fire";
 
 let runtime: Runtime;
 let server: TestServer;
@@ -77,7 +82,7 @@ interface Harness {
 }
 
 function localHarness(): Harness {
-  const scheduler: LocalScheduler = createLocalScheduler();
+  const scheduler: LocalScheduler = createLocalScheduler(fireTimeTrigger);
   const last = new Map<string, number>();
   const tick = async (now: number) => {
     const fired = await scheduler.tick(now);
@@ -188,6 +193,7 @@ class FakeSchedulerClient {
 function awsHarness(): Harness & { fake: FakeSchedulerClient } {
   const fake = new FakeSchedulerClient();
   const scheduler: EventBridgeScheduler = createEventBridgeScheduler({
+    fire: fireTimeTrigger,
     client: fake as never,
     groupName: GROUP,
     targetArn: TARGET,
@@ -419,14 +425,14 @@ describe.each([
 
 describe("local scheduler", () => {
   it("resumes from the table after a restart: a new instance fires what is due, once", async () => {
-    const first = setScheduler(createLocalScheduler());
+    const first = setScheduler(createLocalScheduler(fireTimeTrigger));
     atRealTime();
     const who = await ownerWithWallet("13");
     const t0 = Math.ceil(clock / MIN) * MIN;
     const wf = await createWorkflow(who, { type: "fixedTime", config: { epochs: [t0 + 5 * MIN, t0 + 10 * MIN] } });
     expect(firedInstants(await first.tick(t0 + 5 * MIN), wf.id)).toEqual([t0 + 5 * MIN]);
     // The process stops; seven minutes later a new one starts on the same table.
-    const second = setScheduler(createLocalScheduler());
+    const second = setScheduler(createLocalScheduler(fireTimeTrigger));
     clock = t0 + 12 * MIN;
     expect(firedInstants(await second.tick(clock), wf.id)).toEqual([t0 + 10 * MIN]);
     expect(firedInstants(await second.tick(clock), wf.id)).toEqual([]);
@@ -438,7 +444,7 @@ describe("local scheduler", () => {
   it("fires on the real clock from its loop, and stops with it", async () => {
     runtime.now = Date.now;
     try {
-      const scheduler = setScheduler(createLocalScheduler());
+      const scheduler = setScheduler(createLocalScheduler(fireTimeTrigger));
       const who = await ownerWithWallet("16");
       const epoch = Date.now() + 1_500;
       const wf = await createWorkflow(who, { type: "fixedTime", config: { epochs: [epoch, epoch + 3_600_000] } });

@@ -4,10 +4,11 @@
  */
 import type { Port } from "./wire-aws";
 import { setLazyScheduler } from "../workflow/scheduler/install";
-import { createLocalScheduler } from "../schedule/local";
+import { createLocalScheduler } from "../workflow/scheduler/local";
 // Static, not import(): a dynamic import makes esbuild wrap everything it reaches for lazy start-up, and the
 // wrapped AWS SDK clients then keep every command they have (+45 KB DynamoDB, +25 KB KMS per function).
-import { eventBridgeSchedulerFromEnvironment } from "../schedule/eventbridge";
+import { eventBridgeSchedulerFromEnvironment } from "../workflow/scheduler/eventbridge";
+import { fireTimeTrigger } from "../execution/time-fire";
 
 /**
  * The scheduler, made on first use (so importing needs no schedule settings): EventBridge Scheduler where
@@ -15,4 +16,6 @@ import { eventBridgeSchedulerFromEnvironment } from "../schedule/eventbridge";
  * inert until a loop reads them (a function deployed without the scheduler's settings, the Lambda harness).
  */
 export const awsScheduler: Port = () =>
-  setLazyScheduler(() => (process.env.SCHEDULE_GROUP ? eventBridgeSchedulerFromEnvironment() : createLocalScheduler()));
+  setLazyScheduler(() =>
+    process.env.SCHEDULE_GROUP ? eventBridgeSchedulerFromEnvironment(fireTimeTrigger) : createLocalScheduler(fireTimeTrigger),
+  );

@@ -7,7 +7,8 @@ import { setBus } from "../execution/bus/install";
 import { createInProcessBus, type InProcessBus } from "../execution/bus/in-process";
 import { withRunner } from "../execution/runner";
 import { setScheduler } from "../workflow/scheduler/install";
-import { createLocalScheduler, type LocalScheduler } from "../schedule/local";
+import { createLocalScheduler, type LocalScheduler } from "../workflow/scheduler/local";
+import { fireTimeTrigger } from "../execution/time-fire";
 
 /**
  * Installs the in-process bus with the runner subscribed (AWS: EventBridge → the runner function) and the local
@@ -15,6 +16,6 @@ import { createLocalScheduler, type LocalScheduler } from "../schedule/local";
  */
 export function wireLocal(): { bus: InProcessBus; scheduler: LocalScheduler } {
   const bus = setBus(withRunner(createInProcessBus()));
-  const scheduler = setScheduler(createLocalScheduler());
+  const scheduler = setScheduler(createLocalScheduler(fireTimeTrigger));
   return { bus, scheduler };
 }

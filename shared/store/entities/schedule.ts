@@ -1,5 +1,5 @@
 /**
- * Local schedule item of a time-triggered workflow (store pattern 16; the local scheduler, shared/schedule/local.ts):
+ * Local schedule item of a time-triggered workflow (store pattern 16; the local scheduler, shared/workflow/scheduler/local.ts):
  * `pk = WF#<id>`, `sk = SCHEDULE`, holding its next fire; due ones on the sparse gsi2 `SCHEDULE#due` ordered by
  * `<nextFireAt padded to 15>#<id>`. Moving an item to its next fire, or removing it after its last, is conditional on
  * the `nextFireAt` that was read, so two loops on one table (or a pause racing a fire) never resurrect or skip one.

@@ -15,8 +15,8 @@
  * instant by about one claim, not two hundred; its run then waits only for its owner's turn in the run queue
  * (shared/execution/run-queue.ts).
  */
-import { useRuntime } from "../runtime";
-import { log } from "../log";
+import { useRuntime } from "../../runtime";
+import { log } from "../../log";
 import {
   advanceSchedule,
   dropSchedule,
@@ -25,14 +25,13 @@ import {
   putSchedule,
   removeSchedule,
   type ScheduleEntry,
-} from "../store/entities/schedule";
-import type { WorkflowRecord } from "../workflow/workflow";
-import type { Scheduler } from "../workflow/scheduler/scheduler";
-import { fireTimeTrigger, upcomingFires, type FireResult } from "./fire";
-import * as Workflow from "../workflow/workflow";
+} from "../../store/entities/schedule";
+import type { WorkflowRecord } from "../workflow";
+import { upcomingFires, type FireResult, type FireTimeTrigger, type Scheduler } from "./scheduler";
+import * as Workflow from "../workflow";
 
 /** Store pattern 16 (tests read items by it). */
-export { scheduleKey } from "../store/entities/schedule";
+export { scheduleKey } from "../../store/entities/schedule";
 
 const LOOP_MS = 1_000;
 /** Due items read per round of a tick (one Query; items are ~200 bytes). */
@@ -69,7 +68,8 @@ export interface LocalScheduler extends Scheduler {
   stop(): Promise<void>;
 }
 
-export function createLocalScheduler(): LocalScheduler {
+/** The local adapter; `fire` is what a due fire is handed to (the host passes shared/execution/time-fire.ts). */
+export function createLocalScheduler(fire: FireTimeTrigger): LocalScheduler {
   async function ensure(workflow: WorkflowRecord, now: number) {
     const [next] = upcomingFires(workflow.trigger, workflow, now, 1);
     if (next === undefined) return remove(workflow.id);
@@ -91,7 +91,7 @@ export function createLocalScheduler(): LocalScheduler {
 
   async function fireOne(item: DueItem, now: number) {
     const instant = Number(item.nextFireAt);
-    const result = await fireTimeTrigger({ workflowId: item.workflowId, triggerId: item.triggerId, instant, now });
+    const result = await fire({ workflowId: item.workflowId, triggerId: item.triggerId, instant, now });
     await advance(item.workflowId, instant, now, result.outcome === "skipped" && result.stop);
     return { workflowId: item.workflowId, instant, result };
   }

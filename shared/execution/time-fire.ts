@@ -16,40 +16,16 @@ import { useRuntime } from "../runtime";
 import { cronFires } from "../workflow/chain-rules";
 import type { Trigger } from "../workflow/schemas";
 import * as Workflow from "../workflow/workflow";
-import { triggerStepOutput } from "../execution/trigger-output";
-import { claimExecution, handOver } from "../execution/claim";
+import { triggerStepOutput } from "./trigger-output";
+import { claimExecution, handOver } from "./claim";
+import type { FireTimeTrigger } from "../workflow/scheduler/scheduler";
 
 type TimeTrigger = Extract<Trigger, { type: "cron" | "fixedTime" }> & { id: string };
-type Window = Pick<Workflow.WorkflowRecord, "startAt" | "expiredAt">;
-
-export type FireResult =
-  | { outcome: "fired"; executionId: string }
-  | { outcome: "duplicate" }
-  /** `stop`: the workflow will never fire again (deleted, terminal, not time-triggered): its schedules can go. */
-  | { outcome: "skipped"; reason: string; stop: boolean };
 
 const fireId = (workflowId: string, triggerId: string, instant: number) => `${workflowId}:${triggerId}:${instant}`;
 
 const isTimeTrigger = (trigger: Trigger & { id: string }): trigger is TimeTrigger =>
   trigger.type === "cron" || trigger.type === "fixedTime";
-
-/** The trigger's next `count` fire instants after `after` (exclusive) inside `[startAt, expiredAt)`, ascending. */
-export function upcomingFires(trigger: Trigger, window: Window, after: number, count: number): number[] {
-  const from = window.startAt !== undefined ? Math.max(after, window.startAt - 1) : after;
-  const inside = (t: number) => window.expiredAt === undefined || t < window.expiredAt;
-  if (trigger.type === "fixedTime") {
-    return [...new Set(trigger.config.epochs)]
-      .filter((t) => t > from && inside(t))
-      .sort((a, b) => a - b)
-      .slice(0, count);
-  }
-  if (trigger.type === "cron") {
-    return cronFires(trigger.config.schedules, trigger.config.timezone ?? "UTC", from, count)
-      .map((f) => f.at)
-      .filter(inside);
-  }
-  return [];
-}
 
 /** True when `instant` is one of the trigger's fires (ignoring the window). */
 function isFireInstant(trigger: TimeTrigger, instant: number): boolean {
@@ -57,12 +33,7 @@ function isFireInstant(trigger: TimeTrigger, instant: number): boolean {
   return cronFires(trigger.config.schedules, trigger.config.timezone ?? "UTC", instant - 1, 1)[0]?.at === instant;
 }
 
-export async function fireTimeTrigger(input: {
-  workflowId: string;
-  triggerId?: string;
-  instant: number;
-  now: number;
-}): Promise<FireResult> {
+export const fireTimeTrigger: FireTimeTrigger = async (input) => {
   const { workflowId, instant, now } = input;
   const workflow = await Workflow.getForRun(workflowId);
   if (!workflow) return { outcome: "skipped", reason: "WORKFLOW_NOT_FOUND", stop: true };
@@ -100,4 +71,4 @@ export async function fireTimeTrigger(input: {
   }
   await handOver(workflow.id, executionId);
   return { outcome: "fired", executionId };
-}
+};

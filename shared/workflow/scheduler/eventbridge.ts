@@ -19,12 +19,11 @@ import {
   SchedulerClient,
   type CreateScheduleCommandInput,
 } from "@aws-sdk/client-scheduler";
-import { useRuntime } from "../runtime";
-import type { Trigger } from "../workflow/schemas";
-import * as Workflow from "../workflow/workflow";
-import type { WorkflowRecord } from "../workflow/workflow";
-import type { Scheduler } from "../workflow/scheduler/scheduler";
-import { fireTimeTrigger, upcomingFires, type FireResult } from "./fire";
+import { useRuntime } from "../../runtime";
+import type { Trigger } from "../schemas";
+import * as Workflow from "../workflow";
+import type { WorkflowRecord } from "../workflow";
+import { upcomingFires, type FireResult, type FireTimeTrigger, type Scheduler } from "./scheduler";
 
 /** How many one-time schedules a workflow keeps ahead (a lost delivery never stops the ones after it). */
 export const ONE_TIME_WINDOW = 3;
@@ -37,6 +36,8 @@ export interface EventBridgeSchedulerOptions {
   targetArn: string;
   roleArn: string;
   deadLetterArn: string;
+  /** What a delivered fire is handed to (the host passes shared/execution/time-fire.ts). */
+  fire: FireTimeTrigger;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -147,7 +148,7 @@ export function createEventBridgeScheduler(options: EventBridgeSchedulerOptions)
     },
     async deliver(input, now) {
       const fire = fireOf(input, now);
-      const result = await fireTimeTrigger(fire);
+      const result = await options.fire(fire);
       if (result.outcome === "skipped" && result.stop) {
         await removeSchedules(group, fire.workflowId);
       } else {
@@ -279,7 +280,10 @@ async function removeSchedules(group: ScheduleGroup, workflowId: string) {
 }
 
 /** The adapter as a deployed function sees it: infra/scheduler.ts sets these variables. */
-export function eventBridgeSchedulerFromEnvironment(env: Record<string, string | undefined> = process.env): EventBridgeScheduler {
+export function eventBridgeSchedulerFromEnvironment(
+  fire: FireTimeTrigger,
+  env: Record<string, string | undefined> = process.env,
+): EventBridgeScheduler {
   const need = (name: string) => {
     const value = env[name];
     if (!value) throw new Error(`${name} is not set (infra/scheduler.ts provides it)`);
@@ -290,5 +294,6 @@ export function eventBridgeSchedulerFromEnvironment(env: Record<string, string |
     targetArn: need("SCHEDULE_TARGET_ARN"),
     roleArn: need("SCHEDULER_ROLE_ARN"),
     deadLetterArn: need("SCHEDULE_DEAD_LETTER_ARN"),
+    fire,
   });
 }
