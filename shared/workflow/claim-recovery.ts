@@ -166,7 +166,7 @@ export async function recoverRunClaim(
   if (await executionWritten(workflowId, executionId)) return "written";
   if (!record || index === undefined) return "none";
   const at = decodeTime(executionId);
-  const runInput = ((record as unknown as Item)[runInputAttributeOf(executionId)] as KeptRunInput | undefined) ?? "{}";
+  const runInput = (record[runInputAttributeOf(executionId)] as KeptRunInput | undefined) ?? "{}";
   await finishRunClaim(record, await build({ workflow: record, executionId, index, at, runInput }), index, at);
   return "finished";
 }
@@ -179,7 +179,7 @@ export async function recoverRunClaim(
 async function recoverRunClaims(workflowId: string, now: number, build: RunClaimBuilder): Promise<RecoveredClaim[]> {
   const record = await read(workflowId);
   if (!record) return []; // deleted: its executions in flight went with it
-  const item = record as unknown as Item;
+  const item = record;
   const recovered: RecoveredClaim[] = [];
   const done: string[] = [];
   for (const marker of Object.keys(item)) {

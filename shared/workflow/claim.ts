@@ -13,7 +13,7 @@ import {
 } from "../store/entities/claim-intent";
 import { putClaimedExecution } from "../store/entities/execution";
 import { removeClaimAttributes, takeIndex as takeNextIndex, type IndexTake } from "../store/entities/workflow";
-import type { TableKey } from "../store/entity";
+import type { TableKey } from "../store/query";
 import type { Address } from "../address";
 import { log } from "../log";
 import { stopFiring } from "./scheduler";
@@ -23,6 +23,7 @@ import type { WorkflowRecord } from "./record";
 import {
   MAX_ATTEMPTS,
   type Item,
+  type StoredWorkflow,
   workflowNotFound,
   backoff,
   sameOwner,
@@ -265,8 +266,8 @@ async function takeIndex(record: WorkflowRecord, take: IndexTake, owner?: Addres
   throw new Error("Workflow claim kept meeting transactions on the workflow item");
 }
 
-export const indexOf = (record: WorkflowRecord, marker: string): number | undefined => {
-  const value = (record as unknown as Item)[marker];
+export const indexOf = (record: StoredWorkflow, marker: string): number | undefined => {
+  const value = record[marker];
   return typeof value === "number" ? value : undefined;
 };
 
