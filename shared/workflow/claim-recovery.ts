@@ -15,7 +15,7 @@ import {
 } from "../store/entities/claim-intent";
 import { executionWritten } from "../store/entities/execution";
 import { takeIndexItem } from "../store/entities/workflow";
-import { refusalReasons } from "../store/table";
+import { failedConditions } from "../store/table";
 import type { Address } from "../address";
 import { log } from "../log";
 import type { WorkflowRecord } from "./record";
@@ -120,9 +120,9 @@ async function claimForIntent(intent: Intent, marker: string, now: number): Prom
     await transact([intentInFlight(intent.key), takeIndexItem(intent.workflowId, marker, now)]);
     return "claimed";
   } catch (err) {
-    const [intentReason, workflowReason] = refusalReasons(err);
-    if (intentReason === "ConditionalCheckFailed") return "closed";
-    if (workflowReason === "ConditionalCheckFailed") return "refused"; // the caller reads: taken meanwhile, or not runnable
+    const [intentFailed, workflowFailed] = failedConditions(err);
+    if (intentFailed) return "closed";
+    if (workflowFailed) return "refused"; // the caller reads: taken meanwhile, or not runnable
     return "busy";
   }
 }

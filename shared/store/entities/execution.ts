@@ -229,11 +229,13 @@ export async function readExecutions(
 const WAIT_PREFIX = "wait:";
 export const END_PREFIX = "end:";
 
-/** The open waits of an execution item, by node id. */
-export function openWaitsOf(item: Item): Map<string, Item> {
-  const waits = new Map<string, Item>();
-  for (const [name, value] of Object.entries(item))
-    if (name.startsWith(WAIT_PREFIX)) waits.set(name.slice(WAIT_PREFIX.length), value as Item);
+/**
+ * The open waits of an execution item, by node id, each as `W`: the shape its writer (shared/execution/waits.ts,
+ * through `putOpenWait`) gave it.
+ */
+export function openWaitsOf<W extends object = Item>(item: Item): Map<string, W> {
+  const waits = new Map<string, W>();
+  for (const [name, value] of Object.entries(item)) if (name.startsWith(WAIT_PREFIX)) waits.set(name.slice(WAIT_PREFIX.length), value as W);
   return waits;
 }
 

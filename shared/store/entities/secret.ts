@@ -9,7 +9,7 @@ import { setAll, when } from "../expression";
 import { decrement, incrementBelow } from "../counters";
 import { Keys } from "../keys";
 import type { ListPage } from "../query";
-import { Index, classifyWriteFailure, isConditionFailure, refusalReasons } from "../table";
+import { Index, classifyWriteFailure, failedConditions, isConditionFailure } from "../table";
 
 export interface SecretId {
   owner: string;
@@ -82,10 +82,10 @@ export async function createSecret(
     await transact([Secret.tx.put(id, item, { if: when.notExists() }), incrementBelow(id.owner, "secrets", max)]);
     return "created";
   } catch (err) {
-    const [secretReason, counterReason] = refusalReasons(err);
-    if (secretReason === "ConditionalCheckFailed") return "exists";
+    const [secretFailed, counterFailed] = failedConditions(err);
+    if (secretFailed) return "exists";
     // At the cap, and the secret did not exist when the transaction was evaluated.
-    if (counterReason === "ConditionalCheckFailed") return "full";
+    if (counterFailed) return "full";
     return "conflict";
   }
 }
@@ -99,9 +99,9 @@ export async function deleteSecret(id: SecretId): Promise<"deleted" | "absent" |
     await transact([Secret.tx.delete(id, { if: when.exists() }), decrement(id.owner, "secrets")]);
     return "deleted";
   } catch (err) {
-    const [secretReason, counterReason] = refusalReasons(err);
-    if (secretReason === "ConditionalCheckFailed") return "absent";
-    if (counterReason !== "ConditionalCheckFailed") return "conflict";
+    const [secretFailed, counterFailed] = failedConditions(err);
+    if (secretFailed) return "absent";
+    if (!counterFailed) return "conflict";
   }
   try {
     await Secret.delete(id, { if: when.exists() });

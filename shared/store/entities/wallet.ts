@@ -11,7 +11,7 @@ import { queryPages } from "../query";
 import { remove, set, when } from "../expression";
 import { incrementBelow } from "../counters";
 import { Keys } from "../keys";
-import { Index, cancellationReasons, isConditionFailure } from "../table";
+import { Index, failedConditions, isConditionFailure } from "../table";
 
 export interface WalletId {
   owner: string;
@@ -59,8 +59,8 @@ export async function createWallet(record: WalletItem, max: number): Promise<"cr
     return "created";
   } catch (err) {
     if (!isConditionFailure(err)) throw err;
-    const [walletReason] = cancellationReasons(err);
-    return walletReason === "ConditionalCheckFailed" ? "exists" : "full";
+    const [walletFailed] = failedConditions(err);
+    return walletFailed ? "exists" : "full";
   }
 }
 
