@@ -35,8 +35,6 @@ import { open, seal, type EncryptionContext, type Sealed } from "../keys/envelop
 import { log } from "../log";
 import { Info, ListQuery, NAME_PATTERN, Name, PutBody, RemoveQuery, isReservedName } from "./schemas";
 
-type Item = Record<string, unknown>;
-
 const ULID_PATTERN = /^[0-9A-HJKMNP-TV-Z]{26}$/;
 const POSITION_PATTERN = /^SECRET#[A-Za-z_][A-Za-z0-9_]{0,127}#(0|1#[0-9A-HJKMNP-TV-Z]{26})$/;
 const LIST_ENDPOINT = "GET /secrets";

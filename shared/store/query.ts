@@ -32,7 +32,7 @@ export interface ReadOptions<A extends string = string> {
 }
 
 /** A sort-key condition of a Query. */
-export type SortKey =
+type SortKey =
   | { beginsWith: string }
   | { between: readonly [string, string] }
   | { eq: string }
@@ -64,7 +64,7 @@ export interface Page<I = Attributes> {
 }
 
 /** The name of the sort-key attribute a query's index sorts by. */
-export const sortKeyOf = (q: Pick<Query, "index">) => `${q.index ?? ""}sk`;
+const sortKeyOf = (q: Pick<Query, "index">) => `${q.index ?? ""}sk`;
 
 const SORT_OPERATORS = { eq: "=", lt: "<", le: "<=", gt: ">", ge: ">=" } as const;
 

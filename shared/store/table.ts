@@ -141,7 +141,7 @@ export function failedConditions(err: unknown): boolean[] {
 }
 
 /** For a cancelled transaction: the reason code of each item, in request order. */
-export function cancellationReasons(err: unknown): string[] {
+function cancellationReasons(err: unknown): string[] {
   const reasons = (err as { CancellationReasons?: { Code?: string }[] }).CancellationReasons ?? [];
   return reasons.map((r) => r.Code ?? "None");
 }

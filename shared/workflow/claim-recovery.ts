@@ -19,7 +19,7 @@ import { failedConditions } from "../store/table";
 import type { Address } from "../address";
 import { log } from "../log";
 import type { WorkflowRecord } from "./record";
-import { read, type Item } from "./stored";
+import { read } from "./stored";
 import {
   markerOf,
   INTENT_RECOVERY_AFTER_MS,

@@ -22,7 +22,6 @@ import * as Watch from "./watch-registry";
 import type { WorkflowRecord } from "./record";
 import {
   MAX_ATTEMPTS,
-  type Item,
   type StoredWorkflow,
   workflowNotFound,
   backoff,
