@@ -7,7 +7,9 @@
  * Why ours and not a library: the table's keys are hand-tuned (overloaded sparse indexes, sort tricks, padded
  * times, binary step parts, transactions across record types) and items already stored must read as they are.
  * This layer adds no attribute and changes no item or request count; it is the part of an entity library the
- * table needs (typed keys, typed conditions and updates, transaction items), in about 150 lines.
+ * table needs (typed items and keys, typed conditions and updates, transaction items), in about 200 lines:
+ * `defineEntity<Item, Id>({ type, version, key })` gives get/put/update/delete, the queries of ./query.ts
+ * (`query`, `pages`, `list`, `batchGet`) answering `Item`, and `tx` items.
  */
 import {
   DeleteCommand,
