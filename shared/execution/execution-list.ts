@@ -15,7 +15,7 @@ import {
 } from "../store/entities/execution";
 import { PageBudget } from "../http/paging";
 import { assemble, readSteps, type Assembled } from "./execution-read";
-import { lower, type Item, type StoredExecution } from "./execution-stored";
+import { lower, storedExecution, type Item, type StoredExecution } from "./execution-stored";
 import type { Execution, ExecutionStatus, Stats } from "./schemas";
 
 /** ULIDs are generated at claim time; the stats window reads ids this much wider than the `startAt` it filters. */
@@ -35,14 +35,14 @@ export async function list(filter: Filter, page: { limit: number; after?: string
   const source = await sourceFor(useOwner(), filter.workflowIds);
   if (!source) return { items: [] as Item[], hasNextPage: false, hasPreviousPage: false };
   const result = await executionPage(source, withStatus(filter.statuses), page);
-  const stored = result.items as unknown as StoredExecution[];
+  const stored = result.items.map(storedExecution);
   // A `before` page keeps the executions nearest its cursor: it is assembled from its end.
   const walk = result.backward ? [...stored].reverse() : stored;
   const kept = await assembleWithin(walk, new PageBudget());
   const items = result.backward ? kept.reverse() : kept;
   const cut = items.length < stored.length;
   return {
-    items: items as unknown as Item[],
+    items,
     hasNextPage: result.hasNextPage || (cut && !result.backward),
     hasPreviousPage: result.hasPreviousPage || (cut && result.backward === true),
     backward: result.backward,
@@ -116,7 +116,7 @@ export async function stats(workflowIds: string[], since: number, until: number)
       attributes: ["status", "startAt", "endAt"],
     },
     (_n, items) => {
-      for (const item of items as unknown as StoredExecution[]) {
+      for (const item of items as Pick<StoredExecution, "status" | "startAt" | "endAt">[]) {
         result.total += 1;
         if (item.status === "pending") result.pending += 1;
         else if (item.status === "waiting") result.waiting += 1;

@@ -70,7 +70,7 @@ const executionNotFound = () => notFound("EXECUTION_NOT_FOUND", "The execution")
 export async function readSteps(id: string): Promise<ReadStep[]> {
   const parts = new Map<string, { first?: StepPart; chunks: Uint8Array[] }>();
   for await (const page of stepPartPages(id)) {
-    for (const item of page as unknown as StepPart[]) {
+    for (const item of page) {
       const entry = parts.get(item.stepId) ?? { chunks: [] };
       if (item.part === 0) entry.first = item;
       entry.chunks[item.part] = item.body;
@@ -109,7 +109,7 @@ async function readOutputs(id: string, wanted: ReadStep[]): Promise<void> {
     id,
     wanted.map((s) => ({ stepId: s.step.id, parts: s.outputParts })),
   );
-  for (const item of items as unknown as StepPart[]) {
+  for (const item of items) {
     const entry = chunks.get(item.stepId) ?? [];
     entry[item.part] = item.body;
     chunks.set(item.stepId, entry);
@@ -123,7 +123,7 @@ async function readOutputs(id: string, wanted: ReadStep[]): Promise<void> {
 }
 
 function toSummary(item: StoredExecution): StatusSummary {
-  const waitingFor = waitingForOf(item as unknown as Record<string, unknown>);
+  const waitingFor = waitingForOf(item);
   return {
     id: item.id,
     workflowId: item.workflowId,
@@ -162,7 +162,7 @@ function orderSteps(item: StoredExecution, recorded: ReadStep[]): ReadStep[] {
 /** The API shape of the execution item around `steps` (in API order). */
 function toExecution(item: StoredExecution, steps: Step[]): Execution {
   const order = new Map(steps.map((s, i) => [s.id, i]));
-  const waitingFor = waitingForOf(item as unknown as Record<string, unknown>);
+  const waitingFor = waitingForOf(item);
   const cogs = Object.values(item.cogs ?? {}).sort(
     (a, b) => (order.get(a.nodeId) ?? steps.length) - (order.get(b.nodeId) ?? steps.length) || (a.nodeId < b.nodeId ? -1 : 1),
   );

@@ -3,6 +3,7 @@
  * place a step in items, and the in-process notification of a change.
  */
 import { EventEmitter } from "node:events";
+import type { ExecutionItem } from "../store/entities/execution";
 import type { Cost, ExecutionStatus, Fee, Step, ValueFee } from "./schemas";
 
 export type Item = Record<string, unknown>;
@@ -35,7 +36,8 @@ export const emitChange = (workflowId: string, id: string) => changes.emit(chann
 // ---------------------------------------------------------------------------------------------------------
 // Stored shapes
 
-export interface StoredExecution {
+/** The execution item as this module writes it (the store's ExecutionItem, its attributes typed). */
+export interface StoredExecution extends ExecutionItem {
   id: string;
   workflowId: string;
   owner: string;
@@ -55,6 +57,9 @@ export interface StoredExecution {
   stepBytes?: number;
 }
 
+/** An execution item read back, as this module wrote it. */
+export const storedExecution = (item: ExecutionItem) => item as StoredExecution;
+
 export interface StoredStep {
   position?: number;
   recordedAt: number;
@@ -68,12 +73,4 @@ export interface ReadStep extends StoredStep {
   outputParts: number;
 }
 
-export interface StepPart {
-  stepId: string;
-  part: number;
-  parts: number;
-  body: Uint8Array;
-  /** Step items v 2, on every part. */
-  outputBytes?: number;
-  outputParts?: number;
-}
+export type { StepPart } from "../store/entities/execution-parts";

@@ -39,7 +39,7 @@ import { createInProcessBus } from "./bus/in-process";
 import { readRunInput, type RunRequest } from "./run-input";
 import { endedWaits, loadState, waitHost } from "./waits";
 import { emitChange } from "./execution-stored";
-import { getExecution, openWaitsOf, renewDriver, resumeRun, takeOverRun } from "../store/entities/execution";
+import { getExecution, openWaitsOf, renewDriver, resumeRun, takeOverRun, type ExecutionItem } from "../store/entities/execution";
 import { DRIVER_RENEW_MS, lostPass } from "./recovery";
 import type { RunInput } from "../engine/types";
 import { runQueue } from "./run-queue";
@@ -122,7 +122,7 @@ async function takeOver(key: { workflowId: string; id: string }, read: Record<st
 }
 
 /** Drives a pending execution on from its sealed state and the waits ended since. */
-async function driveFromState(item: Record<string, unknown>, pass: { startedAt: number; pendingMsBefore: number }): Promise<void> {
+async function driveFromState(item: ExecutionItem, pass: { startedAt: number; pendingMsBefore: number }): Promise<void> {
   const workflowId = String(item.workflowId);
   const executionId = String(item.id);
   // The state and the ended waits' steps are read while drive() reads the workflow: three reads, one round trip.
@@ -132,7 +132,7 @@ async function driveFromState(item: Record<string, unknown>, pass: { startedAt: 
   prepared.catch(() => undefined); // awaited below unless the workflow is gone
   await drive(workflowId, executionId, async (workflow) => {
     const [snapshot, ended] = await prepared;
-    return run(workflow, item as unknown as StartedExecution, {}, pass, { snapshot, ended });
+    return run(workflow, item as StartedExecution, {}, pass, { snapshot, ended });
   });
 }
 
@@ -192,10 +192,7 @@ interface Ended {
   last?: { step: Step; position?: number };
 }
 
-interface StartedExecution {
-  id: string;
-  workflowId: string;
-  owner: string;
+interface StartedExecution extends ExecutionItem {
   index: number;
   startAt: number;
   runInput?: string;

@@ -109,7 +109,7 @@ async function endSignalWait(
   target: string | undefined,
   signal: { decision: "approve" | "reject"; payload: unknown; signer: string },
 ): Promise<"pending" | "waiting" | "replayed"> {
-  const wait = target !== undefined ? (openWaitsOf(item).get(target) as unknown as StoredWait | undefined) : undefined;
+  const wait = target !== undefined ? openWaitsOf<StoredWait>(item).get(target) : undefined;
   if (target === undefined || wait?.kind !== "signal" || useRuntime().now() >= wait.deadline) {
     if (isRepeat(item, target, signal)) return "replayed";
     throw notWaiting(target === undefined ? "a signal" : `a signal to ${target}`);

@@ -56,7 +56,7 @@ export function route<const E extends Endpoint>(
   declaration: E,
   handler: (c: AppContext, input: Input<E>) => Response | Promise<Response>,
 ): Route {
-  return { ...declaration, handler: handler as unknown as Route["handler"] };
+  return { ...declaration, handler: handler as Route["handler"] };
 }
 
 export interface AppOptions {

@@ -143,7 +143,7 @@ export function baseOf(schema: v.GenericSchema): v.GenericSchema {
   for (;;) {
     if (s.wrapped) s = s.wrapped as typeof s;
     else if (s.pipe) s = s.pipe[0] as typeof s;
-    else if (s.type === "lazy") s = (s as unknown as { getter: (x: unknown) => typeof s }).getter(undefined);
+    else if (s.type === "lazy") s = (s as typeof s & { getter: (x: unknown) => typeof s }).getter(undefined);
     else return s;
   }
 }

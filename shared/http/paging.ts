@@ -8,7 +8,7 @@ import { ApiError, validationFailed } from "../errors";
 import { parse } from "./validate";
 import { asInteger, component, parameter } from "./endpoint";
 import { useRuntime } from "../runtime";
-import type { PageResult } from "../store/query";
+import type { ListPage } from "../store/query";
 import { answerBytes } from "./answer-bytes";
 
 const PageInfo = component(
@@ -165,10 +165,10 @@ function fitPage(sizes: number[], backward = false, budget = new PageBudget()): 
  * `hasNextPage` true and `endCursor` at that item (a `before` page, `result.backward`, drops its far end instead
  * and has `hasPreviousPage` true), so the next page starts right after it.
  */
-export function pageEnvelope<T>(
-  result: PageResult,
-  toData: (item: Record<string, unknown>) => T,
-  position: (item: Record<string, unknown>) => string,
+export function pageEnvelope<I, T>(
+  result: ListPage<I>,
+  toData: (item: I) => T,
+  position: (item: I) => string,
   endpoint: string,
   owner: string,
 ) {

@@ -127,7 +127,7 @@ function buildSchemas(nodes: readonly AnyNodeShape[], triggers: readonly AnyTrig
     "type",
     runners.map((k) =>
       strict({ type: v.literal(k.type), config: k.config({ ...base, loopRunner: v.never() }), id: opt(IdString), name: opt(NameString) }),
-    ) as unknown as v.VariantOptions<"type">,
+    ) as v.VariantOptions<"type">,
     `must be one of ${runnerTypes.join(", ")}`,
   );
   const ctx: SchemaContext = { ...base, loopRunner: LoopRunner };
@@ -140,12 +140,12 @@ function buildSchemas(nodes: readonly AnyNodeShape[], triggers: readonly AnyTrig
   );
   const Node = v.variant(
     "type",
-    Object.values(nodeOptions) as unknown as v.VariantOptions<"type">,
+    Object.values(nodeOptions) as v.VariantOptions<"type">,
     `must be one of ${nodes.map((k) => k.type).join(", ")}`,
   );
   const Trigger = v.variant(
     "type",
-    Object.values(triggerOptions) as unknown as v.VariantOptions<"type">,
+    Object.values(triggerOptions) as v.VariantOptions<"type">,
     `must be one of ${triggers.map((k) => k.type).join(", ")}`,
   );
   return { nodeOptions, triggerOptions, LoopRunner, Node, Trigger };

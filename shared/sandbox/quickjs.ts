@@ -199,7 +199,7 @@ interface WasmApi {
   Memory: new (descriptor: { initial: number; maximum: number }) => WasmMemory;
   instantiate: (source: unknown, imports?: unknown) => Promise<unknown>;
 }
-const wasm = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
+const wasm: WasmApi = Reflect.get(globalThis, "WebAssembly");
 
 /** A QuickJS instance with its own memory: created ahead, used for one evaluation, then dropped. */
 export interface Instance {

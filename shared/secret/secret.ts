@@ -29,13 +29,11 @@ import { useOwner } from "../context";
 import { ApiError, notFound, quotaReached, validationFailed, type FieldError } from "../errors";
 import { fieldErrors } from "../http/validate";
 import { pageEnvelope, readPageParams } from "../http/paging";
-import { createSecret, deleteSecret, listSecrets, readSecrets, replaceSecret, Secret } from "../store/entities/secret";
+import { createSecret, deleteSecret, listSecrets, readSecrets, replaceSecret, Secret, type SecretItem } from "../store/entities/secret";
 import { workflowOwnerItem } from "../store/entities/workflow";
 import { open, seal, type EncryptionContext, type Sealed } from "../envelope/envelope";
 import { log } from "../log";
 import { Info, ListQuery, NAME_PATTERN, Name, PutBody, RemoveQuery, isReservedName } from "./schemas";
-
-type Item = Record<string, unknown>;
 
 const ULID_PATTERN = /^[0-9A-HJKMNP-TV-Z]{26}$/;
 const POSITION_PATTERN = /^SECRET#[A-Za-z_][A-Za-z0-9_]{0,127}#(0|1#[0-9A-HJKMNP-TV-Z]{26})$/;
@@ -99,20 +97,14 @@ export function encryptionContext(owner: string, name: string, workflowId?: stri
   return { owner: owner.toLowerCase(), name, scope: scopeOf(workflowId), workflowId: workflowId ?? "" };
 }
 
-const sealedOf = (item: Item): Sealed => ({
-  encryptedKey: String(item.encryptedKey),
-  iv: String(item.iv),
-  ciphertext: String(item.ciphertext),
-  tag: String(item.tag),
-  keyId: String(item.keyId),
-});
+const sealedOf = ({ encryptedKey, iv, ciphertext, tag, keyId }: SecretItem): Sealed => ({ encryptedKey, iv, ciphertext, tag, keyId });
 
-const toInfo = (item: Item): Info => ({
-  name: item.name as string,
+const toInfo = (item: SecretItem): Info => ({
+  name: item.name,
   scope: item.scope as Scope,
-  ...(item.scope === "workflow" ? { workflowId: item.workflowId as string } : {}),
-  createdAt: item.createdAt as number,
-  updatedAt: item.updatedAt as number,
+  ...(item.scope === "workflow" ? { workflowId: item.workflowId } : {}),
+  createdAt: item.createdAt,
+  updatedAt: item.updatedAt,
 });
 
 const backoff = (attempt: number) => new Promise((r) => setTimeout(r, Math.random() * 10 * Math.min(attempt, 8)));
@@ -188,7 +180,7 @@ export async function list(query: Record<string, string | undefined>) {
   if (workflowId) await requireOwnWorkflow(owner, workflowId);
 
   const result = await listSecrets(owner, workflowId, page);
-  return pageEnvelope(result, toInfo, (item) => item.sk as string, LIST_ENDPOINT, owner);
+  return pageEnvelope(result, toInfo, (item) => item.sk, LIST_ENDPOINT, owner);
 }
 
 /** DELETE /secrets/{name}: removes the caller's secret of that identity if it exists (always 204). */
@@ -232,7 +224,7 @@ export async function resolveForExecution(owner: string, workflowId: string | un
       const sk = (workflowId?: string) => Secret.key({ owner, name: n, workflowId }).sk;
       const item = (wf ? found.get(sk(wf)) : undefined) ?? found.get(sk());
       if (!item || item.type !== Secret.type) return undefined;
-      const itemWorkflow = item.scope === "workflow" ? (item.workflowId as string) : undefined;
+      const itemWorkflow = item.scope === "workflow" ? item.workflowId : undefined;
       const value = await open(sealedOf(item), encryptionContext(owner, n, itemWorkflow));
       return [n, value] as const;
     }),

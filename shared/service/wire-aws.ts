@@ -18,13 +18,16 @@ import { setAnswerEnvelope } from "../http/answer-bytes";
 import { setBus } from "../execution/bus/install";
 import { createEventBridgeBus } from "../execution/bus/eventbridge";
 
-interface Linked {
-  Table: { name: string };
-  JwtSigningKey: { value: string };
-  Chains: { value: string };
-  Bus: { name: string };
+/** The resources infra/ links (SST's generated sst-env.d.ts declares them the same way); each function reads only its own. */
+declare module "sst" {
+  export interface Resource {
+    Table: { name: string };
+    JwtSigningKey: { value: string };
+    Chains: { value: string };
+    Bus: { name: string };
+  }
 }
-const linked = Resource as unknown as Linked;
+const linked = Resource;
 
 /** Installs one port's AWS adapter. */
 export type Port = () => void;

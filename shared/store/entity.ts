@@ -7,30 +7,50 @@
  * Why ours and not a library: the table's keys are hand-tuned (overloaded sparse indexes, sort tricks, padded
  * times, binary step parts, transactions across record types) and items already stored must read as they are.
  * This layer adds no attribute and changes no item or request count; it is the part of an entity library the
- * table needs (typed keys, typed conditions and updates, transaction items), in about 150 lines.
+ * table needs (typed items and keys, typed conditions and updates, transaction items), in about 200 lines:
+ * `defineEntity<Item, Id>({ type, version, key })` gives get/put/update/delete, the queries of ./query.ts
+ * (`query`, `pages`, `list`, `batchGet`) answering `Item`, and `tx` items.
  */
 import {
-  BatchGetCommand,
   DeleteCommand,
   GetCommand,
   PutCommand,
-  QueryCommand,
   TransactWriteCommand,
   UpdateCommand,
-  type DynamoDBDocumentClient,
-  type QueryCommandInput,
   type TransactWriteCommandInput,
 } from "@aws-sdk/lib-dynamodb";
-import { useConfig, useRuntime } from "../runtime";
+import { useRuntime } from "../runtime";
 import { Placeholders, renderUpdate, type Condition, type UpdateAction } from "./expression";
+import {
+  batchGetOnce,
+  listPage,
+  queryOnce,
+  queryPages,
+  runtimeStore,
+  type Attributes,
+  type EntityStore,
+  type ListPage,
+  type ListQuery,
+  type Page,
+  type Query,
+  type ReadOptions,
+  type TableKey,
+} from "./query";
 import { retryTransient } from "./table";
 
-export interface TableKey {
-  pk: string;
-  sk: string;
+/** What the table adds to every item an entity writes: its keys, index keys when it is on an index, `type`, `v`. */
+export interface ItemKeys extends TableKey {
+  gsi1pk?: string;
+  gsi1sk?: string;
+  gsi2pk?: string;
+  gsi2sk?: string;
+  type: string;
+  v: number;
 }
 
-type Item = Record<string, unknown>;
+/** An item of an entity whose attributes are `T`, as the table holds it. */
+export type Stored<T> = T & ItemKeys;
+
 export type TransactItem = NonNullable<TransactWriteCommandInput["TransactItems"]>[number];
 type ReturnValues = "NONE" | "ALL_OLD" | "UPDATED_OLD" | "ALL_NEW" | "UPDATED_NEW";
 
@@ -52,14 +72,6 @@ export interface UpdateOptions extends WriteOptions {
   returnOldOnFailure?: boolean;
 }
 
-/** The table and client an entity works on: the runtime's by default; another (a test's second process, an injected store) through `defineEntity(entity, () => store)`. */
-export interface EntityStore {
-  db: DynamoDBDocumentClient;
-  tableName: string;
-}
-
-const runtimeStore = (): EntityStore => ({ db: useRuntime().db, tableName: useConfig().tableName });
-
 function conditionFields(p: Placeholders, condition: Condition | undefined) {
   return condition ? { ConditionExpression: condition.render(p) } : {};
 }
@@ -77,16 +89,29 @@ function writeFields(condition: Condition | undefined) {
   return { ...withCondition, ...p.fields() };
 }
 
-export function defineEntity<K>(definition: EntityDefinition<K>, target: () => EntityStore = runtimeStore) {
+/**
+ * An entity of items with attributes `T` (besides keys, `type` and `v`), stored under the key `key(id)` builds for
+ * an id `K` (ElectroDB's `Entity`, with the item's type given instead of a schema). Its reads answer `Stored<T>`
+ * (or, reading some attributes only, those attributes), its writes take `T`: callers never cast an item. Items
+ * are trusted to have the type their entity was written with; a reader of an older version (`v`) narrows itself.
+ */
+export function defineEntity<T extends object = Attributes, K = never>(
+  definition: EntityDefinition<K>,
+  target: () => EntityStore = runtimeStore,
+) {
+  type Item = Stored<T>;
+  type Name = keyof Item & string;
   const table = () => target().tableName;
   const db = () => target().db;
   /** `type` and `v` first, so an item's own members (e.g. an older `v` being copied) win. */
-  const stamped = (item: Item): Item => ({ type: definition.type, v: definition.version, ...item });
+  const stamped = (item: T | Partial<Item>) => ({ type: definition.type, v: definition.version, ...item });
+  /** The attributes `put` takes: the item's, plus the index keys that place it on an index. */
+  type Put = T & Partial<ItemKeys>;
 
   return {
     ...definition,
 
-    async get(id: K, options: { consistent?: boolean; attributes?: readonly string[] } = {}): Promise<Item | undefined> {
+    async get<A extends Name = Name>(id: K, options: ReadOptions<A> = {}): Promise<Pick<Item, A> | undefined> {
       const p = new Placeholders();
       const projection = options.attributes?.map((a) => p.path(a)).join(", ");
       const result = await db().send(
@@ -97,15 +122,16 @@ export function defineEntity<K>(definition: EntityDefinition<K>, target: () => E
           ...(projection ? { ProjectionExpression: projection, ExpressionAttributeNames: p.names } : {}),
         }),
       );
-      return result.Item;
+      return result.Item as Pick<Item, A> | undefined;
     },
 
     /** Puts the item under `id`'s key (plus whatever index keys `item` carries). */
-    async put(id: K, item: Item, options: WriteOptions = {}): Promise<void> {
+    async put(id: K, item: Put, options: WriteOptions = {}): Promise<void> {
       const input = { TableName: table(), Item: { ...definition.key(id), ...stamped(item) }, ...writeFields(options.if) };
       await retryTransient(() => db().send(new PutCommand(input)));
     },
 
+    /** The item after the update (`returnValues: "ALL_NEW"`) or before it (`"ALL_OLD"`), when asked for. */
     async update(id: K, actions: readonly UpdateAction[], options: UpdateOptions = {}): Promise<Item | undefined> {
       const input = {
         TableName: table(),
@@ -115,7 +141,7 @@ export function defineEntity<K>(definition: EntityDefinition<K>, target: () => E
         ...(options.returnOldOnFailure ? { ReturnValuesOnConditionCheckFailure: "ALL_OLD" as const } : {}),
       };
       const result = await retryTransient(() => db().send(new UpdateCommand(input)));
-      return result.Attributes;
+      return result.Attributes as Item | undefined;
     },
 
     async delete(id: K, options: WriteOptions & { returnOld?: boolean } = {}): Promise<Item | undefined> {
@@ -126,12 +152,25 @@ export function defineEntity<K>(definition: EntityDefinition<K>, target: () => E
         ...(options.returnOld ? { ReturnValues: "ALL_OLD" as const } : {}),
       };
       const result = await retryTransient(() => db().send(new DeleteCommand(input)));
-      return result.Attributes;
+      return result.Attributes as Item | undefined;
     },
+
+    /** One Query request (one page) of this entity's items, from `from` (a page's `next`). */
+    query: <A extends Name = Name>(q: Query<A>, from?: Attributes) => queryOnce(q, from, target()) as Promise<Page<Pick<Item, A>>>,
+
+    /** Every page of a Query of this entity's items: `for await (const page of Entity.pages(q))`. */
+    pages: <A extends Name = Name>(q: Query<A>) => queryPages(q, target()) as AsyncGenerator<Page<Pick<Item, A>>>,
+
+    /** One page of a list of this entity's items, in list order from a cursor (API.md §3; ./list.ts). */
+    list: (q: ListQuery<Name>) => listPage(q, target()) as Promise<ListPage<Item>>,
+
+    /** One BatchGetItem request (at most 100 keys) of this entity's items: those found and the keys left unprocessed. */
+    batchGet: <A extends Name = Name>(keys: readonly TableKey[], options: ReadOptions<A> = {}) =>
+      batchGetOnce(keys, options, target()) as Promise<{ items: Pick<Item, A>[]; unprocessed: TableKey[] }>,
 
     /** The same writes as items of one transaction (`transact`). */
     tx: {
-      put: (id: K, item: Item, options: WriteOptions = {}): TransactItem => ({
+      put: (id: K, item: Put, options: WriteOptions = {}): TransactItem => ({
         Put: { TableName: table(), Item: { ...definition.key(id), ...stamped(item) }, ...writeFields(options.if) },
       }),
       update: (id: K, actions: readonly UpdateAction[], options: WriteOptions = {}): TransactItem => ({
@@ -155,178 +194,4 @@ export function defineEntity<K>(definition: EntityDefinition<K>, target: () => E
  */
 export async function transact(items: readonly TransactItem[]): Promise<void> {
   await retryTransient(() => useRuntime().db.send(new TransactWriteCommand({ TransactItems: [...items] })));
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// Queries and batch reads (an entity module's access patterns call these; domain code calls the entity module)
-
-/** A sort-key condition of a Query. */
-type SortKey =
-  | { beginsWith: string }
-  | { between: readonly [string, string] }
-  | { eq: string }
-  | { lt: string }
-  | { le: string }
-  | { gt: string }
-  | { ge: string };
-
-export interface KeyQuery {
-  /** An index name (`gsi1`, `gsi2`): its key attributes are `<index>pk` / `<index>sk`. */
-  index?: string;
-  /** The partition key's value. */
-  pk: string;
-  sk?: SortKey;
-  filter?: Condition;
-  /** ProjectionExpression: only these attributes. */
-  attributes?: readonly string[];
-  consistent?: boolean;
-  /** Descending sort-key order (ScanIndexForward false). */
-  descending?: boolean;
-  /** Items evaluated per request (Limit). */
-  limit?: number;
-  /** Select COUNT: pages carry `count` and no items. */
-  count?: boolean;
-}
-
-const SORT_OPERATORS = { eq: "=", lt: "<", le: "<=", gt: ">", ge: ">=" } as const;
-
-function sortKeyCondition(p: Placeholders, name: string, sk: SortKey): string {
-  if ("beginsWith" in sk) return `begins_with(${p.path(name)}, ${p.value(sk.beginsWith)})`;
-  if ("between" in sk) return `${p.path(name)} BETWEEN ${p.value(sk.between[0])} AND ${p.value(sk.between[1])}`;
-  const [op, value] = Object.entries(sk)[0] as [keyof typeof SORT_OPERATORS, string];
-  return `${p.path(name)} ${SORT_OPERATORS[op]} ${p.value(value)}`;
-}
-
-function queryInput(q: KeyQuery, tableName: string): QueryCommandInput {
-  const p = new Placeholders();
-  const prefix = q.index ?? "";
-  const key = `${p.path(`${prefix}pk`)} = ${p.value(q.pk)}`;
-  const KeyConditionExpression = q.sk ? `${key} AND ${sortKeyCondition(p, `${prefix}sk`, q.sk)}` : key;
-  const FilterExpression = q.filter?.render(p);
-  const ProjectionExpression = q.attributes?.map((a) => p.path(a)).join(", ");
-  return {
-    TableName: tableName,
-    ...(q.index ? { IndexName: q.index } : {}),
-    KeyConditionExpression,
-    ...(FilterExpression ? { FilterExpression } : {}),
-    ...(ProjectionExpression && !q.count ? { ProjectionExpression } : {}),
-    ...(q.count ? { Select: "COUNT" as const } : {}),
-    ...(q.consistent ? { ConsistentRead: true } : {}),
-    ...(q.descending ? { ScanIndexForward: false } : {}),
-    ...(q.limit !== undefined ? { Limit: q.limit } : {}),
-    ...p.fields(),
-  };
-}
-
-export interface QueryPage {
-  items: Item[];
-  count: number;
-  lastKey?: Record<string, unknown>;
-}
-
-/** One Query request (one page), from `startKey`. */
-export async function queryOnce(q: KeyQuery, startKey?: Record<string, unknown>, store = runtimeStore()): Promise<QueryPage> {
-  const out = await store.db.send(new QueryCommand({ ...queryInput(q, store.tableName), ExclusiveStartKey: startKey }));
-  return { items: out.Items ?? [], count: out.Count ?? 0, lastKey: out.LastEvaluatedKey };
-}
-
-/** Every page of a Query, following LastEvaluatedKey: `for await (const page of queryEach(q))`. */
-export async function* queryEach(q: KeyQuery, store = runtimeStore()): AsyncGenerator<QueryPage> {
-  let startKey: Record<string, unknown> | undefined;
-  do {
-    const page = await queryOnce(q, startKey, store);
-    yield page;
-    startKey = page.lastKey;
-  } while (startKey);
-}
-
-/**
- * One BatchGetItem request (at most 100 keys), optionally of some attributes only: the items found and the keys
- * DynamoDB left unprocessed.
- */
-export async function batchGetOnce(
-  keys: readonly TableKey[],
-  options: { consistent?: boolean; attributes?: readonly string[] } = {},
-  store = runtimeStore(),
-): Promise<{ items: Item[]; unprocessed: TableKey[] }> {
-  const p = new Placeholders();
-  const projection = options.attributes?.map((a) => p.path(a)).join(", ");
-  const out = await store.db.send(
-    new BatchGetCommand({
-      RequestItems: {
-        [store.tableName]: {
-          Keys: [...keys],
-          ...(options.consistent ? { ConsistentRead: true } : {}),
-          ...(projection ? { ProjectionExpression: projection, ExpressionAttributeNames: p.names } : {}),
-        },
-      },
-    }),
-  );
-  return {
-    items: out.Responses?.[store.tableName] ?? [],
-    unprocessed: (out.UnprocessedKeys?.[store.tableName]?.Keys ?? []) as TableKey[],
-  };
-}
-
-/**
- * The same Query written with the sort key's condition as a `when` value on a named attribute (the workflow-side
- * entities use this form; KeyQuery above names the index's key attributes by convention).
- */
-export interface PartitionQuery {
-  index?: string;
-  /** The partition key attribute and its value. */
-  partition: readonly [name: string, value: string];
-  sort?: Condition;
-  filter?: Condition;
-  attributes?: readonly string[];
-  limit?: number;
-  /** Sort order (ScanIndexForward); DynamoDB's default (ascending) when not given. */
-  ascending?: boolean;
-  consistent?: boolean;
-  /** Select COUNT: pages answer `count` and no items. */
-  count?: boolean;
-}
-
-export interface PartitionPage {
-  items: Item[];
-  count: number;
-  /** Where the next page starts (LastEvaluatedKey), when there is one. */
-  next?: Item;
-}
-
-function partitionQueryInput(q: PartitionQuery, startKey: Item | undefined): QueryCommandInput {
-  const p = new Placeholders();
-  const [pkName, pkValue] = q.partition;
-  const KeyConditionExpression = `${p.path(pkName)} = ${p.value(pkValue)}` + (q.sort ? ` AND ${q.sort.render(p)}` : "");
-  const FilterExpression = q.filter?.render(p);
-  const ProjectionExpression = q.attributes?.map((a) => p.path(a)).join(", ");
-  return {
-    TableName: useConfig().tableName,
-    ...(q.index ? { IndexName: q.index } : {}),
-    KeyConditionExpression,
-    ...(FilterExpression ? { FilterExpression } : {}),
-    ...(ProjectionExpression ? { ProjectionExpression } : {}),
-    ...p.fields(),
-    ...(q.limit !== undefined ? { Limit: q.limit } : {}),
-    ...(q.ascending !== undefined ? { ScanIndexForward: q.ascending } : {}),
-    ...(q.consistent ? { ConsistentRead: true } : {}),
-    ...(q.count ? { Select: "COUNT" as const } : {}),
-    ...(startKey ? { ExclusiveStartKey: startKey } : {}),
-  };
-}
-
-/** One Query request (one page), from `startKey` when given. */
-export async function queryPartition(q: PartitionQuery, startKey?: Item): Promise<PartitionPage> {
-  const out = await useRuntime().db.send(new QueryCommand(partitionQueryInput(q, startKey)));
-  return { items: out.Items ?? [], count: out.Count ?? 0, ...(out.LastEvaluatedKey ? { next: out.LastEvaluatedKey } : {}) };
-}
-
-/** Every page of a Query, following LastEvaluatedKey: `for await (const page of queryPartitionPages(q))`. */
-export async function* queryPartitionPages(q: PartitionQuery): AsyncGenerator<PartitionPage> {
-  let startKey: Item | undefined;
-  do {
-    const page = await queryPartition(q, startKey);
-    yield page;
-    startKey = page.next;
-  } while (startKey);
 }

@@ -1,33 +1,161 @@
 /**
- * Cursor-paged queries over one partition (or one index partition) in list order (API.md §3).
- * Positions are sort-key values, so a cursor stays usable after its item is deleted and never repeats an item.
+ * Queries and batch reads, in one vocabulary (`Query`): one request (`queryOnce`), every page (`queryPages`), and
+ * one page of a list read from a cursor (`listPage`, API.md §3). An entity (./entity.ts) offers the same as its
+ * `query`, `pages`, `list` and `batchGet`, typed by its item; the functions here serve a partition that holds
+ * items of several entities.
  */
-import { QueryCommand, type QueryCommandInput } from "@aws-sdk/lib-dynamodb";
-import { useRuntime } from "../runtime";
+import { BatchGetCommand, QueryCommand, type DynamoDBDocumentClient, type QueryCommandInput } from "@aws-sdk/lib-dynamodb";
+import { useConfig, useRuntime } from "../runtime";
 import { Placeholders, type Condition } from "./expression";
+import type { Index } from "./table";
 
-type Item = Record<string, unknown>;
-
-export interface PagedQuery {
-  index?: string;
-  /** Partition key attribute and value, e.g. `pk` / `OWNER#0xabc`. */
-  pkName: string;
+export interface TableKey {
   pk: string;
-  skName: string;
-  /** Only sort keys that start with this prefix belong to the list. */
-  skPrefix: string;
-  /** List order: ascending or descending sort key. */
+  sk: string;
+}
+
+/** An item as DynamoDB answers it, of no entity in particular. */
+export type Attributes = Record<string, unknown>;
+
+/** The table and client a read works on: the runtime's by default; another (a test's second process, an injected store) through `defineEntity(entity, () => store)`. */
+export interface EntityStore {
+  db: DynamoDBDocumentClient;
+  tableName: string;
+}
+
+export const runtimeStore = (): EntityStore => ({ db: useRuntime().db, tableName: useConfig().tableName });
+
+/** A read of some attributes only: the item holds those (ProjectionExpression). */
+export interface ReadOptions<A extends string = string> {
+  consistent?: boolean;
+  attributes?: readonly A[];
+}
+
+/** A sort-key condition of a Query. */
+type SortKey =
+  | { beginsWith: string }
+  | { between: readonly [string, string] }
+  | { eq: string }
+  | { lt: string }
+  | { le: string }
+  | { gt: string }
+  | { ge: string };
+
+export interface Query<A extends string = string> extends ReadOptions<A> {
+  /** An index (`gsi1`, `gsi2`): its key attributes are `<index>pk` / `<index>sk`; none: the table's `pk` / `sk`. */
+  index?: (typeof Index)[keyof typeof Index];
+  /** The partition key's value. */
+  pk: string;
+  sk?: SortKey;
+  filter?: Condition;
+  /** Sort-key order (ScanIndexForward); DynamoDB's (ascending) when not given. */
+  order?: "asc" | "desc";
+  /** Items evaluated per request (Limit). */
+  limit?: number;
+  /** Select COUNT: pages carry `count` and no items. */
+  count?: boolean;
+}
+
+export interface Page<I = Attributes> {
+  items: I[];
+  count: number;
+  /** Where the next page starts (LastEvaluatedKey), when there is one. */
+  next?: Attributes;
+}
+
+/** The name of the sort-key attribute a query's index sorts by. */
+const sortKeyOf = (q: Pick<Query, "index">) => `${q.index ?? ""}sk`;
+
+const SORT_OPERATORS = { eq: "=", lt: "<", le: "<=", gt: ">", ge: ">=" } as const;
+
+function sortKeyCondition(p: Placeholders, name: string, sk: SortKey): string {
+  if ("beginsWith" in sk) return `begins_with(${p.path(name)}, ${p.value(sk.beginsWith)})`;
+  if ("between" in sk) return `${p.path(name)} BETWEEN ${p.value(sk.between[0])} AND ${p.value(sk.between[1])}`;
+  const [op, value] = Object.entries(sk)[0] as [keyof typeof SORT_OPERATORS, string];
+  return `${p.path(name)} ${SORT_OPERATORS[op]} ${p.value(value)}`;
+}
+
+function queryInput(q: Query, tableName: string): QueryCommandInput {
+  const p = new Placeholders();
+  const key = `${p.path(`${q.index ?? ""}pk`)} = ${p.value(q.pk)}`;
+  const KeyConditionExpression = q.sk ? `${key} AND ${sortKeyCondition(p, sortKeyOf(q), q.sk)}` : key;
+  const FilterExpression = q.filter?.render(p);
+  const ProjectionExpression = q.attributes?.map((a) => p.path(a)).join(", ");
+  return {
+    TableName: tableName,
+    ...(q.index ? { IndexName: q.index } : {}),
+    KeyConditionExpression,
+    ...(FilterExpression ? { FilterExpression } : {}),
+    ...(ProjectionExpression && !q.count ? { ProjectionExpression } : {}),
+    ...(q.count ? { Select: "COUNT" as const } : {}),
+    ...(q.consistent ? { ConsistentRead: true } : {}),
+    ...(q.order ? { ScanIndexForward: q.order === "asc" } : {}),
+    ...(q.limit !== undefined ? { Limit: q.limit } : {}),
+    ...p.fields(),
+  };
+}
+
+/** One Query request (one page), from `from` (a page's `next`). */
+export async function queryOnce(q: Query, from?: Attributes, store = runtimeStore()): Promise<Page> {
+  const out = await store.db.send(new QueryCommand({ ...queryInput(q, store.tableName), ExclusiveStartKey: from }));
+  return { items: out.Items ?? [], count: out.Count ?? 0, ...(out.LastEvaluatedKey ? { next: out.LastEvaluatedKey } : {}) };
+}
+
+/** Every page of a Query, following LastEvaluatedKey: `for await (const page of queryPages(q))`. */
+export async function* queryPages(q: Query, store = runtimeStore()): AsyncGenerator<Page> {
+  let from: Attributes | undefined;
+  do {
+    const page = await queryOnce(q, from, store);
+    yield page;
+    from = page.next;
+  } while (from);
+}
+
+/**
+ * One BatchGetItem request (at most 100 keys), optionally of some attributes only: the items found and the keys
+ * DynamoDB left unprocessed.
+ */
+export async function batchGetOnce(
+  keys: readonly TableKey[],
+  options: ReadOptions = {},
+  store = runtimeStore(),
+): Promise<{ items: Attributes[]; unprocessed: TableKey[] }> {
+  const p = new Placeholders();
+  const projection = options.attributes?.map((a) => p.path(a)).join(", ");
+  const out = await store.db.send(
+    new BatchGetCommand({
+      RequestItems: {
+        [store.tableName]: {
+          Keys: [...keys],
+          ...(options.consistent ? { ConsistentRead: true } : {}),
+          ...(projection ? { ProjectionExpression: projection, ExpressionAttributeNames: p.names } : {}),
+        },
+      },
+    }),
+  );
+  return {
+    items: out.Responses?.[store.tableName] ?? [],
+    unprocessed: (out.UnprocessedKeys?.[store.tableName]?.Keys ?? []) as TableKey[],
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Lists read from a cursor (API.md §3): positions are sort-key values, so a cursor stays usable after its item
+// is deleted and never repeats an item.
+
+/** A list: the items of one partition whose sort keys start with `sk.beginsWith`, in `order`, `limit` a page. */
+export interface ListQuery<A extends string = string> extends Omit<Query<A>, "sk" | "order" | "limit" | "count"> {
+  sk: { beginsWith: string };
   order: "asc" | "desc";
-  filter?: { expression: string; names?: Record<string, string>; values?: Record<string, unknown> };
-  /** A filter given as a condition value (./expression.ts), instead of `filter`. */
-  where?: Condition;
   limit: number;
+  /** The page after this position (a sort-key value) in list order. */
   after?: string;
+  /** The page before this position. */
   before?: string;
 }
 
-export interface PageResult {
-  items: Item[];
+export interface ListPage<I = Attributes> {
+  items: I[];
   hasNextPage: boolean;
   hasPreviousPage: boolean;
   /**
@@ -39,10 +167,10 @@ export interface PageResult {
 
 const HIGHEST = "\uffff";
 
-export async function queryPage(q: PagedQuery): Promise<PageResult> {
+export async function listPage(q: ListQuery, store = runtimeStore()): Promise<ListPage> {
   if (q.before !== undefined) {
-    const preceding = await collect(q, { from: q.before, forward: false, inclusive: false, want: q.limit + 1 });
-    const exists = await collect(q, { from: q.before, forward: true, inclusive: true, want: 1 });
+    const preceding = await collect(q, store, { from: q.before, forward: false, inclusive: false, want: q.limit + 1 });
+    const exists = await collect(q, store, { from: q.before, forward: true, inclusive: true, want: 1 });
     return {
       items: preceding.slice(0, q.limit).reverse(),
       hasPreviousPage: preceding.length > q.limit,
@@ -50,19 +178,22 @@ export async function queryPage(q: PagedQuery): Promise<PageResult> {
       backward: true,
     };
   }
-  const items = await collect(q, { from: q.after, forward: true, inclusive: false, want: q.limit + 1 });
+  const items = await collect(q, store, { from: q.after, forward: true, inclusive: false, want: q.limit + 1 });
   const hasPreviousPage =
-    q.after !== undefined && (await collect(q, { from: q.after, forward: false, inclusive: true, want: 1 })).length > 0;
+    q.after !== undefined && (await collect(q, store, { from: q.after, forward: false, inclusive: true, want: 1 })).length > 0;
   return { items: items.slice(0, q.limit), hasNextPage: items.length > q.limit, hasPreviousPage };
 }
 
 /** Reads up to `want` items from position `from` (or the start) along (forward) or against list order. */
-async function collect(query: PagedQuery, walk: { from?: string; forward: boolean; inclusive: boolean; want: number }): Promise<Item[]> {
-  const q = withWhere(query);
-  const { db, config } = useRuntime();
+async function collect(
+  list: ListQuery,
+  store: EntityStore,
+  walk: { from?: string; forward: boolean; inclusive: boolean; want: number },
+): Promise<Attributes[]> {
+  const { sk, after: _after, before: _before, ...q } = list;
   const ascending = (q.order === "asc") === walk.forward;
-  let lo = q.skPrefix;
-  let hi = q.skPrefix + HIGHEST;
+  let lo = sk.beginsWith;
+  let hi = sk.beginsWith + HIGHEST;
   if (walk.from !== undefined) {
     // A cursor position outside the list's key range (a crafted cursor) must neither reach other entities of
     // the partition nor make an inverted BETWEEN, which DynamoDB rejects.
@@ -70,35 +201,23 @@ async function collect(query: PagedQuery, walk: { from?: string; forward: boolea
     else hi = walk.from < hi ? walk.from : hi;
     if (lo > hi) return [];
   }
-  const input: QueryCommandInput = {
-    TableName: config.tableName,
-    IndexName: q.index,
-    KeyConditionExpression: "#pk = :pk AND #sk BETWEEN :lo AND :hi",
-    ExpressionAttributeNames: { "#pk": q.pkName, "#sk": q.skName, ...q.filter?.names },
-    ExpressionAttributeValues: { ":pk": q.pk, ":lo": lo, ":hi": hi, ...q.filter?.values },
-    FilterExpression: q.filter?.expression,
-    ScanIndexForward: ascending,
+  const skName = sortKeyOf(q);
+  const query: Query = {
+    ...q,
+    sk: { between: [lo, hi] },
+    order: ascending ? "asc" : "desc",
+    limit: q.filter ? Math.max(50, walk.want * 2) : walk.want + 1,
   };
-  const out: Item[] = [];
-  let startKey: Record<string, unknown> | undefined;
+  const out: Attributes[] = [];
+  let from: Attributes | undefined;
   do {
-    const page = await db.send(
-      new QueryCommand({ ...input, ExclusiveStartKey: startKey, Limit: q.filter ? Math.max(50, walk.want * 2) : walk.want + 1 }),
-    );
-    for (const item of page.Items ?? []) {
-      if (!walk.inclusive && walk.from !== undefined && item[q.skName] === walk.from) continue;
+    const page = await queryOnce(query, from, store);
+    for (const item of page.items) {
+      if (!walk.inclusive && walk.from !== undefined && item[skName] === walk.from) continue;
       out.push(item);
       if (out.length >= walk.want) return out;
     }
-    startKey = page.LastEvaluatedKey;
-  } while (startKey);
+    from = page.next;
+  } while (from);
   return out;
-}
-
-/** `where` as a `filter` (its placeholders `#n…` / `:v…` never meet the query's own `#pk`, `:lo`, …). */
-function withWhere(q: PagedQuery): PagedQuery {
-  if (!q.where) return q;
-  const p = new Placeholders();
-  const expression = q.where.render(p);
-  return { ...q, where: undefined, filter: { expression, names: p.names, values: p.values } };
 }

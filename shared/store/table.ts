@@ -132,8 +132,16 @@ export function refusalReasons(err: unknown): string[] {
   return cancellationReasons(err);
 }
 
+/**
+ * For a transaction refused as `refusalReasons` reads it: whether each item's condition failed, in request order
+ * (`const [recordFailed, counterFailed] = failedConditions(err)`); any other failure is thrown again.
+ */
+export function failedConditions(err: unknown): boolean[] {
+  return refusalReasons(err).map((reason) => reason === "ConditionalCheckFailed");
+}
+
 /** For a cancelled transaction: the reason code of each item, in request order. */
-export function cancellationReasons(err: unknown): string[] {
+function cancellationReasons(err: unknown): string[] {
   const reasons = (err as { CancellationReasons?: { Code?: string }[] }).CancellationReasons ?? [];
   return reasons.map((r) => r.Code ?? "None");
 }

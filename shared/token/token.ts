@@ -40,10 +40,16 @@ interface Read {
   decimals?: number;
 }
 
-const TokenCache = defineEntity({
+/** The cached read: when it was read (ms) and when the item expires (TTL, s). */
+interface CachedRead extends Read {
+  cachedAt: number;
+  expiresAt: number;
+}
+
+const TokenCache = defineEntity<CachedRead, { chainId: number; address: string }>({
   type: "tokenMetadata",
   version: 1,
-  key: ({ chainId, address }: { chainId: number; address: string }) => Keys.tokenMetadata(chainId, address),
+  key: ({ chainId, address }) => Keys.tokenMetadata(chainId, address),
 });
 
 const isNative = (address: string) => address.toLowerCase() === NATIVE_TOKEN.toLowerCase();
@@ -59,7 +65,7 @@ export async function metadata(address: Address, chainId?: number): Promise<Meta
   const now = useRuntime().now();
   const cached = await TokenCache.get(id);
   if (cached && typeof cached.cachedAt === "number" && now < cached.cachedAt + (cached.found ? FOUND_TTL_MS : NOT_FOUND_TTL_MS)) {
-    return answer(at, cached as unknown as Read, "cache");
+    return answer(at, cached, "cache");
   }
   let read: Read;
   try {

@@ -177,5 +177,5 @@ const INTEGER_FIELDS = [
 export function loadOperation(text: string): UserOperationV07 {
   const raw = JSON.parse(text) as Record<string, unknown>;
   for (const field of INTEGER_FIELDS) if (typeof raw[field] === "string") raw[field] = BigInt(raw[field]);
-  return raw as unknown as UserOperationV07;
+  return raw as UserOperationV07;
 }

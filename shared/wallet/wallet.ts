@@ -8,7 +8,7 @@ import { entryPoint07Abi } from "viem/account-abstraction";
 import { ApiError, notFound, quotaReached } from "../errors";
 import { useOwner } from "../context";
 import { useConfig, useRuntime } from "../runtime";
-import { createWallet, getWallet, setHidden, walletsOn as storedWalletsOn, workflowStatusesOf } from "../store/entities/wallet";
+import { createWallet, getWallet, setHidden, walletsOn, workflowStatusesOf, type WalletItem } from "../store/entities/wallet";
 import { AddressString } from "../http/address-schemas";
 import { CreateInput, UpdateInput, type Info } from "./schemas";
 import { contractRefused, controllerSigner, isKnownFactory, publicClient, resolveCallerChain } from "../chain/chains";
@@ -20,15 +20,7 @@ import type { ChainSettings } from "../config";
 export { CreateInput, UpdateInput, Info } from "./schemas";
 
 /** The stored record. */
-export interface WalletRecord {
-  owner: Address;
-  chainId: number;
-  address: Address;
-  salt: string;
-  factoryAddress: Address;
-  isHidden: boolean;
-  createdAt: number;
-}
+export type WalletRecord = WalletItem;
 
 const walletNotFound = () => notFound("WALLET_NOT_FOUND", "The wallet");
 
@@ -44,10 +36,6 @@ export async function list(input: { chainId?: number; includeHidden: boolean }):
     return a.factoryAddress.toLowerCase() < b.factoryAddress.toLowerCase() ? -1 : 1;
   });
   return Promise.all(visible.map((w) => toInfo(w)));
-}
-
-async function walletsOn(owner: Address, chainId: number): Promise<WalletRecord[]> {
-  return (await storedWalletsOn(owner, chainId)) as unknown as WalletRecord[];
 }
 
 /** Registers (owner, chain, factory, salt); answers whether it was new. */
@@ -113,7 +101,7 @@ async function deriveAddress(chain: ChainSettings, factory: Address, owner: Addr
 }
 
 export async function get(owner: Address, chainId: number, address: Address): Promise<WalletRecord | undefined> {
-  return (await getWallet({ owner, chainId, address })) as WalletRecord | undefined;
+  return getWallet({ owner, chainId, address });
 }
 
 /** The caller's wallet at `rawAddress` on the resolved chain, or 404 (malformed addresses too). */
@@ -130,7 +118,7 @@ export async function update(rawAddress: string, chainId: number | undefined, in
   const { wallet, chain } = await requireOwned(rawAddress, chainId);
   if (input.isHidden === undefined || input.isHidden === wallet.isHidden) return toInfo(wallet);
   const updated = await setHidden({ owner: wallet.owner, chainId: chain.chainId, address: wallet.address }, input.isHidden);
-  return toInfo(updated as unknown as WalletRecord);
+  return toInfo(updated);
 }
 
 /** EntryPoint `getNonce(wallet, 0)`: "0" for an undeployed account. */

@@ -13,7 +13,7 @@ import { bundlerClient, chainSettings, publicClient } from "../chain/chains";
 import { loadOperation, resend } from "./delivery";
 import type { ChainSettings } from "../config";
 import type { Result, StoredWithdrawal } from "./withdraw-request";
-import { settle, toResult } from "./withdraw-records";
+import { fromItem, settle, toResult } from "./withdraw-records";
 
 const FOLLOW_UP_INTERVAL_MS = 5_000;
 
@@ -55,7 +55,7 @@ export async function refresh(w: StoredWithdrawal, chain: ChainSettings): Promis
  * (sparse index gsi2 `WITHDRAWAL#pending`). Run every few seconds locally, every minute in AWS.
  */
 export async function followUpPending(max = 100): Promise<{ checked: number; settled: number }> {
-  const items = (await pendingWithdrawals(max)) as unknown as StoredWithdrawal[];
+  const items = (await pendingWithdrawals(max)).map(fromItem);
   let settled = 0;
   for (const item of items) {
     const chain = useConfig().chains.find((c) => c.chainId === item.chainId);

@@ -2,13 +2,16 @@
 import { getAddress, type Address, type Hex } from "viem";
 import { useOwner } from "../context";
 import { useRuntime } from "../runtime";
-import { getWithdrawal, recordWithdrawal, settleWithdrawal } from "../store/entities/withdrawal";
+import { getWithdrawal, recordWithdrawal, settleWithdrawal, type WithdrawalItem } from "../store/entities/withdrawal";
 import type { Status } from "./schemas";
 import type { Result, StoredWithdrawal } from "./withdraw-request";
 import type { Followed } from "./delivery";
 
 // ---------------------------------------------------------------------------------------------
 // Records
+
+/** A stored withdrawal as this module wrote it (its strings are the addresses, hashes and status it was given). */
+export const fromItem = (item: WithdrawalItem) => item as StoredWithdrawal;
 
 /** Another request recorded this withdrawal (its id) first: that one sends it, this one answers with it. */
 export class AlreadyRecorded extends Error {
@@ -42,7 +45,7 @@ export async function settle(
     },
     useRuntime().now(),
   );
-  if (after) return toResult(after as unknown as StoredWithdrawal);
+  if (after) return toResult(fromItem(after));
   const current = await getStored(owner, w.chainId, w.smartWalletAddress, w.id);
   return toResult(current ?? (w as StoredWithdrawal));
 }
@@ -60,7 +63,8 @@ export async function settleFollowed(w: Result, followed: Followed): Promise<Res
 }
 
 export async function getStored(owner: Address, chainId: number, wallet: Address, id: string): Promise<StoredWithdrawal | undefined> {
-  return (await getWithdrawal({ owner, chainId, wallet, id })) as StoredWithdrawal | undefined;
+  const item = await getWithdrawal({ owner, chainId, wallet, id });
+  return item && fromItem(item);
 }
 
 export function toResult(w: StoredWithdrawal | Result): Result {

@@ -26,7 +26,7 @@ import { dispatch, insufficientBalance, type Dispatched } from "./operation";
 import { bundlerRejection, follow, storeOperation, type Followed } from "./delivery";
 import type { ChainSettings } from "../config";
 import { ETH, fieldError, parseRequest, type Request, type Result, type StoredWithdrawal } from "./withdraw-request";
-import { AlreadyRecorded, getStored, record, settle, settleFollowed } from "./withdraw-records";
+import { AlreadyRecorded, fromItem, getStored, record, settle, settleFollowed } from "./withdraw-records";
 import { by, deadlinesFrom, Recording, tooLate } from "./withdraw-deadline";
 import { refresh } from "./withdraw-followup";
 
@@ -233,8 +233,8 @@ export async function listWithdrawals(
   const { wallet, chain } = await requireOwned(walletPath, chainId);
   const owner = useOwner();
   const result = await storedWithdrawals(owner, chain.chainId, wallet.address, statuses, page);
-  const refreshed = await Promise.all(result.items.map((item) => refresh(item as unknown as StoredWithdrawal, chain)));
-  return { result: { ...result, items: refreshed as unknown as Record<string, unknown>[] }, chain, wallet };
+  const refreshed = await Promise.all(result.items.map((item) => refresh(fromItem(item), chain)));
+  return { result: { ...result, items: refreshed }, chain, wallet };
 }
 
 export async function getWithdrawal(walletPath: string, chainId: number | undefined, id: string): Promise<Result> {

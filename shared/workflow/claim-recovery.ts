@@ -15,11 +15,11 @@ import {
 } from "../store/entities/claim-intent";
 import { executionWritten } from "../store/entities/execution";
 import { takeIndexItem } from "../store/entities/workflow";
-import { refusalReasons } from "../store/table";
+import { failedConditions } from "../store/table";
 import type { Address } from "../address";
 import { log } from "../log";
 import type { WorkflowRecord } from "./record";
-import { read, type Item } from "./stored";
+import { read } from "./stored";
 import {
   markerOf,
   INTENT_RECOVERY_AFTER_MS,
@@ -120,9 +120,9 @@ async function claimForIntent(intent: Intent, marker: string, now: number): Prom
     await transact([intentInFlight(intent.key), takeIndexItem(intent.workflowId, marker, now)]);
     return "claimed";
   } catch (err) {
-    const [intentReason, workflowReason] = refusalReasons(err);
-    if (intentReason === "ConditionalCheckFailed") return "closed";
-    if (workflowReason === "ConditionalCheckFailed") return "refused"; // the caller reads: taken meanwhile, or not runnable
+    const [intentFailed, workflowFailed] = failedConditions(err);
+    if (intentFailed) return "closed";
+    if (workflowFailed) return "refused"; // the caller reads: taken meanwhile, or not runnable
     return "busy";
   }
 }
@@ -166,7 +166,7 @@ export async function recoverRunClaim(
   if (await executionWritten(workflowId, executionId)) return "written";
   if (!record || index === undefined) return "none";
   const at = decodeTime(executionId);
-  const runInput = ((record as unknown as Item)[runInputAttributeOf(executionId)] as KeptRunInput | undefined) ?? "{}";
+  const runInput = (record[runInputAttributeOf(executionId)] as KeptRunInput | undefined) ?? "{}";
   await finishRunClaim(record, await build({ workflow: record, executionId, index, at, runInput }), index, at);
   return "finished";
 }
@@ -179,7 +179,7 @@ export async function recoverRunClaim(
 async function recoverRunClaims(workflowId: string, now: number, build: RunClaimBuilder): Promise<RecoveredClaim[]> {
   const record = await read(workflowId);
   if (!record) return []; // deleted: its executions in flight went with it
-  const item = record as unknown as Item;
+  const item = record;
   const recovered: RecoveredClaim[] = [];
   const done: string[] = [];
   for (const marker of Object.keys(item)) {

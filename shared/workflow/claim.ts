@@ -14,7 +14,7 @@ import {
 } from "../store/entities/claim-intent";
 import { putClaimedExecution } from "../store/entities/execution";
 import { removeClaimAttributes, takeIndex as takeNextIndex, type IndexTake } from "../store/entities/workflow";
-import type { TableKey } from "../store/entity";
+import type { TableKey } from "../store/query";
 import type { Address } from "../address";
 import { log } from "../log";
 import { stopFiring } from "./scheduler/install";
@@ -23,7 +23,7 @@ import * as Watch from "./watch-registry";
 import type { WorkflowRecord } from "./record";
 import {
   MAX_ATTEMPTS,
-  type Item,
+  type StoredWorkflow,
   workflowNotFound,
   backoff,
   sameOwner,
@@ -269,8 +269,8 @@ async function takeIndex(record: WorkflowRecord, take: IndexTake, owner?: Addres
   throw new Error("Workflow claim kept meeting transactions on the workflow item");
 }
 
-export const indexOf = (record: WorkflowRecord, marker: string): number | undefined => {
-  const value = (record as unknown as Item)[marker];
+export const indexOf = (record: StoredWorkflow, marker: string): number | undefined => {
+  const value = record[marker];
   return typeof value === "number" ? value : undefined;
 };
 

@@ -2,9 +2,9 @@
 import { useOwner } from "../context";
 import { ApiError } from "../errors";
 import { useRuntime } from "../runtime";
-import { listCount, listQuery, listWalk } from "../store/entities/workflow";
+import { listCount, listQuery, listWorkflows } from "../store/entities/workflow";
 import { type Address } from "../address";
-import { ULID_PATTERN, type Item, type ListStatus, toInfo, fromItem } from "./stored";
+import { ULID_PATTERN, type ListStatus, toInfo, fromItem } from "./stored";
 
 // ---------------------------------------------------------------------------------------------------------
 // List and count (§8.8.2, §8.8.3)
@@ -35,23 +35,7 @@ export async function list(filter: ListFilter, page: Page) {
     if (position !== undefined && !ULID_PATTERN.test(position))
       throw new ApiError(400, "INVALID_CURSOR", "The cursor is not valid for this list.");
   }
-  const q = scopedQuery(owner, filter, now);
-  let items: Item[];
-  let hasNextPage: boolean;
-  let hasPreviousPage: boolean;
-  if (page.before !== undefined) {
-    const preceding = await listWalk(q, { from: page.before, forward: false, inclusive: false, want: page.limit + 1 });
-    const rest = await listWalk(q, { from: page.before, forward: true, inclusive: true, want: 1 });
-    items = preceding.slice(0, page.limit).reverse();
-    hasPreviousPage = preceding.length > page.limit;
-    hasNextPage = rest.length > 0;
-  } else {
-    const following = await listWalk(q, { from: page.after, forward: true, inclusive: false, want: page.limit + 1 });
-    items = following.slice(0, page.limit);
-    hasNextPage = following.length > page.limit;
-    hasPreviousPage =
-      page.after !== undefined && (await listWalk(q, { from: page.after, forward: false, inclusive: true, want: 1 })).length > 0;
-  }
+  const { items, hasNextPage, hasPreviousPage } = await listWorkflows(scopedQuery(owner, filter, now), page);
   return { items: items.map((item) => toInfo(fromItem(item), now)), hasNextPage, hasPreviousPage };
 }
 

@@ -8,7 +8,7 @@ import { useRuntime } from "../runtime";
 import { transact, type TransactItem } from "../store/entity";
 import { completeItem, expiredSlotHolders, releaseExpiredSlotItem } from "../store/entities/workflow";
 import { decrement, incrementBelow } from "../store/counters";
-import { isConditionFailure, refusalReasons } from "../store/table";
+import { failedConditions, isConditionFailure } from "../store/table";
 import { type Address } from "../address";
 import { log } from "../log";
 import type { CompletionReason } from "./record";
@@ -46,9 +46,9 @@ async function recordAndCounter(items: TransactItem[]): Promise<"written" | "rec
     await transact(items);
     return "written";
   } catch (err) {
-    const [recordReason, counterReason] = refusalReasons(err);
-    if (recordReason === "ConditionalCheckFailed") return "record failed";
-    if (counterReason === "ConditionalCheckFailed") return "counter failed";
+    const [recordFailed, counterFailed] = failedConditions(err);
+    if (recordFailed) return "record failed";
+    if (counterFailed) return "counter failed";
     return "conflict";
   }
 }

@@ -19,6 +19,9 @@ export type WorkflowInfo = Workflow;
 export type ListStatus = StoredStatus | "running";
 
 export type Item = Record<string, unknown>;
+
+/** A record as read back: its item's other attributes (the claims' markers and kept run inputs) beside it. */
+export type StoredWorkflow = WorkflowRecord & Item;
 export const workflowNotFound = () => notFound("WORKFLOW_NOT_FOUND", "The workflow");
 export const terminal = () =>
   new ApiError(409, "WORKFLOW_TERMINAL", "The workflow is completed or failed; its status can no longer change.");
@@ -109,18 +112,18 @@ export function toItem(record: WorkflowRecord): Item {
  * The record of a stored workflow item of either version: version 2 keeps `document` (JSON text), version 1
  * (written before it) the same members as DynamoDB maps and lists, which are taken as they are.
  */
-export function fromItem(item: Item): WorkflowRecord {
-  if (typeof item.document !== "string") return item as unknown as WorkflowRecord;
+export function fromItem(item: Item): StoredWorkflow {
+  if (typeof item.document !== "string") return item as StoredWorkflow;
   const { document, ...attributes } = item;
   const parsed = JSON.parse(document) as Partial<Pick<WorkflowRecord, DocumentMember>>;
   // Spread and JSON.parse define members as data, so keys such as `__proto__` inside the document stay data.
-  return { ...attributes, ...parsed } as unknown as WorkflowRecord;
+  return { ...attributes, ...parsed } as StoredWorkflow;
 }
 
 // ---------------------------------------------------------------------------------------------------------
 // Reading
 
-export async function read(id: string): Promise<WorkflowRecord | undefined> {
+export async function read(id: string): Promise<StoredWorkflow | undefined> {
   const item = await readWorkflowItem(id);
   return item ? fromItem(item) : undefined;
 }

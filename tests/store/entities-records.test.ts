@@ -11,7 +11,7 @@ import { useTestRuntime } from "../support/runtime";
 import { RateLimiter } from "../../shared/http/rate-limit";
 import { claimSlot, liveSlots } from "../../shared/execution/stream-slots";
 import { freeSlot, renewSlot } from "../../shared/store/entities/stream-slot";
-import { createWallet, getWallet, setHidden, walletsOn } from "../../shared/store/entities/wallet";
+import { createWallet, getWallet, setHidden, walletsOn, type WalletItem } from "../../shared/store/entities/wallet";
 import { record, settle } from "../../shared/wallet/withdraw-records";
 import { pendingWithdrawals, touchWithdrawal } from "../../shared/store/entities/withdrawal";
 import { reserveSponsoredGas } from "../../shared/wallet/sponsorship";
@@ -161,7 +161,7 @@ describe("secret", () => {
 describe("wallet", () => {
   const owner = "0x00000000000000000000000000000000000000Cc";
   const address = "0x000000000000000000000000000000000000dEaD";
-  const record = {
+  const record: WalletItem = {
     owner,
     chainId: 31337,
     address,

@@ -23,7 +23,7 @@ export interface ContractArtifact {
 }
 
 /** Our compiled contracts (full ABIs, creation bytecode). */
-export const artifacts = artifactsJson as unknown as {
+export const artifacts = artifactsJson as {
   ControlledAccount: ContractArtifact;
   ControlledAccountFactory: ContractArtifact;
   ERC1967Proxy: ContractArtifact;

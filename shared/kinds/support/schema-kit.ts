@@ -100,7 +100,7 @@ function runRecord(base: RecordBase, dataset: Dataset, config: v.Config<v.BaseIs
   const output: Record<string, unknown> = {};
   const out: Dataset = { typed: true, value: output };
   const report = (issues: v.BaseIssue<unknown>[], origin: "key" | "value", entry: string, member: unknown) => {
-    const item = { type: "object", origin, input, key: entry, value: member } as unknown as v.IssuePathItem;
+    const item: v.ObjectPathItem = { type: "object", origin, input: input as Record<string, unknown>, key: entry, value: member };
     for (const issue of issues) {
       if (origin === "value" && issue.path) (issue.path as v.IssuePathItem[]).unshift(item);
       else (issue as { path?: v.IssuePathItem[] }).path = [item];

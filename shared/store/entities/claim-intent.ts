@@ -15,7 +15,8 @@
  * a manual claim as `claim#EXEC#<executionId>`, beside `claimInput#<executionId>` (its run input, or the number of
  * run-input parts written before it), from which the sweeper writes the execution a crash left unwritten.
  */
-import { batchGetOnce, defineEntity, queryPartition, type TableKey, type TransactItem } from "../entity";
+import { defineEntity, type TransactItem } from "../entity";
+import { batchGetOnce, queryOnce, type TableKey } from "../query";
 import { addTo, remove, set, when } from "../expression";
 import { Keys } from "../item-keys";
 import { Index, isConditionFailure, TTL_ATTRIBUTE } from "../table";
@@ -115,7 +116,7 @@ export const intentInFlight = (key: TableKey): TransactItem => {
 
 /** Up to `max` items of a sparse gsi2 partition sorting before `bound`'s sort key, oldest first (one Query). */
 const sparseBefore = (bound: { gsi2pk: string; gsi2sk: string }, max: number) =>
-  queryPartition({ index: Index.gsi2, partition: ["gsi2pk", bound.gsi2pk], sort: when.lt("gsi2sk", bound.gsi2sk), limit: max });
+  queryOnce({ index: Index.gsi2, pk: bound.gsi2pk, sk: { lt: bound.gsi2sk }, limit: max });
 
 /** Up to `max` intents in flight whose claim began before `before` (ms), oldest first (one Query). */
 export async function intentsInFlightBefore(before: number, max: number): Promise<StoredIntent[]> {

@@ -5,28 +5,47 @@
  * far below DynamoDB's item limit; a step's parts are written in the transaction that records it
  * (./execution.ts recordStepItems).
  */
-import { batchGetOnce, defineEntity, queryEach, type TableKey } from "../entity";
+import { defineEntity } from "../entity";
 import { Keys } from "../item-keys";
 
-const ExecutionStep = defineEntity({
+/** A part of a recorded step's JSON, or of its output's (`STEP#…` / `OUT#…`). */
+export interface StepPart {
+  stepId: string;
+  part: number;
+  parts: number;
+  body: Uint8Array;
+  /** Step items v 2, on every part of a step (not of an output). */
+  outputBytes?: number;
+  outputParts?: number;
+}
+
+/** A part of a run input or of a sealed state. */
+interface BodyPart {
+  part: number;
+  parts: number;
+  body: Uint8Array;
+  expiresAt: number;
+}
+
+type StepPartId = { id: string; stepId: string; part: number };
+
+const ExecutionStep = defineEntity<StepPart, StepPartId>({
   type: "executionStep",
   version: 2,
-  key: ({ id, stepId, part }: { id: string; stepId: string; part: number }) => Keys.executionStep(id, stepId, part),
+  key: ({ id, stepId, part }) => Keys.executionStep(id, stepId, part),
 });
 
-const ExecutionStepOutput = defineEntity({
+const ExecutionStepOutput = defineEntity<StepPart, StepPartId>({
   type: "executionStepOutput",
   version: 2,
-  key: ({ id, stepId, part }: { id: string; stepId: string; part: number }) => Keys.executionStepOutput(id, stepId, part),
+  key: ({ id, stepId, part }) => Keys.executionStepOutput(id, stepId, part),
 });
 
-const ExecutionInput = defineEntity({
+const ExecutionInput = defineEntity<BodyPart, { id: string; part: number }>({
   type: "executionInput",
   version: 1,
-  key: ({ id, part }: { id: string; part: number }) => Keys.executionInput(id, part),
+  key: ({ id, part }) => Keys.executionInput(id, part),
 });
-
-type Item = Record<string, unknown>;
 
 /** A step's JSON (`body`) and, when it lies in items of its own, its output's JSON (`output`), cut in `partBytes`. */
 export interface StepRecording {
@@ -61,26 +80,26 @@ export function stepPartItems(executionId: string, r: StepRecording) {
 }
 
 /** Every step part of an execution (strongly consistent Query, one page per MB). */
-export async function* stepPartPages(executionId: string): AsyncGenerator<Item[]> {
+export async function* stepPartPages(executionId: string): AsyncGenerator<StepPart[]> {
   const query = { pk: Keys.executionStep(executionId, "", 0).pk, sk: { beginsWith: "STEP#" }, consistent: true };
-  for await (const page of queryEach(query)) yield page.items;
+  for await (const page of ExecutionStep.pages(query)) yield page.items;
 }
 
 /**
  * The output parts of `steps` (strongly consistent BatchGetItem, 100 keys a request; unprocessed keys read again
  * after a growing pause, giving up after 8 retries).
  */
-export async function readOutputParts(executionId: string, steps: { stepId: string; parts: number }[]): Promise<Item[]> {
+export async function readOutputParts(executionId: string, steps: { stepId: string; parts: number }[]): Promise<StepPart[]> {
   const keys = steps.flatMap((s) =>
     Array.from({ length: s.parts }, (_, part) => ExecutionStepOutput.key({ id: executionId, stepId: s.stepId, part })),
   );
-  const items: Item[] = [];
+  const items: StepPart[] = [];
   for (let i = 0; i < keys.length; i += 100) {
-    let request: TableKey[] = keys.slice(i, i + 100);
+    let request = keys.slice(i, i + 100);
     for (let attempt = 0; request.length; attempt++) {
       if (attempt > 0) await new Promise((r) => setTimeout(r, Math.min(1_000, 25 * 2 ** attempt)));
       if (attempt > 8) throw new Error("reading step outputs: keys left unprocessed");
-      const out = await batchGetOnce(request, { consistent: true });
+      const out = await ExecutionStepOutput.batchGet(request, { consistent: true });
       items.push(...out.items);
       request = out.unprocessed;
     }
@@ -109,16 +128,16 @@ export async function readInputParts(executionId: string, parts: number): Promis
     Array.from({ length: parts }, async (_, part) => {
       const item = await ExecutionInput.get({ id: executionId, part }, { consistent: true });
       if (!item) throw new Error(`part ${part} of the run input of ${executionId} is missing`);
-      return item.body as Uint8Array;
+      return item.body;
     }),
   );
   return Buffer.concat(chunks);
 }
 
-const ExecutionState = defineEntity({
+const ExecutionState = defineEntity<BodyPart, { id: string; generation: number; part: number }>({
   type: "executionState",
   version: 1,
-  key: ({ id, generation, part }: { id: string; generation: number; part: number }) => Keys.executionState(id, generation, part),
+  key: ({ id, generation, part }) => Keys.executionState(id, generation, part),
 });
 
 /** Writes a waiting run's sealed state (pattern 13d) in parts of `partBytes`, expiring at `expiresAt` (s); its part count. */
@@ -155,7 +174,7 @@ export async function readStateParts(executionId: string, generation: number, pa
       Array.from({ length: Math.min(8, parts - i) }, async (_, k) => {
         const item = await ExecutionState.get({ id: executionId, generation, part: i + k }, { consistent: true });
         if (!item) throw new Error(`part ${i + k} of state ${generation} of ${executionId} is missing`);
-        return item.body as Uint8Array;
+        return item.body;
       }),
     );
     chunks.push(...read);

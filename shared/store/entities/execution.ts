@@ -5,10 +5,10 @@
  * execution is ended only while it is pending (ending it takes it off the pending index); the reads and lists.
  * Its steps and run input are items of their own (./execution-parts.ts).
  */
-import { defineEntity, queryEach, queryOnce, transact, type KeyQuery } from "../entity";
+import { defineEntity, transact, type Stored } from "../entity";
 import { addTo, remove, set, when, type Condition, type UpdateAction } from "../expression";
 import { Keys } from "../item-keys";
-import { queryPage, type PageResult } from "../query";
+import type { ListPage, Query } from "../query";
 import { Index, isConditionFailure, landed } from "../table";
 import { stepPartItems, type StepRecording } from "./execution-parts";
 
@@ -17,20 +17,51 @@ export interface ExecutionId {
   id: string;
 }
 
-const Execution = defineEntity({
+type Item = Record<string, unknown>;
+
+/**
+ * An execution item's attributes as the store reads them (shared/execution/execution-stored.ts types the rest);
+ * besides these, an open wait is `wait:<nodeId>` and an ended signal wait `end:<nodeId>` (below).
+ */
+export interface ExecutionItem {
+  id: string;
+  workflowId: string;
+  owner: string;
+  status: string;
+  startAt: number;
+  endAt?: number;
+  error?: string;
+  stepIds?: Set<string>;
+  stepBytes?: number;
+  runStartedAt?: number;
+  /** The sealed state of a suspended or checkpointed run (`sealedState` below). */
+  stateGeneration?: number;
+  stateParts?: number;
+  stateKey?: Item;
+  pendingMs?: number;
+  openWaits?: string[];
+  suspendedSteps?: number;
+  passStartedAt?: number;
+  driverAt?: number;
+  [attribute: string]: unknown;
+}
+
+const Execution = defineEntity<ExecutionItem, ExecutionId>({
   type: "execution",
   version: 1,
-  key: ({ workflowId, id }: ExecutionId) => Keys.execution(workflowId, id),
+  key: ({ workflowId, id }) => Keys.execution(workflowId, id),
 });
 
-type Item = Record<string, unknown>;
+/** An execution item as read. */
+export type StoredExecutionItem = Stored<ExecutionItem>;
 
 const isPending = when.eq("status", "pending");
 
 /** Writes a claimed execution's item (built whole by shared/execution) unless it is there already (the sweeper, or a retry, wrote it). */
 export async function putClaimedExecution(item: Item): Promise<void> {
   try {
-    await Execution.put({ workflowId: String(item.workflowId), id: String(item.id) }, item, { if: when.notExists() });
+    // A claim carries its execution item as it was built (shared/execution), through intents and journals.
+    await Execution.put({ workflowId: String(item.workflowId), id: String(item.id) }, item as ExecutionItem, { if: when.notExists() });
   } catch (err) {
     if (!isConditionFailure(err)) throw err;
   }
@@ -45,7 +76,7 @@ export async function executionWritten(workflowId: string, executionId: string):
  * The item of a new pending execution (keys, both indexes, `type`, `v`), for the claim's transaction; `fields`
  * holds its attributes from `id` on.
  */
-export function pendingExecutionItem(fields: Item & { id: string; workflowId: string; owner: string; startAt: number }): Item {
+export function pendingExecutionItem(fields: ExecutionItem): Stored<ExecutionItem> {
   return {
     ...Execution.key(fields),
     ...Keys.executionByOwner(fields.owner, fields.id),
@@ -89,7 +120,7 @@ export async function finishExecution(
 }
 
 /** The conditional "started" mark: only a pending execution not yet started takes it; the item after, or undefined. */
-export async function markRunStarted(execution: ExecutionId, now: number): Promise<Item | undefined> {
+export async function markRunStarted(execution: ExecutionId, now: number): Promise<StoredExecutionItem | undefined> {
   try {
     return await Execution.update(execution, [set("runStartedAt", now)], {
       if: when.and(isPending, when.notExists("runStartedAt")),
@@ -105,10 +136,10 @@ export async function markRunStarted(execution: ExecutionId, now: number): Promi
 export const getExecution = (execution: ExecutionId) => Execution.get(execution, { consistent: true });
 
 /** Executions pending since before `cutoff` (ms), oldest first, at most `max` (pattern 15: one Query). */
-export async function pendingBefore(cutoff: number, max: number): Promise<{ workflowId: string; id: string }[]> {
+export async function pendingBefore(cutoff: number, max: number): Promise<ExecutionId[]> {
   const { gsi2pk, gsi2sk } = Keys.pendingExecution(cutoff, "");
-  const page = await queryOnce({ index: Index.gsi2, pk: gsi2pk, sk: { lt: gsi2sk }, attributes: ["workflowId", "id"], limit: max });
-  return page.items as { workflowId: string; id: string }[];
+  const page = await Execution.query({ index: Index.gsi2, pk: gsi2pk, sk: { lt: gsi2sk }, attributes: ["workflowId", "id"], limit: max });
+  return page.items;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -126,10 +157,10 @@ export type ExecutionSource = { workflowId: string } | { owner: string; workflow
  */
 const ULID_PREFIX = "0";
 
-function sourceKey(source: ExecutionSource) {
+function sourceKey(source: ExecutionSource): Pick<Query, "index" | "pk"> {
   return "workflowId" in source
-    ? { pkName: "pk", pk: Keys.execution(source.workflowId, "").pk, skName: "sk" }
-    : { index: Index.gsi1, pkName: "gsi1pk", pk: Keys.executionByOwner(source.owner, "").gsi1pk, skName: "gsi1sk" };
+    ? { pk: Keys.execution(source.workflowId, "").pk }
+    : { index: Index.gsi1, pk: Keys.executionByOwner(source.owner, "").gsi1pk };
 }
 
 /** The source's filter and the caller's, joined. */
@@ -146,8 +177,8 @@ export const startedWithin = (since: number, until: number) => when.and(when.ge(
 
 /** The owner of a workflow's first execution (one Query of one item), or undefined when it has none. */
 export async function firstExecutionOwner(workflowId: string): Promise<string | undefined> {
-  const page = await queryOnce({ pk: Keys.execution(workflowId, "").pk, attributes: ["owner"], limit: 1 });
-  return (page.items[0] as { owner?: string } | undefined)?.owner;
+  const page = await Execution.query({ pk: Keys.execution(workflowId, "").pk, attributes: ["owner"], limit: 1 });
+  return page.items[0]?.owner;
 }
 
 /** One page of the source's executions, newest first (API.md §3). */
@@ -155,13 +186,13 @@ export function executionPage(
   source: ExecutionSource,
   filter: Condition | undefined,
   page: { limit: number; after?: string; before?: string },
-): Promise<PageResult> {
+): Promise<ListPage<StoredExecutionItem>> {
   const where = sourceFilter(source, filter);
-  return queryPage({
+  return Execution.list({
     ...sourceKey(source),
-    skPrefix: ULID_PREFIX,
+    sk: { beginsWith: ULID_PREFIX },
     order: "desc",
-    ...(where ? { where } : {}),
+    ...(where ? { filter: where } : {}),
     limit: page.limit,
     after: page.after,
     before: page.before,
@@ -175,18 +206,16 @@ export function executionPage(
 export async function readExecutions(
   source: ExecutionSource,
   options: { filter?: Condition; range?: [string, string]; count?: boolean; attributes?: readonly string[] },
-  onPage: (count: number, items: Item[]) => void,
+  onPage: (count: number, items: Partial<StoredExecutionItem>[]) => void,
 ) {
-  const key = sourceKey(source);
   const filter = sourceFilter(source, options.filter);
-  const query: KeyQuery = {
-    ...(key.index ? { index: key.index } : {}),
-    pk: key.pk,
+  const query: Query = {
+    ...sourceKey(source),
     sk: { between: options.range ?? [ULID_PREFIX, `${ULID_PREFIX}\uffff`] },
     ...(filter ? { filter } : {}),
     ...(options.count ? { count: true } : { attributes: options.attributes }),
   };
-  for await (const page of queryEach(query)) onPage(page.count, page.items);
+  for await (const page of Execution.pages(query)) onPage(page.count, page.items);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -200,11 +229,13 @@ export async function readExecutions(
 const WAIT_PREFIX = "wait:";
 export const END_PREFIX = "end:";
 
-/** The open waits of an execution item, by node id. */
-export function openWaitsOf(item: Item): Map<string, Item> {
-  const waits = new Map<string, Item>();
-  for (const [name, value] of Object.entries(item))
-    if (name.startsWith(WAIT_PREFIX)) waits.set(name.slice(WAIT_PREFIX.length), value as Item);
+/**
+ * The open waits of an execution item, by node id, each as `W`: the shape its writer (shared/execution/waits.ts,
+ * through `putOpenWait`) gave it.
+ */
+export function openWaitsOf<W extends object = Item>(item: Item): Map<string, W> {
+  const waits = new Map<string, W>();
+  for (const [name, value] of Object.entries(item)) if (name.startsWith(WAIT_PREFIX)) waits.set(name.slice(WAIT_PREFIX.length), value as W);
   return waits;
 }
 
@@ -306,7 +337,7 @@ export async function resumeRun(
   stateGeneration: number,
   now: number,
   virtualStart: number,
-): Promise<Item | undefined> {
+): Promise<StoredExecutionItem | undefined> {
   const pending = Keys.pendingExecution(virtualStart, execution.id);
   try {
     return await Execution.update(
@@ -340,7 +371,7 @@ export async function takeOverRun(
   execution: ExecutionId,
   read: { stateGeneration: number; driverAt: number; stepBytes: number },
   now: number,
-): Promise<Item | undefined> {
+): Promise<StoredExecutionItem | undefined> {
   try {
     return await Execution.update(execution, [set("driverAt", now)], {
       if: when.and(
@@ -364,15 +395,15 @@ export async function takeOverRun(
 export async function lostDrivers(cutoff: number, max: number): Promise<ExecutionId[]> {
   const { gsi2pk, gsi2sk } = Keys.pendingExecution(cutoff, "");
   const found: ExecutionId[] = [];
-  const query: KeyQuery = {
+  const query = {
     index: Index.gsi2,
     pk: gsi2pk,
     sk: { lt: gsi2sk },
     filter: when.and(when.exists("stateGeneration"), when.lt("driverAt", cutoff)),
-    attributes: ["workflowId", "id"],
+    attributes: ["workflowId", "id"] as const,
   };
-  for await (const page of queryEach(query)) {
-    found.push(...(page.items as unknown as ExecutionId[]));
+  for await (const page of Execution.pages(query)) {
+    found.push(...page.items);
     if (found.length >= max) break;
   }
   return found.slice(0, max);
@@ -392,19 +423,19 @@ export async function endWaiting(execution: ExecutionId, outcome: { endAt: numbe
 /** Waiting executions whose attention time is before `cutoff`, oldest first, at most `max` (pattern 26: one Query). */
 export async function waitingDue(cutoff: number, max: number): Promise<ExecutionId[]> {
   const { gsi2pk, gsi2sk } = Keys.waitingExecution(cutoff, "");
-  const page = await queryOnce({ index: Index.gsi2, pk: gsi2pk, sk: { lt: gsi2sk }, attributes: ["workflowId", "id"], limit: max });
-  return page.items as unknown as ExecutionId[];
+  const page = await Execution.query({ index: Index.gsi2, pk: gsi2pk, sk: { lt: gsi2sk }, attributes: ["workflowId", "id"], limit: max });
+  return page.items;
 }
 
 /** The waiting executions of a workflow (pattern 13 filtered by status; every page). */
 export async function waitingOf(workflowId: string): Promise<ExecutionId[]> {
   const found: ExecutionId[] = [];
-  const query: KeyQuery = {
+  const query = {
     pk: Keys.execution(workflowId, "").pk,
     filter: when.eq("status", "waiting"),
-    attributes: ["workflowId", "id"],
+    attributes: ["workflowId", "id"] as const,
     consistent: true,
   };
-  for await (const page of queryEach(query)) found.push(...(page.items as unknown as ExecutionId[]));
+  for await (const page of Execution.pages(query)) found.push(...page.items);
   return found;
 }

@@ -3,12 +3,16 @@
  * the sparse gsi2 `EXPIRY#due` (`<expiredAt padded>#<id>`). Written in the create transaction, deleted by the
  * sweeper's expiry pass once the workflow is stored expired, and on cancel, completion and failure.
  */
-import { defineEntity, queryPartition } from "../entity";
-import { when } from "../expression";
+import { defineEntity } from "../entity";
 import { Keys } from "../item-keys";
 import { Index } from "../table";
 
-const ExpiryEntry = defineEntity({
+interface ExpiryItem {
+  workflowId: string;
+  expiredAt: number;
+}
+
+const ExpiryEntry = defineEntity<ExpiryItem, string>({
   type: "expiry",
   version: 1,
   key: (workflowId: string) => Keys.expiry(workflowId),
@@ -29,12 +33,6 @@ export async function dueExpiries(now: number, max: number): Promise<string[]> {
   const partition = Keys.expiryDue(0, "").gsi2pk;
   // Every entry due at or before `now` sorts below the padded `now + 1` (the `#` and the id follow it).
   const bound = Keys.expiryDue(now + 1, "").gsi2sk.slice(0, -1);
-  const page = await queryPartition({
-    index: Index.gsi2,
-    partition: ["gsi2pk", partition],
-    sort: when.lt("gsi2sk", bound),
-    attributes: ["workflowId"],
-    limit: max,
-  });
-  return page.items.map((item) => String(item.workflowId));
+  const page = await ExpiryEntry.query({ index: Index.gsi2, pk: partition, sk: { lt: bound }, attributes: ["workflowId"], limit: max });
+  return page.items.map((item) => item.workflowId);
 }

@@ -4,7 +4,7 @@
  * `<nextFireAt padded to 15>#<id>`. Moving an item to its next fire, or removing it after its last, is conditional on
  * the `nextFireAt` that was read, so two loops on one table (or a pause racing a fire) never resurrect or skip one.
  */
-import { defineEntity, queryPartition } from "../entity";
+import { defineEntity } from "../entity";
 import { set, when } from "../expression";
 import { Index, isConditionFailure } from "../table";
 
@@ -14,8 +14,6 @@ const pad = (ms: number) => String(ms).padStart(15, "0");
 export const scheduleKey = (workflowId: string) => ({ pk: `WF#${workflowId}`, sk: "SCHEDULE" });
 const dueKey = (nextFireAt: number, workflowId: string) => ({ gsi2pk: DUE, gsi2sk: `${pad(nextFireAt)}#${workflowId}` });
 
-const ScheduleItem = defineEntity({ type: "schedule", version: 1, key: scheduleKey });
-
 export interface ScheduleEntry {
   workflowId: string;
   triggerId: string;
@@ -23,6 +21,8 @@ export interface ScheduleEntry {
   /** The workflow's owner; absent on items written before it was recorded. */
   owner?: string;
 }
+
+const ScheduleItem = defineEntity<ScheduleEntry, string>({ type: "schedule", version: 1, key: scheduleKey });
 
 /** Writes (or replaces) the workflow's item with its next fire. */
 export async function putSchedule(entry: Required<ScheduleEntry>): Promise<void> {
@@ -36,15 +36,14 @@ export async function removeSchedule(workflowId: string): Promise<void> {
 
 /** Up to `limit` items due at or before `now`, in due order (one Query). */
 export async function dueSchedules(now: number, limit: number): Promise<ScheduleEntry[]> {
-  const page = await queryPartition({ index: Index.gsi2, partition: ["gsi2pk", DUE], sort: when.le("gsi2sk", `${pad(now)}#~`), limit });
-  return page.items as unknown as ScheduleEntry[];
+  const page = await ScheduleItem.query({ index: Index.gsi2, pk: DUE, sk: { le: `${pad(now)}#~` }, limit });
+  return page.items;
 }
 
 /** The earliest due instant, if any (one Query of one item). */
 export async function earliestSchedule(): Promise<number | undefined> {
-  const page = await queryPartition({ index: Index.gsi2, partition: ["gsi2pk", DUE], limit: 1 });
-  const item = page.items[0];
-  return item ? Number(item.nextFireAt) : undefined;
+  const page = await ScheduleItem.query({ index: Index.gsi2, pk: DUE, limit: 1 });
+  return page.items[0]?.nextFireAt;
 }
 
 /**

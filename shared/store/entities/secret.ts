@@ -4,24 +4,18 @@
  * Owned here: the cap (a create and the owner's `secrets` counter in one transaction, a replace never counts, a
  * delete and its decrement in one transaction), the list's two access patterns and the batch read of the engine.
  */
-import { batchGetOnce, defineEntity, transact } from "../entity";
+import { defineEntity, transact, type Stored } from "../entity";
 import { setAll, when } from "../expression";
 import { decrement, incrementBelow } from "../counters";
 import { Keys } from "../item-keys";
-import { queryPage, type PageResult } from "../query";
-import { Index, classifyWriteFailure, isConditionFailure, refusalReasons } from "../table";
+import type { ListPage } from "../query";
+import { Index, classifyWriteFailure, failedConditions, isConditionFailure } from "../table";
 
 export interface SecretId {
   owner: string;
   name: string;
   workflowId?: string;
 }
-
-export const Secret = defineEntity({
-  type: "secret",
-  version: 1,
-  key: ({ owner, name, workflowId }: SecretId) => Keys.secret(owner, name, workflowId),
-});
 
 /** The envelope-encrypted value as stored (shared/envelope/envelope.ts Sealed). */
 export interface SealedValue {
@@ -32,7 +26,21 @@ export interface SealedValue {
   keyId: string;
 }
 
-type Item = Record<string, unknown>;
+/** A secret's attributes: its identity, its scope (`user` or `workflow`), times, and the sealed value. */
+export interface SecretItem extends SealedValue {
+  owner: string;
+  name: string;
+  scope: string;
+  workflowId?: string;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export const Secret = defineEntity<SecretItem, SecretId>({
+  type: "secret",
+  version: 1,
+  key: ({ owner, name, workflowId }) => Keys.secret(owner, name, workflowId),
+});
 
 /**
  * Replaces an existing secret's value (keeps createdAt, never touches the counter). "absent" when there is none;
@@ -60,7 +68,7 @@ export async function createSecret(
   fields: { at: number; scope: string; sealed: SealedValue },
   max: number,
 ): Promise<"created" | "exists" | "full" | "conflict"> {
-  const item: Item = {
+  const item: SecretItem = {
     ...(id.workflowId ? Keys.secretByWorkflow(id.owner, id.workflowId, id.name) : {}),
     owner: id.owner.toLowerCase(),
     name: id.name,
@@ -74,10 +82,10 @@ export async function createSecret(
     await transact([Secret.tx.put(id, item, { if: when.notExists() }), incrementBelow(id.owner, "secrets", max)]);
     return "created";
   } catch (err) {
-    const [secretReason, counterReason] = refusalReasons(err);
-    if (secretReason === "ConditionalCheckFailed") return "exists";
+    const [secretFailed, counterFailed] = failedConditions(err);
+    if (secretFailed) return "exists";
     // At the cap, and the secret did not exist when the transaction was evaluated.
-    if (counterReason === "ConditionalCheckFailed") return "full";
+    if (counterFailed) return "full";
     return "conflict";
   }
 }
@@ -91,9 +99,9 @@ export async function deleteSecret(id: SecretId): Promise<"deleted" | "absent" |
     await transact([Secret.tx.delete(id, { if: when.exists() }), decrement(id.owner, "secrets")]);
     return "deleted";
   } catch (err) {
-    const [secretReason, counterReason] = refusalReasons(err);
-    if (secretReason === "ConditionalCheckFailed") return "absent";
-    if (counterReason !== "ConditionalCheckFailed") return "conflict";
+    const [secretFailed, counterFailed] = failedConditions(err);
+    if (secretFailed) return "absent";
+    if (!counterFailed) return "conflict";
   }
   try {
     await Secret.delete(id, { if: when.exists() });
@@ -108,12 +116,18 @@ export function listSecrets(
   owner: string,
   workflowId: string | undefined,
   page: { limit: number; after?: string; before?: string },
-): Promise<PageResult> {
-  const paging = { skPrefix: Keys.secretPrefix, order: "asc" as const, limit: page.limit, after: page.after, before: page.before };
-  return queryPage(
+): Promise<ListPage<Stored<SecretItem>>> {
+  const paging = {
+    sk: { beginsWith: Keys.secretPrefix },
+    order: "asc" as const,
+    limit: page.limit,
+    after: page.after,
+    before: page.before,
+  };
+  return Secret.list(
     workflowId
-      ? { index: Index.gsi1, pkName: "gsi1pk", pk: Keys.secretByWorkflow(owner, workflowId, "").gsi1pk, skName: "gsi1sk", ...paging }
-      : { pkName: "pk", pk: Keys.owner(owner), skName: "sk", ...paging },
+      ? { index: Index.gsi1, pk: Keys.secretByWorkflow(owner, workflowId, "").gsi1pk, ...paging }
+      : { pk: Keys.owner(owner), ...paging },
   );
 }
 
@@ -123,14 +137,14 @@ export function listSecrets(
  */
 export async function readSecrets(ids: SecretId[], maxAttempts: number, backoff: (attempt: number) => Promise<unknown>) {
   const keys = ids.map((id) => Secret.key(id));
-  const found = new Map<string, Item>();
+  const found = new Map<string, Stored<SecretItem>>();
   for (let i = 0; i < keys.length; i += 100) {
     let pending = keys.slice(i, i + 100);
     for (let attempt = 1; pending.length > 0; attempt++) {
       if (attempt > maxAttempts) throw new Error("Secret reads kept being throttled");
       if (attempt > 1) await backoff(attempt);
-      const out = await batchGetOnce(pending, { consistent: true });
-      for (const item of out.items) found.set(item.sk as string, item);
+      const out = await Secret.batchGet(pending, { consistent: true });
+      for (const item of out.items) found.set(item.sk, item);
       pending = out.unprocessed;
     }
   }

@@ -5,7 +5,8 @@
  * as read and the bucket stays within the room left, and a give-back never takes a bucket below zero. Every
  * operation takes the store it works on (tests give other clients and clocks).
  */
-import { batchGetOnce, defineEntity, type EntityStore } from "../entity";
+import { defineEntity } from "../entity";
+import type { EntityStore } from "../query";
 import { add, remove, set, when, type UpdateAction } from "../expression";
 import { Keys } from "../item-keys";
 import { isConditionFailure, TTL_ATTRIBUTE } from "../table";
@@ -13,31 +14,31 @@ import { isConditionFailure, TTL_ATTRIBUTE } from "../table";
 /** An owner's counter on a chain, or one shard of the chain's counter. */
 export type CounterId = { chainId: number; owner: string } | { chainId: number; shard: number };
 
-export const SponsoredGas = defineEntity({
-  type: "sponsoredGas",
-  version: 1,
-  key: (id: CounterId) => ("owner" in id ? Keys.sponsoredGasOwner(id.chainId, id.owner) : Keys.sponsoredGasChain(id.chainId, id.shard)),
-});
-
 export interface CounterItem {
   latest?: number;
   hours?: Record<string, number>;
 }
 
-const on = (store: EntityStore) => defineEntity(SponsoredGas, () => store);
+export const SponsoredGas = defineEntity<CounterItem, CounterId>({
+  type: "sponsoredGas",
+  version: 1,
+  key: (id) => ("owner" in id ? Keys.sponsoredGasOwner(id.chainId, id.owner) : Keys.sponsoredGasChain(id.chainId, id.shard)),
+});
+
+const on = (store: EntityStore) => defineEntity<CounterItem, CounterId>(SponsoredGas, () => store);
 
 /** The counter as stored, or null (strongly consistent). */
 export async function readCounter(store: EntityStore, id: CounterId): Promise<CounterItem | null> {
-  return ((await on(store).get(id, { consistent: true })) as CounterItem | undefined) ?? null;
+  return (await on(store).get(id, { consistent: true })) ?? null;
 }
 
 /** Several counters in one batch read: null for an absent item, undefined for one the batch left unread. */
 export async function readCounters(store: EntityStore, ids: CounterId[]): Promise<(CounterItem | null | undefined)[]> {
   const keys = ids.map((id) => SponsoredGas.key(id));
-  const out = await batchGetOnce(keys, { consistent: true }, store);
+  const out = await on(store).batchGet(keys, { consistent: true });
   const found = new Map<string, CounterItem>();
-  for (const item of out.items) found.set(String(item.pk), item as CounterItem);
-  const unread = new Set(out.unprocessed.map((k) => String(k.pk)));
+  for (const item of out.items) found.set(item.pk, item);
+  const unread = new Set(out.unprocessed.map((k) => k.pk));
   return keys.map((k) => (unread.has(k.pk) ? undefined : (found.get(k.pk) ?? null)));
 }
 

@@ -4,15 +4,21 @@
  * `leaseUntil` ms). The lease invariants are owned here: a slot is taken only when absent or expired, and renewed
  * or deleted only by the stream that holds it.
  */
-import { defineEntity, queryEach } from "../entity";
+import { defineEntity } from "../entity";
 import { set, when } from "../expression";
 import { Keys } from "../item-keys";
 import { isConditionFailure, TTL_ATTRIBUTE } from "../table";
 
-const StreamSlot = defineEntity({
+interface SlotItem {
+  streamId: string;
+  leaseUntil: number;
+  expiresAt: number;
+}
+
+const StreamSlot = defineEntity<SlotItem, { owner: string; slot: number }>({
   type: "streamSlot",
   version: 1,
-  key: ({ owner, slot }: { owner: string; slot: number }) => Keys.streamSlot(owner, slot),
+  key: ({ owner, slot }) => Keys.streamSlot(owner, slot),
 });
 
 export interface SlotLease {
@@ -27,11 +33,11 @@ export async function readSlots(owner: string): Promise<SlotLease[]> {
   const query = {
     pk: Keys.owner(owner),
     sk: { beginsWith: Keys.streamSlotPrefix },
-    attributes: ["sk", "streamId", "leaseUntil"],
+    attributes: ["sk", "streamId", "leaseUntil"] as const,
     consistent: true,
   };
-  for await (const page of queryEach(query)) {
-    for (const item of page.items as { sk: string; streamId?: string; leaseUntil?: number }[]) {
+  for await (const page of StreamSlot.pages(query)) {
+    for (const item of page.items) {
       slots.push({ slot: Number(item.sk.slice(Keys.streamSlotPrefix.length)), streamId: item.streamId, leaseUntil: item.leaseUntil });
     }
   }
@@ -47,7 +53,7 @@ export async function takeSlot(
   try {
     await StreamSlot.put(
       { owner, slot },
-      { streamId: lease.streamId, leaseUntil: lease.leaseUntil, [TTL_ATTRIBUTE]: lease.expiresAt },
+      { streamId: lease.streamId, leaseUntil: lease.leaseUntil, expiresAt: lease.expiresAt },
       { if: when.or(when.notExists(), when.le("leaseUntil", lease.now)) },
     );
     return true;

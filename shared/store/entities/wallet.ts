@@ -5,11 +5,13 @@
  * operation with init code at a time, whatever the process), and the reads: one wallet, the owner's wallets on a
  * chain, and the statuses of the workflows of a wallet (pattern 12, workflow items on GSI2).
  */
-import { defineEntity, queryEach, queryOnce, transact } from "../entity";
+import type { Address } from "../../address";
+import { defineEntity, transact, type Stored } from "../entity";
+import { queryPages } from "../query";
 import { remove, set, when } from "../expression";
 import { incrementBelow } from "../counters";
 import { Keys } from "../item-keys";
-import { Index, cancellationReasons, isConditionFailure } from "../table";
+import { Index, failedConditions, isConditionFailure } from "../table";
 
 export interface WalletId {
   owner: string;
@@ -17,20 +19,32 @@ export interface WalletId {
   address: string;
 }
 
-const Wallet = defineEntity({
+/** A registered wallet (shared/wallet/wallet.ts WalletRecord). */
+export interface WalletItem {
+  owner: Address;
+  chainId: number;
+  address: Address;
+  salt: string;
+  factoryAddress: Address;
+  isHidden: boolean;
+  createdAt: number;
+  /** A deployment turn's holder and end (ms), while one is held (`takeDeploymentTurn`). */
+  deployingBy?: string;
+  deployingUntil?: number;
+}
+
+const Wallet = defineEntity<WalletItem, WalletId>({
   type: "wallet",
   version: 1,
-  key: ({ owner, chainId, address }: WalletId) => Keys.wallet(owner, chainId, address),
+  key: ({ owner, chainId, address }) => Keys.wallet(owner, chainId, address),
 });
-
-type Item = Record<string, unknown>;
 
 /** The wallet, or undefined (strongly consistent). */
 export const getWallet = (id: WalletId) => Wallet.get(id, { consistent: true });
 
 /** The owner's wallets on a chain (one strongly consistent Query: far fewer than a page). */
-export async function walletsOn(owner: string, chainId: number): Promise<Item[]> {
-  const page = await queryOnce({ pk: Keys.owner(owner), sk: { beginsWith: Keys.walletPrefix(chainId) }, consistent: true });
+export async function walletsOn(owner: string, chainId: number): Promise<Stored<WalletItem>[]> {
+  const page = await Wallet.query({ pk: Keys.owner(owner), sk: { beginsWith: Keys.walletPrefix(chainId) }, consistent: true });
   return page.items;
 }
 
@@ -38,20 +52,20 @@ export async function walletsOn(owner: string, chainId: number): Promise<Item[]>
  * Writes the new wallet and counts it, in one transaction, only while it does not exist and the owner has fewer
  * than `max` wallets on its chain: "exists" when it was there already, else "full" when refused.
  */
-export async function createWallet(record: WalletId & Item, max: number): Promise<"created" | "exists" | "full"> {
+export async function createWallet(record: WalletItem, max: number): Promise<"created" | "exists" | "full"> {
   const id = { owner: record.owner, chainId: record.chainId, address: record.address };
   try {
     await transact([Wallet.tx.put(id, record, { if: when.notExists() }), incrementBelow(record.owner, `wallets#${record.chainId}`, max)]);
     return "created";
   } catch (err) {
     if (!isConditionFailure(err)) throw err;
-    const [walletReason] = cancellationReasons(err);
-    return walletReason === "ConditionalCheckFailed" ? "exists" : "full";
+    const [walletFailed] = failedConditions(err);
+    return walletFailed ? "exists" : "full";
   }
 }
 
 /** Sets `isHidden` on an existing wallet; answers the whole item after. */
-export async function setHidden(id: WalletId, isHidden: boolean): Promise<Item> {
+export async function setHidden(id: WalletId, isHidden: boolean): Promise<Stored<WalletItem>> {
   return (await Wallet.update(id, [set("isHidden", isHidden)], { if: when.exists(), returnValues: "ALL_NEW" }))!;
 }
 
@@ -92,7 +106,13 @@ export async function endDeploymentTurn(id: WalletId, holder: string): Promise<v
 /** `status` and `expiredAt` of every workflow of the owner's wallet (pattern 12: GSI2 of the workflow items). */
 export async function workflowStatusesOf(owner: string, address: string): Promise<{ status?: string; expiredAt?: number }[]> {
   const statuses: { status?: string; expiredAt?: number }[] = [];
+  // The workflow items of the wallet (pattern 12): read here as their two attributes only.
   const query = { index: Index.gsi2, pk: Keys.workflowByWallet(owner, address, "").gsi2pk, attributes: ["status", "expiredAt"] };
-  for await (const page of queryEach(query)) statuses.push(...(page.items as { status?: string; expiredAt?: number }[]));
+  for await (const page of queryPages(query))
+    for (const { status, expiredAt } of page.items)
+      statuses.push({
+        status: typeof status === "string" ? status : undefined,
+        expiredAt: typeof expiredAt === "number" ? expiredAt : undefined,
+      });
   return statuses;
 }

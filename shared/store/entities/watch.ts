@@ -10,7 +10,8 @@
  * chain's watch entries (`gsi2sk = await#<executionId>#<nodeId>`), so one Query a pass lists both; queries too large
  * for the entry lie in an item beside it (`sk = AWAIT#<nodeId>#QUERIES`, not indexed).
  */
-import { batchGetOnce, defineEntity, queryPartition, queryPartitionPages } from "../entity";
+import { defineEntity } from "../entity";
+import { queryOnce, queryPages } from "../query";
 import { set, when } from "../expression";
 import { Keys } from "../item-keys";
 import { Index, isConditionFailure } from "../table";
@@ -19,10 +20,15 @@ type Item = Record<string, unknown>;
 
 const WatchEntryItem = defineEntity({ type: "watch", version: 3, key: (workflowId: string) => Keys.watch(workflowId) });
 const TRIGGER_SK = "WATCH#TRIGGER";
-const WatchTriggerItem = defineEntity({
+/** A trigger too large for its entry: the entry's `since`, the trigger's JSON text. */
+interface TriggerItem {
+  since: number;
+  trigger: string;
+}
+const WatchTriggerItem = defineEntity<TriggerItem, string>({
   type: "watchTrigger",
   version: 1,
-  key: (workflowId: string) => ({ pk: Keys.watch(workflowId).pk, sk: TRIGGER_SK }),
+  key: (workflowId) => ({ pk: Keys.watch(workflowId).pk, sk: TRIGGER_SK }),
 });
 
 /** The trigger item of the entry that starts watching at `since` (`trigger`: its JSON text). */
@@ -72,7 +78,7 @@ export async function deleteWatchTrigger(workflowId: string, since: unknown): Pr
 
 /** Whether any workflow or chain-event wait watches `chainId` (one gsi2 Query of at most one item of either kind). */
 export async function anyWatchEntry(chainId: number): Promise<boolean> {
-  const page = await queryPartition({ index: Index.gsi2, partition: ["gsi2pk", Keys.watchByChain(chainId, "").gsi2pk], limit: 1 });
+  const page = await queryOnce({ index: Index.gsi2, pk: Keys.watchByChain(chainId, "").gsi2pk, limit: 1 });
   return page.items.length > 0;
 }
 
@@ -84,7 +90,7 @@ export async function anyWatchEntry(chainId: number): Promise<boolean> {
 export async function chainWatchItems(chainId: number): Promise<{ watches: Item[]; awaits: ListedAwait[] }> {
   const watches: Item[] = [];
   const awaits: ListedAwait[] = [];
-  for await (const page of queryPartitionPages({ index: Index.gsi2, partition: ["gsi2pk", Keys.watchByChain(chainId, "").gsi2pk] })) {
+  for await (const page of queryPages({ index: Index.gsi2, pk: Keys.watchByChain(chainId, "").gsi2pk })) {
     for (const item of page.items) {
       if (item.type === WatchEntryItem.type) watches.push(item);
       else if (item.type === AwaitWatchItem.type) awaits.push(listedAwait(item));
@@ -101,8 +107,8 @@ export async function readWatchTriggers(workflowIds: readonly string[]): Promise
   const found = new Map<string, string>();
   let keys = workflowIds.map((id) => WatchTriggerItem.key(id));
   for (let attempt = 0; keys.length > 0 && attempt < 5; attempt++) {
-    const out = await batchGetOnce(keys);
-    for (const item of out.items) found.set((item.pk as string).slice("WF#".length), item.trigger as string);
+    const out = await WatchTriggerItem.batchGet(keys);
+    for (const item of out.items) found.set(item.pk.slice("WF#".length), item.trigger);
     keys = out.unprocessed;
   }
   return found;
@@ -147,10 +153,15 @@ interface AwaitId {
 }
 
 const AwaitWatchItem = defineEntity({ type: "awaitWatch", version: 1, key: (id: AwaitId) => Keys.awaitWatch(id.executionId, id.nodeId) });
-const AwaitQueriesItem = defineEntity({
+/** Queries too large for their entry (JSON text). */
+interface QueriesItem extends AwaitId {
+  queries: string;
+  expiresAt: number;
+}
+const AwaitQueriesItem = defineEntity<QueriesItem, AwaitId>({
   type: "awaitQueries",
   version: 1,
-  key: (id: AwaitId) => {
+  key: (id) => {
     const { pk, sk } = Keys.awaitWatch(id.executionId, id.nodeId);
     return { pk, sk: `${sk}#QUERIES` };
   },
@@ -228,8 +239,8 @@ export async function readAwaitQueries(ids: readonly AwaitId[]): Promise<Map<str
   const found = new Map<string, unknown[]>();
   let keys = ids.map((id) => AwaitQueriesItem.key(id));
   for (let attempt = 0; keys.length > 0 && attempt < 5; attempt++) {
-    const out = await batchGetOnce(keys);
-    for (const item of out.items) found.set(`${item.executionId as string}#${item.nodeId as string}`, parsedQueries(item.queries));
+    const out = await AwaitQueriesItem.batchGet(keys);
+    for (const item of out.items) found.set(`${item.executionId}#${item.nodeId}`, parsedQueries(item.queries));
     keys = out.unprocessed;
   }
   return found;

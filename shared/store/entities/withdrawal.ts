@@ -4,10 +4,10 @@
  * oldest first, for the background follow-up. Owned here: a withdrawal is settled (and leaves the pending index)
  * or touched only while it is pending.
  */
-import { defineEntity, queryOnce } from "../entity";
+import { defineEntity, type Stored } from "../entity";
 import { remove, set, when, type UpdateAction } from "../expression";
 import { Keys } from "../item-keys";
-import { queryPage, type PageResult } from "../query";
+import type { ListPage } from "../query";
 import { Index, isConditionFailure, landed } from "../table";
 
 export interface WithdrawalId {
@@ -17,13 +17,30 @@ export interface WithdrawalId {
   id: string;
 }
 
-const Withdrawal = defineEntity({
+/** A withdrawal's attributes (shared/wallet/withdraw-request.ts StoredWithdrawal narrows the strings it answers). */
+export interface WithdrawalItem {
+  id: string;
+  owner: string;
+  chainId: number;
+  status: string;
+  message?: string;
+  userOpHash?: string;
+  transactionHash?: string;
+  submittedAt: number;
+  smartWalletAddress: string;
+  recipientAddress: string;
+  amount: string;
+  token: string;
+  lastCheckedAt?: number;
+  nonceKey?: string;
+  userOp?: string;
+}
+
+const Withdrawal = defineEntity<WithdrawalItem, WithdrawalId>({
   type: "withdrawal",
   version: 1,
-  key: ({ owner, chainId, wallet, id }: WithdrawalId) => Keys.withdrawal(owner, chainId, wallet, id),
+  key: ({ owner, chainId, wallet, id }) => Keys.withdrawal(owner, chainId, wallet, id),
 });
-
-type Item = Record<string, unknown>;
 
 const isPending = when.eq("status", "pending");
 
@@ -32,7 +49,7 @@ const isPending = when.eq("status", "pending");
  * no withdrawal has its id yet (false then). One id is one operation: of two requests performing the same withdrawal
  * (an Idempotency-Key taken over after a crash), only the one whose record lands sends.
  */
-export async function recordWithdrawal(id: WithdrawalId, record: Item & { status: string; submittedAt: number }): Promise<boolean> {
+export async function recordWithdrawal(id: WithdrawalId, record: WithdrawalItem): Promise<boolean> {
   const item = { ...(record.status === "pending" ? Keys.pendingWithdrawal(record.submittedAt, id.id) : {}), ...record };
   return landed(Withdrawal.put(id, item, { if: when.notExists() }));
 }
@@ -48,7 +65,7 @@ export async function settleWithdrawal(
   id: WithdrawalId,
   outcome: { status: string; message?: string; transactionHash?: string; removeUserOpHash?: boolean },
   now: number,
-): Promise<Item | undefined> {
+): Promise<Stored<WithdrawalItem> | undefined> {
   const actions: UpdateAction[] = [set("status", outcome.status), set("lastCheckedAt", now)];
   if (outcome.message) actions.push(set("message", outcome.message));
   if (outcome.transactionHash) actions.push(set("transactionHash", outcome.transactionHash));
@@ -71,8 +88,8 @@ export async function touchWithdrawal(id: WithdrawalId, now: number): Promise<vo
 }
 
 /** The oldest pending withdrawals of every owner, at most `max` (one Query of the sparse index). */
-export async function pendingWithdrawals(max: number): Promise<Item[]> {
-  return (await queryOnce({ index: Index.gsi2, pk: Keys.pendingWithdrawal(0, "").gsi2pk, limit: max })).items;
+export async function pendingWithdrawals(max: number): Promise<Stored<WithdrawalItem>[]> {
+  return (await Withdrawal.query({ index: Index.gsi2, pk: Keys.pendingWithdrawal(0, "").gsi2pk, limit: max })).items;
 }
 
 /** Sort-key position of a withdrawal in its wallet's list, for cursors. */
@@ -85,16 +102,14 @@ export function listWithdrawals(
   wallet: string,
   statuses: readonly string[],
   page: { limit: number; after?: string; before?: string },
-): Promise<PageResult> {
-  return queryPage({
-    pkName: "pk",
+): Promise<ListPage<Stored<WithdrawalItem>>> {
+  return Withdrawal.list({
     pk: Keys.owner(owner),
-    skName: "sk",
-    skPrefix: Keys.withdrawalPrefix(chainId, wallet),
+    sk: { beginsWith: Keys.withdrawalPrefix(chainId, wallet) },
     order: "desc",
     limit: page.limit,
     after: page.after,
     before: page.before,
-    ...(statuses.length ? { where: when.in("status", statuses) } : {}),
+    ...(statuses.length ? { filter: when.in("status", statuses) } : {}),
   });
 }

@@ -4,7 +4,8 @@
  * as JSON text) is built and read by shared/workflow/stored.ts; this module owns the keys, the reads and writes and
  * their conditions.
  */
-import { defineEntity, queryPartitionPages, queryPartition, type PartitionQuery } from "../entity";
+import { defineEntity } from "../entity";
+import { queryPages, type ListPage, type Query } from "../query";
 import { add, copy, remove, set, when, type Condition } from "../expression";
 import { Keys } from "../item-keys";
 import { Index, isConditionFailure } from "../table";
@@ -221,9 +222,9 @@ export const releaseExpiredSlotItem = (id: string, now: number) =>
 
 /** The ids of the owner's workflows that expired at or before `now` still holding a slot (gsi1 Query, every page). */
 export async function* expiredSlotHolders(owner: string, now: number): AsyncGenerator<string[]> {
-  for await (const page of queryPartitionPages({
+  for await (const page of WorkflowItem.pages({
     index: Index.gsi1,
-    partition: ["gsi1pk", Keys.workflowByOwner(owner, "").gsi1pk],
+    pk: Keys.workflowByOwner(owner, "").gsi1pk,
     filter: when.and(when.eq("holdsSlot", true), when.le("expiredAt", now)),
     attributes: ["id"],
   })) {
@@ -262,7 +263,7 @@ export interface ListScope {
 }
 
 /** The index partition that serves the scope (one wallet: gsi2; else gsi1), and the filter for the rest. */
-export function listQuery(owner: string, scope: ListScope): PartitionQuery & { sortKey: string } {
+export function listQuery(owner: string, scope: ListScope): Query {
   const { wallets, now } = scope;
   const terms: Condition[] = [];
   if (wallets.length > 1)
@@ -291,44 +292,25 @@ export function listQuery(owner: string, scope: ListScope): PartitionQuery & { s
   }
   const filter = terms.length > 0 ? { filter: when.and(...terms) } : {};
   return wallets.length === 1
-    ? { index: Index.gsi2, partition: ["gsi2pk", Keys.workflowByWallet(owner, wallets[0]!, "").gsi2pk], sortKey: "gsi2sk", ...filter }
-    : { index: Index.gsi1, partition: ["gsi1pk", Keys.workflowByOwner(owner, "").gsi1pk], sortKey: "gsi1sk", ...filter };
+    ? { index: Index.gsi2, pk: Keys.workflowByWallet(owner, wallets[0]!, "").gsi2pk, ...filter }
+    : { index: Index.gsi1, pk: Keys.workflowByOwner(owner, "").gsi1pk, ...filter };
 }
 
 /**
- * Up to `want` items of the list from position `from` (a workflow id; none: the newest) along the list order
- * (newest first, `forward`) or against it. Sort keys are bare ULIDs, so positions are sort-key conditions.
+ * Every workflow id sorts after this: a ULID's first character is `0` until the year 3084 (the list's sort keys
+ * are bare ids).
  */
-export async function listWalk(
-  q: PartitionQuery & { sortKey: string },
-  walk: { from?: string; forward: boolean; inclusive: boolean; want: number },
-): Promise<Item[]> {
-  const op = walk.forward ? (walk.inclusive ? when.le : when.lt) : walk.inclusive ? when.ge : when.gt;
-  const { sortKey, ...query } = q;
-  const paged: PartitionQuery = {
-    ...query,
-    ...(walk.from !== undefined ? { sort: op(sortKey, walk.from) } : {}),
-    ascending: !walk.forward,
-    limit: q.filter ? Math.max(50, walk.want * 2) : walk.want + 1,
-  };
-  const out: Item[] = [];
-  let startKey: Item | undefined;
-  do {
-    const page = await queryPartition(paged, startKey);
-    for (const item of page.items) {
-      out.push(item);
-      if (out.length >= walk.want) return out;
-    }
-    startKey = page.next;
-  } while (startKey);
-  return out;
+const ULID_PREFIX = "0";
+
+/** One page of the list (`listQuery`), newest first, from a cursor position (a workflow id). */
+export function listWorkflows(q: Query, page: { limit: number; after?: string; before?: string }): Promise<ListPage<Item>> {
+  return WorkflowItem.list({ ...q, sk: { beginsWith: ULID_PREFIX }, order: "desc", ...page });
 }
 
 /** How many items the list has (Select COUNT, every page). */
-export async function listCount(q: PartitionQuery & { sortKey: string }): Promise<number> {
-  const { sortKey: _sortKey, ...query } = q;
+export async function listCount(q: Query): Promise<number> {
   let total = 0;
-  for await (const page of queryPartitionPages({ ...query, count: true })) total += page.count;
+  for await (const page of WorkflowItem.pages({ ...q, count: true })) total += page.count;
   return total;
 }
 
@@ -340,9 +322,9 @@ export async function isOwnersWallet(owner: string, address: string): Promise<bo
   // Wallet sort keys are `WALLET#<chain>#<address lower-case>` (Keys.wallet): keys only, each compared with the key
   // Keys.wallet builds for its chain.
   const prefix = "WALLET#"; // every chain's (Keys.walletPrefix is one chain's)
-  for await (const page of queryPartitionPages({
-    partition: ["pk", Keys.owner(owner)],
-    sort: when.beginsWith("sk", prefix),
+  for await (const page of queryPages({
+    pk: Keys.owner(owner),
+    sk: { beginsWith: prefix },
     attributes: ["sk"],
     consistent: true,
   })) {
@@ -356,9 +338,9 @@ export async function isOwnersWallet(owner: string, address: string): Promise<bo
 
 /** The names of the owner's secrets scoped to workflow `id` (store pattern 3: gsi1, every page). */
 export async function* workflowSecretNames(owner: string, id: string): AsyncGenerator<string[]> {
-  for await (const page of queryPartitionPages({
+  for await (const page of queryPages({
     index: Index.gsi1,
-    partition: ["gsi1pk", Keys.secretByWorkflow(owner, id, "").gsi1pk],
+    pk: Keys.secretByWorkflow(owner, id, "").gsi1pk,
     attributes: ["name"],
   })) {
     yield page.items.map((item) => String(item.name));
