@@ -20,3 +20,23 @@ export async function useTestRuntime(overrides: Record<string, string> = {}): Pr
   await ensureTable(runtime.db, runtime.config.tableName);
   return runtime;
 }
+
+const CLOSED = "http://127.0.0.1:1";
+
+/**
+ * A runtime with settings only, for `*.unit.test.ts` files (vitest.config.ts): no local components. Its DynamoDB
+ * client and its chain's RPC point at a closed port, so a test that reaches either fails at once and belongs in
+ * `stack`. Loopback is reachable, as on the stack, for a test's own servers.
+ */
+export function useConfigRuntime(overrides: Record<string, string> = {}): Runtime {
+  const env = {
+    DYNAMODB_ENDPOINT: CLOSED,
+    CHAINS: JSON.stringify([{ chainId: 31337, rpcUrl: CLOSED }]),
+    ALLOW_PRIVATE_NETWORK: "true",
+    LOG_LEVEL: "error",
+    ...overrides,
+  };
+  const runtime = createRuntime({ config: buildConfig(env) });
+  setRuntime(runtime);
+  return runtime;
+}

@@ -4,7 +4,7 @@
  * templates, secrets referenced-only and redacted everywhere, output and log limits, stop and deadline.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { useTestRuntime } from "../support/runtime";
+import { useConfigRuntime } from "../support/runtime";
 import { LOG_TRUNCATED_MARKER } from "../../shared/kinds/sandbox";
 import type { Step } from "../../shared/execution/schemas";
 import { barrier, code, edge, ids, json, manualTrigger, run, startServer, stepOf, WALLET, type Body } from "./engine-support";
@@ -12,7 +12,7 @@ import { barrier, code, edge, ids, json, manualTrigger, run, startServer, stepOf
 let server: Awaited<ReturnType<typeof startServer>>;
 
 beforeAll(async () => {
-  await useTestRuntime({ MAX_STEP_OUTPUT_BYTES: "2048", MAX_STEP_LOG_BYTES: "256" });
+  useConfigRuntime({ MAX_STEP_OUTPUT_BYTES: "2048", MAX_STEP_LOG_BYTES: "256" });
   server = await startServer({
     "/meet": barrier(2),
     "/echo": (req, res, body) => json(res, 200, { url: req.url, body, auth: req.headers.authorization ?? null }),

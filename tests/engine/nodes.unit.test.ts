@@ -7,14 +7,14 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { encodeFunctionData, parseAbi, parseAbiItem } from "viem";
-import { useTestRuntime } from "../support/runtime";
+import { useConfigRuntime } from "../support/runtime";
 import { transferFunction } from "../support/abis";
 import { barrier, code, fakeSender, json, run, startServer, stepOf, WALLET } from "./engine-support";
 
 let server: Awaited<ReturnType<typeof startServer>>;
 
 beforeAll(async () => {
-  await useTestRuntime({ LOOP_MAX_ITERATIONS: "5", LOOP_MAX_PARALLEL: "3" });
+  useConfigRuntime({ LOOP_MAX_ITERATIONS: "5", LOOP_MAX_PARALLEL: "3" });
   server = await startServer({
     "/ok": (req, res, body) =>
       res.writeHead(200, "Fine", { "content-type": "application/json", "x-Thing": "1" }).end(JSON.stringify({ method: req.method, body })),
