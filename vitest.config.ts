@@ -21,9 +21,13 @@ export default defineConfig({
     pool: "forks",
     fileParallelism: true,
     maxWorkers: 2,
-    env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true" },
+    env: {
+      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true",
+      // Tests log warnings and errors only (tests/support/log-level.ts applies it); LOG_LEVEL=debug shows all.
+      LOG_LEVEL: process.env.LOG_LEVEL ?? "warn",
+    },
     projects: [
-      { extends: true, test: { name: "unit", include: [UNIT] } },
+      { extends: true, test: { name: "unit", include: [UNIT], setupFiles: ["tests/support/log-level.ts"] } },
       {
         extends: true,
         test: {
@@ -32,8 +36,8 @@ export default defineConfig({
           exclude: [UNIT],
           // Every test file shares one DynamoDB Local, KMS endpoint and devnet started in globalSetup.
           globalSetup: ["tests/support/global-setup.ts"],
-          // The default scheduler wired as every host wires it (tests/support/setup.ts).
-          setupFiles: ["tests/support/setup.ts"],
+          // The log level, and the default scheduler wired as every host wires it (tests/support/setup.ts).
+          setupFiles: ["tests/support/log-level.ts", "tests/support/setup.ts"],
         },
       },
     ],

@@ -11,6 +11,7 @@
 import { Resource } from "sst";
 import { buildConfig } from "../config";
 import { createRuntime, setRuntime } from "../runtime";
+import { setLogLevel } from "../log";
 import { setAnswerEnvelope } from "../http/answer-bytes";
 import { setBus } from "../execution/bus";
 import { createEventBridgeBus } from "../execution/bus/eventbridge";
@@ -29,9 +30,9 @@ export type Port = () => void;
 /** The event bus: EventBridge PutEvents to the app's bus, whose rule targets the runner function (infra/bus.ts). */
 export const awsBus: Port = () => void setBus(createEventBridgeBus({ busName: linked.Bus.name }));
 
-/** The cold-start setup of a Lambda instance: the runtime, the answer envelope, then the ports named. */
+/** The cold-start setup of a Lambda instance: the runtime and its log level, the answer envelope, then the ports named. */
 export function wireAws(...ports: Port[]): void {
-  setRuntime(
+  const { config } = setRuntime(
     createRuntime({
       config: buildConfig({
         ...process.env,
@@ -44,6 +45,7 @@ export function wireAws(...ports: Port[]): void {
       }),
     }),
   );
+  setLogLevel(config.logLevel);
   // Answers go out inside the invocation's response envelope, which escapes the body again (page and record budgets).
   setAnswerEnvelope("lambda");
   for (const install of ports) install();

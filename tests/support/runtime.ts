@@ -14,7 +14,7 @@ export function stackEnv(): Record<string, string> {
 
 /** Sets up the runtime for this test file; `overrides` change settings (e.g. `{ MAX_SECRETS_PER_OWNER: "3" }`). */
 export async function useTestRuntime(overrides: Record<string, string> = {}): Promise<Runtime> {
-  const env = { ...stackEnv(), TABLE_NAME: `test-${randomUUID()}`, LOG_LEVEL: "error", ...overrides };
+  const env = { ...stackEnv(), TABLE_NAME: `test-${randomUUID()}`, ...overrides };
   const runtime = createRuntime({ config: buildConfig(env) });
   setRuntime(runtime);
   await ensureTable(runtime.db, runtime.config.tableName);
@@ -33,7 +33,6 @@ export function useConfigRuntime(overrides: Record<string, string> = {}): Runtim
     DYNAMODB_ENDPOINT: CLOSED,
     CHAINS: JSON.stringify([{ chainId: 31337, rpcUrl: CLOSED }]),
     ALLOW_PRIVATE_NETWORK: "true",
-    LOG_LEVEL: "error",
     ...overrides,
   };
   const runtime = createRuntime({ config: buildConfig(env) });
