@@ -31,7 +31,7 @@ let second: TestServer;
 let bus: InProcessBus;
 const viaFirst = jsonClient(() => first.url);
 const viaSecond = jsonClient(() => second.url);
-const { call } = viaFirst;
+const { call, createWorkflow } = viaFirst;
 
 beforeAll(async () => {
   runtime = await useTestRuntime({ RATE_LIMIT_BURST: "100000", RATE_LIMIT_RPS: "10000" });
@@ -46,17 +46,6 @@ afterAll(async () => {
   await first?.close();
   await second?.close();
 });
-
-async function createWorkflow(who: Owner, maxExecution: number): Promise<Json> {
-  const res = await call(who, "POST", "/workflows", {
-    smartWalletAddress: who.wallet,
-    trigger: { id: "t", name: "start", type: "manual", config: { data: {} } },
-    nodes: [{ id: "one", name: "one", type: "customCode", config: { source: "return 1" } }],
-    maxExecution,
-  });
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
-  return res.body;
-}
 
 /** Every execution of the workflow, through the API (all pages). */
 async function executionsOf(who: Owner, workflowId: string): Promise<Json[]> {
@@ -97,7 +86,7 @@ async function requestsOf(work: () => Promise<void>): Promise<string[]> {
 
 async function concurrentTriggers(count: number, max: number, servers: ReturnType<typeof jsonClient>[]) {
   const alice = await viaFirst.ownerWithWallet();
-  const wf = await createWorkflow(alice, max);
+  const wf = await createWorkflow(alice, { maxExecution: max });
   const before = { ...Workflow.claimStats };
   const answers = await Promise.all(
     Array.from({ length: count }, (_, i) =>
@@ -143,7 +132,7 @@ describe("concurrent claims of one workflow", () => {
 
   it("index attributes of finished claims do not pile up on the workflow item", async () => {
     const bob = await viaFirst.ownerWithWallet();
-    const wf = await createWorkflow(bob, 1000);
+    const wf = await createWorkflow(bob, { maxExecution: 1000 });
     const trigger = async () =>
       expect((await call(bob, "POST", `/workflows/${wf.id}:trigger`, { triggerType: "manual" })).status).toBe(202);
     for (let i = 0; i < 30; i++) await trigger();
@@ -164,7 +153,7 @@ describe("concurrent claims of one workflow", () => {
 describe("what a claim costs, and its answers", () => {
   it("the process closes its own journal once its claims are done: their markers go, nothing is left for the sweeper", async () => {
     const kim = await viaFirst.ownerWithWallet();
-    const wf = await createWorkflow(kim, 100);
+    const wf = await createWorkflow(kim, { maxExecution: 100 });
     const answers = await Promise.all(
       Array.from({ length: 5 }, () => call(kim, "POST", `/workflows/${wf.id}:trigger`, { triggerType: "manual" })),
     );
@@ -187,7 +176,7 @@ describe("what a claim costs, and its answers", () => {
 
   it("a warm manual trigger is one count update and one put; a refused one is the failed update alone, answered exactly", async () => {
     const gus = await viaFirst.ownerWithWallet();
-    const wf = await createWorkflow(gus, 1000);
+    const wf = await createWorkflow(gus, { maxExecution: 1000 });
     setBus(createInProcessBus()); // runs stay pending: only the claims are counted
     try {
       const trigger = async () =>
@@ -216,7 +205,7 @@ describe("what a claim costs, and its answers", () => {
         });
       }
       const stranger = await viaFirst.ownerWithWallet();
-      const other = await createWorkflow(stranger, 10);
+      const other = await createWorkflow(stranger, { maxExecution: 10 });
       await call(stranger, "POST", `/workflows/${other.id}:trigger`, { triggerType: "manual" });
       expect((await call(gus, "POST", `/workflows/${other.id}:trigger`, { triggerType: "manual" })).status).toBe(404);
     } finally {
@@ -226,7 +215,7 @@ describe("what a claim costs, and its answers", () => {
 
   it("an automatic fire delivered five times at once, and again later, claims one execution", async () => {
     const hal = await viaFirst.ownerWithWallet();
-    const wf = await createWorkflow(hal, 10);
+    const wf = await createWorkflow(hal, { maxExecution: 10 });
     const now = runtime.now();
     const fire = { fireId: `${wf.id}:t:${now}`, expiresAt: Math.floor(now / 1000) + 3600 };
     const deliver = () =>
@@ -275,7 +264,7 @@ const sweepClaimsLater = () => recoverInterruptedClaims(runtime.now() + Workflow
 describe("a crash in the middle of a claim", () => {
   it("after the count update: the sweeper writes the execution with the index it took, runs it, and no index is missing", async () => {
     const carol = await viaFirst.ownerWithWallet();
-    const wf = await createWorkflow(carol, 3);
+    const wf = await createWorkflow(carol, { maxExecution: 3 });
     expect((await call(carol, "POST", `/workflows/${wf.id}:trigger`, { triggerType: "manual" })).status).toBe(202);
     await expect(claimStoppedAt(wf, "afterCount")).rejects.toBeInstanceOf(Workflow.SimulatedCrash);
     // The third call takes index 2 and completes the workflow; index 1 has no execution yet.
@@ -298,7 +287,7 @@ describe("a crash in the middle of a claim", () => {
 
   it("on the last index: the sweeper also completes the workflow", async () => {
     const dan = await viaFirst.ownerWithWallet();
-    const wf = await createWorkflow(dan, 1);
+    const wf = await createWorkflow(dan, { maxExecution: 1 });
     await expect(claimStoppedAt(wf, "afterCount")).rejects.toBeInstanceOf(Workflow.SimulatedCrash);
     // Not runnable any more (the count is at the cap) even before the completion is stored.
     expect((await call(dan, "POST", `/workflows/${wf.id}:trigger`, { triggerType: "manual" })).body).toMatchObject({
@@ -315,7 +304,7 @@ describe("a crash in the middle of a claim", () => {
 
   it("before the count update: a fire is claimed by the sweeper (a redelivery stays a duplicate); a manual trigger is dropped", async () => {
     const erin = await viaFirst.ownerWithWallet();
-    const wf = await createWorkflow(erin, 10);
+    const wf = await createWorkflow(erin, { maxExecution: 10 });
     const fireId = `${wf.id}:t:${runtime.now()}`;
     await expect(claimStoppedAt(wf, "afterIntent", fireId)).rejects.toBeInstanceOf(Workflow.SimulatedCrash);
     await expect(claimStoppedAt(wf, "afterIntent", fireId)).rejects.toBeInstanceOf(Workflow.DuplicateFire);
@@ -386,7 +375,7 @@ describe("a crash in the middle of a claim", () => {
 
   it("a fire whose workflow stopped being runnable meanwhile is dropped by the sweeper, its fire still consumed", async () => {
     const fay = await viaFirst.ownerWithWallet();
-    const wf = await createWorkflow(fay, 10);
+    const wf = await createWorkflow(fay, { maxExecution: 10 });
     const fireId = `${wf.id}:t:${runtime.now()}`;
     await expect(claimStoppedAt(wf, "afterIntent", fireId)).rejects.toBeInstanceOf(Workflow.SimulatedCrash);
     expect((await call(fay, "POST", `/workflows/${wf.id}:pause`)).status).toBe(200);
@@ -401,7 +390,7 @@ describe("a crash in the middle of a claim", () => {
 describe("the run's outcome", () => {
   it("a success whose run saw no consecutive errors makes no request; one counted by this process since is reset", async () => {
     const joy = await viaFirst.ownerWithWallet();
-    const wf = await createWorkflow(joy, 10);
+    const wf = await createWorkflow(joy, { maxExecution: 10 });
     const read = async () => (await Workflow.getForRun(wf.id))!;
     const mark = Workflow.errorMark(wf.id);
     const seen = Workflow.outcomeHint(await read(), mark);

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
 import { useTestRuntime } from "./support/runtime";
 import { startTestServer, type TestServer } from "./support/server";
-import { jsonClient, type Json, type Owner } from "./support/client";
+import { jsonClient, type Owner } from "./support/client";
 import { createServiceApp } from "../shared/service/app";
 import { Keys } from "../shared/store/keys";
 import { scheduleKey } from "../shared/schedule/local";
@@ -17,7 +17,7 @@ import type { Runtime } from "../shared/runtime";
 let runtime: Runtime;
 let server: TestServer;
 let owner: Owner;
-const { call, ownerWithWallet } = jsonClient(() => server.url);
+const { call, ownerWithWallet, createWorkflow } = jsonClient(() => server.url);
 
 beforeAll(async () => {
   runtime = await useTestRuntime({ MIN_BLOCK_INTERVAL_S: "0", RATE_LIMIT_BURST: "100000", RATE_LIMIT_RPS: "10000" });
@@ -29,17 +29,11 @@ afterAll(async () => {
   await server?.close();
 });
 
-const code = { id: "after", name: "after", type: "customCode", config: { source: "return 1" } };
 const cron = { id: "t", name: "t", type: "cron", config: { schedules: ["*/5 * * * *"] } };
 /** A time trigger with an instant before `expiredAt`, so it has a schedule entry (no loop delivers it here). */
 const fixedTime = (expiredAt: number) => ({ id: "t", name: "t", type: "fixedTime", config: { epochs: [expiredAt - 500] } });
 const block = { id: "t", name: "t", type: "block", config: { interval: 3 } };
 
-async function createWorkflow(trigger: Json, extra: Json = {}): Promise<Json> {
-  const res = await call(owner, "POST", "/workflows", { smartWalletAddress: owner.wallet, trigger, nodes: [code], ...extra });
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
-  return res.body;
-}
 const item = async (key: { pk: string; sk: string }) =>
   (await runtime.db.send(new GetCommand({ TableName: runtime.config.tableName, Key: key, ConsistentRead: true }))).Item;
 const activeSlots = async () => Number((await item(Keys.counter(owner.owner, "activeWorkflows")))?.count ?? 0);
@@ -47,11 +41,11 @@ const activeSlots = async () => Number((await item(Keys.counter(owner.owner, "ac
 describe("workflow expiry in the background", () => {
   it("a pass stores workflows past expiredAt completed / EXPIRED, frees their slots, removes schedule and watch entries; a second pass does nothing", async () => {
     const expiredAt = Date.now() + 1_500;
-    const timed = await createWorkflow(fixedTime(expiredAt), { expiredAt });
-    const watched = await createWorkflow(block, { expiredAt });
-    const paused = await createWorkflow(fixedTime(expiredAt), { expiredAt });
-    const lasting = await createWorkflow(cron, { expiredAt: Date.now() + 3_600_000 });
-    const forever = await createWorkflow(block);
+    const timed = await createWorkflow(owner, { trigger: fixedTime(expiredAt), expiredAt });
+    const watched = await createWorkflow(owner, { trigger: block, expiredAt });
+    const paused = await createWorkflow(owner, { trigger: fixedTime(expiredAt), expiredAt });
+    const lasting = await createWorkflow(owner, { trigger: cron, expiredAt: Date.now() + 3_600_000 });
+    const forever = await createWorkflow(owner, { trigger: block });
     expect((await call(owner, "POST", `/workflows/${paused.id}:pause`)).status).toBe(200);
 
     expect(await item(scheduleKey(timed.id))).toBeDefined();
@@ -92,7 +86,7 @@ describe("workflow expiry in the background", () => {
   });
 
   it("cancel deletes the expiry entry; an entry left by an interrupted pass is cleaned up by the next one without counting twice", async () => {
-    const cancelled = await createWorkflow(cron, { expiredAt: Date.now() + 3_600_000 });
+    const cancelled = await createWorkflow(owner, { trigger: cron, expiredAt: Date.now() + 3_600_000 });
     expect(await item(Keys.expiry(cancelled.id))).toBeDefined();
     expect((await call(owner, "DELETE", `/workflows/${cancelled.id}`)).status).toBe(204);
     expect(await item(Keys.expiry(cancelled.id))).toBeUndefined();
@@ -100,7 +94,7 @@ describe("workflow expiry in the background", () => {
     // A workflow stored expired whose entry survived (a pass that died before its last step): the next pass far
     // in the future only removes the leftovers, and the slot is not released twice.
     const expiredAt = Date.now() + 1_000;
-    const wf = await createWorkflow(block, { expiredAt });
+    const wf = await createWorkflow(owner, { trigger: block, expiredAt });
     const slots = await activeSlots();
     await new Promise((r) => setTimeout(r, 1_100));
     expect(await expireDue(Date.now(), 100)).toEqual([wf.id]);

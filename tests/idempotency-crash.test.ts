@@ -16,6 +16,7 @@ import { devnet, includedOperations, setBalance } from "./support/chain";
 import { startRpcProxy, type RpcProxy } from "./support/rpc-proxy";
 import { startDynamoProxy, type DynamoProxy } from "./support/dynamo-proxy";
 import { startServiceChild, type ServiceChild } from "./support/service-child";
+import { manualWorkflow as manualDefinition } from "./support/workflows";
 import { createServiceApp } from "../shared/service/app";
 import { setBus } from "../shared/execution/bus";
 import { createInProcessBus, type InProcessBus } from "../shared/execution/bus/in-process";
@@ -263,12 +264,7 @@ describe(":withdraw on Lambda", () => {
 describe(":trigger killed with an Idempotency-Key in flight", () => {
   async function manualWorkflow(maxExecution = 5) {
     const wallet = (await call("POST", "/wallets", { salt: String(++salt) })).body.address;
-    const res = await call("POST", "/workflows", {
-      smartWalletAddress: wallet,
-      trigger: { id: "t", name: "start", type: "manual", config: { data: {} } },
-      nodes: [{ id: "one", name: "one", type: "customCode", config: { source: "return 1" } }],
-      maxExecution,
-    });
+    const res = await call("POST", "/workflows", { smartWalletAddress: wallet, ...manualDefinition({ maxExecution }) });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
     return res.body.id as string;
   }

@@ -9,12 +9,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startService, type TestService } from "./support/service";
 import { startUpstream, type Upstream } from "./support/upstream";
 import { executionPath, jsonClient, type Json, type Owner } from "./support/client";
+import { manualTrigger } from "./support/workflows";
 import type { SignedIn } from "./support/auth";
 import { sandboxPool } from "../shared/kinds/sandbox/pool";
 
 const SIMULATE_CAP_MS = 3_000;
 let service: TestService;
-const { call, ownerWithWallet, createWorkflow: create, waitTerminal } = jsonClient(() => service.url);
+const { call, ownerWithWallet, createWorkflow, waitTerminal } = jsonClient(() => service.url);
 let target: Upstream;
 let counted = 0;
 
@@ -38,12 +39,8 @@ const code = (id: string, source: string) => ({ id, name: id, type: "customCode"
 /** A script that keeps its thread busy for `ms` (QuickJS has no timers: only spinning waits). */
 const spinFor = (ms: number) => `const end = Date.now() + ${ms}; while (Date.now() < end) {} return ${ms}`;
 
-const createWorkflow = (who: Owner, nodes: Json[], extra: Json = {}) =>
-  create(who, {
-    trigger: { id: "t", name: "start", type: "manual", config: { data: { items: Array.from({ length: 10 }, (_, i) => i) } } },
-    nodes,
-    ...extra,
-  });
+/** The manual trigger every workflow here starts with: ten numbered items. */
+const items = manualTrigger({ items: Array.from({ length: 10 }, (_, i) => i) });
 
 const trigger = (who: SignedIn, id: string, isBlocking: boolean) =>
   call(who, "POST", `/workflows/${id}:trigger`, { triggerType: "manual", isBlocking });
@@ -68,7 +65,7 @@ async function sample(durationMs: number, probes: Record<string, () => Promise<v
 
 /** Owner B's probes: /health, an authenticated GET, and B's own one-line customCode run (blocking). */
 async function neighbourProbes(b: Owner) {
-  const oneLine = await createWorkflow(b, [code("one", "return 1 + 1")]);
+  const oneLine = await createWorkflow(b, { trigger: items, nodes: [code("one", "return 1 + 1")] });
   const probes = {
     health: async () => expect((await fetch(`${service.url}/health`)).status).toBe(200),
     authenticated: async () => expect((await call(b, "GET", "/workflows?limit=5")).status).toBe(200),
@@ -86,7 +83,7 @@ describe("a neighbour's spinning scripts", () => {
   it("while A runs `while (true) {}`, B's requests and B's one-line run keep their latency", async () => {
     const [a, b] = await Promise.all([ownerWithWallet(), ownerWithWallet()]);
     const probes = await neighbourProbes(b);
-    const spinning = await createWorkflow(a, [code("spin", "while (true) {}")]);
+    const spinning = await createWorkflow(a, { trigger: items, nodes: [code("spin", "while (true) {}")] });
     const started = await trigger(a, spinning.id, false);
     expect(started.status).toBe(202);
     await new Promise((r) => setTimeout(r, 200)); // the script is running now
@@ -120,7 +117,7 @@ describe("a neighbour's spinning scripts", () => {
         runner: { type: "customCode", config: { source: "while (true) {}" } },
       },
     };
-    const spinning = await createWorkflow(a, [loop]);
+    const spinning = await createWorkflow(a, { trigger: items, nodes: [loop] });
     expect((await trigger(a, spinning.id, false)).status).toBe(202);
     await new Promise((r) => setTimeout(r, 300));
     const pool = sandboxPool();
@@ -148,7 +145,7 @@ describe("the per-execution JavaScript budget", () => {
         runner: { type: "customCode", config: { source: spinFor(4_000) } },
       },
     };
-    const wf = await createWorkflow(a, [loop]);
+    const wf = await createWorkflow(a, { trigger: items, nodes: [loop] });
     const started = Date.now();
     const res = await trigger(a, wf.id, false);
     const execution = await terminal(a, wf.id, res.body.executionId, 90_000);
@@ -216,7 +213,7 @@ describe(":simulate at its cap", () => {
 describe("deleting a workflow while its script runs", () => {
   it('is served at once; the running step finishes, no further node starts, the run ends error "workflow was deleted"', async () => {
     const a = await ownerWithWallet();
-    const wf = await createWorkflow(a, [code("slow", spinFor(2_500)), code("after", "return 'ran'")]);
+    const wf = await createWorkflow(a, { trigger: items, nodes: [code("slow", spinFor(2_500)), code("after", "return 'ran'")] });
     const res = await trigger(a, wf.id, false);
     await new Promise((r) => setTimeout(r, 500)); // "slow" is running
     const deleteStarted = performance.now();
@@ -234,7 +231,7 @@ describe("deleting a workflow while its script runs", () => {
 describe("a sandbox worker killed mid-script", () => {
   it("fails that step, is replaced, and the next evaluation works", async () => {
     const a = await ownerWithWallet();
-    const wf = await createWorkflow(a, [code("spin", spinFor(3_000))]);
+    const wf = await createWorkflow(a, { trigger: items, nodes: [code("spin", spinFor(3_000))] });
     const pending = trigger(a, wf.id, true);
     const pool = sandboxPool();
     for (let i = 0; i < 50 && pool.busyWorkersForTests(a.owner).length === 0; i++) await new Promise((r) => setTimeout(r, 50));
@@ -248,7 +245,7 @@ describe("a sandbox worker killed mid-script", () => {
     const execution = await terminal(a, wf.id, res.body.executionId);
     expect(execution.steps[1]).toMatchObject({ success: false, errorCode: "SANDBOX_ERROR", error: "the sandbox failed" });
 
-    const again = await createWorkflow(a, [code("fine", "return [1, 2, 3].map((x) => x * 2)")]);
+    const again = await createWorkflow(a, { trigger: items, nodes: [code("fine", "return [1, 2, 3].map((x) => x * 2)")] });
     const next = await trigger(a, again.id, true);
     expect(next.body.status).toBe("success");
     expect(pool.stats().workers).toBe(pool.options.workers);

@@ -23,6 +23,7 @@ import {
 import { GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
 import { useTestRuntime } from "./support/runtime";
 import { startTestServer, type TestServer } from "./support/server";
+import { trigger } from "./support/workflows";
 import { jsonClient, type Json, type Owner } from "./support/client";
 import { createServiceApp } from "../shared/service/app";
 import { setBus } from "../shared/execution/bus";
@@ -38,7 +39,7 @@ let runtime: Runtime;
 let server: TestServer;
 let bus: InProcessBus;
 let clock = Date.now();
-const { call, ownerWithWallet } = jsonClient(() => server.url);
+const { call, ownerWithWallet, createWorkflow } = jsonClient(() => server.url);
 const MIN = 60_000;
 const HOUR = 60 * MIN;
 
@@ -251,17 +252,6 @@ function awsHarness(): Harness & { fake: FakeSchedulerClient } {
 
 const code = (id: string) => ({ id, name: id, type: "customCode", config: { source: "return 1" } });
 
-async function createWorkflow(who: Owner, trigger: Json, extra: Json = {}): Promise<Json> {
-  const res = await call(who, "POST", "/workflows", {
-    smartWalletAddress: who.wallet,
-    trigger: { id: "t", name: "tick", ...trigger },
-    nodes: [code("n")],
-    ...extra,
-  });
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
-  return res.body;
-}
-
 const executionCount = async (who: Owner, id: string) => (await call(who, "GET", `/workflows/${id}`)).body.executionCount as number;
 const firedInstants = (fired: Fired[], workflowId: string) =>
   fired.filter((f) => f.workflowId === workflowId && f.result.outcome === "fired").map((f) => f.instant);
@@ -289,16 +279,16 @@ describe.each([
     atRealTime();
     const start = clock;
     // New York: 2027-03-14 02:00 EST jumps to 03:00 EDT; 2027-11-07 01:00-02:00 happens twice (EDT, then EST).
-    const spring = await createWorkflow(
-      who,
-      { type: "cron", config: { schedules: ["30 2 * * *"], timezone: "America/New_York" } },
-      { startAt: Date.parse("2027-03-13T05:00:00Z"), expiredAt: Date.parse("2027-03-16T04:00:00Z") },
-    );
-    const autumn = await createWorkflow(
-      who,
-      { type: "cron", config: { schedules: ["30 1 * * *"], timezone: "America/New_York" } },
-      { startAt: Date.parse("2027-11-06T04:00:00Z"), expiredAt: Date.parse("2027-11-09T05:00:00Z") },
-    );
+    const spring = await createWorkflow(who, {
+      trigger: trigger("cron", { schedules: ["30 2 * * *"], timezone: "America/New_York" }),
+      startAt: Date.parse("2027-03-13T05:00:00Z"),
+      expiredAt: Date.parse("2027-03-16T04:00:00Z"),
+    });
+    const autumn = await createWorkflow(who, {
+      trigger: trigger("cron", { schedules: ["30 1 * * *"], timezone: "America/New_York" }),
+      startAt: Date.parse("2027-11-06T04:00:00Z"),
+      expiredAt: Date.parse("2027-11-09T05:00:00Z"),
+    });
     const fired = await harness.runUntil(Date.parse("2027-11-10T00:00:00Z"));
     expect(firedInstants(fired, spring.id).map((t) => new Date(t).toISOString())).toEqual([
       "2027-03-13T07:30:00.000Z", // 02:30 EST
@@ -351,7 +341,7 @@ describe.each([
     atRealTime();
     const t0 = Math.ceil(clock / MIN) * MIN;
     const epochs = [t0 + 10 * MIN, t0 + 20 * MIN, t0 + 20 * MIN, t0 + 40 * MIN + 123, t0 + 50 * MIN, t0 + 70 * MIN];
-    const wf = await createWorkflow(who, { type: "fixedTime", config: { epochs } });
+    const wf = await createWorkflow(who, { trigger: trigger("fixedTime", { epochs }) });
     const fired = await harness.runUntil(t0 + 2 * HOUR);
     expect(firedInstants(fired, wf.id)).toEqual([t0 + 10 * MIN, t0 + 20 * MIN, t0 + 40 * MIN + 123, t0 + 50 * MIN, t0 + 70 * MIN]);
     expect(fired.filter((f) => f.workflowId === wf.id && f.result.outcome !== "fired")).toEqual([]);
@@ -363,7 +353,7 @@ describe.each([
   it("stops on pause and does not replay missed fires on resume", async () => {
     atRealTime();
     const t0 = Math.ceil(clock / HOUR) * HOUR;
-    const wf = await createWorkflow(who, { type: "cron", config: { schedules: ["*/5 * * * *"] } });
+    const wf = await createWorkflow(who, { trigger: trigger("cron", { schedules: ["*/5 * * * *"] }) });
     const before = firedInstants(await harness.runUntil(t0 + 12 * MIN), wf.id);
     expect(before.filter((t) => t > t0)).toEqual([t0 + 5 * MIN, t0 + 10 * MIN]);
 
@@ -385,7 +375,7 @@ describe.each([
   it("makes one execution of a fire delivered twice", async () => {
     atRealTime();
     const t0 = Math.ceil(clock / MIN) * MIN;
-    const wf = await createWorkflow(who, { type: "fixedTime", config: { epochs: [t0 + 5 * MIN, t0 + 30 * MIN] } });
+    const wf = await createWorkflow(who, { trigger: trigger("fixedTime", { epochs: [t0 + 5 * MIN, t0 + 30 * MIN] }) });
     expect(firedInstants(await harness.runUntil(t0 + 6 * MIN), wf.id)).toEqual([t0 + 5 * MIN]);
     const again = await harness.redeliverLast(wf.id);
     expect(again.map((f) => [f.instant, f.result.outcome])).toEqual([[t0 + 5 * MIN, "duplicate"]]);
@@ -398,7 +388,7 @@ describe.each([
     atRealTime();
     const t0 = Math.ceil(clock / MIN) * MIN;
     const [e1, e2, e3] = [t0 + 30 * MIN, t0 + 90 * MIN, t0 + 150 * MIN];
-    const wf = await createWorkflow(who, { type: "fixedTime", config: { epochs: [e1, e2, e3] } });
+    const wf = await createWorkflow(who, { trigger: trigger("fixedTime", { epochs: [e1, e2, e3] }) });
     const late = await harness.outageUntil(e1 + 10 * MIN);
     expect(firedInstants(late, wf.id)).toEqual([e1]);
     const older = await harness.outageUntil(e2 + 20 * MIN);
@@ -422,7 +412,7 @@ describe("local scheduler", () => {
     atRealTime();
     const who = await ownerWithWallet("13");
     const t0 = Math.ceil(clock / MIN) * MIN;
-    const wf = await createWorkflow(who, { type: "fixedTime", config: { epochs: [t0 + 5 * MIN, t0 + 10 * MIN] } });
+    const wf = await createWorkflow(who, { trigger: trigger("fixedTime", { epochs: [t0 + 5 * MIN, t0 + 10 * MIN] }) });
     expect(firedInstants(await first.tick(t0 + 5 * MIN), wf.id)).toEqual([t0 + 5 * MIN]);
     // The process stops; seven minutes later a new one starts on the same table.
     const second = setScheduler(createLocalScheduler());
@@ -440,7 +430,7 @@ describe("local scheduler", () => {
       const scheduler = setScheduler(createLocalScheduler());
       const who = await ownerWithWallet("16");
       const epoch = Date.now() + 1_500;
-      const wf = await createWorkflow(who, { type: "fixedTime", config: { epochs: [epoch, epoch + 3_600_000] } });
+      const wf = await createWorkflow(who, { trigger: trigger("fixedTime", { epochs: [epoch, epoch + 3_600_000] }) });
       scheduler.start();
       for (let i = 0; i < 60 && (await executionCount(who, wf.id)) === 0; i++) await new Promise((r) => setTimeout(r, 100));
       await scheduler.stop();
@@ -479,11 +469,11 @@ describe("EventBridge requests", () => {
     const who = await ownerWithWallet("14");
     const startAt = clock + 2 * HOUR;
     const expiredAt = clock + 30 * 24 * HOUR;
-    const wf = await createWorkflow(
-      who,
-      { type: "cron", config: { schedules: ["0 9 * * MON-FRI", "@daily"], timezone: "Europe/Berlin" } },
-      { startAt, expiredAt },
-    );
+    const wf = await createWorkflow(who, {
+      trigger: trigger("cron", { schedules: ["0 9 * * MON-FRI", "@daily"], timezone: "Europe/Berlin" }),
+      startAt,
+      expiredAt,
+    });
     const common = {
       GroupName: GROUP,
       ScheduleExpressionTimezone: "Europe/Berlin",
@@ -536,7 +526,7 @@ describe("EventBridge requests", () => {
     atRealTime();
     const who = await ownerWithWallet("15");
     // Either the 13th or a Friday, at noon UTC.
-    const wf = await createWorkflow(who, { type: "cron", config: { schedules: ["0 12 13 * FRI"] } });
+    const wf = await createWorkflow(who, { trigger: trigger("cron", { schedules: ["0 12 13 * FRI"] }) });
     const creates = harness.fake.requests.filter((r) => r.command === "CreateSchedule").map((r) => r.input);
     expect(creates).toHaveLength(ONE_TIME_WINDOW);
     for (const c of creates) {

@@ -9,14 +9,15 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type SignedIn } from "./support/auth";
 import { startService, type TestService } from "./support/service";
 import { startUpstream, type Upstream } from "./support/upstream";
-import { jsonClient, type Json, type Owner } from "./support/client";
+import { jsonClient, type Json } from "./support/client";
+import { manualTrigger } from "./support/workflows";
 import { setBus } from "../shared/execution/bus";
 import { GetCommand } from "@aws-sdk/lib-dynamodb";
 import * as Idempotency from "../shared/store/idempotency";
 
 const SECRET = "sk-live-7f3c9a1e5b";
 let service: TestService;
-const { call, ownerWithWallet, createWorkflow: create, waitTerminal } = jsonClient(() => service.url);
+const { call, ownerWithWallet, createWorkflow, waitTerminal } = jsonClient(() => service.url);
 const newOwner = (salt = "1") => ownerWithWallet(salt);
 /** The restApi target: echoes what it received. */
 let target: Upstream;
@@ -45,12 +46,8 @@ afterAll(async () => {
 
 const code = (id: string, source = "return 1") => ({ id, name: id, type: "customCode", config: { source } });
 
-const createWorkflow = (who: Owner, extra: Json = {}) =>
-  create(who, {
-    trigger: { id: "t", name: "start", type: "manual", config: { data: { hello: "world" } } },
-    nodes: [code("first", "return start.data.hello + '!'")],
-    ...extra,
-  });
+/** The definition the workflows here start from: its node answers the trigger's greeting. */
+const hello = { trigger: manualTrigger({ hello: "world" }), nodes: [code("first", "return start.data.hello + '!'")] };
 
 const trigger = (who: SignedIn, id: string, body: Json, headers: Record<string, string> = {}) =>
   call(who, "POST", `/workflows/${id}:trigger`, body, headers);
@@ -60,7 +57,7 @@ const terminal = (who: SignedIn, location: string) => waitTerminal(who, location
 describe("asynchronous trigger", () => {
   it("answers 202 with Location at once, and the runner takes the run to success", async () => {
     const alice = await newOwner();
-    const wf = await createWorkflow(alice);
+    const wf = await createWorkflow(alice, hello);
     const res = await trigger(alice, wf.id, { triggerType: "manual" });
     expect(res.status).toBe(202);
     expect(res.body).toEqual({
@@ -93,6 +90,7 @@ describe("asynchronous trigger", () => {
   it("uses triggerOutput over the config and merges triggerInput over inputVariables for this run only", async () => {
     const alice = await newOwner();
     const wf = await createWorkflow(alice, {
+      ...hello,
       inputVariables: { greeting: "hi", other: 1 },
       nodes: [code("first", "return { g: greeting, o: other, d: start.data, h: start.headers }")],
     });
@@ -113,7 +111,7 @@ describe("asynchronous trigger", () => {
 describe("run inputs and hand-over", () => {
   it("a manual payload too large for the execution item reaches the run whole; the record keeps a truncated step", async () => {
     const alice = await newOwner();
-    const wf = await createWorkflow(alice, { nodes: [code("size", "return start.data.length")] });
+    const wf = await createWorkflow(alice, { ...hello, nodes: [code("size", "return start.data.length")] });
     const big = "x".repeat(600_000);
     const res = await trigger(alice, wf.id, { triggerType: "manual", triggerOutput: { data: big } });
     expect(res.status).toBe(202);
@@ -125,7 +123,7 @@ describe("run inputs and hand-over", () => {
 
   it("when the bus refuses the event, the execution ends error at once instead of waiting for the sweeper", async () => {
     const alice = await newOwner();
-    const wf = await createWorkflow(alice);
+    const wf = await createWorkflow(alice, hello);
     const limits = service.runtime.config.limits as { consecutiveErrorLimit: number };
     const before = limits.consecutiveErrorLimit;
     setBus({
@@ -165,6 +163,7 @@ describe("blocking trigger", () => {
     const alice = await newOwner();
     expect((await call(alice, "PUT", "/secrets/API_KEY", { value: SECRET })).status).toBe(201);
     const wf = await createWorkflow(alice, {
+      ...hello,
       nodes: [
         code("prepare", "console.log('key is', secrets.API_KEY); return { path: '/items', key: secrets.API_KEY }"),
         {
@@ -200,6 +199,7 @@ describe("blocking trigger", () => {
   it("a failing node ends the execution failed with the contract's error format; dependents do not run", async () => {
     const alice = await newOwner();
     const wf = await createWorkflow(alice, {
+      ...hello,
       nodes: [code("ok"), code("boom", "throw new Error('nope')"), code("after")],
       edges: [
         { id: "e1", source: "t", target: "ok" },
@@ -220,6 +220,7 @@ describe("blocking trigger", () => {
     try {
       const alice = await newOwner();
       const wf = await createWorkflow(alice, {
+        ...hello,
         nodes: [{ id: "wait", name: "wait", type: "restApi", config: { url: `${target.url}/slow`, method: "GET" } }],
       });
       const res = await trigger(alice, wf.id, { triggerType: "manual", isBlocking: true });
@@ -245,7 +246,7 @@ describe("checks and their order", () => {
   it("body fields come first (400, even for an unknown workflow), then 404, then TRIGGER_TYPE_MISMATCH", async () => {
     const alice = await newOwner();
     const bob = await newOwner();
-    const wf = await createWorkflow(alice);
+    const wf = await createWorkflow(alice, hello);
     const unknown = "01JD7Q0S7W3C2Y8K5N6M4P1R9T";
 
     const missing = await trigger(alice, unknown, {});
@@ -306,18 +307,18 @@ describe("checks and their order", () => {
       return res.body.reason;
     };
 
-    const paused = await createWorkflow(alice);
+    const paused = await createWorkflow(alice, hello);
     expect((await call(alice, "POST", `/workflows/${paused.id}:pause`)).status).toBe(200);
     expect(await reason(paused.id)).toBe("DISABLED");
 
-    const later = await createWorkflow(alice, { startAt: Date.now() + 3600_000 });
+    const later = await createWorkflow(alice, { ...hello, startAt: Date.now() + 3600_000 });
     expect(await reason(later.id)).toBe("NOT_STARTED");
 
-    const once = await createWorkflow(alice, { maxExecution: 1 });
+    const once = await createWorkflow(alice, { ...hello, maxExecution: 1 });
     expect((await trigger(alice, once.id, { triggerType: "manual", isBlocking: true })).status).toBe(200);
     expect(await reason(once.id)).toBe("MAX_EXECUTIONS_REACHED");
 
-    const expiring = await createWorkflow(alice, { expiredAt: Date.now() + 60_000 });
+    const expiring = await createWorkflow(alice, { ...hello, expiredAt: Date.now() + 60_000 });
     offset += 120_000;
     try {
       expect(await reason(expiring.id)).toBe("EXPIRED");
@@ -331,7 +332,7 @@ describe("checks and their order", () => {
 describe("Idempotency-Key", () => {
   it("a repeat answers the same execution in its current state with Idempotency-Replayed, even once unrunnable", async () => {
     const alice = await newOwner();
-    const wf = await createWorkflow(alice, { maxExecution: 1 });
+    const wf = await createWorkflow(alice, { ...hello, maxExecution: 1 });
     const key = { "Idempotency-Key": "run-1" };
     const first = await trigger(alice, wf.id, { triggerType: "manual" }, key);
     expect(first.status).toBe(202);
@@ -358,8 +359,8 @@ describe("Idempotency-Key", () => {
 
   it("a blocking original is replayed as 200 and waits again; the key is per workflow and per caller", async () => {
     const alice = await newOwner();
-    const wf = await createWorkflow(alice);
-    const other = await createWorkflow(alice);
+    const wf = await createWorkflow(alice, hello);
+    const other = await createWorkflow(alice, hello);
     const key = { "Idempotency-Key": "same-key" };
     const first = await trigger(alice, wf.id, { triggerType: "manual", isBlocking: true }, key);
     expect(first.status).toBe(200);
@@ -377,6 +378,7 @@ describe("Idempotency-Key", () => {
   it("a blocking replay waiting on a run of this process reads the execution only when the run changes it", async () => {
     const alice = await newOwner();
     const wf = await createWorkflow(alice, {
+      ...hello,
       nodes: [{ id: "wait", name: "wait", type: "restApi", config: { url: `${target.url}/hold`, method: "GET" } }],
     });
     const key = { "Idempotency-Key": "held-run" };
@@ -406,7 +408,7 @@ describe("Idempotency-Key", () => {
 
   it("409 while the first request has not claimed yet; a refused request (412) forgets its key", async () => {
     const alice = await newOwner();
-    const wf = await createWorkflow(alice);
+    const wf = await createWorkflow(alice, hello);
     const body = { triggerType: "manual" };
     await Idempotency.claim(
       { owner: alice.owner, scope: `trigger#${wf.id}`, key: "in-flight" },
@@ -435,7 +437,7 @@ describe("concurrent triggers", () => {
     [30, 10],
   ])("%i at once on maxExecution %i: exactly that many executions, the rest 412 MAX_EXECUTIONS_REACHED", async (count, max) => {
     const alice = await newOwner();
-    const wf = await createWorkflow(alice, { maxExecution: max });
+    const wf = await createWorkflow(alice, { ...hello, maxExecution: max });
     const answers = await Promise.all(Array.from({ length: count }, () => trigger(alice, wf.id, { triggerType: "manual" })));
     const accepted = answers.filter((a) => a.status === 202);
     const refused = answers.filter((a) => a.status === 412);

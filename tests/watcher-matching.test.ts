@@ -13,7 +13,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { TRANSFER } from "./support/chain";
 import { useTestRuntime } from "./support/runtime";
 import { startTestServer, type TestServer } from "./support/server";
-import { jsonClient, type Owner } from "./support/client";
+import { jsonClient } from "./support/client";
 import { compileContract, deployTestToken, devnet, fundedAccount } from "./support/chain";
 import { createServiceApp } from "../shared/service/app";
 import { setBus, type BusEvent, type EventBus } from "../shared/execution/bus";
@@ -21,7 +21,7 @@ import { startWatching } from "../shared/watch/watcher";
 
 let server: TestServer;
 const published: { event: BusEvent; at: number }[] = [];
-const { call, ownerWithWallet } = jsonClient(() => server.url);
+const { ownerWithWallet, createWorkflow } = jsonClient(() => server.url);
 
 beforeAll(async () => {
   await useTestRuntime({ MIN_BLOCK_INTERVAL_S: "0", RATE_LIMIT_BURST: "100000", RATE_LIMIT_RPS: "10000" });
@@ -55,15 +55,8 @@ const burstAbi = [
   { type: "function", name: "burst", stateMutability: "nonpayable", inputs: [{ name: "n", type: "uint256" }], outputs: [] },
 ] as const;
 const PING = encodeEventTopics({ abi: [pingEvent], eventName: "Ping" })[0];
-const code = { id: "after", name: "after", type: "customCode", config: { source: "return 1" } };
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
-
-async function createWorkflow(owner: Owner, trigger: unknown): Promise<string> {
-  const res = await call(owner, "POST", "/workflows", { smartWalletAddress: owner.wallet, trigger, nodes: [code] });
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
-  return res.body.id as string;
-}
 
 describe("matching 10,000 logs of one block", () => {
   it("owner A's topic-only queries match 10,000 logs in one block while owner B's requests keep their latency (≤ 300 ms worst) and B's fire still happens", async () => {
@@ -81,22 +74,30 @@ describe("matching 10,000 logs of one block", () => {
     const aIds: string[] = [];
     for (let i = 0; i < 3; i++) {
       aIds.push(
-        await createWorkflow(a, {
-          id: "pings",
-          name: "pings",
-          type: "event",
-          config: {
-            queries: [{ topics: [PING], contractAbi: [pingEvent], conditions: [{ fieldName: "value", operator: "gte", value: "0" }] }],
-          },
-        }),
+        (
+          await createWorkflow(a, {
+            trigger: {
+              id: "pings",
+              name: "pings",
+              type: "event",
+              config: {
+                queries: [{ topics: [PING], contractAbi: [pingEvent], conditions: [{ fieldName: "value", operator: "gte", value: "0" }] }],
+              },
+            },
+          })
+        ).id,
       );
     }
-    const bId = await createWorkflow(b, {
-      id: "watch",
-      name: "watch",
-      type: "event",
-      config: { queries: [{ addresses: [token.address], topics: [TRANSFER, null, pad(watched)] }] },
-    });
+    const bId = (
+      await createWorkflow(b, {
+        trigger: {
+          id: "watch",
+          name: "watch",
+          type: "event",
+          config: { queries: [{ addresses: [token.address], topics: [TRANSFER, null, pad(watched)] }] },
+        },
+      })
+    ).id;
 
     const watcher = startWatching({ holder: "watcher-matching", pollMs: 500 });
     const samples: { at: number; ms: number; path: string }[] = [];

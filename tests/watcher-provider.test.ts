@@ -23,7 +23,7 @@ import { release, watchChain, type PassOptions, type PassResult } from "../share
 const CHAIN = 31337;
 let server: TestServer;
 const proxies: RpcProxy[] = [];
-const { call, ownerWithWallet } = jsonClient(() => server.url);
+const { call, ownerWithWallet, createWorkflow } = jsonClient(() => server.url);
 
 beforeAll(async () => {
   await useTestRuntime({ MIN_BLOCK_INTERVAL_S: "0", RATE_LIMIT_BURST: "100000", RATE_LIMIT_RPS: "10000" });
@@ -40,7 +40,6 @@ afterAll(async () => {
 
 const randomAddress = () => privateKeyToAccount(generatePrivateKey()).address;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const code = { id: "after", name: "after", type: "customCode", config: { source: "return 1" } };
 const transfersTo = (contract: Address, to: Address) => ({
   id: "watch",
   name: "watch",
@@ -58,12 +57,6 @@ contract Bursts {
     }
 }`;
 const burstsAbi = [burstFunction, parseAbiItem("function burst2(address a, address b, uint256 n)")] as const;
-
-async function createWorkflow(owner: Owner, trigger: unknown): Promise<string> {
-  const res = await call(owner, "POST", "/workflows", { smartWalletAddress: owner.wallet, trigger, nodes: [code] });
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
-  return res.body.id as string;
-}
 
 async function executionsOf(owner: Owner, id: string): Promise<Json[]> {
   const res = await call(owner, "GET", `/workflows/${id}/executions?limit=200`);
@@ -93,15 +86,15 @@ describe("a provider that refuses", () => {
     // The token workflows: one shape (an address, topics 0 and 2 set), packed into one request of 4 addresses until
     // the provider says 2. The Bursts workflows set topic 1 as well (another shape): one request of theirs, one address.
     const onTokens = [];
-    for (const t of tokens) onTokens.push(await createWorkflow(c, transfersTo(t.address, w)));
+    for (const t of tokens) onTokens.push((await createWorkflow(c, { trigger: transfersTo(t.address, w) })).id);
     const mintsTo = (to: Address) => ({
       id: "watch",
       name: "watch",
       type: "event",
       config: { queries: [{ addresses: [bursts], topics: [TRANSFER, pad(zeroAddress), pad(to)] }] },
     });
-    const toW1 = await createWorkflow(c, mintsTo(w1));
-    const toW2 = await createWorkflow(c, mintsTo(w2));
+    const toW1 = (await createWorkflow(c, { trigger: mintsTo(w1) })).id;
+    const toW2 = (await createWorkflow(c, { trigger: mintsTo(w2) })).id;
     expect((await watchChain(CHAIN, options)).status).toBe("started");
     try {
       // No pass while more than 4 blocks are mined: 4 mints, 2 blocks of 6 logs each (12 over 2 blocks), then one
@@ -168,9 +161,9 @@ describe("a provider that refuses", () => {
     const b = await ownerWithWallet();
     const w = randomAddress();
     const wb = randomAddress();
-    const dBad = await createWorkflow(d, transfersTo(bad.address, w));
-    const dGood = await createWorkflow(d, transfersTo(good.address, w)); // same shape and topics: one request with dBad's
-    const bId = await createWorkflow(b, transfersTo(other.address, wb));
+    const dBad = (await createWorkflow(d, { trigger: transfersTo(bad.address, w) })).id;
+    const dGood = (await createWorkflow(d, { trigger: transfersTo(good.address, w) })).id; // same shape and topics: one request with dBad's
+    const bId = (await createWorkflow(b, { trigger: transfersTo(other.address, wb) })).id;
     try {
       const warn = vi.spyOn(log, "warn");
       let warnings: Parameters<typeof log.warn>[] = [];

@@ -40,7 +40,7 @@ let runtime: Runtime;
 let server: TestServer;
 let bus: InProcessBus;
 let owner: Owner;
-const { call, ownerWithWallet } = jsonClient(() => server.url);
+const { call, ownerWithWallet, createWorkflow } = jsonClient(() => server.url);
 
 beforeAll(async () => {
   runtime = await useTestRuntime({ MIN_BLOCK_INTERVAL_S: "0", RATE_LIMIT_BURST: "100000", RATE_LIMIT_RPS: "10000" });
@@ -57,11 +57,6 @@ afterAll(async () => {
 const randomAddress = () => privateKeyToAccount(generatePrivateKey()).address;
 const code = { id: "after", name: "after", type: "customCode", config: { source: "return 1" } };
 
-async function createWorkflow(trigger: Json): Promise<string> {
-  const res = await call(owner, "POST", "/workflows", { smartWalletAddress: owner.wallet, trigger, nodes: [code] });
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
-  return res.body.id as string;
-}
 const remove = async (id: string) => expect((await call(owner, "DELETE", `/workflows/${id}`)).status).toBe(204);
 
 const BURST = `// SPDX-License-Identifier: MIT
@@ -124,7 +119,7 @@ const multiplesIn = (from: number, to: number, k: number) =>
 
 describe("chain watcher", () => {
   it("a first pass only sets the checkpoint at the head; a block trigger with interval 3 fires on the multiples of 3 only, once each", async () => {
-    const id = await createWorkflow({ id: "blocks", name: "blocks", type: "block", config: { interval: 3 } });
+    const id = (await createWorkflow(owner, { trigger: { id: "blocks", name: "blocks", type: "block", config: { interval: 3 } } })).id;
     expect((await watchersOf(CHAIN)).map((w) => w.workflowId)).toEqual([id]);
     const first = await pass();
     expect(first.status).toBe("started");
@@ -163,15 +158,17 @@ describe("chain watcher", () => {
   it("an ERC-20 Transfer to a watched address with a gte condition fires once with decoded fields; a lower one does not; a repeated range or delivery makes no second execution", async () => {
     const token = await deployTestToken();
     const watched = randomAddress();
-    const id = await createWorkflow(
-      eventTrigger(
-        transfersTo(token.address, watched, {
-          contractAbi: [transferEvent, balanceOfFunction],
-          conditions: [{ fieldName: "Transfer.value", operator: "gte", value: "1000" }],
-          methodCalls: [{ methodName: "balanceOf", methodParams: [watched] }],
-        }),
-      ),
-    );
+    const id = (
+      await createWorkflow(owner, {
+        trigger: eventTrigger(
+          transfersTo(token.address, watched, {
+            contractAbi: [transferEvent, balanceOfFunction],
+            conditions: [{ fieldName: "Transfer.value", operator: "gte", value: "1000" }],
+            methodCalls: [{ methodName: "balanceOf", methodParams: [watched] }],
+          }),
+        ),
+      })
+    ).id;
     await pass();
     await token.mint(watched, 1500n);
     await token.mint(watched, 999n);
@@ -211,7 +208,7 @@ describe("chain watcher", () => {
   it("cooldownSeconds: a second match within the cooldown does not fire", async () => {
     const token = await deployTestToken();
     const watched = randomAddress();
-    const id = await createWorkflow(eventTrigger(transfersTo(token.address, watched), { cooldownSeconds: 3600 }));
+    const id = (await createWorkflow(owner, { trigger: eventTrigger(transfersTo(token.address, watched), { cooldownSeconds: 3600 }) })).id;
     await pass();
     await token.mint(watched, 1n);
     await token.mint(watched, 2n);
@@ -227,8 +224,8 @@ describe("chain watcher", () => {
   it("stopped for 20 blocks, then restarted: every missed match fires exactly once", async () => {
     const token = await deployTestToken();
     const watched = randomAddress();
-    const events = await createWorkflow(eventTrigger(transfersTo(token.address, watched)));
-    const blocks = await createWorkflow({ id: "blocks", name: "blocks", type: "block", config: { interval: 4 } });
+    const events = (await createWorkflow(owner, { trigger: eventTrigger(transfersTo(token.address, watched)) })).id;
+    const blocks = (await createWorkflow(owner, { trigger: { id: "blocks", name: "blocks", type: "block", config: { interval: 4 } } })).id;
     await pass();
     // No pass while 20+ blocks are mined, five of them with a matching transfer.
     for (let i = 1; i <= 5; i++) {
@@ -298,11 +295,13 @@ describe("chain watcher", () => {
     const others = (calls: string[]) => calls.filter((m) => m !== "eth_getLogs");
 
     const targets = Array.from({ length: 20 }, randomAddress);
-    const ids = [await createWorkflow(eventTrigger(transfersTo(token.address, targets[0]!)))];
+    const ids = [(await createWorkflow(owner, { trigger: eventTrigger(transfersTo(token.address, targets[0]!)) })).id];
     const one = await measure(targets[0]!);
-    for (const target of targets.slice(1, 10)) ids.push(await createWorkflow(eventTrigger(transfersTo(token.address, target))));
+    for (const target of targets.slice(1, 10))
+      ids.push((await createWorkflow(owner, { trigger: eventTrigger(transfersTo(token.address, target)) })).id);
     const ten = await measure(targets[7]!);
-    for (const target of targets.slice(10)) ids.push(await createWorkflow(eventTrigger(transfersTo(token.address, target))));
+    for (const target of targets.slice(10))
+      ids.push((await createWorkflow(owner, { trigger: eventTrigger(transfersTo(token.address, target)) })).id);
     const twenty = await measure(targets[15]!);
 
     expect([one.fired, ten.fired, twenty.fired]).toEqual([1, 1, 1]);
@@ -316,7 +315,11 @@ describe("chain watcher", () => {
   it("maxEventsPerBlock keeps the first matching logs of a block; each log's fire id is its transaction hash and its position in that transaction", async () => {
     const { contract, burst } = await deployBurst();
     const watched = randomAddress();
-    const id = await createWorkflow(eventTrigger(transfersTo(contract, watched, { maxEventsPerBlock: 3, contractAbi: [transferEvent] })));
+    const id = (
+      await createWorkflow(owner, {
+        trigger: eventTrigger(transfersTo(contract, watched, { maxEventsPerBlock: 3, contractAbi: [transferEvent] })),
+      })
+    ).id;
     await pass();
     const tx = await burst(watched, 5n);
     const r = await pass();
@@ -329,7 +332,7 @@ describe("chain watcher", () => {
   it("fires beyond an owner's budget for a pass wait for the next pass; a restart in between loses none and claims none twice", async () => {
     const { contract, burst } = await deployBurst();
     const watched = randomAddress();
-    const id = await createWorkflow(eventTrigger(transfersTo(contract, watched)));
+    const id = (await createWorkflow(owner, { trigger: eventTrigger(transfersTo(contract, watched)) })).id;
     await pass();
     const tx = await burst(watched, 13n);
 
@@ -356,7 +359,7 @@ describe("chain watcher", () => {
     const token = await deployTestToken();
     const watched = randomAddress();
     const addresses = [token.address, ...Array.from({ length: 60 }, randomAddress)];
-    const id = await createWorkflow(eventTrigger(transfersTo(token.address, watched, { addresses })));
+    const id = (await createWorkflow(owner, { trigger: eventTrigger(transfersTo(token.address, watched, { addresses })) })).id;
     const TableName = runtime.config.tableName;
     const read = async (sk: string) =>
       (await runtime.db.send(new GetCommand({ TableName, Key: { pk: `WF#${id}`, sk }, ConsistentRead: true }))).Item;
@@ -402,7 +405,7 @@ describe("chain watcher", () => {
   });
 
   it("the lease: while one invocation holds a chain, another's pass does nothing; released, it proceeds", async () => {
-    const id = await createWorkflow({ id: "blocks", name: "blocks", type: "block", config: { interval: 1 } });
+    const id = (await createWorkflow(owner, { trigger: { id: "blocks", name: "blocks", type: "block", config: { interval: 1 } } })).id;
     await release(CHAIN, HOLDER); // the passes above held it
     expect((await watchChain(CHAIN, { holder: "first" })).status).not.toBe("leased");
     await devnet().testClient.mine({ blocks: 2 });

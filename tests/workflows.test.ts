@@ -21,7 +21,7 @@ const CAP = 3;
 const MAX_DOC = 12_000;
 let runtime: Runtime;
 let server: TestServer;
-const { call, ownerWithWallet } = jsonClient(() => server.url);
+const { call, ownerWithWallet, createWorkflow } = jsonClient(() => server.url);
 const newOwner = (salt = "1") => ownerWithWallet(salt);
 let offset = 0;
 const now = () => Date.now() + offset;
@@ -53,12 +53,6 @@ const definition = (wallet: string, extra: Json = {}) => ({
   nodes: [code("first"), code("second")],
   ...extra,
 });
-
-async function create(who: Owner, extra: Json = {}) {
-  const res = await call(who, "POST", "/workflows", definition(who.wallet, extra));
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
-  return res.body;
-}
 
 function problem(res: { status: number; headers: Headers; body: Json }, status: number, code: string) {
   expect(res.status, JSON.stringify(res.body)).toBe(status);
@@ -188,7 +182,7 @@ describe("POST /workflows", () => {
   it("keeps the active-workflow cap: 429 with limit, paused and deleted workflows free their slot", async () => {
     const dan = await newOwner();
     const made: Json[] = [];
-    for (let i = 0; i < CAP; i++) made.push(await create(dan));
+    for (let i = 0; i < CAP; i++) made.push(await createWorkflow(dan, definition(dan.wallet)));
     const refused = problem(await call(dan, "POST", "/workflows", definition(dan.wallet)), 429, "WORKFLOWS_LIMIT_REACHED");
     expect(refused.limit).toBe(CAP);
     expect(refused).not.toHaveProperty("errors");
@@ -196,7 +190,7 @@ describe("POST /workflows", () => {
 
     // A paused workflow is not active: its slot is free, and resuming it at the cap is refused.
     expect((await call(dan, "POST", `/workflows/${made[0]!.id}:pause`)).body.status).toBe("disabled");
-    const fourth = await create(dan);
+    const fourth = await createWorkflow(dan, definition(dan.wallet));
     expect(problem(await call(dan, "POST", `/workflows/${made[0]!.id}:resume`), 429, "WORKFLOWS_LIMIT_REACHED").limit).toBe(CAP);
     expect((await call(dan, "GET", `/workflows/${made[0]!.id}`)).body.status).toBe("disabled");
 
@@ -208,12 +202,12 @@ describe("POST /workflows", () => {
 
   it("releases the slot of a workflow that expired while enabled when the cap is reached", async () => {
     const erin = await newOwner();
-    await create(erin, { expiredAt: now() + 60_000 });
-    await create(erin);
-    await create(erin);
+    await createWorkflow(erin, definition(erin.wallet, { expiredAt: now() + 60_000 }));
+    await createWorkflow(erin, definition(erin.wallet));
+    await createWorkflow(erin, definition(erin.wallet));
     problem(await call(erin, "POST", "/workflows", definition(erin.wallet)), 429, "WORKFLOWS_LIMIT_REACHED");
     advance(61_000);
-    await create(erin);
+    await createWorkflow(erin, definition(erin.wallet));
     expect(await activeCounter(erin.owner)).toBe(CAP);
     problem(await call(erin, "POST", "/workflows", definition(erin.wallet)), 429, "WORKFLOWS_LIMIT_REACHED");
   });
@@ -238,9 +232,9 @@ describe("GET /workflows and /workflows:count", () => {
     gus = await newOwner();
     const other = await call(gus, "POST", "/wallets", { salt: "2" });
     second = other.body.address;
-    const a = await create(gus);
-    expired = await create(gus, { expiredAt: now() + 30_000 });
-    paused = await create(gus, { smartWalletAddress: second });
+    const a = await createWorkflow(gus, definition(gus.wallet));
+    expired = await createWorkflow(gus, definition(gus.wallet, { expiredAt: now() + 30_000 }));
+    paused = await createWorkflow(gus, definition(gus.wallet, { smartWalletAddress: second }));
     await call(gus, "POST", `/workflows/${paused.id}:pause`);
     ids = [paused.id, expired.id, a.id];
     advance(31_000);
@@ -348,7 +342,7 @@ describe("GET /workflows/{id}, pause, resume", () => {
   it("answers 404 WORKFLOW_NOT_FOUND alike for unknown, malformed and another owner's ids", async () => {
     const hal = await newOwner();
     const ivy = await newOwner();
-    const wf = await create(hal);
+    const wf = await createWorkflow(hal, definition(hal.wallet));
     const answers = [
       problem(await call(ivy, "GET", `/workflows/${wf.id}`), 404, "WORKFLOW_NOT_FOUND"),
       problem(await call(hal, "GET", `/workflows/${ulid()}`), 404, "WORKFLOW_NOT_FOUND"),
@@ -364,7 +358,7 @@ describe("GET /workflows/{id}, pause, resume", () => {
 
   it("pauses and resumes idempotently, ignoring any body", async () => {
     const jay = await newOwner();
-    const wf = await create(jay);
+    const wf = await createWorkflow(jay, definition(jay.wallet));
     const paused = await call(jay, "POST", `/workflows/${wf.id}:pause`, { anything: true });
     expect(paused.status).toBe(200);
     expect(paused.body).toEqual({ ...wf, status: "disabled" });
@@ -380,7 +374,11 @@ describe("DELETE /workflows/{id}", () => {
   it("always answers 204 and removes the caller's workflow, its workflow-scoped secrets and its slot; executions stay", async () => {
     const kim = await newOwner();
     const lee = await newOwner();
-    const made: Json[] = [await create(kim), await create(kim), await create(kim)];
+    const made: Json[] = [
+      await createWorkflow(kim, definition(kim.wallet)),
+      await createWorkflow(kim, definition(kim.wallet)),
+      await createWorkflow(kim, definition(kim.wallet)),
+    ];
     const wf = made[0]!;
     expect((await call(kim, "PUT", "/secrets/API_KEY", { value: "user-scope" })).status).toBe(201);
     expect((await call(kim, "PUT", "/secrets/API_KEY", { value: "wf-scope", workflowId: wf.id })).status).toBe(201);
@@ -412,7 +410,7 @@ describe("DELETE /workflows/{id}", () => {
     expect((await runtime.db.send(new GetCommand({ TableName: runtime.config.tableName, Key: executionKey }))).Item).toBeDefined();
 
     // The slot is free again: a create at the cap succeeds.
-    await create(kim);
+    await createWorkflow(kim, definition(kim.wallet));
     expect(await activeCounter(kim.owner)).toBe(CAP);
 
     for (const id of [wf.id, ulid(), "not-a-ulid", "a%20b"]) expect((await call(kim, "DELETE", `/workflows/${id}`)).status).toBe(204);
@@ -438,7 +436,7 @@ describe("claim and recordOutcome (the engine's entry points)", () => {
 
   it("20 concurrent claims on maxExecution 5: exactly 5 succeed with indexes 0-4, the workflow completes and frees its slot", async () => {
     const max = await newOwner();
-    const wf = await create(max, { maxExecution: 5 });
+    const wf = await createWorkflow(max, definition(max.wallet, { maxExecution: 5 }));
     const at = now();
     const outcomes = await Promise.allSettled(
       Array.from({ length: 20 }, () => Workflow.claim(wf.id, { now: at, owner: max.owner, execution })),
@@ -467,7 +465,7 @@ describe("claim and recordOutcome (the engine's entry points)", () => {
 
   it("refuses claims with the §8.8.7 reasons, 404 for another owner, and a duplicate fire", async () => {
     const ned = await newOwner();
-    const wf = await create(ned, { startAt: now() + 60_000, expiredAt: now() + 600_000 });
+    const wf = await createWorkflow(ned, definition(ned.wallet, { startAt: now() + 60_000, expiredAt: now() + 600_000 }));
     expect(await reasonOf(Workflow.claim(wf.id, { now: now(), execution }))).toBe("412 WORKFLOW_NOT_RUNNABLE NOT_STARTED");
     expect(await reasonOf(Workflow.claim(wf.id, { now: now(), owner: (await newOwner()).owner, execution }))).toBe(
       "404 WORKFLOW_NOT_FOUND",
@@ -487,7 +485,7 @@ describe("claim and recordOutcome (the engine's entry points)", () => {
 
   it("turns a workflow failed after 10 consecutive errors (a success resets the count) and frees its slot", async () => {
     const oli = await newOwner();
-    const wf = await create(oli);
+    const wf = await createWorkflow(oli, definition(oli.wallet));
     for (let i = 0; i < 9; i++) await Workflow.recordOutcome(wf.id, "error", now());
     await Workflow.recordOutcome(wf.id, "success", now());
     for (let i = 0; i < 9; i++) await Workflow.recordOutcome(wf.id, "error", now());
