@@ -40,7 +40,9 @@ const activeSlots = async () => Number((await item(Keys.counter(owner.owner, "ac
 
 describe("workflow expiry in the background", () => {
   it("a pass stores workflows past expiredAt completed / EXPIRED, frees their slots, removes schedule and watch entries; a second pass does nothing", async () => {
-    const expiredAt = Date.now() + 1_500;
+    // expireDue takes the pass's clock: a pass at expiredAt + 100 ms stands for one run after the deadline.
+    const expiredAt = Date.now() + 60_000;
+    const after = expiredAt + 100;
     const timed = await createWorkflow(owner, { trigger: fixedTime(expiredAt), expiredAt });
     const watched = await createWorkflow(owner, { trigger: block, expiredAt });
     const paused = await createWorkflow(owner, { trigger: fixedTime(expiredAt), expiredAt });
@@ -59,8 +61,7 @@ describe("workflow expiry in the background", () => {
     expect(await expireDue(Date.now(), 100)).toEqual([]);
     expect((await item(Keys.workflow(timed.id)))?.status).toBe("enabled");
 
-    await new Promise((r) => setTimeout(r, Math.max(0, expiredAt - Date.now()) + 100));
-    const expired = await expireDue(Date.now(), 100);
+    const expired = await expireDue(after, 100);
     expect(expired.sort()).toEqual([timed.id, watched.id, paused.id].sort());
 
     for (const wf of [timed, watched, paused]) {
@@ -80,7 +81,7 @@ describe("workflow expiry in the background", () => {
 
     // A second pass finds nothing due and changes nothing.
     const before = await item(Keys.workflow(timed.id));
-    expect(await expireDue(Date.now(), 100)).toEqual([]);
+    expect(await expireDue(after, 100)).toEqual([]);
     expect(await item(Keys.workflow(timed.id))).toEqual(before);
     expect(await activeSlots()).toBe(2);
   });
@@ -93,11 +94,11 @@ describe("workflow expiry in the background", () => {
 
     // A workflow stored expired whose entry survived (a pass that died before its last step): the next pass far
     // in the future only removes the leftovers, and the slot is not released twice.
-    const expiredAt = Date.now() + 1_000;
+    const expiredAt = Date.now() + 60_000;
+    const after = expiredAt + 100;
     const wf = await createWorkflow(owner, { trigger: block, expiredAt });
     const slots = await activeSlots();
-    await new Promise((r) => setTimeout(r, 1_100));
-    expect(await expireDue(Date.now(), 100)).toEqual([wf.id]);
+    expect(await expireDue(after, 100)).toEqual([wf.id]);
     expect(await activeSlots()).toBe(slots - 1);
     await runtime.db.send(
       new PutCommand({
@@ -105,7 +106,7 @@ describe("workflow expiry in the background", () => {
         Item: { ...Keys.expiry(wf.id), ...Keys.expiryDue(expiredAt, wf.id), type: "expiry", v: 1, workflowId: wf.id, expiredAt },
       }),
     );
-    expect(await expireDue(Date.now(), 100)).toEqual([]);
+    expect(await expireDue(after, 100)).toEqual([]);
     expect(await item(Keys.expiry(wf.id))).toBeUndefined();
     expect(await activeSlots()).toBe(slots - 1);
     expect(await item(Keys.workflow(wf.id))).toMatchObject({ status: "completed", completionReason: "EXPIRED", completedAt: expiredAt });

@@ -24,6 +24,7 @@ import { GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
 import { useTestRuntime } from "./support/runtime";
 import { startTestServer, type TestServer } from "./support/server";
 import { trigger } from "./support/workflows";
+import { exited, waitFor } from "./support/wait";
 import { jsonClient, type Json, type Owner } from "./support/client";
 import { createServiceApp } from "../shared/service/app";
 import { setBus } from "../shared/execution/bus";
@@ -551,8 +552,11 @@ describe("npm start", () => {
   const dataDir = mkdtempSync(join(tmpdir(), "wa-schedule-"));
   let child: ChildProcess | undefined;
   afterAll(async () => {
-    if (child && child.exitCode === null) child.kill("SIGINT");
-    await new Promise((r) => setTimeout(r, 3000));
+    if (child && !exited(child)) {
+      child.kill("SIGINT");
+      // npm start stops its components before it exits; only then is its data directory removed.
+      await waitFor("npm start to exit", () => exited(child!), { timeoutMs: 10_000 }).catch(() => undefined);
+    }
     rmSync(dataDir, { recursive: true, force: true });
   });
 
@@ -621,16 +625,16 @@ describe("npm start", () => {
       await new Promise((r) => setTimeout(r, Math.max(0, e2 + 1_000 - Date.now())));
       const second = await start();
       for (let i = 0; i < 100 && (await count()) < 2; i++) await new Promise((r) => setTimeout(r, 100));
-      await new Promise((r) => setTimeout(r, 2_000)); // time for a duplicate to show, if there were one
-      const executions = await json("GET", `/workflows/${id}/executions`);
-      expect(executions.status).toBe(200);
-      expect((executions.body.data as Json[]).map((e) => e.index as number).sort()).toEqual([0, 1]);
-      expect(await count()).toBe(2);
 
       // The block workflow goes on from where the first process stopped: at least 3 more fires after the restart.
       const lastBefore = (await blockRuns()).at(-1)!;
       for (let i = 0; i < 300 && (await blockRuns()).filter((b) => b > lastBefore).length < 3; i++)
         await new Promise((r) => setTimeout(r, 100));
+      // Those fires (seconds) were also the time for a duplicate of e2 to show, if there were one.
+      const executions = await json("GET", `/workflows/${id}/executions`);
+      expect(executions.status).toBe(200);
+      expect((executions.body.data as Json[]).map((e) => e.index as number).sort()).toEqual([0, 1]);
+      expect(await count()).toBe(2);
       const fired = await blockRuns();
       expect(await second.stop()).toBe(0);
       expect(fired.filter((b) => b > lastBefore).length).toBeGreaterThanOrEqual(3);

@@ -12,6 +12,7 @@ import { createPublicClient, createTestClient, http, parseEther } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { freePort } from "../local/processes";
 import { signInWithAccount } from "../local/client";
+import { exited, waitFor } from "./support/wait";
 
 const dataDir = mkdtempSync(join(tmpdir(), "wa-start-"));
 let port = 0;
@@ -43,8 +44,11 @@ async function stop(child: ChildProcess, exited: Promise<number | null>) {
 }
 
 afterAll(async () => {
-  if (current && current.exitCode === null) current.kill("SIGINT");
-  await new Promise((r) => setTimeout(r, 3000));
+  if (current && !exited(current)) {
+    current.kill("SIGINT");
+    // npm start stops its components before it exits; only then is its data directory removed.
+    await waitFor("npm start to exit", () => exited(current!), { timeoutMs: 10_000 }).catch(() => undefined);
+  }
   rmSync(dataDir, { recursive: true, force: true });
 });
 
@@ -153,8 +157,9 @@ describe("npm start", () => {
     while (Date.now() < deadline + 60_000) {
       const read = await fetch(`${base}/executions/${timedOut.executionId}?workflowId=${timedOut.workflowId}`, { headers: headers() });
       ended = (await read.json()) as typeof ended;
-      if (ended!.status !== "waiting") break;
-      await new Promise((r) => setTimeout(r, 1_000));
+      // Past its deadline the wait is resumed (pending) and the run ends: read until it has ended.
+      if (ended!.status !== "waiting" && ended!.status !== "pending") break;
+      await new Promise((r) => setTimeout(r, 200));
     }
     expect(ended?.status).toBe("failed");
     expect(ended?.steps.find((s) => s.id === "gate")?.errorCode).toBe("AWAIT_TIMEOUT");

@@ -390,8 +390,8 @@ describe("Idempotency-Key", () => {
     try {
       const replay = trigger(alice, wf.id, body, key);
       await until(() => reads.times.length > 0); // the replay's first read of the execution
-      await sleep(1_200);
-      // Polling would have read the record 4 times by now (after 100, 250, 475 and 812 ms); notified, it waits.
+      await sleep(500);
+      // Polling would have read the record 3 times by now (after 100, 250 and 475 ms); notified, it waits.
       expect(reads.times.filter((t) => t > reads.times[0]!)).toEqual([]);
       const released = Date.now();
       held.splice(0).forEach((answer) => answer());

@@ -18,6 +18,8 @@ import { compileContract, deployTestToken, devnet, fundedAccount } from "./suppo
 import { createServiceApp } from "../shared/service/app";
 import { setBus, type BusEvent, type EventBus } from "../shared/execution/bus";
 import { startWatching } from "../shared/watch/watcher";
+import { readCheckpoint } from "../shared/store/entities/checkpoint";
+import { waitFor } from "./support/wait";
 
 let server: TestServer;
 const published: { event: BusEvent; at: number }[] = [];
@@ -115,7 +117,10 @@ describe("matching 10,000 logs of one block", () => {
       }
     })();
     try {
-      await sleep(2500); // the watcher's first pass sets the checkpoint; then passes at the head
+      // The watcher's first pass sets the checkpoint at the head (B's requests sampled meanwhile); then passes follow it.
+      const head = await devnet().client.getBlockNumber({ cacheTime: 0 });
+      const atHead = async () => samples.length > 0 && Number((await readCheckpoint(devnet().chainId))?.block ?? -1) >= Number(head);
+      await waitFor("the watcher's first pass", atHead);
       const loopDelay = monitorEventLoopDelay({ resolution: 5 });
       loopDelay.enable();
       const burstAt = performance.now();

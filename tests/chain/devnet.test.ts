@@ -23,6 +23,7 @@ import {
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { toPackedUserOperation, type BundlerClient } from "viem/account-abstraction";
 import { foundry } from "viem/chains";
+import { waitFor } from "../support/wait";
 import { ANVIL_KEYS, devnetAddresses, startDevnet, type Devnet } from "../../shared/chain/devnet";
 import {
   controlledAccountAbi,
@@ -160,9 +161,8 @@ describe("devnet: anvil + EntryPoint v0.7 + ControlledAccountFactory + Verifying
     expect(receipt.status).toBe("success");
     expect(Date.now() - t0).toBeLessThan(1_000);
     const before = await client.getBlockNumber({ cacheTime: 0 });
-    await new Promise((r) => setTimeout(r, 4_500));
-    const after = await client.getBlockNumber({ cacheTime: 0 });
-    expect(after - before).toBeGreaterThanOrEqual(2n);
+    const twoMore = async () => (await client.getBlockNumber({ cacheTime: 0 })) - before >= 2n;
+    await waitFor("two blocks mined with no transaction", twoMore, { timeoutMs: 4_500, intervalMs: 100 });
   });
 
   it("factory.getAddress == EntryPoint.getSenderAddress(initCode) == offline prediction", async () => {
