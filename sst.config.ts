@@ -13,6 +13,8 @@ export default $config({
     };
   },
   async run() {
+    // First: what every function gets (tracing, the metrics namespace), whichever file defines it.
+    await import("./infra/tracing");
     const { table } = await import("./infra/table");
     const { secretsKey, controllerKeyArn } = await import("./infra/keys");
     await import("./infra/secrets");
@@ -24,6 +26,7 @@ export default $config({
     const { router } = await import("./infra/router");
     await import("./infra/watcher");
     await import("./infra/sweeper");
+    const { alarmTopic } = await import("./infra/alarms");
     return {
       // The one public base URL: every route, the stream included (infra/router.ts).
       url: router.url,
@@ -34,6 +37,8 @@ export default $config({
       table: table.name,
       secretsKey: secretsKey.arn,
       controllerKey: controllerKeyArn,
+      // Subscribe an operator's address to it once (docs/deploy.md, "Runbook").
+      alarms: alarmTopic.arn,
     };
   },
 });

@@ -5,7 +5,7 @@
  * the delivery is retried and, at last, dead-lettered.
  */
 import type { EventBridgeEvent } from "aws-lambda";
-import { wireAws } from "../shared/service/wire-aws";
+import { invocation, wireAws } from "../shared/service/wire-aws";
 import { awsScheduler } from "../shared/service/wire-aws-scheduler";
 import { fromEventBridge } from "../shared/execution/bus/eventbridge";
 import { resumeExecution, runExecution } from "../shared/execution/runner";
@@ -15,7 +15,7 @@ import { log } from "../shared/log";
 // in-process default, shared/execution/runner.ts). A workflow that completes has its schedules removed.
 wireAws(awsScheduler);
 
-export const handler = async (event: EventBridgeEvent<string, unknown>) => {
+export const handler = invocation(async (event: EventBridgeEvent<string, unknown>) => {
   const request = fromEventBridge(event);
   if (!request) {
     log.warn("runner ignored an event it does not handle", { source: event.source, detailType: event["detail-type"] });
@@ -24,4 +24,4 @@ export const handler = async (event: EventBridgeEvent<string, unknown>) => {
   // `resume`: a waiting execution whose wait ended (API.md §17.1); both are idempotent per execution.
   if (request.resume) await resumeExecution(request.workflowId, request.executionId, request.from);
   else await runExecution(request.workflowId, request.executionId);
-};
+});

@@ -4,7 +4,7 @@
  * claimed once (a repeated delivery is a no-op) and handed to the runner through the bus; an exception is rethrown
  * so the scheduler retries and, past the outage grace, dead-letters.
  */
-import { awsBus, wireAws } from "../shared/service/wire-aws";
+import { awsBus, invocation, wireAws } from "../shared/service/wire-aws";
 import { awsScheduler } from "../shared/service/wire-aws-scheduler";
 import { setScheduler } from "../shared/workflow/scheduler";
 import { eventBridgeSchedulerFromEnvironment, type EventBridgeScheduler } from "../shared/schedule/aws";
@@ -15,10 +15,10 @@ wireAws(awsBus, awsScheduler);
 // Made on the first fire, so importing the bundle needs no schedule settings.
 let scheduler: EventBridgeScheduler | undefined;
 
-export const handler = async (event: { workflowId?: unknown; triggerId?: unknown; instant?: unknown }) => {
+export const handler = invocation(async (event: { workflowId?: unknown; triggerId?: unknown; instant?: unknown }) => {
   scheduler ??= setScheduler(eventBridgeSchedulerFromEnvironment());
   const result = await scheduler.deliver(event, useRuntime().now());
   if (result.outcome !== "fired")
     log.info("time fire not run", { workflowId: String(event.workflowId), instant: String(event.instant), ...result });
   return result;
-};
+});

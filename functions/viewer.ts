@@ -8,9 +8,13 @@
  */
 import { timingSafeEqual } from "node:crypto";
 import { Resource } from "sst";
+import { inInvocation } from "../shared/log";
 
 interface LambdaEnv {
   requestContext?: { http?: { sourceIp?: string } };
+  /** `handle` names the invocation's context `lambdaContext`, `streamHandle` names it `context`. */
+  lambdaContext?: { awsRequestId?: string };
+  context?: { awsRequestId?: string };
 }
 
 type Fetch = (request: Request, env?: unknown, ...rest: never[]) => Response | Promise<Response>;
@@ -40,10 +44,34 @@ export function viewerEnvironment(request: Request, env: unknown): unknown {
   return { ...lambda, requestContext: { ...lambda.requestContext, http: { ...lambda.requestContext.http, sourceIp: address } } };
 }
 
-/** The app as `handle`/`streamHandle` call it (`app.fetch` only), seeing the viewer's address. */
+/**
+ * The request as the client sent it. The stream's origin is signed by the router (infra/router.ts), which replaces
+ * `Authorization` with its SigV4 signature; the client's travels in `x-client-authorization`, trusted next to the
+ * router's secret only. Without it a signature is removed, so the app sees no credentials rather than AWS's.
+ */
+export function clientRequest(request: Request): Request {
+  if (!fromRouter(request)) return request;
+  const client = request.headers.get("x-client-authorization");
+  const signed = request.headers.get("authorization")?.startsWith("AWS4-HMAC-SHA256 ") ?? false;
+  if (client === null && !signed) return request;
+  const headers = new Headers(request.headers);
+  headers.delete("x-client-authorization");
+  if (client !== null) headers.set("authorization", client);
+  else headers.delete("authorization");
+  return new Request(request, { headers });
+}
+
+/**
+ * The app as `handle`/`streamHandle` call it (`app.fetch` only), seeing the viewer's address, with every log line
+ * of the request tagged with the invocation's `awsRequestId`.
+ */
 export function behindRouter<A extends { fetch: Fetch }>(app: A): A {
   const fetch = app.fetch;
   return Object.assign(Object.create(app) as A, {
-    fetch: (request: Request, env?: unknown, ...rest: never[]) => fetch(request, viewerEnvironment(request, env), ...rest),
+    fetch: (request: Request, env?: unknown, ...rest: never[]) => {
+      const lambda = env as LambdaEnv | undefined;
+      const awsRequestId = (lambda?.lambdaContext ?? lambda?.context)?.awsRequestId;
+      return inInvocation(awsRequestId, () => fetch(clientRequest(request), viewerEnvironment(request, env), ...rest));
+    },
   });
 }

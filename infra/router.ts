@@ -12,6 +12,10 @@
 //   `x-viewer-address` and the stage's router secret to `x-router-secret` (replacing whatever the client sent);
 //   the functions trust that address only next to the secret (functions/viewer.ts), so calling API Gateway or the
 //   Function URL directly cannot choose it.
+// - The stream's origin is signed (origin access control, SigV4 for Lambda), and the distribution is the only
+//   principal allowed to invoke it (infra/stream.ts). Signing replaces the `Authorization` header, so the viewer
+//   function carries the client's bearer token to the stream in `x-client-authorization` (dropping one a client
+//   sent itself), where functions/viewer.ts puts it back next to the router's secret.
 import { api } from "./api";
 import { stream } from "./stream";
 import { routerSecretHeader } from "./secrets";
@@ -23,15 +27,27 @@ const ALL_VIEWER_EXCEPT_HOST_HEADER = "b689b0a8-53d0-40ab-baf2-68738e2966ac";
 /** Seconds CloudFront waits for an origin's next bytes: above the 25 s blocking waits and the 27 s simulate cap. */
 export const ORIGIN_READ_TIMEOUT_S = 60;
 
+/** Where the client's `Authorization` travels to the signed stream origin. */
+export const CLIENT_AUTHORIZATION = "x-client-authorization";
+
 /** The requests the stream function answers: `/executions/{id}:stream`, the colon as is or percent-encoded. */
 export const STREAM_PATH = /^\/executions\/[^/]+(?::|%3[Aa])stream$/;
 
 const host = (url: $util.Input<string>) => $util.output(url).apply((u) => new URL(u).host);
 const streamHost = host(stream.url);
 
-const origin = (originId: string, domainName: $util.Input<string>) => ({
+const streamAccess = new aws.cloudfront.OriginAccessControl("StreamOriginAccess", {
+  name: `${$app.name}-${$app.stage}-stream`,
+  description: "Signs the router's requests to the stream's Function URL",
+  originAccessControlOriginType: "lambda",
+  signingBehavior: "always",
+  signingProtocol: "sigv4",
+});
+
+const origin = (originId: string, domainName: $util.Input<string>, originAccessControlId?: $util.Input<string>) => ({
   originId,
   domainName,
+  ...(originAccessControlId ? { originAccessControlId } : {}),
   customOriginConfig: {
     httpPort: 80,
     httpsPort: 443,
@@ -52,10 +68,13 @@ async function handler(event) {
   var request = event.request;
   request.headers["x-viewer-address"] = { value: event.viewer.ip };
   request.headers["${routerSecretHeader.name}"] = { value: "${routerSecretHeader.value}" };
+  delete request.headers["${CLIENT_AUTHORIZATION}"];
   if (STREAM_PATH.test(request.uri)) {
+    if (request.headers.authorization) request.headers["${CLIENT_AUTHORIZATION}"] = request.headers.authorization;
     cf.updateRequestOrigin({
       domainName: "${streamHost}",
       customOriginConfig: { port: 443, protocol: "https", sslProtocols: ["TLSv1.2"] },
+      originAccessControlConfig: { enabled: true, signingBehavior: "always", signingProtocol: "sigv4", originType: "lambda" },
       timeouts: { readTimeout: ${ORIGIN_READ_TIMEOUT_S} },
     });
   }
@@ -83,8 +102,22 @@ const behaviour = (targetOriginId: string) => ({
 
 export const router = new sst.aws.Cdn("Router", {
   comment: `${$app.name} ${$app.stage}: API and stream`,
-  origins: [origin("api", host(api.url)), origin("stream", streamHost)],
+  origins: [origin("api", host(api.url)), origin("stream", streamHost, streamAccess.id)],
   defaultCacheBehavior: behaviour("api"),
   orderedCacheBehaviors: [{ pathPattern: "/executions/*:stream", ...behaviour("stream") }],
   wait: true,
 });
+
+// The distribution, and nothing else, may invoke the stream: through its URL (signed by the origin access control)
+// and, as Function URLs require since October 2025, the function itself.
+for (const [name, action] of [
+  ["ExecutionStreamRouterUrlAccess", "lambda:InvokeFunctionUrl"],
+  ["ExecutionStreamRouterInvoke", "lambda:InvokeFunction"],
+] as const)
+  new aws.lambda.Permission(name, {
+    action,
+    function: stream.name,
+    principal: "cloudfront.amazonaws.com",
+    sourceArn: router.nodes.distribution.arn,
+    ...(action === "lambda:InvokeFunctionUrl" ? { functionUrlAuthType: "AWS_IAM" } : {}),
+  });

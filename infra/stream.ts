@@ -1,6 +1,11 @@
 // The live execution stream (API.md §10.9): API Gateway buffers Lambda answers, so the stream has its own
 // function behind a Function URL with response streaming. Clients reach it through the router (infra/router.ts)
 // on the same host as every other route: `GET <url>/executions/{id}:stream`.
+//
+// Only the router may invoke it: the URL takes IAM authorization, which the router's origin access control signs
+// (infra/router.ts grants the distribution, and only it, both invoke permissions). A public URL would need
+// `lambda:InvokeFunction` for everyone since October 2025, and the pinned provider cannot narrow that grant to
+// URL invocations (`invokedViaFunctionUrl`), so anyone could invoke the function with an event of their making.
 import { table } from "./table";
 import { jwtPublicKey, routerSecret } from "./secrets";
 
@@ -14,16 +19,7 @@ export const stream = new sst.aws.Function("ExecutionStream", {
   memory: "256 MB",
   timeout: "15 minutes",
   streaming: true,
-  url: { cors: false /* answered by the app (API.md §1.4) */ },
+  url: { authorization: "iam", cors: false /* answered by the app (API.md §1.4) */ },
   link: [table, routerSecret],
   environment: { STREAM_MAX_MS: String(STREAM_MAX_MS - 30_000), JWT_PUBLIC_KEY: jwtPublicKey },
-});
-
-// A public Function URL needs both grants since October 2025: SST adds `lambda:InvokeFunction` for everyone; this
-// is the `lambda:InvokeFunctionUrl` one (the console adds it, the API does not). The router reaches the URL with them.
-new aws.lambda.Permission("ExecutionStreamUrlAccess", {
-  action: "lambda:InvokeFunctionUrl",
-  function: stream.name,
-  principal: "*",
-  functionUrlAuthType: "NONE",
 });

@@ -7,6 +7,15 @@ import { chains } from "./secrets";
 import { bus } from "./bus";
 import { schedulerEnvironment, schedulerPermissions } from "./scheduler";
 
+/**
+ * Where a failed invocation goes (an asynchronous invocation by the rule: Lambda's failure destination). It is not
+ * retried: the next minute's invocation is the retry, and the lease or the conditional writes make an overlap
+ * harmless. A message here means a whole invocation failed; infra/alarms.ts pages on it.
+ */
+export const sweeperFailures = new sst.aws.Queue("SweeperFailures", {
+  transform: { queue: { messageRetentionSeconds: 14 * 24 * 3600 } },
+});
+
 export const sweeper = new sst.aws.Cron("WithdrawalFollowUp", {
   schedule: "rate(1 minute)",
   function: {
@@ -18,6 +27,12 @@ export const sweeper = new sst.aws.Cron("WithdrawalFollowUp", {
     link: [table, chains, bus],
     environment: { ...keyEnvironment, ...schedulerEnvironment },
     // No KMS client in its bundle (tests/bundles.test.ts): no key permission.
-    permissions: schedulerPermissions.stop,
+    permissions: [...schedulerPermissions.stop, { actions: ["sqs:SendMessage"], resources: [sweeperFailures.arn] }],
   },
+});
+
+new aws.lambda.FunctionEventInvokeConfig("SweeperInvokeConfig", {
+  functionName: sweeper.nodes.function.name,
+  maximumRetryAttempts: 0,
+  destinationConfig: { onFailure: { destination: sweeperFailures.arn } },
 });

@@ -8,6 +8,15 @@ import { chains } from "./secrets";
 import { bus } from "./bus";
 import { schedulerEnvironment, schedulerPermissions } from "./scheduler";
 
+/**
+ * Where a failed invocation goes (an asynchronous invocation by the rule: Lambda's failure destination). It is not
+ * retried: the next minute's invocation is the retry, and the lease or the conditional writes make an overlap
+ * harmless. A message here means a whole invocation failed; infra/alarms.ts pages on it.
+ */
+export const watcherFailures = new sst.aws.Queue("WatcherFailures", {
+  transform: { queue: { messageRetentionSeconds: 14 * 24 * 3600 } },
+});
+
 export const watcher = new sst.aws.Cron("ChainWatcher", {
   schedule: "rate(1 minute)",
   function: {
@@ -21,6 +30,12 @@ export const watcher = new sst.aws.Cron("ChainWatcher", {
     // Claims and publishes fires and reads chains; it never signs nor decrypts. A fire that reaches a workflow's
     // maxExecution completes it, which removes its schedules.
     environment: { ...keyEnvironment, ...schedulerEnvironment },
-    permissions: schedulerPermissions.stop,
+    permissions: [...schedulerPermissions.stop, { actions: ["sqs:SendMessage"], resources: [watcherFailures.arn] }],
   },
+});
+
+new aws.lambda.FunctionEventInvokeConfig("WatcherInvokeConfig", {
+  functionName: watcher.nodes.function.name,
+  maximumRetryAttempts: 0,
+  destinationConfig: { onFailure: { destination: watcherFailures.arn } },
 });

@@ -60,201 +60,8 @@ interface Registry {
 
 /** Starts the endpoint on a free loopback port (or `port`); keys live under `<dataDir>/keys`. */
 export async function startKmsEndpoint(options: { dataDir: string; port?: number }): Promise<KmsEndpoint> {
-  const keyDir = join(options.dataDir, "keys");
-  mkdirSync(keyDir, { recursive: true, mode: 0o700 });
-  const master = loadOrCreateMasterKey(join(keyDir, "kms-master.key"));
-  const registryPath = join(keyDir, "kms-keys.json");
-  const registry = loadRegistry(registryPath);
-  const subkeys = new Map<string, Buffer>();
-
-  const saveRegistry = () => {
-    const tmp = `${registryPath}.${process.pid}.tmp`;
-    writeFileSync(tmp, JSON.stringify(registry, null, 2) + "\n", { mode: 0o600 });
-    renameSync(tmp, registryPath);
-  };
-
-  const subkey = (keyId: string) => {
-    let key = subkeys.get(keyId);
-    if (!key) {
-      key = Buffer.from(hkdfSync("sha256", master, Buffer.from("local-kms"), Buffer.from(`key:${keyId}`, "utf8"), 32));
-      subkeys.set(keyId, key);
-    }
-    return key;
-  };
-
-  const ensureKey = (id: string, description = "") => {
-    if (!registry.keys[id]) {
-      registry.keys[id] = { id, createdAt: Math.floor(Date.now() / 1000), description };
-      saveRegistry();
-    }
-    return registry.keys[id]!;
-  };
-
-  /** Resolves a KeyId in any accepted form (id, key ARN, alias, alias ARN) to a key record, creating it if new. */
-  const resolveKey = (identifier: unknown): KeyRecord => {
-    if (typeof identifier !== "string" || identifier.length === 0 || identifier.length > 2048) {
-      throw new KmsError("ValidationException", "KeyId must be a non-empty string of at most 2048 characters");
-    }
-    let id = identifier;
-    const arn = /^arn:aws[a-z-]*:kms:[^:]*:[^:]*:(key|alias)\/(.+)$/.exec(identifier);
-    if (arn) id = arn[1] === "key" ? arn[2]! : `alias/${arn[2]}`;
-    if (id.startsWith("alias/")) {
-      const target = registry.aliases[id];
-      if (target) return ensureKey(target);
-      const derived = uuidFrom(createHmac("sha256", master).update(`alias:${id}`).digest());
-      registry.aliases[id] = derived;
-      return ensureKey(derived, `auto-created for ${id}`);
-    }
-    if (Buffer.byteLength(id, "utf8") > 255) throw new KmsError("ValidationException", "KeyId is too long");
-    return ensureKey(id);
-  };
-
-  const arnOf = (region: string, id: string) => `arn:aws:kms:${region}:${ACCOUNT}:key/${id}`;
-
-  const metadata = (region: string, key: KeyRecord) => ({
-    AWSAccountId: ACCOUNT,
-    KeyId: key.id,
-    Arn: arnOf(region, key.id),
-    CreationDate: key.createdAt,
-    Enabled: true,
-    Description: key.description,
-    KeyUsage: "ENCRYPT_DECRYPT",
-    KeyState: "Enabled",
-    Origin: "AWS_KMS",
-    KeyManager: "CUSTOMER",
-    CustomerMasterKeySpec: "SYMMETRIC_DEFAULT",
-    KeySpec: "SYMMETRIC_DEFAULT",
-    EncryptionAlgorithms: ["SYMMETRIC_DEFAULT"],
-    MultiRegion: false,
-  });
-
-  const encryptBlob = (key: KeyRecord, plaintext: Buffer, context: Record<string, string>) => {
-    const iv = randomBytes(IV_BYTES);
-    const cipher = createCipheriv("aes-256-gcm", subkey(key.id), iv);
-    cipher.setAAD(canonicalContext(context));
-    const ciphertext = Buffer.concat([cipher.update(plaintext), cipher.final()]);
-    const id = Buffer.from(key.id, "utf8");
-    return Buffer.concat([Buffer.from([BLOB_VERSION, id.length]), id, iv, cipher.getAuthTag(), ciphertext]);
-  };
-
-  const decryptBlob = (blob: Buffer, context: Record<string, string>) => {
-    const invalid = () =>
-      new KmsError("InvalidCiphertextException", "The ciphertext is invalid or was encrypted under another key or context");
-    if (blob.length < 2 || blob[0] !== BLOB_VERSION) throw invalid();
-    const idLength = blob[1]!;
-    const ivStart = 2 + idLength;
-    const tagStart = ivStart + IV_BYTES;
-    const dataStart = tagStart + TAG_BYTES;
-    if (idLength === 0 || blob.length < dataStart) throw invalid();
-    const keyId = blob.subarray(2, ivStart).toString("utf8");
-    const decipher = createDecipheriv("aes-256-gcm", subkey(keyId), blob.subarray(ivStart, tagStart));
-    decipher.setAAD(canonicalContext(context));
-    decipher.setAuthTag(blob.subarray(tagStart, dataStart));
-    try {
-      return { keyId, plaintext: Buffer.concat([decipher.update(blob.subarray(dataStart)), decipher.final()]) };
-    } catch {
-      throw invalid();
-    }
-  };
-
-  const operations: Record<string, (input: Record<string, unknown>, region: string) => unknown> = {
-    GenerateDataKey(input, region) {
-      const key = resolveKey(input.KeyId);
-      const context = readContext(input.EncryptionContext);
-      const size = dataKeySize(input.KeySpec, input.NumberOfBytes);
-      const plaintext = randomBytes(size);
-      const blob = encryptBlob(key, plaintext, context);
-      const out = { KeyId: arnOf(region, key.id), Plaintext: plaintext.toString("base64"), CiphertextBlob: blob.toString("base64") };
-      plaintext.fill(0);
-      return out;
-    },
-    Encrypt(input, region) {
-      const key = resolveKey(input.KeyId);
-      const context = readContext(input.EncryptionContext);
-      const plaintext = readBlob(input.Plaintext, "Plaintext");
-      if (plaintext.length < 1 || plaintext.length > MAX_PLAINTEXT_BYTES) {
-        throw new KmsError("ValidationException", `Plaintext must be 1 to ${MAX_PLAINTEXT_BYTES} bytes`);
-      }
-      checkAlgorithm(input.EncryptionAlgorithm);
-      const blob = encryptBlob(key, plaintext, context);
-      return { KeyId: arnOf(region, key.id), CiphertextBlob: blob.toString("base64"), EncryptionAlgorithm: "SYMMETRIC_DEFAULT" };
-    },
-    Decrypt(input, region) {
-      const context = readContext(input.EncryptionContext);
-      const blob = readBlob(input.CiphertextBlob, "CiphertextBlob");
-      checkAlgorithm(input.EncryptionAlgorithm);
-      const { keyId, plaintext } = decryptBlob(blob, context);
-      if (input.KeyId !== undefined && resolveKey(input.KeyId).id !== keyId) {
-        throw new KmsError("IncorrectKeyException", "The key ID in the request does not identify the key that encrypted the ciphertext");
-      }
-      const out = { KeyId: arnOf(region, keyId), Plaintext: plaintext.toString("base64"), EncryptionAlgorithm: "SYMMETRIC_DEFAULT" };
-      plaintext.fill(0);
-      return out;
-    },
-    DescribeKey(input, region) {
-      return { KeyMetadata: metadata(region, resolveKey(input.KeyId)) };
-    },
-    ListKeys(_input, region) {
-      return { Keys: Object.values(registry.keys).map((k) => ({ KeyId: k.id, KeyArn: arnOf(region, k.id) })), Truncated: false };
-    },
-    ListAliases(_input, region) {
-      return {
-        Aliases: Object.entries(registry.aliases).map(([name, target]) => ({
-          AliasName: name,
-          AliasArn: `arn:aws:kms:${region}:${ACCOUNT}:${name}`,
-          TargetKeyId: target,
-        })),
-        Truncated: false,
-      };
-    },
-    CreateKey(input, region) {
-      const description = typeof input.Description === "string" ? input.Description : "";
-      return { KeyMetadata: metadata(region, ensureKey(randomUUID(), description)) };
-    },
-    CreateAlias(input) {
-      const name = input.AliasName;
-      if (typeof name !== "string" || !/^alias\/[a-zA-Z0-9/_-]{1,250}$/.test(name) || name.startsWith("alias/aws/")) {
-        throw new KmsError("ValidationException", "AliasName must be alias/ followed by letters, digits, /, _ or -");
-      }
-      if (registry.aliases[name]) throw new KmsError("AlreadyExistsException", `Alias ${name} already exists`);
-      if (typeof input.TargetKeyId === "string" && /^(alias\/|arn:[^:]*:kms:[^:]*:[^:]*:alias\/)/.test(input.TargetKeyId)) {
-        throw new KmsError("ValidationException", "TargetKeyId must be a key id or key ARN");
-      }
-      const target = resolveKey(input.TargetKeyId);
-      registry.aliases[name] = target.id;
-      saveRegistry();
-      return {};
-    },
-  };
-
-  const handle = async (req: IncomingMessage, res: ServerResponse) => {
-    const requestId = randomUUID();
-    const send = (status: number, body: unknown) => {
-      const text = JSON.stringify(body);
-      res.writeHead(status, {
-        "Content-Type": "application/x-amz-json-1.1",
-        "Content-Length": Buffer.byteLength(text),
-        "x-amzn-RequestId": requestId,
-      });
-      res.end(text);
-    };
-    try {
-      if (req.method !== "POST" || (req.url ?? "/").split("?")[0] !== "/") {
-        throw new KmsError("UnknownOperationException", "Only POST / is served");
-      }
-      const target = req.headers["x-amz-target"];
-      const op = typeof target === "string" && target.startsWith("TrentService.") ? target.slice("TrentService.".length) : "";
-      const operation = Object.hasOwn(operations, op) ? operations[op] : undefined;
-      if (!operation) throw new KmsError("UnknownOperationException", `Unsupported operation ${op || "(none)"}`);
-      const input = await readJson(req);
-      send(200, operation(input, regionOf(req)));
-    } catch (err) {
-      if (err instanceof KmsError) send(400, { __type: err.type, message: err.message });
-      else send(500, { __type: "KMSInternalException", message: "Internal error" });
-    }
-  };
-
-  const server = createServer((req, res) => void handle(req, res));
+  const keys = KeyStore.open(join(options.dataDir, "keys"));
+  const server = createServer((req, res) => void handle(keys, req, res));
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port ?? 0, "127.0.0.1", () => {
@@ -270,11 +77,227 @@ export async function startKmsEndpoint(options: { dataDir: string; port?: number
       (stopped ??= new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
-        for (const key of subkeys.values()) key.fill(0);
-        subkeys.clear();
-        master.fill(0);
+        keys.wipe();
       })),
   };
+}
+
+/**
+ * The endpoint's keys: the master key, the registry of key ids and aliases (saved on every change) and the AES
+ * subkey of each key id, derived from the master key on first use.
+ */
+class KeyStore {
+  private readonly subkeys = new Map<string, Buffer>();
+
+  private constructor(
+    private readonly master: Buffer,
+    readonly registry: Registry,
+    private readonly registryPath: string,
+  ) {}
+
+  /** The keys under `keyDir`: the master key is created on first start, the registry read if there is one. */
+  static open(keyDir: string): KeyStore {
+    mkdirSync(keyDir, { recursive: true, mode: 0o700 });
+    const master = loadOrCreateMasterKey(join(keyDir, "kms-master.key"));
+    const registryPath = join(keyDir, "kms-keys.json");
+    return new KeyStore(master, loadRegistry(registryPath), registryPath);
+  }
+
+  save() {
+    const tmp = `${this.registryPath}.${process.pid}.tmp`;
+    writeFileSync(tmp, JSON.stringify(this.registry, null, 2) + "\n", { mode: 0o600 });
+    renameSync(tmp, this.registryPath);
+  }
+
+  ensureKey(id: string, description = ""): KeyRecord {
+    if (!this.registry.keys[id]) {
+      this.registry.keys[id] = { id, createdAt: Math.floor(Date.now() / 1000), description };
+      this.save();
+    }
+    return this.registry.keys[id]!;
+  }
+
+  /** Resolves a KeyId in any accepted form (id, key ARN, alias, alias ARN) to a key record, creating it if new. */
+  resolveKey(identifier: unknown): KeyRecord {
+    if (typeof identifier !== "string" || identifier.length === 0 || identifier.length > 2048) {
+      throw new KmsError("ValidationException", "KeyId must be a non-empty string of at most 2048 characters");
+    }
+    let id = identifier;
+    const arn = /^arn:aws[a-z-]*:kms:[^:]*:[^:]*:(key|alias)\/(.+)$/.exec(identifier);
+    if (arn) id = arn[1] === "key" ? arn[2]! : `alias/${arn[2]}`;
+    if (id.startsWith("alias/")) {
+      const target = this.registry.aliases[id];
+      if (target) return this.ensureKey(target);
+      const derived = uuidFrom(createHmac("sha256", this.master).update(`alias:${id}`).digest());
+      this.registry.aliases[id] = derived;
+      return this.ensureKey(derived, `auto-created for ${id}`);
+    }
+    if (Buffer.byteLength(id, "utf8") > 255) throw new KmsError("ValidationException", "KeyId is too long");
+    return this.ensureKey(id);
+  }
+
+  encryptBlob(key: KeyRecord, plaintext: Buffer, context: Record<string, string>): Buffer {
+    const iv = randomBytes(IV_BYTES);
+    const cipher = createCipheriv("aes-256-gcm", this.subkey(key.id), iv);
+    cipher.setAAD(canonicalContext(context));
+    const ciphertext = Buffer.concat([cipher.update(plaintext), cipher.final()]);
+    const id = Buffer.from(key.id, "utf8");
+    return Buffer.concat([Buffer.from([BLOB_VERSION, id.length]), id, iv, cipher.getAuthTag(), ciphertext]);
+  }
+
+  decryptBlob(blob: Buffer, context: Record<string, string>): { keyId: string; plaintext: Buffer } {
+    const invalid = () =>
+      new KmsError("InvalidCiphertextException", "The ciphertext is invalid or was encrypted under another key or context");
+    if (blob.length < 2 || blob[0] !== BLOB_VERSION) throw invalid();
+    const idLength = blob[1]!;
+    const ivStart = 2 + idLength;
+    const tagStart = ivStart + IV_BYTES;
+    const dataStart = tagStart + TAG_BYTES;
+    if (idLength === 0 || blob.length < dataStart) throw invalid();
+    const keyId = blob.subarray(2, ivStart).toString("utf8");
+    const decipher = createDecipheriv("aes-256-gcm", this.subkey(keyId), blob.subarray(ivStart, tagStart));
+    decipher.setAAD(canonicalContext(context));
+    decipher.setAuthTag(blob.subarray(tagStart, dataStart));
+    try {
+      return { keyId, plaintext: Buffer.concat([decipher.update(blob.subarray(dataStart)), decipher.final()]) };
+    } catch {
+      throw invalid();
+    }
+  }
+
+  /** Zeroes the master key and every subkey (the endpoint stopped). */
+  wipe() {
+    for (const key of this.subkeys.values()) key.fill(0);
+    this.subkeys.clear();
+    this.master.fill(0);
+  }
+
+  private subkey(keyId: string): Buffer {
+    let key = this.subkeys.get(keyId);
+    if (!key) {
+      key = Buffer.from(hkdfSync("sha256", this.master, Buffer.from("local-kms"), Buffer.from(`key:${keyId}`, "utf8"), 32));
+      this.subkeys.set(keyId, key);
+    }
+    return key;
+  }
+}
+
+const arnOf = (region: string, id: string) => `arn:aws:kms:${region}:${ACCOUNT}:key/${id}`;
+
+const metadata = (region: string, key: KeyRecord) => ({
+  AWSAccountId: ACCOUNT,
+  KeyId: key.id,
+  Arn: arnOf(region, key.id),
+  CreationDate: key.createdAt,
+  Enabled: true,
+  Description: key.description,
+  KeyUsage: "ENCRYPT_DECRYPT",
+  KeyState: "Enabled",
+  Origin: "AWS_KMS",
+  KeyManager: "CUSTOMER",
+  CustomerMasterKeySpec: "SYMMETRIC_DEFAULT",
+  KeySpec: "SYMMETRIC_DEFAULT",
+  EncryptionAlgorithms: ["SYMMETRIC_DEFAULT"],
+  MultiRegion: false,
+});
+
+/** The operations served, by their `X-Amz-Target` name: each takes the request body and answers the response body. */
+const OPERATIONS: Record<string, (keys: KeyStore, input: Record<string, unknown>, region: string) => unknown> = {
+  GenerateDataKey(keys, input, region) {
+    const key = keys.resolveKey(input.KeyId);
+    const context = readContext(input.EncryptionContext);
+    const size = dataKeySize(input.KeySpec, input.NumberOfBytes);
+    const plaintext = randomBytes(size);
+    const blob = keys.encryptBlob(key, plaintext, context);
+    const out = { KeyId: arnOf(region, key.id), Plaintext: plaintext.toString("base64"), CiphertextBlob: blob.toString("base64") };
+    plaintext.fill(0);
+    return out;
+  },
+  Encrypt(keys, input, region) {
+    const key = keys.resolveKey(input.KeyId);
+    const context = readContext(input.EncryptionContext);
+    const plaintext = readBlob(input.Plaintext, "Plaintext");
+    if (plaintext.length < 1 || plaintext.length > MAX_PLAINTEXT_BYTES) {
+      throw new KmsError("ValidationException", `Plaintext must be 1 to ${MAX_PLAINTEXT_BYTES} bytes`);
+    }
+    checkAlgorithm(input.EncryptionAlgorithm);
+    const blob = keys.encryptBlob(key, plaintext, context);
+    return { KeyId: arnOf(region, key.id), CiphertextBlob: blob.toString("base64"), EncryptionAlgorithm: "SYMMETRIC_DEFAULT" };
+  },
+  Decrypt(keys, input, region) {
+    const context = readContext(input.EncryptionContext);
+    const blob = readBlob(input.CiphertextBlob, "CiphertextBlob");
+    checkAlgorithm(input.EncryptionAlgorithm);
+    const { keyId, plaintext } = keys.decryptBlob(blob, context);
+    if (input.KeyId !== undefined && keys.resolveKey(input.KeyId).id !== keyId) {
+      throw new KmsError("IncorrectKeyException", "The key ID in the request does not identify the key that encrypted the ciphertext");
+    }
+    const out = { KeyId: arnOf(region, keyId), Plaintext: plaintext.toString("base64"), EncryptionAlgorithm: "SYMMETRIC_DEFAULT" };
+    plaintext.fill(0);
+    return out;
+  },
+  DescribeKey(keys, input, region) {
+    return { KeyMetadata: metadata(region, keys.resolveKey(input.KeyId)) };
+  },
+  ListKeys(keys, _input, region) {
+    return { Keys: Object.values(keys.registry.keys).map((k) => ({ KeyId: k.id, KeyArn: arnOf(region, k.id) })), Truncated: false };
+  },
+  ListAliases(keys, _input, region) {
+    return {
+      Aliases: Object.entries(keys.registry.aliases).map(([name, target]) => ({
+        AliasName: name,
+        AliasArn: `arn:aws:kms:${region}:${ACCOUNT}:${name}`,
+        TargetKeyId: target,
+      })),
+      Truncated: false,
+    };
+  },
+  CreateKey(keys, input, region) {
+    const description = typeof input.Description === "string" ? input.Description : "";
+    return { KeyMetadata: metadata(region, keys.ensureKey(randomUUID(), description)) };
+  },
+  CreateAlias(keys, input) {
+    const name = input.AliasName;
+    if (typeof name !== "string" || !/^alias\/[a-zA-Z0-9/_-]{1,250}$/.test(name) || name.startsWith("alias/aws/")) {
+      throw new KmsError("ValidationException", "AliasName must be alias/ followed by letters, digits, /, _ or -");
+    }
+    if (keys.registry.aliases[name]) throw new KmsError("AlreadyExistsException", `Alias ${name} already exists`);
+    if (typeof input.TargetKeyId === "string" && /^(alias\/|arn:[^:]*:kms:[^:]*:[^:]*:alias\/)/.test(input.TargetKeyId)) {
+      throw new KmsError("ValidationException", "TargetKeyId must be a key id or key ARN");
+    }
+    const target = keys.resolveKey(input.TargetKeyId);
+    keys.registry.aliases[name] = target.id;
+    keys.save();
+    return {};
+  },
+};
+
+/** Serves one request: the operation's answer with 200, a KmsError as its `__type` with 400, anything else 500. */
+async function handle(keys: KeyStore, req: IncomingMessage, res: ServerResponse) {
+  const requestId = randomUUID();
+  const send = (status: number, body: unknown) => {
+    const text = JSON.stringify(body);
+    res.writeHead(status, {
+      "Content-Type": "application/x-amz-json-1.1",
+      "Content-Length": Buffer.byteLength(text),
+      "x-amzn-RequestId": requestId,
+    });
+    res.end(text);
+  };
+  try {
+    if (req.method !== "POST" || (req.url ?? "/").split("?")[0] !== "/") {
+      throw new KmsError("UnknownOperationException", "Only POST / is served");
+    }
+    const target = req.headers["x-amz-target"];
+    const op = typeof target === "string" && target.startsWith("TrentService.") ? target.slice("TrentService.".length) : "";
+    const operation = Object.hasOwn(OPERATIONS, op) ? OPERATIONS[op] : undefined;
+    if (!operation) throw new KmsError("UnknownOperationException", `Unsupported operation ${op || "(none)"}`);
+    const input = await readJson(req);
+    send(200, operation(keys, input, regionOf(req)));
+  } catch (err) {
+    if (err instanceof KmsError) send(400, { __type: err.type, message: err.message });
+    else send(500, { __type: "KMSInternalException", message: "Internal error" });
+  }
 }
 
 function loadOrCreateMasterKey(path: string): Buffer {

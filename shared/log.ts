@@ -3,6 +3,8 @@
  * The level has one source, the LOG_LEVEL setting (shared/config.ts): each host applies its configuration's
  * `logLevel` with setLogLevel (wireAws, local/start.ts); until then, info.
  */
+import { AsyncLocalStorage } from "node:async_hooks";
+
 const LEVELS = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 } as const;
 type Level = keyof typeof LEVELS;
 
@@ -12,9 +14,17 @@ export function setLogLevel(level: Level) {
   threshold = LEVELS[level];
 }
 
+/** Fields every line written inside one invocation carries: on Lambda, its `awsRequestId`. */
+const invocation = new AsyncLocalStorage<{ awsRequestId: string }>();
+
+/** Runs `work` with every log line it writes, however deep and however late, tagged with the invocation's id. */
+export function inInvocation<T>(awsRequestId: string | undefined, work: () => T): T {
+  return awsRequestId ? invocation.run({ awsRequestId }, work) : work();
+}
+
 function write(level: Exclude<Level, "silent">, message: string, fields: Record<string, unknown> = {}) {
   if (LEVELS[level] < threshold) return;
-  const line = JSON.stringify({ level, time: new Date().toISOString(), message, ...fields }, (_k, value) =>
+  const line = JSON.stringify({ level, time: new Date().toISOString(), ...invocation.getStore(), message, ...fields }, (_k, value) =>
     value instanceof Error
       ? { name: value.name, message: value.message, stack: value.stack }
       : typeof value === "bigint"

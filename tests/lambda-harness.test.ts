@@ -296,7 +296,7 @@ describe("the watcher invocation", () => {
 });
 
 describe("every other function under the harness", () => {
-  it("core, secrets, wallets and executions answer API Gateway events; the sweeper and the schedule target answer their invocations", async () => {
+  it("core, secrets, wallets and executions answer API Gateway events; the sweeper and the schedule target answer their invocations; every log line names its invocation", async () => {
     // EventBridge Scheduler's API, for the schedule target's clean-up of a schedule whose workflow is gone.
     const schedulerCalls: string[] = [];
     const scheduler = createServer((req, res) => {
@@ -306,6 +306,7 @@ describe("every other function under the harness", () => {
     await new Promise<void>((resolve) => scheduler.listen(0, "127.0.0.1", resolve));
     const env = {
       ...(await hostEnv(mainTable)),
+      LOG_LEVEL: "info",
       AWS_ENDPOINT_URL_SCHEDULER: `http://127.0.0.1:${(scheduler.address() as AddressInfo).port}`,
       SCHEDULE_GROUP: "harness",
       SCHEDULE_TARGET_ARN: "arn:aws:lambda:us-east-1:123456789012:function:schedule",
@@ -339,6 +340,14 @@ describe("every other function under the harness", () => {
       // A fire of a workflow that is gone looks for its schedules to remove them (none here).
       expect(schedulerCalls).toEqual(["GET /schedules?NamePrefix=01JWORKFLOW0000000000000000-&ScheduleGroup=harness"]);
       for (const host of Object.values(hosts)) expect(host.frozen).toBe(true);
+      // Logs carry the invocation's awsRequestId (shared/log.ts), HTTP functions and workers alike.
+      const lines = Object.values(hosts).flatMap((h) =>
+        h.output
+          .filter((l) => l.startsWith("{"))
+          .map((l) => ({ host: h.name, ...(JSON.parse(l) as { message: string; awsRequestId?: string }) })),
+      );
+      expect(lines).toContainEqual(expect.objectContaining({ host: "schedule", message: "time fire not run", awsRequestId: "schedule-1" }));
+      for (const line of lines) expect(line.awsRequestId, JSON.stringify(line)).toMatch(new RegExp(`^${line.host}-\\d+$`));
     } finally {
       await Promise.all(Object.values(hosts).map((h) => h.close()));
       scheduler.close();

@@ -113,9 +113,10 @@ describe("idempotent per execution id", () => {
       resources: [],
       detail: { workflowId: wf.id, executionId: id },
     };
-    await handler(event);
-    await handler(event);
-    await handler({ ...event, source: "someone.else" });
+    const context = { awsRequestId: "runner-test" } as Parameters<typeof handler>[1];
+    await handler(event, context);
+    await handler(event, context);
+    await handler({ ...event, source: "someone.else" }, context);
     expect(hits.get("/count-eb")).toBe(1);
     expect((await read(alice, wf.id, id)).status).toBe("success");
   });

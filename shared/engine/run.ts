@@ -21,19 +21,23 @@
  * Stops: before each node starts, `shouldStop` and `deadline` are checked; either ends the run `error` once
  * the nodes in flight have finished. An unexpected failure does the same with a generic message (details go
  * to the service log, never to the record).
+ *
+ * Shape: the run's state is one object (RunState, ./run-state.ts: decisions, outputs, steps in flight, budgets,
+ * waits, how the run ends), driven by one loop (WorkflowRun.schedule): start what is ready, await one step
+ * settling (each step settles and records itself), again; when none runs and waits are open, ask the host.
  */
 import type { Address } from "viem";
-import { useRuntime } from "../runtime";
+import { useRuntime, type Runtime } from "../runtime";
 import { log } from "../log";
+import type { Config } from "../config";
 import type { Cost, Step, StepErrorCode } from "./schemas";
 import type { Node } from "../workflow/schemas";
 import { partChainId } from "../workflow/definition";
 import { OutboundError } from "../kinds/http";
 import { TemplateUnresolvedError, renderConfig, renderString, resolvePath, wholeTemplatePath, type Variables } from "../templates";
-import { createRedactor, type Redactor } from "../kinds/redact";
-import { ExecutionBudget, type HeldState } from "./budget";
-import { JsonText, stringify } from "../json-text";
-import { SandboxSession } from "../kinds/sandbox";
+import { createRedactor } from "../kinds/redact";
+import type { HeldState } from "./budget";
+import { stringify } from "../json-text";
 import { cutOffMessage } from "../kinds/sandbox/pool";
 import { limitLog, recordedOutput } from "./step";
 import { definitionSecretNames, runVariables, stepVariables } from "./variables";
@@ -48,13 +52,10 @@ import {
   type Registry,
   type Suspension,
 } from "../kinds";
-import type { EndedWait, RunInput, RunResult, RunSnapshot } from "./types";
+import type { RunInput, RunResult } from "./types";
+import { RunState } from "./run-state";
 
-const DEFAULT_STOP_REASON = "execution stopped";
-const DEFAULT_DEADLINE_REASON = "execution timed out";
-export const INTERNAL_ERROR = "internal error: the engine could not run the workflow";
-
-type Settled = "succeeded" | "failed" | "skipped";
+export { INTERNAL_ERROR } from "./run-state";
 
 interface Failure {
   code: StepErrorCode;
@@ -64,319 +65,293 @@ interface Failure {
   gas?: Gas;
 }
 
+/** How a node's kind answered, short of suspending: its result, or an expected failure. */
+type Answer = { ok: true; result: NodeResult } | { ok: false; failure: Failure };
+
+/** A step's span: when it started and ended, and the template paths it resolved. */
+interface Span {
+  startAt: number;
+  endAt: number;
+  inputs: string[];
+}
+
+/** What a step records of its log, error and output, truncated and redacted. */
+interface Redacted {
+  log: string;
+  error: string | undefined;
+  output: Record<string, unknown>;
+}
+
+/** What a node env is built from; `child` derives an iteration's or a nested kind's from it. */
+interface StepScope {
+  nodeId: string;
+  chainId: number;
+  variables: Variables;
+  onResolved: (path: string) => void;
+  held: HeldState;
+  iteration?: number;
+}
+
 export async function runWorkflow(input: RunInput): Promise<RunResult> {
-  const runtime = useRuntime();
-  const now = () => runtime.now();
-  const { limits, allowPrivateNetwork } = runtime.config;
-  const { definition, graph } = input;
-  const kinds = input.kinds ?? defaultKinds;
-  const nodes = new Map(definition.nodes.map((n) => [n.id, n]));
-  const position = new Map(definition.nodes.map((n, i) => [n.id, i]));
+  return new WorkflowRun(input, useRuntime()).run();
+}
 
-  const { signal } = input;
-  const restored = input.resume?.snapshot;
-  const sandbox = new SandboxSession(input.context.owner, {
-    budgetMs: limits.sandboxTimePerExecutionMs,
-    ...(signal ? { signal } : {}),
-    ...(restored ? { spentMs: restored.spent.sandboxMs } : {}),
-  });
-  const steps: Step[] = [];
-  const cogs: Cost[] = [];
-  let redactor: Redactor = createRedactor([]);
-  let notified: Promise<void> = Promise.resolve();
-  const record = (step: Step, cost?: Cost, final = false) => {
-    steps.push(step);
-    if (cost) cogs.push(cost);
-    if (input.onStep) notified = notified.then(() => input.onStep!(step, { final }));
-    return notified;
-  };
+/** One pass of a run: the scheduling loop over its RunState, and each step from start to record. */
+class WorkflowRun {
+  private readonly state: RunState;
+  private readonly now: () => number;
+  private readonly limits: Config["limits"];
+  private readonly allowPrivateNetwork: boolean;
+  private readonly kinds: Registry;
+  private readonly runner: Address | undefined;
+  /** The variables every step starts from (§8.6): set by begin(), before any node starts. */
+  private shared: Variables = {};
 
-  const state = new Map<string, Settled>(Object.entries(restored?.settled ?? {}));
-  // Step outputs as JSON text: what later templates read (by path) and scripts receive (§18.2).
-  const outputs = new Map<string, JsonText>(Object.entries(restored?.outputs ?? {}).map(([id, text]) => [id, new JsonText(text)]));
-  const budget = new ExecutionBudget(limits, restored?.spent);
-  const choices = new Map<string, string | null>(Object.entries(restored?.choices ?? {}));
-  const running = new Map<string, Promise<void>>();
-  // Nodes whose waits are open, and the node steps of earlier passes (for the final status).
-  const open = new Set<string>(restored?.open ?? []);
-  const earlierSteps = [...(restored?.steps ?? [])];
-  let stopped: string | undefined;
-  let internal: unknown;
-  let suspended = false;
-  const snapshot = (): RunSnapshot => ({
-    trigger: restored?.trigger ?? { output: input.triggerOutput, ...(input.triggerInput ? { input: input.triggerInput } : {}) },
-    settled: Object.fromEntries(state),
-    choices: Object.fromEntries(choices),
-    outputs: Object.fromEntries([...outputs].map(([id, json]) => [id, json.text])),
-    open: [...open],
-    steps: [
-      ...earlierSteps,
-      ...steps.slice(restored ? 0 : 1).map((s) => ({ id: s.id, name: s.name, startAt: s.startAt, success: s.success })),
-    ],
-    spent: { ...budget.spent(), sandboxMs: sandbox.usedMs },
-  });
+  constructor(
+    private readonly input: RunInput,
+    runtime: Runtime,
+  ) {
+    this.now = () => runtime.now();
+    this.limits = runtime.config.limits;
+    this.allowPrivateNetwork = runtime.config.allowPrivateNetwork;
+    this.kinds = input.kinds ?? defaultKinds;
+    this.state = new RunState(input, this.limits, this.now);
+    this.runner = (input.context.smartWalletAddress ?? settingsRunner(input.definition.inputVariables)) as Address | undefined;
+  }
 
-  try {
-    const secrets = await input.secrets(definitionSecretNames(definition, kinds));
-    redactor = createRedactor(Object.values(secrets));
-    const shared = runVariables(
-      restored
-        ? { ...input, triggerOutput: restored.trigger.output, ...(restored.trigger.input ? { triggerInput: restored.trigger.input } : {}) }
-        : input,
+  async run(): Promise<RunResult> {
+    try {
+      await this.begin();
+      await this.schedule();
+      await this.state.delivered();
+    } catch (err) {
+      this.state.fail(err);
+    }
+    const failure = await this.state.failure();
+    if (failure) this.logFailure(failure.error);
+    return this.state.finish();
+  }
+
+  /** Reads the secrets, records the trigger step (a first pass) or takes the waits that ended since (a resumed one). */
+  private async begin(): Promise<void> {
+    const { input, state } = this;
+    const secrets = await input.secrets(definitionSecretNames(input.definition, this.kinds));
+    state.redactor = createRedactor(Object.values(secrets));
+    const trigger = input.resume?.snapshot.trigger;
+    this.shared = runVariables(
+      trigger ? { ...input, triggerOutput: trigger.output, ...(trigger.input ? { triggerInput: trigger.input } : {}) } : input,
       secrets,
     );
-    const runner = (input.context.smartWalletAddress ?? settingsRunner(definition.inputVariables)) as Address | undefined;
+    if (!state.resumed) await this.recordTrigger();
+    for (const ended of input.resume?.ended ?? []) state.applyEnded(ended);
+  }
 
+  private async recordTrigger(): Promise<void> {
+    const { definition, graph, triggerOutput, startAt } = this.input;
     const { trigger } = definition;
-    if (!restored)
-      await record({
-        id: trigger.id ?? graph.triggerId,
-        type: trigger.type,
-        name: trigger.name,
-        success: true,
-        config: trigger.config as Record<string, unknown>,
-        // In slices: a trigger output's size is bounded only by what its source sent (§18).
-        output: await redactor.inSlices.value(input.triggerOutput),
-        startAt: input.startAt,
-        endAt: input.startAt,
-      });
-
-    /** A wait that ended: its step is recorded by whatever ended it; the run takes its outcome as a finished node's. */
-    const applyEnded = (ended: EndedWait) => {
-      if (!open.delete(ended.nodeId)) return;
-      const text = stringify(ended.output);
-      budget.keep(Buffer.byteLength(text));
-      outputs.set(ended.nodeId, new JsonText(text));
-      state.set(ended.nodeId, ended.success ? "succeeded" : "failed");
-      earlierSteps.push({ id: ended.nodeId, name: nodes.get(ended.nodeId)!.name, startAt: ended.startAt, success: ended.success });
-    };
-    for (const ended of input.resume?.ended ?? []) applyEnded(ended);
-
-    const isActive = (edge: { source: string; condition?: string }) =>
-      edge.source === graph.triggerId ||
-      (state.get(edge.source) === "succeeded" && (edge.condition === undefined || choices.get(edge.source) === edge.condition));
-    const settled = (id: string) => id === graph.triggerId || state.has(id);
-
-    const stopReason = async (): Promise<string | undefined> => {
-      if (signal?.aborted || (input.deadline !== undefined && now() > input.deadline))
-        return input.deadlineReason ?? DEFAULT_DEADLINE_REASON;
-      if (input.shouldStop && (await input.shouldStop())) return input.stopReason ?? DEFAULT_STOP_REASON;
-      return undefined;
-    };
-
-    const start = (node: Node) => {
-      const task = (async () => {
-        const startAt = now();
-        const ancestors = [...(graph.ancestors.get(node.id) ?? [])].flatMap((id): [string, JsonText][] => {
-          const output = outputs.get(id);
-          return output ? [[nodes.get(id)!.name, output]] : [];
-        });
-        const variables = stepVariables(shared, ancestors, startAt);
-        const inputs: string[] = [];
-        const onResolved = (path: string) => {
-          if (!inputs.includes(path)) inputs.push(path);
-        };
-        const held = budget.step();
-        const env = nodeEnv({ nodeId: node.id, chainId: partChainId(node.config, definition.chainId), variables, onResolved, held });
-        const answered = await execute(kinds, node, env, signal);
-        if ("suspend" in answered) {
-          held.release();
-          if (!input.waits) throw new Error(`node ${node.id} (${node.type}) asked to wait, and this run has no host for waits`);
-          await input.waits.begin(node.id, answered.suspend, inputs);
-          open.add(node.id);
-          return;
-        }
-        let outcome = answered;
-        const endAt = now();
-
-        const data = outcome.ok ? outcome.result.data : outcome.failure.data;
-        let output: Record<string, unknown> = { data: data === undefined ? null : data };
-        let outputText = stringify(output);
-        held.release();
-        if (!budget.keep(Buffer.byteLength(outputText))) {
-          const failure = budget.outputTooLarge();
-          outcome = {
-            ok: false,
-            failure: {
-              code: failure.code,
-              message: failure.message,
-              data: null,
-              ...(outcome.ok ? {} : { ...(outcome.failure.log ? { log: outcome.failure.log } : {}) }),
-            },
-          };
-          output = { data: null };
-          outputText = stringify(output);
-        }
-        // Redacted in slices, before the node counts as settled: from here to `record` nothing awaits, so no
-        // node downstream can start (or finish) before this step is recorded.
-        const rawLog = outcome.ok ? outcome.result.log : outcome.failure.log;
-        const stepLog = rawLog ? await redactor.inSlices.log(limitLog(rawLog, limits.maxStepLogBytes)) : "";
-        const error = outcome.ok ? undefined : await redactor.inSlices.text(outcome.failure.message);
-        const recorded = await recordedOutput(output, limits.maxStepOutputBytes, (value) => redactor.inSlices.value(value), outputText);
-
-        outputs.set(node.id, new JsonText(outputText));
-        state.set(node.id, outcome.ok ? "succeeded" : "failed");
-        const chosen = kinds.node(node.type)?.chosen;
-        if (outcome.ok && chosen) choices.set(node.id, chosen(data, node.id));
-
-        const gas = outcome.ok ? outcome.result.gas : outcome.failure.gas;
-        const costChain = kinds.node(node.type)?.costChainConfig;
-        const chainId = partChainId(costChain ? costChain(node.config) : node.config, definition.chainId);
-        const step: Step = {
-          id: node.id,
-          type: node.type,
-          name: node.name,
-          success: outcome.ok,
-          ...(outcome.ok ? {} : { error: error!, errorCode: outcome.failure.code }),
-          ...(stepLog ? { log: stepLog } : {}),
-          inputs,
-          config: node.config as Record<string, unknown>,
-          output: recorded,
-          startAt,
-          endAt,
-          ...(gas ? gasFields(gas) : {}),
-        };
-        const cost: Cost | undefined = gas
-          ? {
-              nodeId: node.id,
-              costType: "gas",
-              fee: { amount: gas.totalGasCost.toString(), unit: "WEI" },
-              gasUnits: gas.gasUsed.toString(),
-              chainId,
-            }
-          : undefined;
-        // The run's last step when nothing else runs and every node is decided (an open wait is not): none can follow.
-        await record(step, cost, running.size === 1 && graph.order.every((id) => state.has(id)));
-      })()
-        .catch((err: unknown) => {
-          internal ??= err;
-          if (!state.has(node.id)) state.set(node.id, "failed");
-        })
-        .finally(() => running.delete(node.id));
-      running.set(node.id, task);
-    };
-
-    const nodeEnv = (base: {
-      nodeId: string;
-      chainId: number;
-      variables: Variables;
-      onResolved: (path: string) => void;
-      held: HeldState;
-      iteration?: number;
-    }): NodeEnv => ({
-      nodeId: base.nodeId,
-      chainId: base.chainId,
-      now,
-      caller: input.context.owner,
-      variables: base.variables,
-      // What expansion produces is held against the state budget as it is produced (§18.2), until the step ends.
-      render: (config) => renderConfig(config, base.variables, { onResolved: base.onResolved, charge: base.held.hold }),
-      renderText: (text, options) =>
-        renderString(text, base.variables, { ...options, onResolved: base.onResolved, charge: base.held.hold }),
-      resolveWhole: (inputVariable) => {
-        const path = wholeTemplatePath(inputVariable);
-        if (!path) throw new TemplateUnresolvedError(inputVariable);
-        const value = resolvePath(path, base.variables);
-        base.onResolved(path.text);
-        return value;
-      },
-      mode: input.mode,
-      ...(runner ? { runner } : {}),
-      // Each operation is keyed by (execution, node, iteration): its nonce key (API.md §19), so a repeat sends nothing new.
-      ...(input.mode === "run" && input.sendCalls
-        ? {
-            sendCalls: (request) =>
-              input.sendCalls!({ ...request, nodeId: base.nodeId, ...(base.iteration !== undefined ? { iteration: base.iteration } : {}) }),
-          }
-        : {}),
-      limits,
-      sandbox,
-      holdState: (bytes) => base.held.hold(bytes),
-      takeRequest: () => budget.takeRequest(),
-      ...(signal ? { signal } : {}),
-      allowPrivateNetwork,
-      child: (extra, chainId, iteration) =>
-        nodeEnv({ ...base, chainId, variables: { ...base.variables, ...extra }, ...(iteration !== undefined ? { iteration } : {}) }),
-      runKind: (type, config, env) => runKind(kinds, type, config, env, signal),
-      writesOnChain: (type) => kinds.node(type)?.writesOnChain === true,
+    await this.state.record({
+      id: trigger.id ?? graph.triggerId,
+      type: trigger.type,
+      name: trigger.name,
+      success: true,
+      config: trigger.config as Record<string, unknown>,
+      // In slices: a trigger output's size is bounded only by what its source sent (§18).
+      output: await this.state.redactor.inSlices.value(triggerOutput),
+      startAt,
+      endAt: startAt,
     });
+  }
 
-    // Decide every node whose sources have settled; start the runnable ones; wait for one to finish; repeat.
+  /** Starts what is ready, awaits one step settling, and again; when no step runs and waits are open, asks the host. */
+  private async schedule(): Promise<void> {
     for (;;) {
-      let progressed = true;
-      while (progressed && stopped === undefined && internal === undefined) {
-        progressed = false;
-        for (const id of graph.order) {
-          if (state.has(id) || running.has(id) || open.has(id)) continue;
-          const incoming = graph.incoming.get(id) ?? [];
-          if (!incoming.every((e) => settled(e.source))) continue;
-          if (!incoming.some(isActive) || incoming.some((e) => state.get(e.source) === "failed")) {
-            state.set(id, "skipped");
-            progressed = true;
-            continue;
-          }
-          stopped = await stopReason();
-          if (stopped !== undefined) break;
-          start(nodes.get(id)!);
-        }
-      }
-      if (running.size === 0) {
-        if (open.size === 0 || stopped !== undefined || internal !== undefined) break;
-        await notified;
-        // Not suspended for a workflow deleted meanwhile (its waiting runs were ended already).
-        stopped = await stopReason();
-        if (stopped !== undefined) break;
-        const answer = await input.waits!.quiet(snapshot());
-        if ("suspended" in answer) {
-          suspended = true;
-          break;
-        }
-        if ("stopped" in answer) {
-          stopped = answer.stopped;
-          break;
-        }
-        for (const ended of answer.ended) applyEnded(ended);
+      await this.startReady();
+      if (this.state.busy) {
+        await this.state.oneSettlement();
         continue;
       }
-      await Promise.race(running.values());
+      if (!this.state.waiting) return;
+      if (!(await this.quiet())) return;
     }
-    await notified;
-  } catch (err) {
-    internal ??= err;
   }
 
-  if (internal !== undefined) {
-    await Promise.allSettled([...running.values(), notified]);
+  /** Starts every node that is ready, each once the run has been checked not to stop. */
+  private async startReady(): Promise<void> {
+    for (const node of this.state.nextReady()) {
+      if (await this.state.checkStop()) return;
+      this.startStep(node);
+    }
+  }
+
+  /** No step runs, waits are open: the host suspends the run, stops it, or hands back the waits that ended (true: go on). */
+  private async quiet(): Promise<boolean> {
+    await this.state.delivered();
+    // Not suspended for a workflow deleted meanwhile (its waiting runs were ended already).
+    if (await this.state.checkStop()) return false;
+    const answer = await this.input.waits!.quiet(this.state.snapshot());
+    if ("suspended" in answer) {
+      this.state.end({ kind: "suspended" });
+      return false;
+    }
+    if ("stopped" in answer) {
+      this.state.end({ kind: "stopped", reason: answer.stopped });
+      return false;
+    }
+    for (const ended of answer.ended) this.state.applyEnded(ended);
+    return true;
+  }
+
+  /** Starts a node's step, which runs concurrently with the others; an unexpected failure fails the run. */
+  private startStep(node: Node): void {
+    const task = this.runStep(node).catch((err: unknown) => this.state.fail(err, node.id));
+    this.state.track(node.id, task);
+  }
+
+  /** Runs the node's kind on its variables, then settles its step, or suspends it when the kind waits. */
+  private async runStep(node: Node): Promise<void> {
+    const startAt = this.now();
+    const inputs: string[] = [];
+    const held = this.state.budget.step();
+    const env = this.nodeEnv({
+      nodeId: node.id,
+      chainId: partChainId(node.config, this.input.definition.chainId),
+      variables: stepVariables(this.shared, this.state.ancestorOutputs(node.id), startAt),
+      onResolved: (path) => {
+        if (!inputs.includes(path)) inputs.push(path);
+      },
+      held,
+    });
+    const answered = await execute(this.kinds, node, env, this.input.signal);
+    held.release();
+    if ("suspend" in answered) return this.suspend(node, answered.suspend, inputs);
+    await this.settle(node, answered, { startAt, endAt: this.now(), inputs });
+  }
+
+  /** A node that waits: its host records the wait, and the node stays open. */
+  private async suspend(node: Node, wait: Suspension, inputs: string[]): Promise<void> {
+    const { waits } = this.input;
+    if (!waits) throw new Error(`node ${node.id} (${node.type}) asked to wait, and this run has no host for waits`);
+    await waits.begin(node.id, wait, inputs);
+    this.state.suspend(node.id);
+  }
+
+  /** A node that answered: its output kept (or refused by the state budget), its step redacted, settled and recorded. */
+  private async settle(node: Node, answered: Answer, span: Span): Promise<void> {
+    const { outcome, output, outputText } = this.keep(answered);
+    // Redacted in slices, before the node counts as settled: from here to `record` nothing awaits, so no
+    // node downstream can start (or finish) before this step is recorded.
+    const redacted = await this.redact(outcome, output, outputText);
+    this.state.settle(node.id, outputText, outcome.ok);
+    const chosen = this.kinds.node(node.type)?.chosen;
+    if (outcome.ok && chosen) this.state.choose(node.id, chosen(outcome.result.data, node.id));
+    const gas = outcome.ok ? outcome.result.gas : outcome.failure.gas;
+    const cost = gas ? this.gasCost(node, gas) : undefined;
+    await this.state.record(stepRecord(node, outcome, redacted, span, gas), cost, this.state.isLast());
+  }
+
+  /** The output kept for later nodes: `{data}`, or `{data: null}` and OUTPUT_TOO_LARGE when the state budget refuses it. */
+  private keep(answered: Answer): { outcome: Answer; output: Record<string, unknown>; outputText: string } {
+    const data = answered.ok ? answered.result.data : answered.failure.data;
+    const output = { data: data === undefined ? null : data };
+    const outputText = stringify(output);
+    if (this.state.budget.keep(Buffer.byteLength(outputText))) return { outcome: answered, output, outputText };
+    const { code, message } = this.state.budget.outputTooLarge();
+    const log = answered.ok ? undefined : answered.failure.log;
+    const outcome: Answer = { ok: false, failure: { code, message, data: null, ...(log ? { log } : {}) } };
+    return { outcome, output: { data: null }, outputText: stringify({ data: null }) };
+  }
+
+  /** The step's log (cut to its limit), error and output (truncated marker when too large), every secret redacted. */
+  private async redact(outcome: Answer, output: Record<string, unknown>, outputText: string): Promise<Redacted> {
+    const { redactor } = this.state;
+    const rawLog = outcome.ok ? outcome.result.log : outcome.failure.log;
+    const log = rawLog ? await redactor.inSlices.log(limitLog(rawLog, this.limits.maxStepLogBytes)) : "";
+    const error = outcome.ok ? undefined : await redactor.inSlices.text(outcome.failure.message);
+    const recorded = await recordedOutput(output, this.limits.maxStepOutputBytes, (value) => redactor.inSlices.value(value), outputText);
+    return { log, error, output: recorded };
+  }
+
+  /** The gas a step paid, on the chain its kind's cost names (the node's own by default). */
+  private gasCost(node: Node, gas: Gas): Cost {
+    const costChain = this.kinds.node(node.type)?.costChainConfig;
+    return {
+      nodeId: node.id,
+      costType: "gas",
+      fee: { amount: gas.totalGasCost.toString(), unit: "WEI" },
+      gasUnits: gas.gasUsed.toString(),
+      chainId: partChainId(costChain ? costChain(node.config) : node.config, this.input.definition.chainId),
+    };
+  }
+
+  private nodeEnv(scope: StepScope): NodeEnv {
+    const { input, kinds, runner } = this;
+    const { signal } = input;
+    const charged = { onResolved: scope.onResolved, charge: scope.held.hold };
+    return {
+      nodeId: scope.nodeId,
+      chainId: scope.chainId,
+      now: this.now,
+      caller: input.context.owner,
+      variables: scope.variables,
+      // What expansion produces is held against the state budget as it is produced (§18.2), until the step ends.
+      render: (config) => renderConfig(config, scope.variables, charged),
+      renderText: (text, options) => renderString(text, scope.variables, { ...options, ...charged }),
+      resolveWhole: (inputVariable) => resolveWhole(inputVariable, scope),
+      mode: input.mode,
+      ...(runner ? { runner } : {}),
+      ...(input.mode === "run" && input.sendCalls ? { sendCalls: sendCallsFor(input.sendCalls, scope) } : {}),
+      limits: this.limits,
+      sandbox: this.state.sandbox,
+      holdState: (bytes) => scope.held.hold(bytes),
+      takeRequest: () => this.state.budget.takeRequest(),
+      ...(signal ? { signal } : {}),
+      allowPrivateNetwork: this.allowPrivateNetwork,
+      child: (extra, chainId, iteration) =>
+        this.nodeEnv({ ...scope, chainId, variables: { ...scope.variables, ...extra }, ...(iteration !== undefined ? { iteration } : {}) }),
+      runKind: (type, config, env) => runKind(kinds, type, config, env, signal),
+      writesOnChain: (type) => kinds.node(type)?.writesOnChain === true,
+    };
+  }
+
+  /** Details go to the service log, never to the record. */
+  private logFailure(error: unknown): void {
     log.error("workflow run failed inside the engine", {
-      workflowId: input.context.workflowId,
-      executionId: input.context.executionId,
-      error: redactor.text(internal instanceof Error ? `${internal.name}: ${internal.message}` : String(internal)),
+      workflowId: this.input.context.workflowId,
+      executionId: this.input.context.executionId,
+      error: this.state.redactor.text(error instanceof Error ? `${error.name}: ${error.message}` : String(error)),
     });
   }
+}
 
-  const triggerStep = restored ? undefined : steps[0];
-  const nodeSteps = restored ? [...steps] : steps.slice(1);
-  nodeSteps.sort((a, b) => a.startAt - b.startAt || position.get(a.id)! - position.get(b.id)!);
-  const ordered = triggerStep ? [triggerStep, ...nodeSteps] : nodeSteps;
-  const order = new Map(ordered.map((s, i) => [s.id, i]));
-  cogs.sort((a, b) => order.get(a.nodeId)! - order.get(b.nodeId)!);
-  const result = (status: RunResult["status"], error?: string): RunResult => ({
-    status,
-    ...(error !== undefined ? { error } : {}),
-    steps: ordered,
-    cogs,
-    endAt: now(),
-  });
+function resolveWhole(inputVariable: string, scope: StepScope): unknown {
+  const path = wholeTemplatePath(inputVariable);
+  if (!path) throw new TemplateUnresolvedError(inputVariable);
+  const value = resolvePath(path, scope.variables);
+  scope.onResolved(path.text);
+  return value;
+}
 
-  if (internal !== undefined) return result("error", INTERNAL_ERROR);
-  if (stopped !== undefined) return result("error", stopped);
-  if (signal?.aborted) return result("error", input.deadlineReason ?? DEFAULT_DEADLINE_REASON);
-  if (suspended) return result("waiting");
-  const all = [...earlierSteps, ...nodeSteps.map((s) => ({ id: s.id, name: s.name, startAt: s.startAt, success: s.success }))];
-  all.sort((a, b) => a.startAt - b.startAt || position.get(a.id)! - position.get(b.id)!);
-  const failed = all.filter((s) => !s.success);
-  if (failed.length) return result("failed", `${failed.length} of ${all.length} steps failed: ${failed.map((s) => s.name).join(", ")}`);
-  return result("success");
+/** Each operation is keyed by (execution, node, iteration): its nonce key (API.md §19), so a repeat sends nothing new. */
+function sendCallsFor(sendCalls: NonNullable<RunInput["sendCalls"]>, scope: StepScope): NodeEnv["sendCalls"] {
+  return (request) =>
+    sendCalls({ ...request, nodeId: scope.nodeId, ...(scope.iteration !== undefined ? { iteration: scope.iteration } : {}) });
+}
+
+function stepRecord(node: Node, outcome: Answer, redacted: Redacted, span: Span, gas: Gas | undefined): Step {
+  return {
+    id: node.id,
+    type: node.type,
+    name: node.name,
+    success: outcome.ok,
+    ...(outcome.ok ? {} : { error: redacted.error!, errorCode: outcome.failure.code }),
+    ...(redacted.log ? { log: redacted.log } : {}),
+    inputs: span.inputs,
+    config: node.config as Record<string, unknown>,
+    output: redacted.output,
+    startAt: span.startAt,
+    endAt: span.endAt,
+    ...(gas ? gasFields(gas) : {}),
+  };
 }
 
 /** Runs a node kind; expected failures become a Failure, anything else is thrown (an internal failure). */

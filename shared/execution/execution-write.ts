@@ -1,4 +1,5 @@
 /** Writing an execution's record (the claim, the runner); execution.ts describes the storage. */
+import { countMetric } from "../metrics";
 import { useRuntime } from "../runtime";
 import { finishExecution, pendingExecutionItem, recordStepItems } from "../store/entities/execution";
 import { boundStep } from "./execution-bounds";
@@ -102,6 +103,7 @@ export async function finish(workflowId: string, id: string, outcome: Outcome, l
     last ? stepRecording(last.step, last.position) : undefined,
   );
   if (!ended) return false;
+  countMetric("Executions", { Status: outcome.status });
   emitChange(workflowId, id);
   return true;
 }

@@ -54,132 +54,158 @@ export function statusStream(
   lease?: StreamLease,
   gone?: AbortSignal,
 ): ReadableStream<Uint8Array> {
-  const startedAt = Date.now();
-  let frames = 0;
-  let lastStatus: StatusSummary["status"] | undefined;
-  let lastWriteAt = startedAt;
-  let nextPollAt = startedAt + options.intervalMs;
-  let notified = false;
-  let stopped = false;
-  let wake: (() => void) | undefined;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  /** The body's controller, to close it when the lease is lost. */
-  let body: ReadableStreamDefaultController<Uint8Array> | undefined;
-  /** Whether a read is pending, and when the last one ended (the lease's heartbeat asks). */
-  let reading = false;
-  let lastReadAt: number | undefined;
-  let released: Promise<void> = Promise.resolve();
-
-  let unsubscribe = () => {};
-  const clientGone = () => {
-    void stop();
-    if (body) close(body);
-  };
-  /** Ends the work and frees the slot; resolves once the slot is free (or after RELEASE_WAIT_MS at most). */
-  const stop = (): Promise<void> => {
-    if (stopped) return released;
-    stopped = true;
-    unsubscribe();
-    gone?.removeEventListener("abort", clientGone);
-    if (timer) clearTimeout(timer);
-    wake?.();
-    if (lease) {
-      let waited: ReturnType<typeof setTimeout> | undefined;
-      released = Promise.race([lease.release(), new Promise<void>((resolve) => (waited = setTimeout(resolve, RELEASE_WAIT_MS)))]).finally(
-        () => clearTimeout(waited),
-      );
-    }
-    return released;
-  };
-  /** The server ends the stream: the slot is freed first, so a client that sees the end may open another. */
-  const end = async (ctrl: ReadableStreamDefaultController<Uint8Array>) => {
-    await stop();
-    close(ctrl);
-  };
-  gone?.addEventListener("abort", clientGone, { once: true });
-  lease?.watch({
-    lastReadAt: () => (reading ? Date.now() : lastReadAt),
-    lost: () => {
-      if (stopped) return;
-      void stop();
-      if (body) close(body);
-    },
-  });
-  const send = (ctrl: ReadableStreamDefaultController<Uint8Array>, summary: StatusSummary) => {
-    frames += 1;
-    lastStatus = summary.status;
-    lastWriteAt = Date.now();
-    ctrl.enqueue(frame(frames, summary));
-    if (isTerminal(summary.status)) return end(ctrl);
-  };
-  /** Sleeps until `at` or a notification, whichever comes first. */
-  const sleepUntil = (at: number) =>
-    new Promise<void>((resolve) => {
-      if (notified || stopped) return resolve();
-      wake = resolve;
-      timer = setTimeout(resolve, Math.max(0, at - Date.now()));
-    }).finally(() => {
-      wake = undefined;
-      if (timer) clearTimeout(timer);
-    });
-
+  const stream = new StatusStream(owner, first, options, lease, gone);
   return new ReadableStream<Uint8Array>(
     {
-      start(ctrl) {
-        body = ctrl;
-      },
-      async pull(ctrl) {
-        reading = true;
-        try {
-          await next(ctrl);
-        } finally {
-          reading = false;
-          lastReadAt = Date.now();
-        }
-      },
-      cancel() {
-        return stop();
-      },
+      start: (ctrl) => stream.started(ctrl),
+      pull: (ctrl) => stream.pull(ctrl),
+      cancel: () => stream.stop(),
     },
     // Pull only when the client reads: no work for a body nobody consumes.
     { highWaterMark: 0 },
   );
+}
+
+/** The state of one status stream: what it sent, when it polls next, whether it stopped and its slot is free. */
+class StatusStream {
+  private readonly startedAt = Date.now();
+  private frames = 0;
+  private lastStatus: StatusSummary["status"] | undefined;
+  private lastWriteAt = this.startedAt;
+  private nextPollAt: number;
+  private notified = false;
+  private stopped = false;
+  private wake: (() => void) | undefined;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  /** The body's controller, to close it when the client goes or the lease is lost. */
+  private body: ReadableStreamDefaultController<Uint8Array> | undefined;
+  /** Whether a read is pending, and when the last one ended (the lease's heartbeat asks). */
+  private reading = false;
+  private lastReadAt: number | undefined;
+  private released: Promise<void> = Promise.resolve();
+  private unsubscribe = () => {};
+
+  constructor(
+    private readonly owner: string,
+    private readonly first: StatusSummary,
+    private readonly options: StreamOptions,
+    private readonly lease?: StreamLease,
+    private readonly gone?: AbortSignal,
+  ) {
+    this.nextPollAt = this.startedAt + options.intervalMs;
+    gone?.addEventListener("abort", this.clientGone, { once: true });
+    lease?.watch({
+      lastReadAt: () => (this.reading ? Date.now() : this.lastReadAt),
+      lost: () => {
+        if (this.stopped) return;
+        void this.stop();
+        if (this.body) close(this.body);
+      },
+    });
+  }
+
+  started(ctrl: ReadableStreamDefaultController<Uint8Array>) {
+    this.body = ctrl;
+  }
+
+  async pull(ctrl: ReadableStreamDefaultController<Uint8Array>) {
+    this.reading = true;
+    try {
+      await this.next(ctrl);
+    } finally {
+      this.reading = false;
+      this.lastReadAt = Date.now();
+    }
+  }
+
+  /** Ends the work and frees the slot; resolves once the slot is free (or after RELEASE_WAIT_MS at most). */
+  stop(): Promise<void> {
+    if (this.stopped) return this.released;
+    this.stopped = true;
+    this.unsubscribe();
+    this.gone?.removeEventListener("abort", this.clientGone);
+    if (this.timer) clearTimeout(this.timer);
+    this.wake?.();
+    if (this.lease) {
+      let waited: ReturnType<typeof setTimeout> | undefined;
+      this.released = Promise.race([
+        this.lease.release(),
+        new Promise<void>((resolve) => (waited = setTimeout(resolve, RELEASE_WAIT_MS))),
+      ]).finally(() => clearTimeout(waited));
+    }
+    return this.released;
+  }
+
+  private readonly clientGone = () => {
+    void this.stop();
+    if (this.body) close(this.body);
+  };
+
+  /** The server ends the stream: the slot is freed first, so a client that sees the end may open another. */
+  private async end(ctrl: ReadableStreamDefaultController<Uint8Array>) {
+    await this.stop();
+    close(ctrl);
+  }
+
+  private send(ctrl: ReadableStreamDefaultController<Uint8Array>, summary: StatusSummary) {
+    this.frames += 1;
+    this.lastStatus = summary.status;
+    this.lastWriteAt = Date.now();
+    ctrl.enqueue(frame(this.frames, summary));
+    if (isTerminal(summary.status)) return this.end(ctrl);
+  }
+
+  /** Sleeps until `at` or a notification, whichever comes first. */
+  private sleepUntil(at: number) {
+    return new Promise<void>((resolve) => {
+      if (this.notified || this.stopped) return resolve();
+      this.wake = resolve;
+      this.timer = setTimeout(resolve, Math.max(0, at - Date.now()));
+    }).finally(() => {
+      this.wake = undefined;
+      if (this.timer) clearTimeout(this.timer);
+    });
+  }
 
   /** One pull: the first frame, or the wait for the next frame, keep-alive or end. */
-  async function next(controller: ReadableStreamDefaultController<Uint8Array>) {
-    if (stopped) return;
-    if (frames === 0) {
+  private async next(controller: ReadableStreamDefaultController<Uint8Array>) {
+    if (this.stopped) return;
+    if (this.frames === 0) {
       // Subscribed on the first read, not before: a body that is never sent (HEAD, a 429) leaves no listener.
-      unsubscribe = onChange(first.workflowId, first.id, () => {
-        notified = true;
-        wake?.();
+      this.unsubscribe = onChange(this.first.workflowId, this.first.id, () => {
+        this.notified = true;
+        this.wake?.();
       });
-      return send(controller, first);
+      return this.send(controller, this.first);
     }
-    while (!stopped) {
-      const endAt = startedAt + options.maxMs;
-      const keepaliveAt = lastWriteAt + options.keepaliveMs;
-      await sleepUntil(Math.min(nextPollAt, keepaliveAt, endAt));
-      if (stopped) return;
+    while (!this.stopped) {
+      const endAt = this.startedAt + this.options.maxMs;
+      const keepaliveAt = this.lastWriteAt + this.options.keepaliveMs;
+      await this.sleepUntil(Math.min(this.nextPollAt, keepaliveAt, endAt));
+      if (this.stopped) return;
       const now = Date.now();
-      if (now >= endAt) return end(controller);
-      if (notified || now >= nextPollAt) {
-        notified = false;
-        nextPollAt = now + options.intervalMs;
-        let found: Awaited<ReturnType<typeof readSummary>>;
-        try {
-          found = await streamRead(owner, () => readSummary(first.workflowId, first.id));
-        } catch {
-          found = undefined; // errors after the stream began are not reported in-band: it closes
-        }
-        if (stopped) return;
-        if (!found || found.owner.toLowerCase() !== owner.toLowerCase()) return end(controller);
-        if (found.summary.status !== lastStatus) return send(controller, found.summary);
+      if (now >= endAt) return this.end(controller);
+      if (this.notified || now >= this.nextPollAt) {
+        this.notified = false;
+        this.nextPollAt = now + this.options.intervalMs;
+        const found = await this.poll();
+        if (this.stopped) return;
+        if (!found || found.owner.toLowerCase() !== this.owner.toLowerCase()) return this.end(controller);
+        if (found.summary.status !== this.lastStatus) return this.send(controller, found.summary);
       }
-      if (Date.now() - lastWriteAt >= options.keepaliveMs) {
-        lastWriteAt = Date.now();
+      if (Date.now() - this.lastWriteAt >= this.options.keepaliveMs) {
+        this.lastWriteAt = Date.now();
         return controller.enqueue(KEEP_ALIVE);
       }
+    }
+  }
+
+  /** The execution's summary now, read in its owner's lanes; undefined when the read fails. */
+  private async poll(): Promise<Awaited<ReturnType<typeof readSummary>>> {
+    try {
+      return await streamRead(this.owner, () => readSummary(this.first.workflowId, this.first.id));
+    } catch {
+      return undefined; // errors after the stream began are not reported in-band: it closes
     }
   }
 }

@@ -137,131 +137,145 @@ export interface EventBridgeScheduler extends Scheduler {
 }
 
 export function createEventBridgeScheduler(options: EventBridgeSchedulerOptions): EventBridgeScheduler {
-  const client = options.client ?? new SchedulerClient({});
-  const prefix = (workflowId: string) => `${workflowId}-`;
-
-  function schedule(
-    workflow: WorkflowRecord,
-    now: number,
-    name: string,
-    expression: string,
-    timezone: string,
-    instant: number | string,
-    recurring: boolean,
-  ): Desired {
-    const grace = useRuntime().config.limits.missedFireGraceMs;
-    // `instant` is a JSON number, or EventBridge's placeholder replaced by the scheduled time (an ISO string).
-    const input = `{"workflowId":${JSON.stringify(workflow.id)},"triggerId":${JSON.stringify(workflow.trigger.id)},"instant":${JSON.stringify(instant)}}`;
-    return {
-      name,
-      request: {
-        Name: name,
-        GroupName: options.groupName,
-        ScheduleExpression: expression,
-        ScheduleExpressionTimezone: timezone,
-        FlexibleTimeWindow: { Mode: "OFF" },
-        State: "ENABLED",
-        // EventBridge refuses a start date in the past; a started workflow needs none.
-        ...(recurring && workflow.startAt !== undefined && workflow.startAt > now ? { StartDate: new Date(workflow.startAt) } : {}),
-        ...(recurring && workflow.expiredAt !== undefined ? { EndDate: new Date(workflow.expiredAt) } : {}),
-        ActionAfterCompletion: recurring ? "NONE" : "DELETE",
-        Target: {
-          Arn: options.targetArn,
-          RoleArn: options.roleArn,
-          Input: input,
-          // Past the grace a fire is skipped anyway (§8.3.7).
-          RetryPolicy: { MaximumEventAgeInSeconds: Math.max(60, Math.floor(grace / 1000)), MaximumRetryAttempts: RETRY_ATTEMPTS },
-          DeadLetterConfig: { Arn: options.deadLetterArn },
-        },
-      },
-    };
-  }
-
-  function desired(workflow: WorkflowRecord, now: number): Desired[] {
-    const trigger = workflow.trigger;
-    if (trigger.type === "cron" && !usesOneTimeSchedules(trigger)) {
-      return trigger.config.schedules.map((expression, i) =>
-        schedule(
-          workflow,
-          now,
-          `${workflow.id}-cron-${i}`,
-          toEventBridgeCron(expression)!,
-          trigger.config.timezone ?? "UTC",
-          "<aws.scheduler.scheduled-time>",
-          true,
-        ),
-      );
-    }
-    return upcomingFires(trigger, workflow, now, ONE_TIME_WINDOW).map((instant) =>
-      schedule(workflow, now, `${workflow.id}-at-${instant}`, atExpression(instant), "UTC", instant, false),
-    );
-  }
-
-  async function existing(workflowId: string): Promise<string[]> {
-    const names: string[] = [];
-    let token: string | undefined;
-    do {
-      const out = await client.send(
-        new ListSchedulesCommand({ GroupName: options.groupName, NamePrefix: prefix(workflowId), NextToken: token }),
-      );
-      for (const s of out.Schedules ?? []) if (s.Name) names.push(s.Name);
-      token = out.NextToken;
-    } while (token);
-    return names;
-  }
-
-  async function deleteSchedule(name: string) {
-    try {
-      await client.send(new DeleteScheduleCommand({ Name: name, GroupName: options.groupName }));
-    } catch (err) {
-      if ((err as { name?: string }).name !== "ResourceNotFoundException") throw err;
-    }
-  }
-
-  async function ensure(workflow: WorkflowRecord, now: number) {
-    const want = desired(workflow, now);
-    const have = new Set(await existing(workflow.id));
-    for (const d of want) {
-      if (have.has(d.name)) continue;
-      try {
-        await client.send(new CreateScheduleCommand(d.request));
-      } catch (err) {
-        if ((err as { name?: string }).name !== "ConflictException") throw err; // a concurrent ensure made it
-      }
-    }
-    const wanted = new Set(want.map((d) => d.name));
-    for (const name of have) if (!wanted.has(name)) await deleteSchedule(name);
-  }
-
-  async function remove(workflowId: string) {
-    for (const name of await existing(workflowId)) await deleteSchedule(name);
-  }
-
+  const group: ScheduleGroup = { client: options.client ?? new SchedulerClient({}), options };
   return {
-    ensure,
-    remove,
+    ensure: (workflow, now) => ensureSchedules(group, workflow, now),
+    remove: (workflowId) => removeSchedules(group, workflowId),
     async afterFire(workflow, now) {
       if (usesOneTimeSchedules(workflow.trigger) && Workflow.effectiveStatus(workflow, now).status === "enabled")
-        await ensure(workflow, now);
+        await ensureSchedules(group, workflow, now);
     },
     async deliver(input, now) {
-      const workflowId = String(input.workflowId ?? "");
-      const instant = typeof input.instant === "number" ? input.instant : Date.parse(String(input.instant));
-      const result = await fireTimeTrigger({
-        workflowId,
-        ...(typeof input.triggerId === "string" ? { triggerId: input.triggerId } : {}),
-        instant,
-        now,
-      });
+      const fire = fireOf(input, now);
+      const result = await fireTimeTrigger(fire);
       if (result.outcome === "skipped" && result.stop) {
-        await remove(workflowId);
+        await removeSchedules(group, fire.workflowId);
       } else {
-        const workflow = await Workflow.getForRun(workflowId);
+        const workflow = await Workflow.getForRun(fire.workflowId);
         if (workflow) await this.afterFire!(workflow, now);
       }
       return result;
     },
   };
+}
+
+/** The stage's schedule group as the adapter's steps use it: the client that reaches it and the adapter's options. */
+interface ScheduleGroup {
+  client: Pick<SchedulerClient, "send">;
+  options: EventBridgeSchedulerOptions;
+}
+
+/** The fire a delivery asks for: the workflow, its trigger and the instant EventBridge scheduled. */
+function fireOf(input: { workflowId?: unknown; triggerId?: unknown; instant?: unknown }, now: number) {
+  return {
+    workflowId: String(input.workflowId ?? ""),
+    ...(typeof input.triggerId === "string" ? { triggerId: input.triggerId } : {}),
+    instant: typeof input.instant === "number" ? input.instant : Date.parse(String(input.instant)),
+    now,
+  };
+}
+
+/** The schedules the workflow should have now: one per cron expression, or the window of one-time schedules. */
+function desiredSchedules(options: EventBridgeSchedulerOptions, workflow: WorkflowRecord, now: number): Desired[] {
+  const trigger = workflow.trigger;
+  if (trigger.type === "cron" && !usesOneTimeSchedules(trigger)) {
+    return trigger.config.schedules.map((expression, i) =>
+      scheduleOf(options, workflow, now, {
+        name: `${workflow.id}-cron-${i}`,
+        expression: toEventBridgeCron(expression)!,
+        timezone: trigger.config.timezone ?? "UTC",
+        instant: "<aws.scheduler.scheduled-time>",
+        recurring: true,
+      }),
+    );
+  }
+  return upcomingFires(trigger, workflow, now, ONE_TIME_WINDOW).map((instant) =>
+    scheduleOf(options, workflow, now, {
+      name: `${workflow.id}-at-${instant}`,
+      expression: atExpression(instant),
+      timezone: "UTC",
+      instant,
+      recurring: false,
+    }),
+  );
+}
+
+/** One schedule of the workflow: a recurring one (cron) bounded by its start and expiry, or one-time (`at`). */
+function scheduleOf(
+  options: EventBridgeSchedulerOptions,
+  workflow: WorkflowRecord,
+  now: number,
+  schedule: { name: string; expression: string; timezone: string; instant: number | string; recurring: boolean },
+): Desired {
+  const { name, expression, timezone, instant, recurring } = schedule;
+  const grace = useRuntime().config.limits.missedFireGraceMs;
+  // `instant` is a JSON number, or EventBridge's placeholder replaced by the scheduled time (an ISO string).
+  const input = `{"workflowId":${JSON.stringify(workflow.id)},"triggerId":${JSON.stringify(workflow.trigger.id)},"instant":${JSON.stringify(instant)}}`;
+  return {
+    name,
+    request: {
+      Name: name,
+      GroupName: options.groupName,
+      ScheduleExpression: expression,
+      ScheduleExpressionTimezone: timezone,
+      FlexibleTimeWindow: { Mode: "OFF" },
+      State: "ENABLED",
+      // EventBridge refuses a start date in the past; a started workflow needs none.
+      ...(recurring && workflow.startAt !== undefined && workflow.startAt > now ? { StartDate: new Date(workflow.startAt) } : {}),
+      ...(recurring && workflow.expiredAt !== undefined ? { EndDate: new Date(workflow.expiredAt) } : {}),
+      ActionAfterCompletion: recurring ? "NONE" : "DELETE",
+      Target: {
+        Arn: options.targetArn,
+        RoleArn: options.roleArn,
+        Input: input,
+        // Past the grace a fire is skipped anyway (§8.3.7).
+        RetryPolicy: { MaximumEventAgeInSeconds: Math.max(60, Math.floor(grace / 1000)), MaximumRetryAttempts: RETRY_ATTEMPTS },
+        DeadLetterConfig: { Arn: options.deadLetterArn },
+      },
+    },
+  };
+}
+
+/** The names of the workflow's schedules in the group (every page). */
+async function existingSchedules({ client, options }: ScheduleGroup, workflowId: string): Promise<string[]> {
+  const names: string[] = [];
+  let token: string | undefined;
+  do {
+    const out = await client.send(
+      new ListSchedulesCommand({ GroupName: options.groupName, NamePrefix: `${workflowId}-`, NextToken: token }),
+    );
+    for (const s of out.Schedules ?? []) if (s.Name) names.push(s.Name);
+    token = out.NextToken;
+  } while (token);
+  return names;
+}
+
+async function deleteSchedule({ client, options }: ScheduleGroup, name: string) {
+  try {
+    await client.send(new DeleteScheduleCommand({ Name: name, GroupName: options.groupName }));
+  } catch (err) {
+    if ((err as { name?: string }).name !== "ResourceNotFoundException") throw err;
+  }
+}
+
+/** Creates the schedules the workflow should have and lacks, then deletes those it should not have. */
+async function ensureSchedules(group: ScheduleGroup, workflow: WorkflowRecord, now: number) {
+  const want = desiredSchedules(group.options, workflow, now);
+  const have = new Set(await existingSchedules(group, workflow.id));
+  for (const d of want) {
+    if (have.has(d.name)) continue;
+    try {
+      await group.client.send(new CreateScheduleCommand(d.request));
+    } catch (err) {
+      if ((err as { name?: string }).name !== "ConflictException") throw err; // a concurrent ensure made it
+    }
+  }
+  const wanted = new Set(want.map((d) => d.name));
+  for (const name of have) if (!wanted.has(name)) await deleteSchedule(group, name);
+}
+
+async function removeSchedules(group: ScheduleGroup, workflowId: string) {
+  for (const name of await existingSchedules(group, workflowId)) await deleteSchedule(group, name);
 }
 
 /** The adapter as a deployed function sees it: infra/scheduler.ts sets these variables. */

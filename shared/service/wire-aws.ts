@@ -8,10 +8,12 @@
  * (tests/bundles.test.ts: the secrets function carries no EventBridge client and no croner). The local host's
  * wiring is ./wire-local.ts.
  */
+import type { Context } from "aws-lambda";
 import { Resource } from "sst";
+import { inInvocation, setLogLevel } from "../log";
+import { emitMetrics } from "../metrics";
 import { buildConfig } from "../config";
 import { createRuntime, setRuntime } from "../runtime";
-import { setLogLevel } from "../log";
 import { setAnswerEnvelope } from "../http/answer-bytes";
 import { setBus } from "../execution/bus";
 import { createEventBridgeBus } from "../execution/bus/eventbridge";
@@ -48,5 +50,11 @@ export function wireAws(...ports: Port[]): void {
   setLogLevel(config.logLevel);
   // Answers go out inside the invocation's response envelope, which escapes the body again (page and record budgets).
   setAnswerEnvelope("lambda");
+  emitMetrics(process.env.METRICS_NAMESPACE);
   for (const install of ports) install();
+}
+
+/** A Lambda handler whose log lines, all of them, carry its invocation's `awsRequestId` (HTTP: functions/viewer.ts). */
+export function invocation<E, R>(handler: (event: E, context: Context) => Promise<R>): (event: E, context: Context) => Promise<R> {
+  return (event, context) => inInvocation(context?.awsRequestId, () => handler(event, context));
 }

@@ -87,6 +87,43 @@ async function prepareOperation(
   plan: OperationPlan,
   nonce: { value: bigint; mayBeUsed: boolean },
 ): Promise<PreparedOperation> {
+  const building = await startBuilding(client, bundler, wallet, chain, plan, nonce);
+  const { built, sponsorship } = await sponsoredOrPaid(building);
+  try {
+    return await signOperation(building, built, sponsorship);
+  } catch (err) {
+    await sponsorship?.giveBack();
+    throw err;
+  }
+}
+
+/** What the steps that build one operation share: the chain's clients and contracts, the wallet, the plan and what was read first. */
+interface Building {
+  client: PublicClient;
+  bundler: BundlerClient;
+  wallet: SignableWallet;
+  chain: ChainSettings;
+  plan: OperationPlan;
+  entryPoint: Address;
+  paymaster: Address | undefined;
+  nonce: bigint;
+  fees: Awaited<ReturnType<typeof getUserOperationFees>>;
+  /** The wallet's balance, read at once when the plan sends the whole of it. */
+  maxBalance: bigint | undefined;
+}
+
+/** Gas limits, the wallet's own gas funds, the amount and the balance they were decided on. */
+type Estimate = Awaited<ReturnType<typeof estimateOperation>>;
+
+/** Reads the nonce's use, the fees and (for `max`) the balance; NonceUsed when the chain has used the nonce already. */
+async function startBuilding(
+  client: PublicClient,
+  bundler: BundlerClient,
+  wallet: SignableWallet,
+  chain: ChainSettings,
+  plan: OperationPlan,
+  nonce: { value: bigint; mayBeUsed: boolean },
+): Promise<Building> {
   const entryPoint = getAddress(chain.entryPoint);
   const paymaster = chain.paymaster ? getAddress(chain.paymaster) : undefined;
   const [chainNonce, fees, maxBalance] = await Promise.all([
@@ -104,101 +141,109 @@ async function prepareOperation(
     plan.amount === "max" ? client.getBalance({ address: wallet.address }) : Promise.resolve(undefined),
   ]);
   if (chainNonce > nonce.value) throw new NonceUsed(nonce.value);
-  const unsigned = (value: bigint) =>
-    buildUserOperation({
-      client,
-      entryPoint,
-      factory: wallet.factory,
-      owner: wallet.owner,
-      salt: wallet.salt,
-      sender: wallet.address,
-      calls: plan.calls(value),
-      nonce: nonce.value,
-      // verifySignable answers deployed for every factory that is not known: init code only for known ones
-      deployed: wallet.deployed,
-      fees,
-    });
+  return { client, bundler, wallet, chain, plan, entryPoint, paymaster, nonce: nonce.value, fees, maxBalance };
+}
 
-  /** Gas limits, the wallet's own gas funds and the amount, for the operation sponsored by `by` or paid by the wallet. */
-  const estimate = async (by: Address | undefined) => {
-    const [balance, deposit] = await Promise.all([
-      maxBalance ?? client.getBalance({ address: wallet.address }),
-      by
-        ? Promise.resolve(0n)
-        : client.readContract({ address: entryPoint, abi: entryPoint07Abi, functionName: "balanceOf", args: [wallet.address] }),
-    ]);
-    // Estimate with a value of the final one's size, so calldata costs are not under-estimated; a wallet that
-    // pays its own gas cannot also send its whole balance in the simulation, so it estimates with half.
-    const estimateValue = plan.amount !== "max" ? plan.amount : by ? balance : balance / 2n;
-    let op = await unsigned(estimateValue);
-    if (by) op = withVerifyingPaymasterStub(op, { paymaster: by });
-    // The bundler simulates on its own read of the chain, which can trail ours (seen under load: a simulation
-    // without funds the wallet held for us), so the simulation is given the balance read here: the decisions
-    // (the callers' preflight, the one below) and the simulation see the same funds. Past a budget, the gas is
-    // estimated as if the wallet could pay it: whether it can is decided below against its real balance, so a
-    // wallet short of funds is refused with INSUFFICIENT_BALANCE, not by the simulation.
-    const stateOverride = [{ address: wallet.address, balance: !by && paymaster ? balance + ESTIMATION_FUNDS : balance }];
-    const estimated = await estimateGas(bundler, op, entryPoint, wallet.deployed, stateOverride);
-    const gas = {
-      callGasLimit: plan.gasLimit !== undefined && plan.gasLimit < estimated.callGasLimit ? plan.gasLimit : estimated.callGasLimit,
-      verificationGasLimit: estimated.verificationGasLimit,
-      preVerificationGas: estimated.preVerificationGas + estimated.preVerificationGas / 10n,
-      paymasterVerificationGasLimit: by ? estimated.paymasterVerificationGasLimit : undefined,
-      paymasterPostOpGasLimit: by ? estimated.paymasterPostOpGasLimit : undefined,
-    };
-    const prefund = (gas.callGasLimit + gas.verificationGasLimit + gas.preVerificationGas) * fees.maxFeePerGas;
-    const gasFunds = by || deposit >= prefund ? 0n : prefund - deposit;
-    const amount = plan.amount === "max" ? balance - gasFunds : plan.amount;
-    if (plan.amount === "max" && amount <= 0n)
-      throw insufficientBalance("The wallet's balance does not cover the operation's maximum gas cost.");
-    return { gas, gasFunds, amount, balance };
+/** The unsigned operation for the plan's calls with `value`, without gas limits. */
+function unsignedOperation({ client, entryPoint, wallet, plan, nonce, fees }: Building, value: bigint) {
+  return buildUserOperation({
+    client,
+    entryPoint,
+    factory: wallet.factory,
+    owner: wallet.owner,
+    salt: wallet.salt,
+    sender: wallet.address,
+    calls: plan.calls(value),
+    nonce,
+    // verifySignable answers deployed for every factory that is not known: init code only for known ones
+    deployed: wallet.deployed,
+    fees,
+  });
+}
+
+/** Gas limits, the wallet's own gas funds and the amount, for the operation sponsored by `by` or paid by the wallet. */
+async function estimateOperation(building: Building, by: Address | undefined) {
+  const { client, bundler, wallet, plan, entryPoint, paymaster, fees, maxBalance } = building;
+  const [balance, deposit] = await Promise.all([
+    maxBalance ?? client.getBalance({ address: wallet.address }),
+    by
+      ? Promise.resolve(0n)
+      : client.readContract({ address: entryPoint, abi: entryPoint07Abi, functionName: "balanceOf", args: [wallet.address] }),
+  ]);
+  // Estimate with a value of the final one's size, so calldata costs are not under-estimated; a wallet that
+  // pays its own gas cannot also send its whole balance in the simulation, so it estimates with half.
+  const estimateValue = plan.amount !== "max" ? plan.amount : by ? balance : balance / 2n;
+  let op = await unsignedOperation(building, estimateValue);
+  if (by) op = withVerifyingPaymasterStub(op, { paymaster: by });
+  // The bundler simulates on its own read of the chain, which can trail ours (seen under load: a simulation
+  // without funds the wallet held for us), so the simulation is given the balance read here: the decisions
+  // (the callers' preflight, the one below) and the simulation see the same funds. Past a budget, the gas is
+  // estimated as if the wallet could pay it: whether it can is decided below against its real balance, so a
+  // wallet short of funds is refused with INSUFFICIENT_BALANCE, not by the simulation.
+  const stateOverride = [{ address: wallet.address, balance: !by && paymaster ? balance + ESTIMATION_FUNDS : balance }];
+  const estimated = await estimateGas(bundler, op, entryPoint, wallet.deployed, stateOverride);
+  const gas = {
+    callGasLimit: plan.gasLimit !== undefined && plan.gasLimit < estimated.callGasLimit ? plan.gasLimit : estimated.callGasLimit,
+    verificationGasLimit: estimated.verificationGasLimit,
+    preVerificationGas: estimated.preVerificationGas + estimated.preVerificationGas / 10n,
+    paymasterVerificationGasLimit: by ? estimated.paymasterVerificationGasLimit : undefined,
+    paymasterPostOpGasLimit: by ? estimated.paymasterPostOpGasLimit : undefined,
   };
+  const prefund = (gas.callGasLimit + gas.verificationGasLimit + gas.preVerificationGas) * fees.maxFeePerGas;
+  const gasFunds = by || deposit >= prefund ? 0n : prefund - deposit;
+  const amount = plan.amount === "max" ? balance - gasFunds : plan.amount;
+  if (plan.amount === "max" && amount <= 0n)
+    throw insufficientBalance("The wallet's balance does not cover the operation's maximum gas cost.");
+  return { gas, gasFunds, amount, balance };
+}
 
-  // Sponsored when the chain has a paymaster and both budgets take the operation's gas limits.
-  let built: Awaited<ReturnType<typeof estimate>> | undefined;
-  let sponsorship: Sponsorship | undefined;
+/**
+ * The estimate the operation is built on: sponsored when the chain has a paymaster and both budgets take the
+ * operation's gas limits (their reservation returned with it), else paid by the wallet, which must afford it.
+ */
+async function sponsoredOrPaid(building: Building): Promise<{ built: Estimate; sponsorship?: Sponsorship }> {
+  const { wallet, chain, plan, paymaster } = building;
   if (paymaster && maySponsor()) {
-    built = await estimate(paymaster);
-    sponsorship = await reserveSponsoredGas({ chainId: chain.chainId, owner: wallet.owner, gas: sponsoredGasOf(built.gas) });
-    if (!sponsorship) built = undefined;
+    const built = await estimateOperation(building, paymaster);
+    const sponsorship = await reserveSponsoredGas({ chainId: chain.chainId, owner: wallet.owner, gas: sponsoredGasOf(built.gas) });
+    if (sponsorship) return { built, sponsorship };
   }
-  if (!built) {
-    // Paid by the wallet. With a paymaster on the chain that means past a budget (API.md §18.5): a wallet that
-    // cannot pay is then refused before anything is sent.
-    const pastBudget = paymaster !== undefined;
-    try {
-      built = await estimate(undefined);
-    } catch (err) {
-      const refusal = bundlerRefusal(err);
-      if (pastBudget && refusal && prefundUnpaid(refusal.message)) throw cannotPay(wallet);
-      throw err;
-    }
-    if (pastBudget) {
-      const value = plan.calls(built.amount).reduce((sum, c) => sum + (c.value ?? 0n), 0n);
-      if (value + built.gasFunds > built.balance) throw cannotPay(wallet, built.balance, value, built.gasFunds);
-    }
-  }
-
+  // Paid by the wallet. With a paymaster on the chain that means past a budget (API.md §18.5): a wallet that
+  // cannot pay is then refused before anything is sent.
+  const pastBudget = paymaster !== undefined;
+  let built: Estimate;
   try {
-    const { gas, gasFunds, amount } = built;
-    let op: UserOperationV07 = { ...(await unsigned(amount)), ...gas };
-    if (sponsorship) {
-      op = await sponsorUserOperation({
-        userOp: { ...op, paymaster },
-        paymaster: paymaster!,
-        signer: await controllerSigner(),
-        chainId: chain.chainId,
-      });
-    } else {
-      delete op.paymasterVerificationGasLimit;
-      delete op.paymasterPostOpGasLimit;
-    }
-    op = await signWalletOperation(wallet, op, chain);
-    return { op, amount, gasFunds, sponsored: Boolean(sponsorship), giveBack: sponsorship ? () => sponsorship.giveBack() : async () => {} };
+    built = await estimateOperation(building, undefined);
   } catch (err) {
-    await sponsorship?.giveBack();
+    const refusal = bundlerRefusal(err);
+    if (pastBudget && refusal && prefundUnpaid(refusal.message)) throw cannotPay(wallet);
     throw err;
   }
+  if (pastBudget) {
+    const value = plan.calls(built.amount).reduce((sum, c) => sum + (c.value ?? 0n), 0n);
+    if (value + built.gasFunds > built.balance) throw cannotPay(wallet, built.balance, value, built.gasFunds);
+  }
+  return { built };
+}
+
+/** The operation built on `built`: with the paymaster's signed sponsorship when `sponsorship`, then signed for the wallet. */
+async function signOperation(building: Building, built: Estimate, sponsorship: Sponsorship | undefined): Promise<PreparedOperation> {
+  const { wallet, chain, paymaster } = building;
+  const { gas, gasFunds, amount } = built;
+  let op: UserOperationV07 = { ...(await unsignedOperation(building, amount)), ...gas };
+  if (sponsorship) {
+    op = await sponsorUserOperation({
+      userOp: { ...op, paymaster },
+      paymaster: paymaster!,
+      signer: await controllerSigner(),
+      chainId: chain.chainId,
+    });
+  } else {
+    delete op.paymasterVerificationGasLimit;
+    delete op.paymasterPostOpGasLimit;
+  }
+  op = await signWalletOperation(wallet, op, chain);
+  return { op, amount, gasFunds, sponsored: Boolean(sponsorship), giveBack: sponsorship ? () => sponsorship.giveBack() : async () => {} };
 }
 
 /** 400 INSUFFICIENT_BALANCE for an operation past the sponsored-gas budgets that the wallet cannot pay itself. */

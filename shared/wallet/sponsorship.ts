@@ -41,6 +41,7 @@
  * chain's; if the chain refuses, the owner's reservation is given back. A budget of 0 refuses without reading
  * anything; `unlimited` (Infinity) grants without reading or writing anything.
  */
+import { countMetric } from "../metrics";
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { getAddress, type Address } from "viem";
 import { useRuntime } from "../runtime";
@@ -147,7 +148,7 @@ export async function reserveSponsoredGas(
   if (!maySponsor(budgets)) return undefined;
   if (request.gas < 0n || request.gas > BigInt(Number.MAX_SAFE_INTEGER)) return undefined;
   const gas = Number(request.gas);
-  if (gas > budgets.perOwner || gas > budgets.perChain) return undefined;
+  if (gas > budgets.perOwner || gas > budgets.perChain) return refused(gas > budgets.perOwner ? "owner" : "chain");
   const ownerCounted = Number.isFinite(budgets.perOwner);
   const chainCounted = Number.isFinite(budgets.perChain);
   if (!ownerCounted && !chainCounted) return { gas, giveBack: async () => {} };
@@ -157,7 +158,7 @@ export async function reserveSponsoredGas(
   try {
     if (ownerCounted) {
       const own = await reserveOn(store, { chainId: request.chainId, owner: getAddress(request.owner) }, budgets.perOwner, gas);
-      if (!own) return undefined;
+      if (!own) return refused("owner");
       held.push(own);
     }
     if (chainCounted) {
@@ -165,7 +166,7 @@ export async function reserveSponsoredGas(
       const shared = await reserveOnChain(store, request.chainId, budgets.perChain, shards, gas);
       if (!shared) {
         await giveBackAll(store, held);
-        return undefined;
+        return refused("chain");
       }
       held.push(shared);
     }
@@ -182,6 +183,12 @@ export async function reserveSponsoredGas(
       await giveBackAll(store, held);
     },
   };
+}
+
+/** A budget that would be passed: the operation is built unsponsored, and operators see how often. */
+function refused(budget: "owner" | "chain"): undefined {
+  countMetric("SponsorshipRefused", { Budget: budget });
+  return undefined;
 }
 
 /** One counter: read, check, conditional add (see the header for why the condition is enough). */

@@ -3,6 +3,7 @@ import type { PublicClient } from "viem";
 import { ulid } from "ulid";
 import { useRuntime } from "../runtime";
 import { log } from "../log";
+import { gaugeMetric } from "../metrics";
 import { release } from "./checkpoint";
 import { forget } from "./chain-watch";
 import { watchChain } from "./pass";
@@ -52,7 +53,12 @@ export function startWatching(options: LoopOptions = {}): { stop: () => Promise<
             ...(options.until !== undefined ? { deadline: options.until } : {}),
             ...(options.limits ? { limits: options.limits } : {}),
           }).then(
-            () => failures.delete(c.chainId),
+            (pass) => {
+              failures.delete(c.chainId);
+              // How far the least advanced watched workflow is behind the head (infra/alarms.ts, WatcherLag).
+              if (pass.status === "processed" && pass.from !== undefined && pass.to !== undefined)
+                gaugeMetric("WatcherLagBlocks", Math.max(0, pass.to - pass.from), { ChainId: String(c.chainId) });
+            },
             (err) => {
               // Once per doubling of consecutive failed passes, never once per pass.
               const n = (failures.get(c.chainId) ?? 0) + 1;

@@ -1,4 +1,5 @@
 /** The claim that starts an execution (§8.8.7, §8.2, §18.4; see below); its recovery is in ./claim-recovery.ts. */
+import { countMetric } from "../metrics";
 import { ApiError } from "../errors";
 import {
   closeIntent as closeStoredIntent,
@@ -254,7 +255,10 @@ async function takeIndex(record: WorkflowRecord, take: IndexTake, owner?: Addres
       const taken = indexOf(current, take.marker);
       if (taken !== undefined) return taken;
       const reason = notRunnableReason(current, take.now);
-      if (reason) throw notRunnable(reason);
+      if (reason) {
+        countMetric("ClaimsRefused", { Reason: reason });
+        throw notRunnable(reason);
+      }
     } catch (err) {
       if (err instanceof ApiError) throw err;
       noteClosed(record.id, removed);

@@ -76,10 +76,33 @@ function build(limits: DefinitionLimits, kinds: Shapes) {
   // Typed as the service's kinds' union (another registry's extra kinds are checked alike at run time).
   const Node = kinds.schemas(limits).Node as v.GenericSchema<unknown, Node>;
   const Trigger = kinds.schemas(limits).Trigger as v.GenericSchema<unknown, Trigger>;
-  const manualData_ = manualData(limits);
+  const Edge = edgeSchema();
+  const InputVariables = inputVariablesSchema();
+  const parts = { Node, Trigger, Edge, InputVariables };
+  return {
+    nodeOptions,
+    triggerOptions,
+    Trigger,
+    LoopRunner,
+    Node,
+    Edge,
+    InputVariables,
+    ...requestBodies(limits, parts),
+    Workflow: workflowSchema(parts),
+  };
+}
 
-  // Edges (§8.5) -----------------------------------------------------------------------------------------
-  const Edge = strict(
+/** The schemas a definition is made of: its trigger, nodes, edges and input variables. */
+interface Parts {
+  Node: v.GenericSchema<unknown, Node>;
+  Trigger: v.GenericSchema<unknown, Trigger>;
+  Edge: ReturnType<typeof edgeSchema>;
+  InputVariables: ReturnType<typeof inputVariablesSchema>;
+}
+
+// Edges (§8.5) -----------------------------------------------------------------------------------------
+function edgeSchema() {
+  return strict(
     {
       id: IdString,
       source: v.pipe(
@@ -90,9 +113,11 @@ function build(limits: DefinitionLimits, kinds: Shapes) {
     },
     "Edge. Ids unique among edges; `source` names the trigger, a node that is not a branch, or `<branchNodeId>.<conditionId>`; `target` names a node other than the source node.",
   );
+}
 
-  // Bodies (§8.8.1, §8.8.8, §8.8.9) ------------------------------------------------------------------------
-  const InputVariables = v.pipe(
+// Bodies (§8.8.1, §8.8.8, §8.8.9) ------------------------------------------------------------------------
+function inputVariablesSchema() {
+  return v.pipe(
     record(
       v.pipe(
         str(),
@@ -105,14 +130,17 @@ function build(limits: DefinitionLimits, kinds: Shapes) {
       "Free-form. Keys are identifiers, not trigger or node names and not secrets, apContext, context, date, value or index; `settings`, if present, is an object. The service writes `settings.runner` and `settings.chainId`.",
     ),
   );
+}
+
+/** The members every body that carries a definition shares: chainId, trigger, nodes and edges within the limits. */
+function definitionEntries(limits: DefinitionLimits, { Node, Trigger, Edge }: Parts) {
   const nodes = v.pipe(
     v.array(Node, "must be an array"),
     v.minLength(1, "must have at least 1 node"),
     v.maxLength(limits.maxNodes, `must have at most ${limits.maxNodes} nodes`),
   );
   const edges = v.pipe(v.array(Edge, "must be an array"), v.maxLength(limits.maxEdges, `must have at most ${limits.maxEdges} edges`));
-  const MaxExecution = int(1);
-  const definitionEntries = {
+  return {
     chainId: opt(ChainId),
     trigger: Trigger,
     nodes,
@@ -125,11 +153,17 @@ function build(limits: DefinitionLimits, kinds: Shapes) {
       ),
     ),
   };
+}
 
+/** The request bodies that carry a definition (create, simulate, estimate fees) and the trigger outputs they take. */
+function requestBodies(limits: DefinitionLimits, parts: Parts) {
+  const { InputVariables } = parts;
+  const entries = definitionEntries(limits, parts);
+  const MaxExecution = int(1);
   const CreateBody = strict({
     name: opt(v.pipe(str(), v.minLength(1, "must be 1-255 characters"), v.maxLength(255, "must be 1-255 characters"))),
     smartWalletAddress: AddressString,
-    ...definitionEntries,
+    ...entries,
     inputVariables: opt(InputVariables),
     startAt: opt(TimeMs),
     expiredAt: opt(v.pipe(TimeMs, v.description("After now and after `startAt`."))),
@@ -145,7 +179,7 @@ function build(limits: DefinitionLimits, kinds: Shapes) {
     ),
   );
   const SimulateBody = strict({
-    ...definitionEntries,
+    ...entries,
     inputVariables: v.pipe(
       InputVariables,
       v.description("Required (may be {}). `settings.runner` is required when a node sends a user operation."),
@@ -153,7 +187,7 @@ function build(limits: DefinitionLimits, kinds: Shapes) {
     triggerOutput: opt(TriggerOutput),
   });
   const EstimateFeesBody = strict({
-    ...definitionEntries,
+    ...entries,
     runner: opt(v.pipe(AddressString, v.description("Overrides `inputVariables.settings.runner`; any address."))),
     createdAt: TimeMs,
     expireAt: v.pipe(TimeMs, v.description("After `createdAt`.")),
@@ -161,13 +195,16 @@ function build(limits: DefinitionLimits, kinds: Shapes) {
     inputVariables: opt(InputVariables),
   });
   const ManualTriggerOutput = strict({
-    data: opt(manualData_),
+    data: opt(manualData(limits)),
     headers: opt(stringMap(str("must be a string"), 50)),
     pathParams: opt(stringMap(str("must be a string"), 50)),
   });
+  return { CreateBody, SimulateBody, EstimateFeesBody, TriggerOutput, ManualTriggerOutput };
+}
 
-  // The Workflow object (§8.1), as returned -----------------------------------------------------------------
-  const Workflow = v.object({
+// The Workflow object (§8.1), as returned -----------------------------------------------------------------
+function workflowSchema({ Node, Trigger, Edge }: Parts) {
+  return v.object({
     id: UlidString,
     name: v.optional(str()),
     owner: AddressString,
@@ -188,22 +225,6 @@ function build(limits: DefinitionLimits, kinds: Shapes) {
     createdAt: TimeMs,
     completedAt: v.optional(TimeMs),
   });
-
-  return {
-    nodeOptions,
-    triggerOptions,
-    Trigger,
-    LoopRunner,
-    Node,
-    Edge,
-    InputVariables,
-    CreateBody,
-    SimulateBody,
-    EstimateFeesBody,
-    TriggerOutput,
-    ManualTriggerOutput,
-    Workflow,
-  };
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -123,6 +123,21 @@ describe("graph", () => {
     expect(seen.map((s) => s.id)).toEqual(["trig", "a", "b"]);
     expect(seen).toEqual(result.steps);
   });
+
+  it("marks onStep's last step final: none is in flight or still to be decided after it", async () => {
+    const finals: [string, boolean][] = [];
+    const onStep = (step: Step, { final }: { final: boolean }) => void finals.push([step.id, final]);
+    await run({ nodes: [code("a", "return 1"), code("b", "return 2")] }, { onStep });
+    expect(finals).toEqual([
+      ["trig", false],
+      ["a", false],
+      ["b", true],
+    ]);
+    finals.length = 0;
+    const rest = (id: string) => ({ id, name: id, type: "restApi", config: { url: `${server.origin}/meet`, method: "GET" } });
+    await run({ nodes: [rest("x"), rest("y")], edges: [edge("trig", "x"), edge("trig", "y")] }, { onStep });
+    expect(finals.map(([, final]) => final)).toEqual([false, false, true]);
+  });
 });
 
 describe("variables and templates", () => {

@@ -21,6 +21,7 @@ beforeAll(async () => {
 interface Origin {
   originId: string;
   domainName: string;
+  originAccessControlId?: string;
   customOriginConfig: { originReadTimeout: number; originProtocolPolicy: string };
 }
 interface Behaviour {
@@ -62,7 +63,7 @@ async function destination(uri: string, headers: Record<string, { value: string 
 
 /** Runs the viewer-request function (cloudfront-js-2.0) with a stand-in for its `cloudfront` module. */
 async function viewerRequest(uri: string, headers: Record<string, { value: string }> = {}) {
-  let origin: { domainName: string; timeouts?: { readTimeout?: number } } | undefined;
+  let origin: { domainName: string; timeouts?: { readTimeout?: number }; originAccessControlConfig?: unknown } | undefined;
   const cf = { updateRequestOrigin: (o: typeof origin) => (origin = o) };
   const body = viewerRequestCode.replace(/^import cf from "cloudfront";\n/, "");
   const handler = new Function("cf", `${body}\nreturn handler;`)(cf) as (
@@ -132,6 +133,77 @@ describe("the router: one base URL for every route, the stream included", () => 
     const secret = graph.builds.find((b) => b.functionID === "ApiCore")!.links.RouterSecret as { value: string };
     expect(request.headers["x-router-secret"]).toEqual({ value: secret.value });
     expect(secret.value.length).toBeGreaterThanOrEqual(32);
+  });
+});
+
+describe("the stream: invocable through the router only", () => {
+  it("signs the stream's origin with an origin access control for Lambda, and only that origin", async () => {
+    const [control] = graph.resources.filter((r) => r.type === "aws:cloudfront/originAccessControl:OriginAccessControl");
+    expect(control?.inputs).toMatchObject({ originAccessControlOriginType: "lambda", signingBehavior: "always", signingProtocol: "sigv4" });
+    expect(originOf("stream").originAccessControlId).toBeTruthy();
+    expect(originOf("api").originAccessControlId).toBeUndefined();
+    // The encoded `:stream` paths reach the same origin through the viewer function, signed as well.
+    expect((await viewerRequest("/executions/01J9ZK%3Astream")).origin?.originAccessControlConfig).toEqual({
+      enabled: true,
+      signingBehavior: "always",
+      signingProtocol: "sigv4",
+      originType: "lambda",
+    });
+  });
+
+  it("grants both invoke permissions to this distribution alone", () => {
+    const stream = graph.resources.find((r) => r.type === "aws:lambda/function:Function" && r.name === "ExecutionStreamFunction")!;
+    const grants = graph.resources.filter((r) => r.type === "aws:lambda/permission:Permission" && r.inputs.function === stream.inputs.name);
+    expect(grants.map((g) => [g.inputs.action, g.inputs.principal]).sort()).toEqual([
+      ["lambda:InvokeFunction", "cloudfront.amazonaws.com"],
+      ["lambda:InvokeFunctionUrl", "cloudfront.amazonaws.com"],
+    ]);
+    // The harness's stand-in for AWS names an ARN after its resource: the router's distribution.
+    for (const grant of grants)
+      expect(String(grant.inputs.sourceArn)).toBe("arn:aws:cloudfront:us-east-1:123456789012:RouterDistribution-physical");
+  });
+
+  it("carries the client's Authorization to the stream beside the signature, and drops one a client set itself", async () => {
+    const token = { value: "Bearer eyJ.client.token" };
+    const toStream = await viewerRequest("/executions/01J9ZK:stream", {
+      authorization: token,
+      "x-client-authorization": { value: "forged" },
+    });
+    expect(toStream.request.headers["x-client-authorization"]).toEqual(token);
+    const toApi = await viewerRequest("/workflows", { authorization: token, "x-client-authorization": { value: "forged" } });
+    expect(toApi.request.headers["x-client-authorization"]).toBeUndefined();
+    expect(toApi.request.headers.authorization).toEqual(token);
+    expect((await viewerRequest("/executions/01J9ZK:stream")).request.headers["x-client-authorization"]).toBeUndefined();
+  });
+});
+
+describe("functions/viewer.ts: the client's Authorization behind the signed stream origin", () => {
+  const SECRET = "router-secret-for-tests-0123456789";
+  const SIGNATURE = "AWS4-HMAC-SHA256 Credential=AKID/20261129/us-east-1/lambda/aws4_request, Signature=abc";
+
+  async function seenAuthorization(headers: Record<string, string>) {
+    process.env.SST_RESOURCE_RouterSecret = JSON.stringify({ value: SECRET });
+    const { behindRouter } = await import("../../functions/viewer");
+    let seen: string | null | undefined;
+    const app = { fetch: (request: Request, _env?: unknown) => ((seen = request.headers.get("authorization")), new Response("ok")) };
+    await behindRouter(app).fetch(new Request("https://x.example/executions/1:stream", { headers }), {});
+    return seen;
+  }
+
+  it("is the client's token, next to the router's secret, in place of the router's signature", async () => {
+    const headers = { authorization: SIGNATURE, "x-client-authorization": "Bearer t", "x-router-secret": SECRET };
+    expect(await seenAuthorization(headers)).toBe("Bearer t");
+  });
+
+  it("is none when the client sent none: the signature never reaches the app", async () => {
+    expect(await seenAuthorization({ authorization: SIGNATURE, "x-router-secret": SECRET })).toBeNull();
+  });
+
+  it("is left as sent without the router's secret (the header is not trusted)", async () => {
+    expect(await seenAuthorization({ authorization: "Bearer own", "x-client-authorization": "Bearer other" })).toBe("Bearer own");
+    expect(
+      await seenAuthorization({ authorization: "Bearer own", "x-client-authorization": "Bearer other", "x-router-secret": "guess" }),
+    ).toBe("Bearer own");
   });
 });
 

@@ -126,12 +126,11 @@ describe("functions: one per endpoint group, plus the workers and the stream", (
     expect(urls[0]!.inputs.invokeMode).toBe("RESPONSE_STREAM");
     expect(urls[0]!.inputs.functionName).toBe(lambdaOf("ExecutionStream").inputs.name);
     expect(Number(environmentOf("ExecutionStream").STREAM_MAX_MS)).toBeLessThan(15 * 60_000);
-    // Public since October 2025 only with both grants to everyone.
-    const grants = ofType("aws:lambda/permission:Permission")
-      .filter((p) => p.inputs.function === lambdaOf("ExecutionStream").inputs.name && p.inputs.principal === "*")
-      .map((p) => p.inputs.action)
-      .sort();
-    expect(grants).toEqual(["lambda:InvokeFunction", "lambda:InvokeFunctionUrl"]);
+    // Invocable by the router only (tests/infra/router.test.ts): IAM authorization, no grant to everyone.
+    expect(urls[0]!.inputs.authorizationType).toBe("AWS_IAM");
+    const grants = ofType("aws:lambda/permission:Permission").filter((p) => p.inputs.function === lambdaOf("ExecutionStream").inputs.name);
+    expect(grants.map((p) => p.inputs.action).sort()).toEqual(["lambda:InvokeFunction", "lambda:InvokeFunctionUrl"]);
+    for (const grant of grants) expect(grant.inputs.principal).toBe("cloudfront.amazonaws.com");
   });
 });
 
@@ -167,8 +166,9 @@ describe("least privilege: links, IAM actions, settings", () => {
         ["kms:Decrypt", "kms:GenerateDataKey", "kms:Sign", "kms:GetPublicKey", "sqs:SendMessage"],
         STOP_SCHEDULES,
       ),
-      ChainWatcherHandler: sorted(TABLE, ["events:PutEvents"], STOP_SCHEDULES),
-      WithdrawalFollowUpHandler: sorted(TABLE, ["events:PutEvents"], STOP_SCHEDULES),
+      // The workers' failure destinations (infra/watcher.ts, infra/sweeper.ts) are written with their roles.
+      ChainWatcherHandler: sorted(TABLE, ["events:PutEvents", "sqs:SendMessage"], STOP_SCHEDULES),
+      WithdrawalFollowUpHandler: sorted(TABLE, ["events:PutEvents", "sqs:SendMessage"], STOP_SCHEDULES),
       ScheduleTarget: sorted(TABLE, ["events:PutEvents", "sqs:SendMessage"], MANAGE_SCHEDULES),
     });
   });

@@ -5,6 +5,7 @@
  * handler leaves running after its answer does not run until the next invocation, and an invocation whose event
  * loop empties before its handler settles fails as Runtime.NodeJsExit.
  */
+import { createInterface } from "node:readline";
 import { fork, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -43,6 +44,8 @@ export class LambdaHost {
     | undefined;
   private exited = false;
   private count = 0;
+  /** What the function wrote on stdout and stderr, line by line (its log lines). */
+  readonly output: string[] = [];
   /** Every chunk of the invocation in flight is also handed here as it arrives. */
   onChunk?: (chunk: Buffer) => void;
 
@@ -67,7 +70,7 @@ export class LambdaHost {
     await build({ ...LAMBDA_BUILD_OPTIONS, entryPoints: [join(ROOT, "functions", `${name}.ts`)], outfile, write: true, metafile: false });
     const child = fork(join(ROOT, "tests/support/lambda-runtime.mjs"), [outfile], {
       env: { PATH: process.env.PATH ?? "", NODE_ENV: "production", AWS_LAMBDA_FUNCTION_NAME: name, ...env },
-      stdio: ["ignore", "ignore", "pipe", "ipc"],
+      stdio: ["ignore", "pipe", "pipe", "ipc"],
       execArgv: [],
     });
     let stderr = "";
@@ -77,6 +80,7 @@ export class LambdaHost {
       child.once("exit", (code) => reject(new Error(`${name} did not start (${code}): ${stderr}`)));
     });
     const host = new LambdaHost(name, child, dir);
+    for (const stream of [child.stdout!, child.stderr!]) createInterface({ input: stream }).on("line", (line) => host.output.push(line));
     host.freeze();
     return host;
   }
