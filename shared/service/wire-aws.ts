@@ -5,7 +5,7 @@
  * are named rather than all installed so that a function bundles only the adapters it uses: an installer a
  * function does not name is dropped from its bundle, and the scheduler's, whose adapters bring the fire and
  * croner, lives in a module of its own (./wire-aws-scheduler.ts) that only the functions naming it import
- * (tests/bundles.test.ts: the secrets function carries no EventBridge client and no croner). The local host's
+ * (tests/functions/bundles.test.ts: the secrets function carries no EventBridge client and no croner). The local host's
  * wiring is ./wire-local.ts.
  */
 import type { Context } from "aws-lambda";
