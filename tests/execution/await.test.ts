@@ -9,6 +9,7 @@ import { signIn } from "../support/auth";
 import { httpTarget } from "../support/server";
 import { startService, type TestService } from "../support/service";
 import { executionPath, jsonClient, type Json, type Owner } from "../support/client";
+import { codeNode as code } from "../support/workflows";
 import { endDueWaits } from "../../shared/execution/waits";
 import { sweep } from "../../shared/execution/execution";
 import { release, watchChain } from "../../shared/watch/watcher";
@@ -30,7 +31,6 @@ afterAll(async () => {
   await service?.close();
 });
 
-const code = (id: string, source = "return 1") => ({ id, name: id, type: "customCode", config: { source } });
 const approval = (id: string, config: Json = {}) => ({ id, name: id, type: "await", config: { channel: "api", ...config } });
 
 async function waitFor(who: Owner, wf: string, exec: string, until: (e: Json) => boolean, timeoutMs = 15_000): Promise<Json> {

@@ -10,7 +10,7 @@ import { type SignedIn } from "../support/auth";
 import { startService, type TestService } from "../support/service";
 import { startUpstream, type Upstream } from "../support/upstream";
 import { jsonClient, type Json } from "../support/client";
-import { manualTrigger } from "../support/workflows";
+import { codeNode as code, manualTrigger } from "../support/workflows";
 import { setBus } from "../../shared/execution/bus";
 import { GetCommand } from "@aws-sdk/lib-dynamodb";
 import * as Idempotency from "../../shared/store/idempotency";
@@ -43,8 +43,6 @@ afterAll(async () => {
   await service?.close();
   await target?.close();
 });
-
-const code = (id: string, source = "return 1") => ({ id, name: id, type: "customCode", config: { source } });
 
 /** The definition the workflows here start from: its node answers the trigger's greeting. */
 const hello = { trigger: manualTrigger({ hello: "world" }), nodes: [code("first", "return start.data.hello + '!'")] };

@@ -11,6 +11,7 @@ import { generatePrivateKey } from "viem/accounts";
 import { useTestRuntime } from "../support/runtime";
 import { startTestServer, type TestServer } from "../support/server";
 import { jsonClient, type Json, type Owner } from "../support/client";
+import { codeNode as code } from "../support/workflows";
 import { createServiceApp } from "../../shared/service/app";
 import { Keys } from "../../shared/store/keys";
 import { ApiError } from "../../shared/errors";
@@ -45,7 +46,6 @@ afterAll(async () => {
   await server?.close();
 });
 
-const code = (id: string, source = "return 1") => ({ id, name: id, type: "customCode", config: { source } });
 const definition = (wallet: string, extra: Json = {}) => ({
   name: "my workflow",
   smartWalletAddress: wallet.toLowerCase(),
