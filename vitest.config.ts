@@ -4,13 +4,15 @@ import { defineConfig } from "vitest/config";
  * Two projects; `npm test` runs both, `npm run test:unit` (`vitest run --project unit`) the first alone.
  *
  * - `unit`: files named `*.unit.test.ts`. They need none of the local components (no `inject("stackEnv")`, no
- *   `useTestRuntime`, no service or DynamoDB), so nothing starts before them and the project runs in seconds. A
- *   loopback server or a KMS endpoint the file starts itself is fine.
+ *   `useTestRuntime`, no service or DynamoDB; `useConfigRuntime` gives settings alone) and each runs in a few
+ *   seconds, so nothing starts before them and the project runs in seconds. A loopback server or a KMS endpoint
+ *   the file starts itself is fine.
  * - `stack`: every other `*.test.ts`, with DynamoDB Local, the KMS endpoint and the devnet started once in
- *   globalSetup. Pure files that are slow build checks (bundling, compiling Solidity, the SST graph) stay here.
+ *   globalSetup. Pure files that take longer stay here: the sandbox's time and memory limits, property walks
+ *   (cron gaps over years, 100 keys), build checks (bundling, compiling Solidity, the SST graph).
  *
- * A new test that calls a function with its inputs is `*.unit.test.ts`; one that needs a table, a service or a
- * chain is `*.test.ts`.
+ * A new test that calls a function with its inputs and is quick is `*.unit.test.ts`; one that needs a table, a
+ * service or a chain, or takes more than a few seconds, is `*.test.ts`.
  */
 const UNIT = "tests/**/*.unit.test.ts";
 

@@ -2,7 +2,7 @@
  * Ethereum addresses without viem: shape, EIP-55 checksums and the sign-in signature's signer. The
  * HTTP layer, tokens and sign-in need only these, so the functions that do not touch a chain carry a
  * keccak-256 (and, for sign-in, secp256k1) instead of all of viem. Answers are the same as viem's
- * `getAddress`, `isAddress` and `recoverMessageAddress` (tests/address.unit.test.ts compares them).
+ * `getAddress`, `isAddress` and `recoverMessageAddress` (tests/address.test.ts compares them).
  */
 import { secp256k1 } from "@noble/curves/secp256k1";
 import { keccak_256 } from "@noble/hashes/sha3";
