@@ -10,7 +10,7 @@
  *
  * The layer rules are generated from LAYERS, so adding a folder to shared/ means adding it to one tier of one layer
  * there, nothing else; a folder of shared/ that LAYERS does not name is an error (shared-folder-in-a-layer), whether
- * its modules import, are imported or neither (tests/structure/layers.test.ts plants such folders in a copy).
+ * its modules import, are imported or neither (tests/structure/layers.unit.test.ts plants such folders in a copy).
  *
  * A module imports only its own layer's modules (without cycles) and the layers below it; inside a layer only
  * down its tiers (a folder imports the tiers below its own, never another folder of its own tier), so folders form

@@ -1,6 +1,6 @@
 /**
  * How a deploy bundles a Lambda entry point, shared by the bundle budget (bench/bundles.ts) and the test
- * that keeps each group's bundle free of packages it does not use (tests/bundles.test.ts).
+ * that keeps each group's bundle free of packages it does not use (tests/functions/bundles.test.ts).
  *
  * These are SST v3's esbuild options for a Node function (its Go builder, pkg/runtime/node/build.go:
  * bundle everything, ESM, platform node, keepNames, mainFields module/main, the createRequire banner,

@@ -24,7 +24,7 @@ const group = (name: string, { handler, link = [], environment = {}, permissions
     handler,
     // Node 22: Node 20 reached its end of life in April 2026 and the AWS SDK's releases from January 2027
     // require 22. SST bundles with esbuild (target esnext, ESM, minified); bench/lambda-bundle.ts reproduces
-    // that build with target node22 for the bundle budget and tests/bundles.test.ts. The code itself keeps
+    // that build with target node22 for the bundle budget and tests/functions/bundles.test.ts. The code itself keeps
     // running on Node 20 (package.json engines) for `npm start` and the tests.
     runtime: "nodejs22.x",
     architecture: "arm64",

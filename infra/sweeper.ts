@@ -26,7 +26,7 @@ export const sweeper = new sst.aws.Cron("WithdrawalFollowUp", {
     timeout: "29 seconds",
     link: [table, chains, bus],
     environment: { ...keyEnvironment, ...schedulerEnvironment },
-    // No KMS client in its bundle (tests/bundles.test.ts): no key permission.
+    // No KMS client in its bundle (tests/functions/bundles.test.ts): no key permission.
     permissions: [...schedulerPermissions.stop, { actions: ["sqs:SendMessage"], resources: [sweeperFailures.arn] }],
   },
 });

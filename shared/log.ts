@@ -1,10 +1,14 @@
-/** Structured JSON log lines on stdout. Never pass secret values or keys here. */
+/**
+ * Structured JSON log lines on stdout. Never pass secret values or keys here.
+ * The level has one source, the LOG_LEVEL setting (shared/config.ts): each host applies its configuration's
+ * `logLevel` with setLogLevel (wireAws, local/start.ts); until then, info.
+ */
 import { AsyncLocalStorage } from "node:async_hooks";
 
 const LEVELS = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 } as const;
 type Level = keyof typeof LEVELS;
 
-let threshold: number = LEVELS[(process.env.LOG_LEVEL as Level) ?? "info"] ?? LEVELS.info;
+let threshold: number = LEVELS.info;
 
 export function setLogLevel(level: Level) {
   threshold = LEVELS[level];

@@ -1,7 +1,7 @@
 /**
  * The Address format of API.md §1.5, for requests and answers. A module of its own because EIP-55 checks need
  * keccak-256: a group that never reads or writes an address (secrets) imports nothing from here and so does
- * not carry the hash (tests/bundles.test.ts holds it to that).
+ * not carry the hash (tests/functions/bundles.test.ts holds it to that).
  */
 import * as v from "valibot";
 import { checksumAddress, isAcceptedAddress, isAddressShape } from "../address";

@@ -169,7 +169,7 @@ export function createApp(routes: Route[], options: AppOptions = {}) {
     c.set("requestId", requestId);
     // Prepared headers make every response Hono builds (c.json, c.body) carry a Headers object. The node host's
     // lightweight Response keeps later header changes only in that object, and HEAD rebuilds the response
-    // from it: with a plain header record the changes below would be lost (tests/hostile-input.test.ts).
+    // from it: with a plain header record the changes below would be lost (tests/http/hostile-input.test.ts).
     c.header("X-Request-Id", requestId);
     c.header("X-Api-Version", "4");
     await next();

@@ -5,12 +5,12 @@
  * are named rather than all installed so that a function bundles only the adapters it uses: an installer a
  * function does not name is dropped from its bundle, and the scheduler's, whose adapters bring the fire and
  * croner, lives in a module of its own (./wire-aws-scheduler.ts) that only the functions naming it import
- * (tests/bundles.test.ts: the secrets function carries no EventBridge client and no croner). The local host's
+ * (tests/functions/bundles.test.ts: the secrets function carries no EventBridge client and no croner). The local host's
  * wiring is ./wire-local.ts.
  */
 import type { Context } from "aws-lambda";
 import { Resource } from "sst";
-import { inInvocation } from "../log";
+import { inInvocation, setLogLevel } from "../log";
 import { emitMetrics } from "../metrics";
 import { buildConfig } from "../config";
 import { createRuntime, setRuntime } from "../runtime";
@@ -35,9 +35,9 @@ export type Port = () => void;
 /** The event bus: EventBridge PutEvents to the app's bus, whose rule targets the runner function (infra/bus.ts). */
 export const awsBus: Port = () => void setBus(createEventBridgeBus({ busName: linked.Bus.name }));
 
-/** The cold-start setup of a Lambda instance: the runtime, the answer envelope, then the ports named. */
+/** The cold-start setup of a Lambda instance: the runtime and its log level, the answer envelope, then the ports named. */
 export function wireAws(...ports: Port[]): void {
-  setRuntime(
+  const { config } = setRuntime(
     createRuntime({
       config: buildConfig({
         ...process.env,
@@ -50,6 +50,7 @@ export function wireAws(...ports: Port[]): void {
       }),
     }),
   );
+  setLogLevel(config.logLevel);
   // Answers go out inside the invocation's response envelope, which escapes the body again (page and record budgets).
   setAnswerEnvelope("lambda");
   emitMetrics(process.env.METRICS_NAMESPACE);

@@ -40,7 +40,7 @@ function at(clock: number, limits: Partial<Runtime["config"]["limits"]> = {}): R
   return setRuntime(createRuntime({ config: { ...rt.config, limits: { ...rt.config.limits, ...limits } }, now: () => clock }));
 }
 
-// Race: tests/rate-limit.test.ts "concurrent requests through two instances never allow more than the burst".
+// Race: tests/http/rate-limit.test.ts "concurrent requests through two instances never allow more than the burst".
 describe("rate-limit bucket", () => {
   it("writes the item the hand-written UpdateItem wrote (reset, then advance)", async () => {
     const clock = 1_750_000_000_250;
@@ -64,7 +64,7 @@ describe("rate-limit bucket", () => {
   });
 });
 
-// Race (the cap): tests/stream-slots.test.ts "shares the 20 across two service processes ... concurrent opens".
+// Race (the cap): tests/execution/stream-slots.test.ts "shares the 20 across two service processes ... concurrent opens".
 describe("stream slot", () => {
   const owner = "0x00000000000000000000000000000000000000Aa";
 
@@ -99,7 +99,7 @@ describe("stream slot", () => {
   });
 });
 
-// Races (the cap): tests/secrets.test.ts "10 concurrent creates never exceed the cap" and "concurrent creates,
+// Races (the cap): tests/secret/secrets.test.ts "10 concurrent creates never exceed the cap" and "concurrent creates,
 // replaces and deletes of the same names keep the counter exact".
 describe("secret", () => {
   const owner = "0x00000000000000000000000000000000000000Bb";
@@ -157,7 +157,7 @@ describe("secret", () => {
   });
 });
 
-// Race (the cap): tests/wallets.test.ts "holds the cap under 20 concurrent creates".
+// Race (the cap): tests/wallet/wallets.test.ts "holds the cap under 20 concurrent creates".
 describe("wallet", () => {
   const owner = "0x00000000000000000000000000000000000000Cc";
   const address = "0x000000000000000000000000000000000000dEaD";
@@ -250,7 +250,7 @@ describe("withdrawal", () => {
   });
 });
 
-// Races (the caps): tests/sponsorship.test.ts "grants exactly 10 of 20 concurrent reservations ..." and the
+// Races (the caps): tests/wallet/sponsorship.test.ts "grants exactly 10 of 20 concurrent reservations ..." and the
 // two-client, hour-boundary and chain-shard cases there.
 describe("sponsored-gas counter", () => {
   it("writes the item the hand-written UpdateItems wrote: first bucket, growth, pruning, give-back", async () => {

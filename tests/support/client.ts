@@ -2,13 +2,15 @@
  * JSON calls the way a client makes them, as a signed-in owner: `call` sends a JSON body when one is given and
  * answers status, headers and the parsed body, over the wire to a real server (`jsonClient`) or to an app in
  * process (`appCall`). Over the wire also: `ownerWithWallet` signs a new owner in and registers one wallet (salt
- * `salt` on the default chain), `createWorkflow` creates one for that wallet (201 expected), `waitTerminal` polls
- * an execution until it is no longer pending.
+ * `salt` on the default chain), `createWorkflow` creates one for that wallet (201 expected; the definition's
+ * parts a test leaves out filled in by ./workflows.ts), `waitTerminal` polls an execution until it is no longer
+ * pending.
  */
 import { expect } from "vitest";
 import type { Address } from "viem";
 import { signIn, type RequestTarget, type SignedIn } from "./auth";
 import { httpTarget } from "./server";
+import { manualWorkflow } from "./workflows";
 
 export type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -53,9 +55,9 @@ export function jsonClient(baseUrl: () => string) {
     return { ...who, wallet: res.body.address as Address };
   }
 
-  /** POST /workflows of `body` for `who`'s wallet; answers the created workflow. */
-  async function createWorkflow(who: Owner, body: Json): Promise<Json> {
-    const res = await call(who, "POST", "/workflows", { smartWalletAddress: who.wallet, ...body });
+  /** POST /workflows of `parts` over manualWorkflow() for `who`'s wallet; answers the created workflow. */
+  async function createWorkflow(who: Owner, parts: Json = {}): Promise<Json> {
+    const res = await call(who, "POST", "/workflows", { smartWalletAddress: who.wallet, ...manualWorkflow(parts) });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
     return res.body;
   }

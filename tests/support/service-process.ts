@@ -7,6 +7,7 @@
  *   node --import tsx tests/support/service-process.ts
  */
 import { buildConfig } from "../../shared/config";
+import { setLogLevel } from "../../shared/log";
 import { createRuntime, setRuntime } from "../../shared/runtime";
 import { createServiceApp } from "../../shared/service/app";
 import { configureStreamLeases } from "../../shared/execution/stream-slots";
@@ -23,7 +24,8 @@ configureStreamLeases({
   ...(heartbeatMs !== undefined && { heartbeatMs }),
   ...(idleMs !== undefined && { idleMs }),
 });
-setRuntime(createRuntime({ config: buildConfig() }));
+const { config } = setRuntime(createRuntime({ config: buildConfig() }));
+setLogLevel(config.logLevel);
 wireLocal();
 const server = await serveApp(createServiceApp(), { port: 0, hostname: "127.0.0.1" });
 process.stdout.write(`${JSON.stringify({ port: server.port })}\n`);
