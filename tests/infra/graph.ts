@@ -6,6 +6,7 @@
  *
  * Needs SST's platform in `.sst/platform` (`.ci/sst-platform` installs it: `sst install`, about a minute).
  */
+import { beforeAll } from "vitest";
 import { build } from "esbuild";
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -117,4 +118,24 @@ export async function buildGraph({ stage = "test", secrets = DEFAULT_SECRETS }: 
     rmSync(outfile, { force: true });
     rmSync(work, { recursive: true, force: true });
   }
+}
+
+/** The stage's graph, built once before a test file's tests, and lookups into it by type and by name. */
+export function stageGraph(options?: GraphOptions) {
+  let graph: Graph | undefined;
+  beforeAll(async () => {
+    ensurePlatform();
+    graph = await buildGraph(options);
+  }, 300_000);
+  const built = (): Graph => {
+    if (!graph) throw new Error("the stage's graph is built in beforeAll");
+    return graph;
+  };
+  const ofType = (type: string) => built().resources.filter((r) => r.type === type);
+  const one = (type: string, name: string): GraphResource => {
+    const found = built().resources.find((r) => r.type === type && r.name === name);
+    if (!found) throw new Error(`no ${type} named ${name}`);
+    return found;
+  };
+  return { graph: built, ofType, one };
 }

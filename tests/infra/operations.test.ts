@@ -2,22 +2,10 @@
  * What an operator of a stage gets (infra/tracing.ts, infra/alarms.ts, the workers' failure destinations), read
  * from the resource graph that `sst.config.ts` builds without AWS (tests/infra/graph.ts).
  */
-import { beforeAll, describe, expect, it } from "vitest";
-import { buildGraph, ensurePlatform, type Graph, type GraphResource } from "./graph";
+import { describe, expect, it } from "vitest";
+import { stageGraph } from "./graph";
 
-let graph: Graph;
-
-beforeAll(async () => {
-  ensurePlatform();
-  graph = await buildGraph();
-}, 300_000);
-
-const ofType = (type: string) => graph.resources.filter((r) => r.type === type);
-const one = (type: string, name: string): GraphResource => {
-  const found = graph.resources.find((r) => r.type === type && r.name === name);
-  if (!found) throw new Error(`no ${type} named ${name}`);
-  return found;
-};
+const { ofType, one } = stageGraph();
 const alarms = () => ofType("aws:cloudwatch/metricAlarm:MetricAlarm");
 const alarmOn = (metric: string, dimensions: Record<string, unknown>) =>
   alarms().filter(

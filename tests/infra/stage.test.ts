@@ -2,26 +2,14 @@
  * What a deploy of a stage creates, read from the resource graph that `sst.config.ts` builds against Pulumi's
  * mocks (tests/infra/graph.ts): no AWS account, the same SST components and provider a deploy runs.
  */
-import { beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createPublicKey } from "node:crypto";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { DEFAULT_SECRETS, ROOT, buildGraph, ensurePlatform, type Graph, type GraphResource } from "./graph";
+import { DEFAULT_SECRETS, ROOT, stageGraph } from "./graph";
 
-let graph: Graph;
-
-beforeAll(async () => {
-  ensurePlatform();
-  graph = await buildGraph();
-}, 300_000);
-
-const ofType = (type: string) => graph.resources.filter((r) => r.type === type);
+const { graph, ofType, one } = stageGraph();
 const lambdas = () => ofType("aws:lambda/function:Function");
-const one = (type: string, name: string): GraphResource => {
-  const found = graph.resources.find((r) => r.type === type && r.name === name);
-  if (!found) throw new Error(`no ${type} named ${name}`);
-  return found;
-};
 
 /** Each function the stage deploys (SST's component name) and its entry point. */
 const FUNCTIONS: Record<string, string> = {
@@ -69,7 +57,7 @@ const MANAGE_SCHEDULES = [...STOP_SCHEDULES, "scheduler:CreateSchedule", "iam:Pa
 
 describe("functions: one per endpoint group, plus the workers and the stream", () => {
   it("deploys exactly these functions, each built from its entry point in functions/", () => {
-    const built = Object.fromEntries(graph.builds.map((b) => [b.functionID, b.handler]));
+    const built = Object.fromEntries(graph().builds.map((b) => [b.functionID, b.handler]));
     expect(built).toEqual(FUNCTIONS);
     for (const handler of Object.values(FUNCTIONS)) expect(existsSync(join(ROOT, handler.replace(/\.handler$/, ".ts")))).toBe(true);
     expect(lambdas()).toHaveLength(Object.keys(FUNCTIONS).length);
@@ -136,7 +124,7 @@ describe("functions: one per endpoint group, plus the workers and the stream", (
 
 describe("least privilege: links, IAM actions, settings", () => {
   it("links each function to what it uses only; only sign-in (core) to the JWT signing key", () => {
-    const links = Object.fromEntries(graph.builds.map((b) => [b.functionID, Object.keys(b.links).sort()]));
+    const links = Object.fromEntries(graph().builds.map((b) => [b.functionID, Object.keys(b.links).sort()]));
     expect(links).toEqual({
       ApiCore: ["Chains", "JwtSigningKey", "RouterSecret", "Table"],
       ApiSecrets: ["RouterSecret", "Table"],
