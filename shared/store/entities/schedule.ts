@@ -6,7 +6,7 @@
  */
 import { defineEntity } from "../entity";
 import { set, when } from "../expression";
-import { Index, isConditionFailure } from "../table";
+import { Index, landed } from "../table";
 
 const DUE = "SCHEDULE#due";
 const pad = (ms: number) => String(ms).padStart(15, "0");
@@ -52,20 +52,10 @@ export async function earliestSchedule(): Promise<number | undefined> {
  */
 export async function advanceSchedule(workflowId: string, from: number, next: number, owner: string): Promise<boolean> {
   const actions = [set("nextFireAt", next), set("gsi2sk", dueKey(next, workflowId).gsi2sk), set("owner", owner)];
-  return conditional(ScheduleItem.update(workflowId, actions, { if: when.eq("nextFireAt", from) }));
+  return landed(ScheduleItem.update(workflowId, actions, { if: when.eq("nextFireAt", from) }));
 }
 
 /** Removes the item after its last fire at `from`; false when it no longer stands at `from`. */
 export async function dropSchedule(workflowId: string, from: number): Promise<boolean> {
-  return conditional(ScheduleItem.delete(workflowId, { if: when.eq("nextFireAt", from) }));
-}
-
-async function conditional(write: Promise<unknown>): Promise<boolean> {
-  try {
-    await write;
-    return true;
-  } catch (err) {
-    if (isConditionFailure(err)) return false;
-    throw err;
-  }
+  return landed(ScheduleItem.delete(workflowId, { if: when.eq("nextFireAt", from) }));
 }
