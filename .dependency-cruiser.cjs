@@ -111,6 +111,8 @@ const unplacedRules = [
 /**
  * No barrels: every import names the module that defines what it imports, so shared/ has no index.ts (a folder's
  * modules are named for what they hold). An index file is an error whether it imports, is imported or neither.
+ * Re-exports (a same-name file passing on its neighbours' names) are forbidden too:
+ * tests/structure/re-exports.unit.test.ts enforces that.
  */
 const INDEX = { path: "^shared/(index|.*/index)[.][cm]?[jt]s$" };
 const indexRules = [

@@ -11,9 +11,9 @@
  */
 import { currentBus, setBus } from "../shared/execution/bus/install";
 import { type EventBus } from "../shared/execution/bus/event-bus";
-import { claimStats } from "../shared/workflow/workflow";
 import { createOneNodeWorkflow, newOwner, note, type BenchContext } from "./workflows";
 import { stat } from "./stats";
+import { claimStats } from "../shared/workflow/claim";
 
 const BURST = 20;
 

@@ -12,10 +12,11 @@
  *
  *   BENCH_CRON_ROUNDS (default min(200, BENCH_ROUNDS)).
  */
-import { cronFires, validateDefinition } from "../shared/workflow/definition";
+import { validateDefinition } from "../shared/workflow/definition";
 import { cronMinimumGap } from "../shared/workflow/cron-gap";
-import { DEFAULT_LIMITS } from "../shared/workflow/schemas";
 import { stat, statCells, type Stat } from "./stats";
+import { cronFires } from "../shared/workflow/chain-rules";
+import { DEFAULT_LIMITS } from "../shared/kinds/support/schema-kit";
 
 type Report = (name: string, stat: Stat, baselineName: string, baseline: Stat) => void;
 

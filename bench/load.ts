@@ -19,16 +19,16 @@
  *   BENCH_LOAD_N (default 300), BENCH_LOAD_C (default 20), BENCH_LOAD_COUNT_ROUNDS (default 10).
  */
 import { ulid } from "ulid";
-import { setRuntime, type Runtime } from "../shared/runtime";
 import { currentBus, setBus } from "../shared/execution/bus/install";
 import { createInProcessBus } from "../shared/execution/bus/in-process";
 import { withRunner } from "../shared/execution/runner";
-import { claimStats } from "../shared/workflow/workflow";
 import { createOneNodeWorkflow, newOwner, note, type BenchContext, type Owner } from "./workflows";
 import { sameWriteEveryTime, withIdReplaced } from "./replay";
 import { stat } from "./stats";
 import { SandboxSession } from "../shared/sandbox/session";
 import { sandboxPool } from "../shared/sandbox/pool";
+import { setRuntime, type Runtime } from "../shared/current-runtime";
+import { claimStats } from "../shared/workflow/claim";
 
 const REQUEST_GOAL = 5;
 const THROUGHPUT_GOAL = 0.5;

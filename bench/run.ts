@@ -20,7 +20,7 @@ import { startLocalStack } from "../local/stack";
 import { freePort } from "../local/processes";
 import { signInWithAccount } from "../local/client";
 import { buildConfig } from "../shared/config";
-import { createRuntime, setRuntime, type Runtime } from "../shared/runtime";
+import { createRuntime } from "../shared/runtime";
 import { ensureTable } from "../shared/store/table";
 import { createServiceApp } from "../shared/service/app";
 import { wireLocal } from "../shared/service/wire-local";
@@ -30,6 +30,7 @@ import { publicClient, bundlerClient, controllerSigner } from "../shared/chain/c
 import { executeUserOperation } from "../shared/chain/userop";
 import { stat, statCells, type Stat } from "./stats";
 import { sameWriteEveryTime } from "./replay";
+import { setRuntime, type Runtime } from "../shared/current-runtime";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 200);
 const CHAIN_ROUNDS = Number(process.env.BENCH_CHAIN_ROUNDS ?? 15);

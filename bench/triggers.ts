@@ -29,18 +29,21 @@ import {
 } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { signInWithAccount } from "../local/client";
-import { setRuntime, type Runtime } from "../shared/runtime";
 import { chainSettings, publicClient } from "../shared/chain/chains";
 import { currentBus, setBus } from "../shared/execution/bus/install";
 import { type BusEvent, type EventBus } from "../shared/execution/bus/event-bus";
-import * as Executions from "../shared/execution/execution";
 import { createLocalScheduler } from "../shared/workflow/scheduler/local";
 import { setScheduler } from "../shared/workflow/scheduler/install";
-import { mergedFilter, release, startWatching, watchChain } from "../shared/watch/watcher";
 import { unwatch, watch, type ChainTrigger } from "../shared/workflow/watch-registry";
 import type { BenchContext } from "./workflows";
 import { interleaved, stat, timed, type Round } from "./stats";
 import { fireTimeTrigger } from "../shared/execution/time-fire";
+import { setRuntime, type Runtime } from "../shared/current-runtime";
+import { getRecord } from "../shared/execution/execution-read";
+import { mergedFilter } from "../shared/watch/match";
+import { release } from "../shared/watch/checkpoint";
+import { startWatching } from "../shared/watch/loop";
+import { watchChain } from "../shared/watch/pass";
 
 export async function benchTriggers(ctx: BenchContext): Promise<void> {
   const rounds = Number(process.env.BENCH_TRIGGER_ROUNDS ?? Math.min(40, Number(process.env.BENCH_ROUNDS ?? 40)));
@@ -140,7 +143,7 @@ async function deleteWorkflow(base: string, who: Owner, id: string) {
 }
 
 const triggerData = async (workflowId: string, executionId: string) => {
-  const record = await Executions.getRecord(workflowId, executionId);
+  const record = await getRecord(workflowId, executionId);
   const execution = record?.execution as unknown as { status: string; steps: { output: { data: Record<string, unknown> } }[] } | undefined;
   if (!execution || !["pending", "started"].includes(execution.status))
     throw new Error(`execution ${executionId}: ${execution?.status ?? "missing"}`);

@@ -10,10 +10,10 @@
  *
  *   BENCH_WAIT_ROUNDS (default min(40, BENCH_ROUNDS)). Goal: signal → next node ≤ 50 ms p50 locally.
  */
-import { setRuntime, type Runtime } from "../shared/runtime";
 import type { BenchContext } from "./workflows";
 import { newOwner, type Owner } from "./workflows";
 import { interleaved, type Round } from "./stats";
+import { setRuntime, type Runtime } from "../shared/current-runtime";
 
 const SIGNAL_GOAL_MS = 50;
 

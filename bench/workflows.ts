@@ -20,13 +20,9 @@ import type { Address } from "viem";
 import { ulid } from "ulid";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { signInWithAccount } from "../local/client";
-import { setRuntime, type Runtime } from "../shared/runtime";
 import { Keys } from "../shared/store/item-keys";
 import { validateDefinition } from "../shared/workflow/definition";
 import { compileGraph } from "../shared/workflow/graph";
-import { DEFAULT_LIMITS } from "../shared/workflow/schemas";
-import * as Workflow from "../shared/workflow/workflow";
-import * as Executions from "../shared/execution/execution";
 import { runWorkflow } from "../shared/engine/run";
 import { SandboxSession } from "../shared/sandbox/session";
 import type { RunInput } from "../shared/engine/types";
@@ -36,6 +32,13 @@ import { runVariables, stepVariables } from "../shared/engine/variables";
 import { isSuspend, type NodeEnv, type NodeResult } from "../shared/kinds/kind";
 import { kinds } from "../shared/kinds/kinds";
 import { interleaved, timed, type Stat } from "./stats";
+import { setRuntime, type Runtime } from "../shared/current-runtime";
+import { DEFAULT_LIMITS } from "../shared/kinds/support/schema-kit";
+import { type WorkflowRecord } from "../shared/workflow/record";
+import { claim } from "../shared/workflow/claim";
+import { getForRun } from "../shared/workflow/stored";
+import { readSummary } from "../shared/execution/execution-read";
+import * as ExecutionWrite from "../shared/execution/execution-write";
 
 /** What bench/run.ts lends: its server, runtime and table. */
 export interface BenchContext {
@@ -295,14 +298,14 @@ export async function createOneNodeWorkflow(base: string, who: Owner): Promise<s
 }
 
 /** Claims a pending execution of the workflow the way the trigger does, without handing it to any runner. */
-async function claimPending(workflowId: string): Promise<{ id: string; workflow: Workflow.WorkflowRecord }> {
+async function claimPending(workflowId: string): Promise<{ id: string; workflow: WorkflowRecord }> {
   const now = Date.now();
   let id = "";
-  const { workflow } = await Workflow.claim(workflowId, {
+  const { workflow } = await claim(workflowId, {
     now,
     execution: (index, claimed) => {
       id = ulid(now);
-      return Executions.pendingItem({
+      return ExecutionWrite.pendingItem({
         workflowId: claimed.id,
         owner: claimed.owner,
         chainId: claimed.chainId,
@@ -327,7 +330,7 @@ async function claimPending(workflowId: string): Promise<{ id: string; workflow:
   return { id, workflow };
 }
 
-const runOf = (workflow: Workflow.WorkflowRecord, executionId: string): RunInput => {
+const runOf = (workflow: WorkflowRecord, executionId: string): RunInput => {
   const { trigger, nodes, edges, inputVariables, chainId } = workflow;
   return {
     mode: "run",
@@ -372,7 +375,7 @@ async function benchNodeRun(ctx: BenchContext, rounds: number, who: Owner) {
 
 async function benchBlockingTrigger(ctx: BenchContext, rounds: number, who: Owner, workflowId: string) {
   const { runtime } = ctx;
-  const workflow = (await Workflow.getForRun(workflowId))!;
+  const workflow = (await getForRun(workflowId))!;
   let kinds: string[] = [];
   const recorder = {
     send: (command: object) => (kinds.push(command.constructor.name.replace(/Command$/, "")), runtime.db.send(command as never)),
@@ -397,7 +400,7 @@ async function benchBlockingTrigger(ctx: BenchContext, rounds: number, who: Owne
     const { id, workflow: claimed } = await claimPending(workflowId);
     const result = await runWorkflow(runOf(claimed, id));
     if (result.status === "waiting") throw new Error("the bench workflow has no await node");
-    if (!(await Executions.finish(workflowId, id, { status: result.status, endAt: result.endAt, cogs: result.cogs })))
+    if (!(await ExecutionWrite.finish(workflowId, id, { status: result.status, endAt: result.endAt, cogs: result.cogs })))
       throw new Error("finish: not pending");
   });
 
@@ -424,7 +427,7 @@ async function benchBlockingTrigger(ctx: BenchContext, rounds: number, who: Owne
  * least any reader learning of the change must spend.
  */
 async function benchStream(ctx: BenchContext, rounds: number, who: Owner, workflowId: string) {
-  const finish = (id: string) => Executions.finish(workflowId, id, { status: "success", endAt: Date.now() });
+  const finish = (id: string) => ExecutionWrite.finish(workflowId, id, { status: "success", endAt: Date.now() });
   const finishElsewhere = (id: string) =>
     ctx.runtime.db.send(
       new UpdateCommand({
@@ -437,7 +440,7 @@ async function benchStream(ctx: BenchContext, rounds: number, who: Owner, workfl
       }),
     );
   const observed = async (id: string) => {
-    const found = await Executions.readSummary(workflowId, id);
+    const found = await readSummary(workflowId, id);
     if (found?.summary.status !== "success") throw new Error(`GetItem saw ${found?.summary.status}`);
   };
 

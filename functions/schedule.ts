@@ -8,9 +8,9 @@ import { awsBus, invocation, wireAws } from "../shared/service/wire-aws";
 import { awsScheduler } from "../shared/service/wire-aws-scheduler";
 import { setScheduler } from "../shared/workflow/scheduler/install";
 import { eventBridgeSchedulerFromEnvironment, type EventBridgeScheduler } from "../shared/workflow/scheduler/eventbridge";
-import { useRuntime } from "../shared/runtime";
 import { log } from "../shared/log";
 import { fireTimeTrigger } from "../shared/execution/time-fire";
+import { useRuntime } from "../shared/current-runtime";
 
 wireAws(awsBus, awsScheduler);
 // Made on the first fire, so importing the bundle needs no schedule settings.

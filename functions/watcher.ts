@@ -1,5 +1,5 @@
 /**
- * The chain watcher (shared/watch/watcher.ts), started every minute by infra/watcher.ts: it passes over every
+ * The chain watcher (shared/watch/README.md), started every minute by infra/watcher.ts: it passes over every
  * configured chain about twice per block time and stops just before the next start, so a fire follows its block
  * within about one block time. Each chain's checkpoint lease keeps an overlapping invocation off the same range.
  * Everything it starts is awaited and the leases are released before it returns (nothing runs frozen).
@@ -7,7 +7,7 @@
 import type { Context } from "aws-lambda";
 import { awsBus, invocation, wireAws } from "../shared/service/wire-aws";
 import { awsScheduler } from "../shared/service/wire-aws-scheduler";
-import { startWatching, watchedChains } from "../shared/watch/watcher";
+import { startWatching, watchedChains } from "../shared/watch/loop";
 
 // Fires reach the runner function through the app's bus (infra/bus.ts).
 wireAws(awsBus, awsScheduler);

@@ -3,7 +3,7 @@
  * DATA_DIR, then one @hono/node-server serves every route group on PORT. Ctrl-C stops everything cleanly.
  */
 import { buildConfig } from "../shared/config";
-import { createRuntime, setRuntime } from "../shared/runtime";
+import { createRuntime } from "../shared/runtime";
 import { ensureTable } from "../shared/store/table";
 import { createServiceApp } from "../shared/service/app";
 import { wireLocal } from "../shared/service/wire-local";
@@ -11,11 +11,12 @@ import { setLogLevel } from "../shared/log";
 import { portIsFree } from "./processes";
 import { serveApp } from "./http-server";
 import { startLocalStack } from "./stack";
-import { closeJournals } from "../shared/workflow/workflow";
 import { MAINTENANCE_PASSES, runMaintenance, type MaintenancePass } from "../shared/execution/maintenance";
 import { log } from "../shared/log";
-import { startWatching } from "../shared/watch/watcher";
 import { sandboxPool } from "../shared/sandbox/pool";
+import { setRuntime } from "../shared/current-runtime";
+import { closeJournals } from "../shared/workflow/claim-journal";
+import { startWatching } from "../shared/watch/loop";
 
 async function main() {
   // The pinned AWS SDK runs on Node 20; its notice about later releases needing Node 22 is noise here.

@@ -1,7 +1,7 @@
 /**
  * The runtime the host installed (setRuntime), without the code that builds one. Schema and contract modules
  * read settings through this module, so importing them never loads the AWS SDK clients (shared/runtime.ts
- * builds those and re-exports everything here).
+ * builds those).
  */
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import type { KMSClient } from "@aws-sdk/client-kms";

@@ -9,8 +9,6 @@ import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { buildConfig, type Config } from "./config";
 import { LOCAL_CREDENTIALS, type Runtime } from "./current-runtime";
 
-export { setRuntime, useRuntime, useConfig, type Runtime } from "./current-runtime";
-
 export function createRuntime(
   options: {
     config?: Config;

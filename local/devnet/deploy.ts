@@ -26,12 +26,11 @@ import {
   CREATE2_DEPLOYER,
   CREATE2_DEPLOYER_RUNTIME_CODE,
   ENTRYPOINT_V07_SALT,
-  entryPoint07Abi,
-  entryPoint07Address,
   loadEntryPointArtifact,
   loadVerifyingPaymasterArtifact,
   verifyingPaymasterAbi,
 } from "../../shared/chain/solidity/artifacts";
+import { entryPoint07Abi, entryPoint07Address } from "viem/account-abstraction";
 
 export const DEVNET_CHAIN_ID = 31337;
 /** Well-known anvil dev keys (mnemonic "test test ... junk"). */

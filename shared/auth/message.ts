@@ -16,7 +16,7 @@
  */
 import { ZERO_ADDRESS, checksumAddress, isAcceptedAddress, recoverPersonalSigner } from "../address";
 import { ApiError, type FieldError } from "../errors";
-import { useConfig, useRuntime } from "../runtime";
+import { useConfig, useRuntime } from "../current-runtime";
 
 const AUTH_SENTENCE = "Please sign the below text for ownership verification.";
 /** Prefixes of lines 3-8, in order. */

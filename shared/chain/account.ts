@@ -5,16 +5,8 @@
  */
 import { encodeFunctionData, erc20Abi, getContractAddress, type Address, type Hex, type PublicClient } from "viem";
 import { controlledAccountAbi } from "./solidity/artifacts";
-import {
-  encodeAccountCalls,
-  encodeCreateAccount,
-  getAccountAddress,
-  predictAccountAddress,
-  signUserOperation,
-  type AccountCall,
-  type DigestSigner,
-  type UserOperationV07,
-} from "./userop";
+import { encodeAccountCalls, encodeCreateAccount, getAccountAddress, predictAccountAddress, type AccountCall } from "./userop-account";
+import { signUserOperation, type DigestSigner, type UserOperationV07 } from "./userop-signer";
 
 export interface AccountKind {
   name: string;

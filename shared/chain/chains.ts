@@ -14,12 +14,13 @@ import {
 } from "viem";
 import type { BundlerClient } from "viem/account-abstraction";
 import { ApiError } from "../errors";
-import { useConfig } from "../runtime";
 import { useCaller } from "../context";
 import type { ChainSettings } from "../config";
-import { createBundler, localDigestSigner, type DigestSigner } from "./userop";
 import { kmsDigestSigner } from "./kms-signer";
 import { useKms } from "../envelope/kms";
+import { useConfig } from "../current-runtime";
+import { createBundler } from "./userop-bundler";
+import { localDigestSigner, type DigestSigner } from "./userop-signer";
 
 export const unsupportedChain = (chainId: number) =>
   new ApiError(400, "UNSUPPORTED_CHAIN", `Chain ${chainId} is not supported by this service.`);

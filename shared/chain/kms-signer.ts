@@ -6,7 +6,7 @@
 import { GetPublicKeyCommand, SignCommand, type KMSClient } from "@aws-sdk/client-kms";
 import { secp256k1 } from "@noble/curves/secp256k1";
 import { bytesToHex, hexToBytes, keccak256, getAddress, type Address, type Hex } from "viem";
-import type { DigestSigner } from "./userop";
+import type { DigestSigner } from "./userop-signer";
 
 /** The uncompressed point is the last 65 bytes of the DER SubjectPublicKeyInfo of a secp256k1 key. */
 export function addressFromSpki(spki: Uint8Array): Address {

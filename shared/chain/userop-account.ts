@@ -1,4 +1,4 @@
-/** Account calls and addresses, and building an unsigned user operation (userop.ts re-exports these names). */
+/** Account calls and addresses, and building an unsigned user operation. */
 import {
   BaseError,
   ContractFunctionRevertedError,

@@ -1,4 +1,4 @@
-/** The bundler: client, gas estimation, sending, receipts (userop.ts re-exports these names). */
+/** The bundler: client, gas estimation, sending, receipts. */
 import { http, type Address, type Hex, type StateOverride } from "viem";
 import { createBundlerClient, entryPoint07Address, type BundlerClient, type UserOperationReceipt } from "viem/account-abstraction";
 import type { UserOperationV07 } from "./userop-signer";

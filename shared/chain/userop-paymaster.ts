@@ -1,4 +1,4 @@
-/** Sponsoring a user operation with the VerifyingPaymaster (userop.ts re-exports these names). */
+/** Sponsoring a user operation with the VerifyingPaymaster. */
 import { concat, encodeAbiParameters, keccak256, numberToHex, pad, slice, type Address, type Hex } from "viem";
 import { toPackedUserOperation } from "viem/account-abstraction";
 import { DUMMY_SIGNATURE, signHashEip191, type DigestSigner, type UserOperationV07 } from "./userop-signer";

@@ -1,5 +1,5 @@
 /**
- * Signers and signing of user operations (userop.ts re-exports these names): both the account and the paymaster
+ * Signers and signing of user operations: both the account and the paymaster
  * check an ECDSA signature over the EIP-191 message of a 32-byte hash, so signers only need `signDigest`.
  */
 import { hashMessage, type Address, type Hex } from "viem";

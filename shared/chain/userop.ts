@@ -23,27 +23,6 @@ import { buildUserOperation, type BuildUserOperationParams } from "./userop-acco
 import { sponsorUserOperation, withVerifyingPaymasterStub } from "./userop-paymaster";
 import { estimateUserOperationGas, sendUserOperation, waitForUserOperationReceipt } from "./userop-bundler";
 
-export {
-  type UserOperationV07,
-  type DigestSigner,
-  localDigestSigner,
-  DUMMY_SIGNATURE,
-  getUserOperationHashV07,
-  signUserOperation,
-} from "./userop-signer";
-export {
-  type AccountCall,
-  encodeAccountCalls,
-  encodeCreateAccount,
-  getAccountAddress,
-  predictAccountAddress,
-  getSenderAddress,
-  getUserOperationFees,
-  buildUserOperation,
-} from "./userop-account";
-export { packPaymasterAndData, getVerifyingPaymasterHash, withVerifyingPaymasterStub, sponsorUserOperation } from "./userop-paymaster";
-export { createBundler, estimateUserOperationGas, sendUserOperation, waitForUserOperationReceipt } from "./userop-bundler";
-
 // ---------------------------------------------------------------------------------------------
 // All in one
 

@@ -3,10 +3,10 @@
  * Only the kinds' shapes are needed to classify nodes, so a function that claims executions (the sweeper, the
  * schedule target) bundles no runner and no chain client for it.
  */
-import { useConfig } from "../runtime";
 import { shapes as defaultShapes } from "../kinds/shapes";
 import type { Shapes } from "../kinds/registry";
 import type { Fee, ValueFee } from "./schemas";
+import { useConfig } from "../current-runtime";
 
 /** `{amount: execution_fee_usd, unit: "USD"}`. */
 export function executionFee(): Fee {

@@ -7,15 +7,15 @@
 import { randomBytes } from "node:crypto";
 import { getAddress, type Address, type PublicClient } from "viem";
 import { chainSettings, isKnownFactory, publicClient } from "../chain/chains";
-import { encodeAccountCalls, encodeCreateAccount } from "../chain/userop";
 import { upstreamError } from "../chain/upstream";
-import { partChainId } from "../workflow/definition";
 import { get as getWallet } from "../wallet/wallet";
 import { kinds as defaultKinds } from "../kinds/kinds";
 import { type Registry } from "../kinds/registry";
 import type { WriteCost } from "../kinds/kind";
 import type { Cost, FeeEstimate } from "./schemas";
 import { executionFee, valueFeeFor } from "./fee-rules";
+import { encodeAccountCalls, encodeCreateAccount } from "../chain/userop-account";
+import { partChainId } from "../kinds/support/schema-kit";
 
 /** Gas units when estimation is impossible (API.md §9.6): each writing kind's fallback, and the wallet's creation. */
 export const FALLBACK_GAS = {

@@ -6,12 +6,12 @@
  */
 import type { Config } from "../config";
 import type { Cost, Step } from "./schemas";
-import type { Node } from "../workflow/schemas";
 import { createRedactor, type Redactor } from "../secret/redact";
 import { ExecutionBudget } from "./budget";
 import { JsonText, stringify } from "../json-text";
 import { SandboxSession } from "../sandbox/session";
 import type { EndedWait, RunInput, RunResult, RunSnapshot } from "./types";
+import type { Node } from "../kinds/shapes";
 
 const DEFAULT_STOP_REASON = "execution stopped";
 const DEFAULT_DEADLINE_REASON = "execution timed out";

@@ -27,12 +27,9 @@
  * settling (each step settles and records itself), again; when none runs and waits are open, ask the host.
  */
 import type { Address } from "viem";
-import { useRuntime, type Runtime } from "../runtime";
 import { log } from "../log";
 import type { Config } from "../config";
-import type { Cost, Step, StepErrorCode } from "./schemas";
-import type { Node } from "../workflow/schemas";
-import { partChainId } from "../workflow/definition";
+import type { Cost, Step } from "./schemas";
 import { OutboundError } from "../outbound/types";
 import { TemplateUnresolvedError, renderConfig, renderString, resolvePath, wholeTemplatePath, type Variables } from "../templates";
 import { createRedactor } from "../secret/redact";
@@ -46,8 +43,10 @@ import { isSuspend, StepFailure, type Gas, type NodeEnv, type NodeOutcome, type 
 import type { Registry } from "../kinds/registry";
 import type { RunInput, RunResult } from "./types";
 import { RunState } from "./run-state";
-
-export { INTERNAL_ERROR } from "./run-state";
+import { useRuntime, type Runtime } from "../current-runtime";
+import type { StepErrorCode } from "../kinds/kind";
+import type { Node } from "../kinds/shapes";
+import { partChainId } from "../kinds/support/schema-kit";
 
 interface Failure {
   code: StepErrorCode;

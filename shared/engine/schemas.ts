@@ -13,7 +13,6 @@ export type ExecutionStatus = (typeof EXECUTION_STATUSES)[number];
 export const isTerminal = (status: ExecutionStatus) => status !== "pending" && status !== "waiting";
 
 /** Step `errorCode` values (API.md §10.2), declared with the kinds that fail with them. */
-export { type StepErrorCode } from "../kinds/kind";
 
 // ---------------------------------------------------------------------------------------------------------
 // Fees (§9)

@@ -5,14 +5,14 @@
  */
 import type { Address } from "viem";
 import type { Cost, ExecutionStatus, Step } from "./schemas";
-import type { Trigger, Node, Edge } from "../workflow/schemas";
+import type { Edge } from "../workflow/schemas";
 import type { CompiledGraph } from "../workflow/graph";
 import type { Registry } from "../kinds/registry";
 import type { Suspension } from "../kinds/kind";
 
 /** The sending port: declared by the sender's module (shared/wallet/send.ts), which the engine sits above. */
 import type { SendCalls } from "../wallet/send";
-export type { SendOutcome, SendCalls } from "../wallet/send";
+import type { Trigger, Node } from "../kinds/shapes";
 
 /** The normalised definition a run executes (from shared/workflow/definition.ts). */
 export interface RunDefinition {

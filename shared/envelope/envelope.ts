@@ -13,10 +13,10 @@
  */
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import { DecryptCommand, GenerateDataKeyCommand } from "@aws-sdk/client-kms";
-import { useRuntime } from "../runtime";
 import { useKms } from "./kms";
 import { ApiError, upstreamUnavailable } from "../errors";
 import { log } from "../log";
+import { useRuntime } from "../current-runtime";
 
 export interface Sealed {
   /** The data key wrapped by KMS (base64 CiphertextBlob). */

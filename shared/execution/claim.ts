@@ -9,14 +9,17 @@ import { ulid } from "ulid";
 import type { Address } from "viem";
 import { ApiError } from "../errors";
 import { log } from "../log";
-import { useRuntime } from "../runtime";
-import * as Workflow from "../workflow/workflow";
-import type { Trigger } from "../workflow/schemas";
 import { executionFee, valueFeeFor } from "../engine/fee-rules";
-import * as Executions from "./execution";
 import { requireBus } from "./bus/install";
 import { readRunInput, runInputStorage, writeRunInputParts, type RunRequest } from "./run-input";
-import type { Step } from "./schemas";
+import { useRuntime } from "../current-runtime";
+import { type WorkflowRecord } from "../workflow/record";
+import { type RunClaimBuilder, recoverRunClaim, recoverClaims } from "../workflow/claim-recovery";
+import { recordOutcome } from "../workflow/outcome";
+import type { Trigger } from "../kinds/shapes";
+import { pendingItem, finish } from "./execution-write";
+import type { Step } from "../engine/schemas";
+import * as WorkflowClaim from "../workflow/claim";
 
 export interface ClaimRequest {
   now: number;
@@ -32,7 +35,7 @@ export interface ClaimRequest {
   /** What the runner receives: the trigger output to run with (absent: read at run time) and `triggerInput`. */
   runInput: RunRequest;
   /** The workflow as the caller has just read it (strongly consistent), to save the claim its own read. */
-  workflow?: Workflow.WorkflowRecord;
+  workflow?: WorkflowRecord;
   /** `workflow` is the process's cached copy (Workflow.cachedForTrigger): its mutable members are not trusted. */
   cached?: boolean;
   /** The execution's id, chosen by the caller (an Idempotency-Key's operation); default a new ULID of `now`. */
@@ -67,7 +70,7 @@ export async function claimExecution(workflowId: string, request: ClaimRequest):
       const storage = await runInputStorage(executionId, request.runInput);
       discard = storage.discard;
       const stepOutput = request.stepOutput ?? request.runInput.triggerOutput ?? { data: null };
-      const { workflow } = await Workflow.claim(workflowId, {
+      const { workflow } = await WorkflowClaim.claim(workflowId, {
         ...common,
         fire: request.fire,
         execution: (index, claimed) => ({ ...pendingExecution(claimed, executionId, index, now, stepOutput), ...storage.attributes }),
@@ -78,7 +81,7 @@ export async function claimExecution(workflowId: string, request: ClaimRequest):
     } else {
       const kept = await keptRunInput(executionId, request.runInput);
       discard = kept.discard;
-      await Workflow.claim(workflowId, {
+      await WorkflowClaim.claim(workflowId, {
         ...common,
         runInput: kept.runInput,
         execution: (index, claimed) => runExecutionItem(claimed, executionId, index, now, request.runInput, kept.attributes),
@@ -87,7 +90,7 @@ export async function claimExecution(workflowId: string, request: ClaimRequest):
   } catch (err) {
     // Only a refusal means nothing was claimed. After any other failure the claim may have landed, and the
     // sweeper's recovery may still write the execution with these parts.
-    if (err instanceof ApiError || err instanceof Workflow.DuplicateFire) await discard();
+    if (err instanceof ApiError || err instanceof WorkflowClaim.DuplicateFire) await discard();
     throw err;
   }
   return executionId;
@@ -101,9 +104,9 @@ export async function claimExecution(workflowId: string, request: ClaimRequest):
 async function keptRunInput(
   executionId: string,
   request: RunRequest,
-): Promise<{ runInput: Workflow.KeptRunInput; attributes: Record<string, unknown>; discard: () => Promise<void> }> {
+): Promise<{ runInput: WorkflowClaim.KeptRunInput; attributes: Record<string, unknown>; discard: () => Promise<void> }> {
   const json = JSON.stringify(request);
-  if (Buffer.byteLength(json, "utf8") <= Workflow.INLINE_CLAIM_INPUT_BYTES)
+  if (Buffer.byteLength(json, "utf8") <= WorkflowClaim.INLINE_CLAIM_INPUT_BYTES)
     return { runInput: json, attributes: { runInput: json }, discard: async () => {} };
   const storage = await runInputStorage(executionId, request);
   if ("runInputParts" in storage.attributes) return { runInput: Number(storage.attributes.runInputParts), ...storage };
@@ -113,7 +116,7 @@ async function keptRunInput(
 
 /** The `pending` execution item of a manual claim: its trigger step's output is the run input's (§8.8.7). */
 function runExecutionItem(
-  workflow: Workflow.WorkflowRecord,
+  workflow: WorkflowRecord,
   executionId: string,
   index: number,
   at: number,
@@ -124,8 +127,8 @@ function runExecutionItem(
   return { ...pendingExecution(workflow, executionId, index, at, request.triggerOutput ?? { data: null }), ...runInput };
 }
 
-function pendingExecution(workflow: Workflow.WorkflowRecord, id: string, index: number, at: number, stepOutput: Record<string, unknown>) {
-  return Executions.pendingItem({
+function pendingExecution(workflow: WorkflowRecord, id: string, index: number, at: number, stepOutput: Record<string, unknown>) {
+  return pendingItem({
     workflowId: workflow.id,
     owner: workflow.owner,
     chainId: workflow.chainId,
@@ -142,7 +145,7 @@ function pendingExecution(workflow: Workflow.WorkflowRecord, id: string, index: 
  * The sweeper's builder (Workflow.recoverClaims): the execution item of a manual claim a crash interrupted, from the
  * workflow as stored, its index and the run input kept beside its marker: the item the claim would have written.
  */
-const rebuildExecution: Workflow.RunClaimBuilder = async ({ workflow, executionId, index, at, runInput }) => {
+const rebuildExecution: RunClaimBuilder = async ({ workflow, executionId, index, at, runInput }) => {
   const attributes = typeof runInput === "number" ? { runInputParts: runInput } : { runInput };
   const request = await readRunInput(executionId, attributes);
   return runExecutionItem(workflow, executionId, index, at, request, attributes);
@@ -173,8 +176,8 @@ export async function handOver(workflowId: string, executionId: string, owner?: 
   } catch (err) {
     log.error("could not publish execution.requested", { workflowId, executionId, error: (err as Error).message });
     const endAt = useRuntime().now();
-    if (await Executions.finish(workflowId, executionId, { status: "error", error: "the run could not be handed to a runner", endAt })) {
-      await Workflow.recordOutcome(workflowId, "error", endAt);
+    if (await finish(workflowId, executionId, { status: "error", error: "the run could not be handed to a runner", endAt })) {
+      await recordOutcome(workflowId, "error", endAt);
     }
     return false;
   }
@@ -186,7 +189,7 @@ export async function handOver(workflowId: string, executionId: string, owner?: 
  * sweeper would (true), or never claimed (false: the repeat claims it under the same id).
  */
 export async function recoverClaimedExecution(workflowId: string, executionId: string): Promise<boolean> {
-  const found = await Workflow.recoverRunClaim(workflowId, executionId, rebuildExecution);
+  const found = await recoverRunClaim(workflowId, executionId, rebuildExecution);
   if (found === "finished") await handOver(workflowId, executionId);
   return found !== "none";
 }
@@ -196,7 +199,7 @@ export async function recoverClaimedExecution(workflowId: string, executionId: s
  * to a runner. Returns how many.
  */
 export async function recoverInterruptedClaims(now = useRuntime().now()): Promise<number> {
-  const recovered = await Workflow.recoverClaims(now, rebuildExecution);
+  const recovered = await recoverClaims(now, rebuildExecution);
   for (const claim of recovered) await handOver(claim.workflowId, claim.executionId, claim.owner);
   return recovered.length;
 }

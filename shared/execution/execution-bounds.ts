@@ -2,8 +2,9 @@
  * The bounds of what an execution records and answers: a step's output, log and error (API.md §10.2) and a
  * whole record (API.md §18.2).
  */
-import { useRuntime } from "../runtime";
-import type { Execution, Step } from "./schemas";
+import type { Execution } from "./schemas";
+import { useRuntime } from "../current-runtime";
+import type { Step } from "../engine/schemas";
 
 type Limits = ReturnType<typeof useRuntime>["config"]["limits"];
 

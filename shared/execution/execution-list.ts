@@ -3,7 +3,6 @@
  * `max_list_page_bytes` (API.md §18.2); execution.ts describes the storage.
  */
 import { encodeTime } from "ulid";
-import { useRuntime } from "../runtime";
 import { useOwner } from "../context";
 import {
   executionPage,
@@ -16,7 +15,9 @@ import {
 import { PageBudget } from "../http/paging";
 import { assemble, readSteps, type Assembled } from "./execution-read";
 import { lower, storedExecution, type Item, type StoredExecution } from "./execution-stored";
-import type { Execution, ExecutionStatus, Stats } from "./schemas";
+import type { Execution, Stats } from "./schemas";
+import { useRuntime } from "../current-runtime";
+import type { ExecutionStatus } from "../engine/schemas";
 
 /** ULIDs are generated at claim time; the stats window reads ids this much wider than the `startAt` it filters. */
 const ID_CLOCK_MARGIN_MS = 5 * 60_000;

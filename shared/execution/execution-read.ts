@@ -2,17 +2,18 @@
  * Reading an execution's record: the owner's reads, bounded to `max_execution_record_bytes` (API.md §18.2);
  * execution.ts describes the storage.
  */
-import { useRuntime } from "../runtime";
 import { useOwner } from "../context";
 import { notFound } from "../errors";
 import { getExecution } from "../store/entities/execution";
-import { readOutputParts, stepPartPages } from "../store/entities/execution-parts";
+import { readOutputParts, stepPartPages, type StepPart } from "../store/entities/execution-parts";
 import { log } from "../log";
 import { fitEscaped, fitRecord } from "./execution-bounds";
 import { answerBytes, answersInLambdaEnvelope, LAMBDA_BODY_BUDGET } from "../http/answer-bytes";
 import { waitingForOf } from "./waiting-for";
-import { lower, type ReadStep, type StepPart, type StoredExecution, type StoredStep } from "./execution-stored";
-import type { Execution, StatusSummary, Step } from "./schemas";
+import { lower, type ReadStep, type StoredExecution, type StoredStep } from "./execution-stored";
+import type { Execution, StatusSummary } from "./schemas";
+import { useRuntime } from "../current-runtime";
+import type { Step } from "../engine/schemas";
 
 // ---------------------------------------------------------------------------------------------------------
 // Reading the record

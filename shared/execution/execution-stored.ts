@@ -4,7 +4,7 @@
  */
 import { EventEmitter } from "node:events";
 import type { ExecutionItem } from "../store/entities/execution";
-import type { Cost, ExecutionStatus, Fee, Step, ValueFee } from "./schemas";
+import type { Cost, ExecutionStatus, Fee, Step, ValueFee } from "../engine/schemas";
 
 export type Item = Record<string, unknown>;
 
@@ -72,5 +72,3 @@ export interface ReadStep extends StoredStep {
   outputBytes: number;
   outputParts: number;
 }
-
-export type { StepPart } from "../store/entities/execution-parts";

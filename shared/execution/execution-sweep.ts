@@ -1,7 +1,7 @@
 /** The sweeper (API.md §10.3): ends the executions still pending past `execution_timeout_ms`. */
-import { useRuntime } from "../runtime";
 import { pendingBefore } from "../store/entities/execution";
 import { finish } from "./execution-write";
+import { useRuntime } from "../current-runtime";
 
 /**
  * Ends every execution still pending `execution_timeout_ms` after its start with `error` "execution timed out"

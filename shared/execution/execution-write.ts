@@ -1,10 +1,10 @@
 /** Writing an execution's record (the claim, the runner); execution.ts describes the storage. */
 import { countMetric } from "../metrics";
-import { useRuntime } from "../runtime";
 import { finishExecution, pendingExecutionItem, recordStepItems } from "../store/entities/execution";
 import { boundStep } from "./execution-bounds";
 import { INLINE_OUTPUT_BYTES, PART_BYTES, emitChange, type Item } from "./execution-stored";
-import type { Cost, ExecutionStatus, Fee, Step, ValueFee } from "./schemas";
+import { useRuntime } from "../current-runtime";
+import type { Cost, ExecutionStatus, Fee, Step, ValueFee } from "../engine/schemas";
 
 /** Trigger steps up to this size (JSON bytes) live in the execution item, written by the claim itself. */
 const INLINE_TRIGGER_BYTES = 4_096;

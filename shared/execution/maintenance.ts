@@ -16,13 +16,14 @@
  * The passes are independent and run at once; one that fails does not stop the others, and the report says
  * which did what (the sweeper rethrows a failure so the invocation is retried; the local host logs it).
  */
-import { useRuntime } from "../runtime";
-import { followUpPending } from "../wallet/withdraw";
-import { expireDue, recordOutcome } from "../workflow/workflow";
-import { sweep } from "./execution";
 import { recoverInterruptedClaims } from "./claim";
 import { endDueWaits } from "./waits";
 import { resumeLostRuns } from "./recovery";
+import { useRuntime } from "../current-runtime";
+import { followUpPending } from "../wallet/withdraw-followup";
+import { expireDue } from "../workflow/lifecycle";
+import { recordOutcome } from "../workflow/outcome";
+import { sweep } from "./execution-sweep";
 
 /** Workflows stored expired per pass; the rest wait for the next one. */
 const EXPIRIES_PER_PASS = 200;

@@ -18,11 +18,12 @@ import type { Address } from "viem";
 import { useCaller } from "../context";
 import { ApiError, validationFailed, type FieldError } from "../errors";
 import { fieldErrors } from "../http/validate";
-import { useRuntime } from "../runtime";
 import { validateDefinition } from "../workflow/definition";
 import { kinds } from "../kinds/kinds";
 import { SIMULATION_TIMED_OUT, isCallersWallet, runCapped } from "./simulate";
-import type { Step, StepErrorCode } from "./schemas";
+import { useRuntime } from "../current-runtime";
+import type { Step } from "../engine/schemas";
+import type { StepErrorCode } from "../kinds/kind";
 
 /** The answer of §17.2. */
 export interface NodeRunResult {

@@ -13,10 +13,10 @@
  * sealed state, and running them again would repeat their effects. Such a run ends as any run whose runner died
  * (API.md §10.3: "execution timed out").
  */
-import { useRuntime } from "../runtime";
 import { log } from "../log";
 import { lostDrivers, openWaitsOf } from "../store/entities/execution";
 import { requireBus } from "./bus/install";
+import { useRuntime } from "../current-runtime";
 
 /** How often a resumed pass renews its driver mark. */
 export const DRIVER_RENEW_MS = 10_000;

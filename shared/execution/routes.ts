@@ -3,13 +3,14 @@ import { clientSignal, route, type Route } from "../http/app";
 import { decodePage, pageEnvelope } from "../http/paging";
 import { ClientGone, validationFailed } from "../errors";
 import { useOwner } from "../context";
-import { useRuntime } from "../runtime";
 import * as Contract from "./endpoints";
-import * as Execution from "./execution";
 import { STREAM_HEADERS, statusStream } from "./stream";
 import * as StreamSlots from "./stream-slots";
 import { admitStreamOpen } from "./stream-admission";
 import { signal } from "./signal";
+import { useRuntime } from "../current-runtime";
+import { statusOf, retrieve } from "./execution-read";
+import { list, count, stats } from "./execution-list";
 
 const WEEK_MS = 7 * 24 * 3600_000;
 /** Cursors are bound to the list that issued them (API.md §3); a position is an execution id. */
@@ -29,7 +30,7 @@ export const executionStreamRoutes: Route[] = [
       owner,
       async () => {
         // Every failure (404 included) is answered before the first byte: the status is read here, not in the body.
-        const first = await Execution.statusOf(query.workflowId, params.id);
+        const first = await statusOf(query.workflowId, params.id);
         // Then the quota (API.md §1.6 step 9, §17.5): 429 TOO_MANY_STREAMS. HEAD opens no stream, so takes no slot.
         if (!head) return { first, lease: await StreamSlots.acquireStreamSlot(owner) };
         await StreamSlots.checkStreamSlot(owner);
@@ -54,20 +55,18 @@ export const executionStreamRoutes: Route[] = [
 export const executionRoutes: Route[] = [
   route(Contract.list, async (c, { query }) => {
     const page = decodePage(query, LIST, useOwner());
-    const result = await Execution.list({ workflowIds: query.workflowId, statuses: query.status }, page);
+    const result = await list({ workflowIds: query.workflowId, statuses: query.status }, page);
     return c.json(pageEnvelope(result, (item) => item, position, LIST, useOwner()));
   }),
-  route(Contract.count, async (c, { query }) =>
-    c.json({ total: await Execution.count({ workflowIds: query.workflowId, statuses: query.status }) }),
-  ),
+  route(Contract.count, async (c, { query }) => c.json({ total: await count({ workflowIds: query.workflowId, statuses: query.status }) })),
   route(Contract.stats, async (c, { query }) => {
     const until = query.until ?? useRuntime().now();
     const since = query.since ?? Math.max(0, until - WEEK_MS);
     if (since > until) throw validationFailed([{ path: "query.since", message: "must not be after until" }]);
-    return c.json(await Execution.stats(query.workflowId, since, until));
+    return c.json(await stats(query.workflowId, since, until));
   }),
-  route(Contract.retrieve, async (c, { params, query }) => c.json(await Execution.retrieve(query.workflowId, params.id))),
-  route(Contract.getStatus, async (c, { params, query }) => c.json(await Execution.statusOf(query.workflowId, params.id))),
+  route(Contract.retrieve, async (c, { params, query }) => c.json(await retrieve(query.workflowId, params.id))),
+  route(Contract.getStatus, async (c, { params, query }) => c.json(await statusOf(query.workflowId, params.id))),
   route(Contract.signal, async (c, { params, query, headers, body }) => {
     const answer = await signal(query.workflowId, params.id, body, headers["Idempotency-Key"]);
     if (answer.replayed) c.header("Idempotency-Replayed", "true");
@@ -84,7 +83,7 @@ export const workflowExecutionRoutes: Route[] = [
     const page = decodePage(query, endpoint, useOwner());
     const known = /^[0-9A-HJKMNP-TV-Z]{26}$/.test(workflowId);
     const result = known
-      ? await Execution.list({ workflowIds: [workflowId], statuses: query.status }, page)
+      ? await list({ workflowIds: [workflowId], statuses: query.status }, page)
       : { items: [], hasNextPage: false, hasPreviousPage: false };
     return c.json(pageEnvelope(result, (item) => item, position, endpoint, useOwner()));
   }),

@@ -6,9 +6,11 @@
 import * as v from "valibot";
 import { component, described, endpoint, group } from "../http/endpoint";
 import { ChainId, IdempotencyHeaders, TimeMs } from "../http/schemas";
-import { Execution, FeeEstimate, TriggerResult } from "./schemas";
+import { Execution, TriggerResult } from "./schemas";
 import { STEP_ERROR_CODES } from "../kinds/kind";
-import { TRIGGER_TYPES, record, workflowSchemas } from "../workflow/schemas";
+import { TRIGGER_TYPES, workflowSchemas } from "../workflow/schemas";
+import { FeeEstimate } from "../engine/schemas";
+import { record } from "../kinds/support/schema-kit";
 
 const schemas = workflowSchemas();
 

@@ -3,8 +3,8 @@
  * `triggerInput`), stored with the execution by the claim and read by the runner. Kept apart from the runner so
  * that whatever claims executions (the trigger, schedules, the chain watcher) does not carry the engine.
  */
-import { useRuntime } from "../runtime";
 import { deleteInputParts, readInputParts, writeInputParts } from "../store/entities/execution-parts";
+import { useRuntime } from "../current-runtime";
 
 /** What the claim hands the run besides the workflow: the trigger step's output and `triggerInput`. */
 export interface RunRequest {

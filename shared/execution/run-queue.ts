@@ -14,7 +14,7 @@
  * One owner's burst therefore delays only that owner's runs: another owner's run waits at most until a slot
  * frees, which with a flooding owner capped at half is at once.
  */
-import { useConfig } from "../runtime";
+import { useConfig } from "../current-runtime";
 
 interface Job {
   owner: string;

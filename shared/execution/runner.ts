@@ -21,17 +21,13 @@
  * and that the sweeper has not ended the execution (a step it could not record).
  */
 import type { Address } from "viem";
-import { useRuntime } from "../runtime";
 import { log } from "../log";
 import { markRunStarted } from "../store/entities/execution";
 import * as Secret from "../secret/secret";
 import { chainSettings, publicClient } from "../chain/chains";
-import { partChainId } from "../workflow/definition";
 import { compileGraph } from "../workflow/graph";
-import * as Workflow from "../workflow/workflow";
-import { runWorkflow, INTERNAL_ERROR } from "../engine/run";
+import { runWorkflow } from "../engine/run";
 import { walletSender } from "../wallet/operation";
-import * as Executions from "./execution";
 import { blockStepOutput } from "./trigger-output";
 import { setDefaultBus } from "./bus/install";
 import { type BusEvent, type EventBus } from "./bus/event-bus";
@@ -43,7 +39,15 @@ import { getExecution, openWaitsOf, renewDriver, resumeRun, takeOverRun, type Ex
 import { DRIVER_RENEW_MS, lostPass } from "./recovery";
 import type { RunInput } from "../engine/types";
 import { runQueue } from "./run-queue";
-import type { Cost, Step } from "./schemas";
+import { useRuntime } from "../current-runtime";
+import { partChainId } from "../kinds/support/schema-kit";
+import { type WorkflowRecord } from "../workflow/record";
+import { errorMark, recordOutcome, outcomeHint } from "../workflow/outcome";
+import { getForRun } from "../workflow/stored";
+import { INTERNAL_ERROR } from "../engine/run-state";
+import { readSummary } from "./execution-read";
+import { finish, type Outcome, recordStep } from "./execution-write";
+import type { Cost, Step } from "../engine/schemas";
 
 const WORKFLOW_DELETED = "workflow was deleted";
 
@@ -57,7 +61,7 @@ setDefaultBus(() => withRunner(createInProcessBus()));
 export function withRunner<B extends EventBus>(bus: B): B {
   bus.subscribe(async (event: BusEvent) => {
     if (event.type !== "execution.requested") return;
-    const owner = event.owner ?? (await Executions.readSummary(event.workflowId, event.executionId))?.owner;
+    const owner = event.owner ?? (await readSummary(event.workflowId, event.executionId))?.owner;
     if (owner === undefined) return; // no such execution: nothing to run
     if (event.resume) await runQueue().run(owner, () => resumeExecution(event.workflowId, event.executionId, event.from));
     else await runQueued(owner, event.workflowId, event.executionId);
@@ -143,7 +147,7 @@ async function driveFromState(item: ExecutionItem, pass: { startedAt: number; pe
 async function drive(
   workflowId: string,
   executionId: string,
-  pass: (workflow: Workflow.WorkflowRecord) => Promise<Ended | "waiting">,
+  pass: (workflow: WorkflowRecord) => Promise<Ended | "waiting">,
 ): Promise<void> {
   const heartbeat = setInterval(() => {
     renewDriver({ workflowId, id: executionId }, useRuntime().now()).catch((err: unknown) =>
@@ -161,34 +165,34 @@ async function drive(
 async function drivePass(
   workflowId: string,
   executionId: string,
-  pass: (workflow: Workflow.WorkflowRecord) => Promise<Ended | "waiting">,
+  pass: (workflow: WorkflowRecord) => Promise<Ended | "waiting">,
 ): Promise<void> {
   const { now } = useRuntime();
   try {
     // Taken before the read, so the outcome's hint can spare a success its read of the consecutive errors.
-    const mark = Workflow.errorMark(workflowId);
-    const workflow = await Workflow.getForRun(workflowId);
+    const mark = errorMark(workflowId);
+    const workflow = await getForRun(workflowId);
     if (!workflow) {
-      await Executions.finish(workflowId, executionId, { status: "error", error: WORKFLOW_DELETED, endAt: now() });
+      await finish(workflowId, executionId, { status: "error", error: WORKFLOW_DELETED, endAt: now() });
       return;
     }
     const ended = await pass(workflow);
     if (ended === "waiting") return;
     const { outcome, last } = ended;
-    if (await Executions.finish(workflowId, executionId, outcome, last))
-      await Workflow.recordOutcome(workflowId, outcome.status, outcome.endAt, Workflow.outcomeHint(workflow, mark));
+    if (await finish(workflowId, executionId, outcome, last))
+      await recordOutcome(workflowId, outcome.status, outcome.endAt, outcomeHint(workflow, mark));
   } catch (err) {
     log.error("run failed", { workflowId, executionId, error: err });
     const endAt = now();
-    if (await Executions.finish(workflowId, executionId, { status: "error", error: INTERNAL_ERROR, endAt }).catch(() => false)) {
-      await Workflow.recordOutcome(workflowId, "error", endAt).catch(() => undefined);
+    if (await finish(workflowId, executionId, { status: "error", error: INTERNAL_ERROR, endAt }).catch(() => false)) {
+      await recordOutcome(workflowId, "error", endAt).catch(() => undefined);
     }
   }
 }
 
 /** A pass's end: the outcome, and the run's last step when it is written with the end. */
 interface Ended {
-  outcome: Executions.Outcome;
+  outcome: Outcome;
   last?: { step: Step; position?: number };
 }
 
@@ -207,7 +211,7 @@ async function markStarted(workflowId: string, executionId: string): Promise<Sta
 }
 
 async function run(
-  workflow: Workflow.WorkflowRecord,
+  workflow: WorkflowRecord,
   execution: StartedExecution,
   request: RunRequest,
   pass: { startedAt: number; pendingMsBefore: number },
@@ -255,7 +259,7 @@ async function run(
       // (redacted, or a block read at run time).
       if (step.id === trigger.id && execution.triggerStep !== undefined && sameOutput(execution.triggerStep, step)) return;
       if (final) return void (last = { step, position: position.get(step.id) }); // written with the run's end
-      const recorded = await Executions.recordStep(
+      const recorded = await recordStep(
         workflowId,
         execution.id,
         step,
@@ -273,7 +277,7 @@ async function run(
       if (ended) return true;
       if (stepsSinceCheck === 0) return false;
       stepsSinceCheck = 0;
-      return !(await Workflow.getForRun(workflowId));
+      return !(await getForRun(workflowId));
     },
     stopReason: WORKFLOW_DELETED,
     waits: waitHost(

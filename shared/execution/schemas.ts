@@ -1,16 +1,14 @@
 /**
  * The shapes of executions (API.md §10): written once here and shared by the execution store and routes (which
  * record and answer them), the trigger, simulate and estimateFees routes, and the OpenAPI document. What a run
- * produces (statuses, step error codes, fees, costs, steps) is declared by the engine (shared/engine/schemas.ts)
- * and re-exported here. No I/O, no chain code.
+ * produces (statuses, step error codes, fees, costs, steps) is declared by the engine (shared/engine/schemas.ts),
+ * imported from there. No I/O, no chain code.
  */
 import * as v from "valibot";
 import { component, described } from "../http/endpoint";
 import { ChainId, TimeMs, Ulid } from "../http/schemas";
 import { page } from "../http/paging";
 import { EXECUTION_STATUSES, Cost, Fee, Step, ValueFee } from "../engine/schemas";
-
-export * from "../engine/schemas";
 
 export const Status = v.picklist(EXECUTION_STATUSES, "must be pending, success, failed, error or waiting");
 

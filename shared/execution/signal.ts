@@ -9,15 +9,15 @@
  */
 import { ApiError, notFound, validationFailed } from "../errors";
 import { useOwner } from "../context";
-import { useConfig, useRuntime } from "../runtime";
 import * as Idempotency from "../store/idempotency";
 import { getExecution, openWaitsOf } from "../store/entities/execution";
 import { END_PREFIX } from "../store/entities/execution";
 import { onChange } from "./execution-stored";
 import { getRecord, readSummary } from "./execution-read";
 import { endWait, handOverResume, payloadHash, storedEnd, type StoredEnd } from "./waits";
-import type { StoredWait } from "./waiting-for";
 import type { Execution, StatusSummary } from "./schemas";
+import { useConfig, useRuntime } from "../current-runtime";
+import type { StoredWait } from "./wait-kinds";
 
 /** Signal `payload` at most (§17.5), serialized. */
 const MAX_SIGNAL_PAYLOAD_BYTES = 65_536;

@@ -13,7 +13,7 @@
  */
 import { tooManyStreams } from "./stream-slots";
 import { OwnerLanes } from "../owner-lanes";
-import { useConfig } from "../runtime";
+import { useConfig } from "../current-runtime";
 
 /** Table requests one owner's streams have in flight in a process, of the pool's 50. */
 const STREAM_LANES = 4;

@@ -32,8 +32,8 @@
 import { ulid } from "ulid";
 import { quotaReached } from "../errors";
 import { log } from "../log";
-import { useRuntime } from "../runtime";
 import { freeSlot, readSlots, renewSlot, takeSlot } from "../store/entities/stream-slot";
+import { useRuntime } from "../current-runtime";
 
 export interface StreamLeaseSettings {
   /** A lease lasts this long after it was taken or last renewed (ms). */

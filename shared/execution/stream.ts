@@ -11,10 +11,12 @@
  * when the client's connection closes (`gone`), whether or not the host ever started sending the body.
  * Its poll reads run in its owner's lanes (stream-admission.ts): many streams of one owner never take the pool.
  */
-import { onChange, readSummary } from "./execution";
-import { isTerminal, type StatusSummary } from "./schemas";
+import { type StatusSummary } from "./schemas";
 import { RELEASE_WAIT_MS, type StreamLease } from "./stream-slots";
 import { streamRead } from "./stream-admission";
+import { onChange } from "./execution-stored";
+import { readSummary } from "./execution-read";
+import { isTerminal } from "../engine/schemas";
 
 export interface StreamOptions {
   /** Poll period (ms). */

@@ -12,13 +12,14 @@
  * 4. the execution goes to a runner through the bus, like an asynchronous manual trigger.
  */
 import { ApiError } from "../errors";
-import { useRuntime } from "../runtime";
 import { cronFires } from "../workflow/chain-rules";
-import type { Trigger } from "../workflow/schemas";
-import * as Workflow from "../workflow/workflow";
 import { triggerStepOutput } from "./trigger-output";
 import { claimExecution, handOver } from "./claim";
 import type { FireTimeTrigger } from "../workflow/scheduler/scheduler";
+import { useRuntime } from "../current-runtime";
+import type { Trigger } from "../kinds/shapes";
+import { getForRun } from "../workflow/stored";
+import { DuplicateFire } from "../workflow/claim";
 
 type TimeTrigger = Extract<Trigger, { type: "cron" | "fixedTime" }> & { id: string };
 
@@ -35,7 +36,7 @@ function isFireInstant(trigger: TimeTrigger, instant: number): boolean {
 
 export const fireTimeTrigger: FireTimeTrigger = async (input) => {
   const { workflowId, instant, now } = input;
-  const workflow = await Workflow.getForRun(workflowId);
+  const workflow = await getForRun(workflowId);
   if (!workflow) return { outcome: "skipped", reason: "WORKFLOW_NOT_FOUND", stop: true };
   const trigger = workflow.trigger;
   if (!isTimeTrigger(trigger)) return { outcome: "skipped", reason: "NOT_TIME_TRIGGERED", stop: true };
@@ -61,7 +62,7 @@ export const fireTimeTrigger: FireTimeTrigger = async (input) => {
       runInput: { triggerOutput: output },
     });
   } catch (err) {
-    if (err instanceof Workflow.DuplicateFire) return { outcome: "duplicate" };
+    if (err instanceof DuplicateFire) return { outcome: "duplicate" };
     if (err instanceof ApiError && err.status === 404) return { outcome: "skipped", reason: "WORKFLOW_NOT_FOUND", stop: true };
     if (err instanceof ApiError && err.status === 412) {
       const reason = err.extra.reason ?? "NOT_RUNNABLE";

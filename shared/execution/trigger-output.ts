@@ -5,7 +5,7 @@
  *   the run's instant, block the latest block of its chain (read at run time), event `null`.
  * Only the block read needs I/O, so `needsChainRead` tells the caller whether the output is known at claim time.
  */
-import type { Trigger } from "../workflow/schemas";
+import type { Trigger } from "../kinds/shapes";
 
 /** The block fields of a block trigger's output, as viem's getBlock answers them. */
 export interface ObservedBlock {

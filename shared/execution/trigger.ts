@@ -24,17 +24,20 @@ import { useOwner } from "../context";
 import { ApiError, validationFailed, type FieldError } from "../errors";
 import { fieldErrors } from "../http/validate";
 import * as Idempotency from "../store/idempotency";
-import { useConfig, useRuntime } from "../runtime";
 import { TriggerBody } from "./run-endpoints";
-import { RESERVED_INPUT_KEYS, workflowSchemas, type TriggerType } from "../workflow/schemas";
-import * as Workflow from "../workflow/workflow";
-import * as Executions from "./execution";
+import { RESERVED_INPUT_KEYS, workflowSchemas } from "../workflow/schemas";
 import { needsChainRead, triggerStepOutput } from "./trigger-output";
 import { runQueued } from "./runner";
 import { log } from "../log";
 import type { TriggerResult } from "./schemas";
 import { claimExecution, handOver, recoverClaimedExecution } from "./claim";
 import { requireBus } from "./bus/install";
+import { useConfig, useRuntime } from "../current-runtime";
+import { type TriggerType } from "../kinds/shapes";
+import { type WorkflowRecord } from "../workflow/record";
+import { ownedForTrigger } from "../workflow/record-cache";
+import { onChange } from "./execution-stored";
+import { readSummary } from "./execution-read";
 
 interface TriggerRequest {
   triggerType: TriggerType;
@@ -93,7 +96,7 @@ function parseRequest(body: Record<string, unknown>): TriggerRequest {
   };
 }
 
-function checkAgainstWorkflow(request: TriggerRequest, workflow: Workflow.WorkflowRecord) {
+function checkAgainstWorkflow(request: TriggerRequest, workflow: WorkflowRecord) {
   if (request.triggerType !== workflow.trigger.type) {
     throw validationFailed(
       [{ path: "body.triggerType", message: `must be the workflow's trigger type (${workflow.trigger.type})` }],
@@ -170,12 +173,12 @@ export async function trigger(rawId: string, body: Record<string, unknown>, idem
  * a cached record is confirmed on the record read now (a deleted workflow answers 404, not 400).
  */
 async function lookUp(rawId: string, request: TriggerRequest, useCache: boolean) {
-  const found = await Workflow.ownedForTrigger(rawId, useCache);
+  const found = await ownedForTrigger(rawId, useCache);
   try {
     checkAgainstWorkflow(request, found.record);
   } catch (err) {
     if (!found.cached) throw err;
-    const fresh = await Workflow.ownedForTrigger(rawId, false);
+    const fresh = await ownedForTrigger(rawId, false);
     checkAgainstWorkflow(request, fresh.record);
     return { workflow: fresh.record, cached: false };
   }
@@ -188,7 +191,7 @@ async function lookUp(rawId: string, request: TriggerRequest, useCache: boolean)
  * once the lease has ended, and must find the claim by then or be the only one to make it.
  */
 async function claimRun(
-  workflow: Workflow.WorkflowRecord,
+  workflow: WorkflowRecord,
   cached: boolean,
   request: TriggerRequest,
   executionId: string,
@@ -243,7 +246,7 @@ async function resultBy(workflowId: string, executionId: string, deadline: numbe
   const notified = !requireBus().remote;
   let changed = false;
   let wake: (() => void) | undefined;
-  const unsubscribe = Executions.onChange(workflowId, executionId, () => {
+  const unsubscribe = onChange(workflowId, executionId, () => {
     changed = true;
     wake?.();
   });
@@ -280,7 +283,7 @@ async function settledOrAt(work: Promise<unknown>, deadline: number): Promise<vo
 }
 
 async function currentResult(workflowId: string, executionId: string): Promise<TriggerResult> {
-  const found = await Executions.readSummary(workflowId, executionId);
+  const found = await readSummary(workflowId, executionId);
   if (!found) throw new Error(`execution ${executionId} of workflow ${workflowId} is missing`);
   return resultOf(found.summary);
 }

@@ -6,8 +6,6 @@ import { openWaitsOf } from "../store/entities/execution";
 import type { SHOWN_WAIT_KINDS } from "./schemas";
 import { storedWait, waitKindOf } from "./wait-kinds";
 
-export type { StoredWait } from "./wait-kinds";
-
 type Item = Record<string, unknown>;
 
 /** An element of `waitingFor` (§17.1.2). */

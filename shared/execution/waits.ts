@@ -17,7 +17,6 @@
  * generation, so two waits ending at once start one driver. A waiting run holds no process, connection or Lambda.
  */
 import { createHash } from "node:crypto";
-import { useRuntime } from "../runtime";
 import { log } from "../log";
 import { open as openSealed, seal } from "../envelope/envelope";
 import { when } from "../store/expression";
@@ -39,8 +38,9 @@ import { requireBus } from "./bus/install";
 import { emitChange } from "./execution-stored";
 import { recordedSteps } from "./execution-read";
 import { stepRecording } from "./execution-write";
-import type { Step } from "./schemas";
 import { storedWait, waitKindOf, type StoredWait, type WaitingNode } from "./wait-kinds";
+import { useRuntime } from "../current-runtime";
+import type { Step } from "../engine/schemas";
 
 type Item = Record<string, unknown>;
 

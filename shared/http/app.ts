@@ -10,7 +10,6 @@ import { Hono, type Context } from "hono";
 import { ulid } from "ulid";
 import { ApiError, ClientGone, validationFailed, type FieldError } from "../errors";
 import { log } from "../log";
-import { useRuntime } from "../runtime";
 import { withCaller } from "../context";
 import { problemResponse } from "./problem";
 import { RateLimiter, RateSubject, type RateDecision } from "./rate-limit";
@@ -28,6 +27,7 @@ import {
   type Part,
   type RequestSchema,
 } from "./endpoint";
+import { useRuntime } from "../current-runtime";
 
 export type AppEnv = {
   Variables: {

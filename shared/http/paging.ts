@@ -7,9 +7,9 @@ import { createHash } from "node:crypto";
 import { ApiError, validationFailed } from "../errors";
 import { parse } from "./validate";
 import { asInteger, component, parameter } from "./endpoint";
-import { useRuntime } from "../runtime";
 import type { ListPage } from "../store/query";
 import { answerBytes } from "./answer-bytes";
+import { useRuntime } from "../current-runtime";
 
 const PageInfo = component(
   "PageInfo",

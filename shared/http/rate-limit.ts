@@ -27,8 +27,8 @@
  */
 import { log } from "../log";
 import { OwnerLanes } from "../owner-lanes";
-import { useRuntime } from "../runtime";
 import { writeBucket, type BucketWrite } from "../store/entities/rate-limit-bucket";
+import { useRuntime } from "../current-runtime";
 
 export interface RateDecision {
   allowed: boolean;

@@ -8,8 +8,8 @@ import { createHash, createPublicKey, verify as verifySignature, type KeyObject 
 import { checksumAddress, isAddressShape } from "../address";
 import { ulid } from "ulid";
 import { ApiError } from "../errors";
-import { useConfig, useRuntime } from "../runtime";
 import type { Caller } from "../context";
+import { useConfig, useRuntime } from "../current-runtime";
 
 interface VerificationKey {
   pem: string;

@@ -23,10 +23,10 @@ import type { Address } from "viem";
 import type * as v from "valibot";
 import type { Config } from "../config";
 import type { Variables } from "../templates";
-import type { AccountCall } from "../chain/userop";
 import type { SendCalls } from "../wallet/send";
 import type { SandboxSession } from "../sandbox/session";
 import type { DefinitionLimits } from "./support/schema-kit";
+import type { AccountCall } from "../chain/userop-account";
 
 /** Step `errorCode` values (API.md §10.2); never HTTP error codes. */
 export const STEP_ERROR_CODES = [

@@ -24,7 +24,6 @@
  * The plaintext value is never logged, never returned, and never part of an error.
  */
 import * as v from "valibot";
-import { useRuntime } from "../runtime";
 import { useOwner } from "../context";
 import { ApiError, notFound, quotaReached, validationFailed, type FieldError } from "../errors";
 import { fieldErrors } from "../http/validate";
@@ -34,6 +33,7 @@ import { workflowOwnerItem } from "../store/entities/workflow";
 import { open, seal, type EncryptionContext, type Sealed } from "../envelope/envelope";
 import { log } from "../log";
 import { Info, ListQuery, NAME_PATTERN, Name, PutBody, RemoveQuery, isReservedName } from "./schemas";
+import { useRuntime } from "../current-runtime";
 
 const ULID_PATTERN = /^[0-9A-HJKMNP-TV-Z]{26}$/;
 const POSITION_PATTERN = /^SECRET#[A-Za-z_][A-Za-z0-9_]{0,127}#(0|1#[0-9A-HJKMNP-TV-Z]{26})$/;

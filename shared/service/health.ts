@@ -11,7 +11,7 @@ import { useKms } from "../envelope/kms";
 import { route, type Route } from "../http/app";
 import * as Service from "./endpoints";
 import { log } from "../log";
-import { useRuntime, type Runtime } from "../runtime";
+import { useRuntime, type Runtime } from "../current-runtime";
 
 const CHECK_TIMEOUT_MS = 2_000;
 const CACHE_MS = 10_000;

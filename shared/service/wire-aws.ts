@@ -13,10 +13,11 @@ import { Resource } from "sst";
 import { inInvocation, setLogLevel } from "../log";
 import { emitMetrics } from "../metrics";
 import { buildConfig } from "../config";
-import { createRuntime, setRuntime } from "../runtime";
+import { createRuntime } from "../runtime";
 import { setAnswerEnvelope } from "../http/answer-bytes";
 import { setBus } from "../execution/bus/install";
 import { createEventBridgeBus } from "../execution/bus/eventbridge";
+import { setRuntime } from "../current-runtime";
 
 /** The resources infra/ links (SST's generated sst-env.d.ts declares them the same way); each function reads only its own. */
 declare module "sst" {

@@ -19,7 +19,6 @@ import {
   UpdateCommand,
   type TransactWriteCommandInput,
 } from "@aws-sdk/lib-dynamodb";
-import { useRuntime } from "../runtime";
 import { Placeholders, renderUpdate, type Condition, type UpdateAction } from "./expression";
 import {
   batchGetOnce,
@@ -37,6 +36,7 @@ import {
   type TableKey,
 } from "./query";
 import { retryTransient } from "./table";
+import { useRuntime } from "../current-runtime";
 
 /** What the table adds to every item an entity writes: its keys, index keys when it is on an index, `type`, `v`. */
 export interface ItemKeys extends TableKey {

@@ -16,11 +16,11 @@
  */
 import { createHash } from "node:crypto";
 import { ApiError } from "../errors";
-import { useConfig, useRuntime } from "../runtime";
 import { defineEntity } from "./entity";
 import { set, when } from "./expression";
 import { Keys } from "./item-keys";
 import { isConditionFailure, landed } from "./table";
+import { useConfig, useRuntime } from "../current-runtime";
 
 /** One record per (owner, scope, key) (pattern 9). */
 const IdempotencyRecord = defineEntity({

@@ -5,9 +5,9 @@
  * items of several entities.
  */
 import { BatchGetCommand, QueryCommand, type DynamoDBDocumentClient, type QueryCommandInput } from "@aws-sdk/lib-dynamodb";
-import { useConfig, useRuntime } from "../runtime";
 import { Placeholders, type Condition } from "./expression";
 import type { Index } from "./table";
+import { useConfig, useRuntime } from "../current-runtime";
 
 export interface TableKey {
   pk: string;

@@ -20,12 +20,12 @@ import {
   type Hex,
   type PublicClient,
 } from "viem";
-import { useRuntime } from "../runtime";
 import { defineEntity } from "../store/entity";
 import { Keys } from "../store/item-keys";
 import { publicClient, resolveCallerChain } from "../chain/chains";
 import { upstreamError } from "../chain/upstream";
 import { NATIVE_TOKEN, type Metadata } from "./endpoints";
+import { useRuntime } from "../current-runtime";
 
 const FOUND_TTL_MS = 24 * 3600_000;
 const NOT_FOUND_TTL_MS = 10 * 60_000;

@@ -11,7 +11,7 @@
 import { BaseError, RpcRequestError, getAddress, type Address, type Hex, type PublicClient } from "viem";
 import { entryPoint07Abi, type BundlerClient, type UserOperationReceipt } from "viem/account-abstraction";
 import { splitNonce } from "../chain/nonce";
-import type { UserOperationV07 } from "../chain/userop";
+import type { UserOperationV07 } from "../chain/userop-signer";
 
 /** The bundler's or paymaster's JSON-RPC error (message and code); undefined for transport failures. */
 export function bundlerRefusal(err: unknown): { message: string; code: number } | undefined {

@@ -15,10 +15,10 @@
 import { ulid } from "ulid";
 import type { PublicClient } from "viem";
 import { ApiError } from "../errors";
-import { useRuntime } from "../runtime";
 import { endDeploymentTurn, takeDeploymentTurn } from "../store/entities/wallet";
 import { hasCode } from "./account-owner";
 import type { SignableWallet } from "./signing";
+import { useRuntime } from "../current-runtime";
 
 /** How long a deployment turn is held at most when its holder cannot end it (its answer was lost, it crashed). */
 const DEPLOYMENT_LEASE_MS = 60_000;

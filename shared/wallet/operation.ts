@@ -11,18 +11,7 @@ import { ulid } from "ulid";
 import { ApiError } from "../errors";
 import { BaseError, decodeErrorResult, getAddress, toHex, type Address, type Hex, type PublicClient, type StateOverride } from "viem";
 import { entryPoint07Abi, type BundlerClient, type UserOperationReceipt } from "viem/account-abstraction";
-import { useConfig } from "../runtime";
 import { bundlerClient, controllerSigner, publicClient } from "../chain/chains";
-import {
-  buildUserOperation,
-  estimateUserOperationGas,
-  getUserOperationFees,
-  getUserOperationHashV07,
-  sponsorUserOperation,
-  withVerifyingPaymasterStub,
-  type AccountCall,
-  type UserOperationV07,
-} from "../chain/userop";
 import { composeNonce, nonceKeyOf, splitNonce, stepIdentity } from "../chain/nonce";
 import { signWalletOperation, verifySignable, type SignableWallet } from "./signing";
 import { DeploymentPending, deploymentTurn, untilDeployed, type DeploymentTurn } from "./deployment";
@@ -31,6 +20,11 @@ import { get as getWallet, type WalletRecord } from "./wallet";
 import { maySponsor, reserveSponsoredGas, sponsoredGasOf, type Sponsorship } from "./sponsorship";
 import type { SendCalls, SendOutcome, WalletCall } from "./send";
 import type { ChainSettings } from "../config";
+import { useConfig } from "../current-runtime";
+import { buildUserOperation, getUserOperationFees, type AccountCall } from "../chain/userop-account";
+import { estimateUserOperationGas } from "../chain/userop-bundler";
+import { getUserOperationHashV07, type UserOperationV07 } from "../chain/userop-signer";
+import { sponsorUserOperation, withVerifyingPaymasterStub } from "../chain/userop-paymaster";
 
 export const insufficientBalance = (message = "The wallet's balance is below the amount to withdraw.") =>
   new ApiError(400, "INSUFFICIENT_BALANCE", message);

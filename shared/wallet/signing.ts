@@ -12,10 +12,10 @@ import { getAddress, isAddressEqual, type Address } from "viem";
 import { ApiError } from "../errors";
 import { controllerSigner, isKnownFactory, publicClient } from "../chain/chains";
 import { controlledAccount } from "../chain/account";
-import type { UserOperationV07 } from "../chain/userop";
 import type { ChainSettings } from "../config";
 import type { WalletRecord } from "./wallet";
 import { accountOwner, hasCode } from "./account-owner";
+import type { UserOperationV07 } from "../chain/userop-signer";
 
 /** A wallet whose account is its owner's, checked by verifySignable (the only way to get one). */
 export interface SignableWallet {

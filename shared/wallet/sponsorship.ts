@@ -44,7 +44,6 @@
 import { countMetric } from "../metrics";
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { getAddress, type Address } from "viem";
-import { useRuntime } from "../runtime";
 import {
   addToBucket,
   readCounter,
@@ -55,7 +54,8 @@ import {
   type CounterItem,
 } from "../store/entities/sponsored-gas";
 import { log } from "../log";
-import type { UserOperationV07 } from "../chain/userop";
+import { useRuntime } from "../current-runtime";
+import type { UserOperationV07 } from "../chain/userop-signer";
 
 const HOUR_MS = 3_600_000;
 const WINDOW_HOURS = 24;

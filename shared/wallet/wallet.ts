@@ -7,7 +7,6 @@ import { getAddress, isAddressEqual, zeroAddress, type Address } from "viem";
 import { entryPoint07Abi } from "viem/account-abstraction";
 import { ApiError, notFound, quotaReached } from "../errors";
 import { useOwner } from "../context";
-import { useConfig, useRuntime } from "../runtime";
 import { createWallet, getWallet, setHidden, walletsOn, workflowStatusesOf, type WalletItem } from "../store/entities/wallet";
 import { AddressString } from "../http/address-schemas";
 import { CreateInput, UpdateInput, type Info } from "./schemas";
@@ -16,8 +15,7 @@ import { controlledAccount } from "../chain/account";
 import { upstreamError } from "../chain/upstream";
 import { accountOwner } from "./account-owner";
 import type { ChainSettings } from "../config";
-
-export { CreateInput, UpdateInput, Info } from "./schemas";
+import { useConfig, useRuntime } from "../current-runtime";
 
 /** The stored record. */
 export type WalletRecord = WalletItem;

@@ -5,8 +5,8 @@
  * `pending` when no receipt came, the send and its follow-up going on behind the answer.
  */
 import { upstreamUnavailable } from "../errors";
-import { useConfig } from "../runtime";
 import type { Result } from "./withdraw-request";
+import { useConfig } from "../current-runtime";
 
 /** Time kept after `recordBy` to store the record and complete the Idempotency-Key before the answer. */
 const RECORD_MARGIN_MS = 2_000;

@@ -1,19 +1,19 @@
 /**
- * Following pending withdrawals: on a read (refresh) and in the background (followUpPending); withdraw.ts re-exports
- * them. A pending withdrawal without a receipt whose operation the bundler does not hold (its answer was lost, or the
+ * Following pending withdrawals: on a read (refresh) and in the background (followUpPending).
+ * A pending withdrawal without a receipt whose operation the bundler does not hold (its answer was lost, or the
  * process stopped between recording it and sending it, or the bundler deferred it for the sender's other operations)
  * is sent again, the very same signed operation under the same nonce key (delivery.ts), while it is younger than half
  * of `withdraw_pending_timeout_ms`; it fails only when the bundler refuses it and its nonce is unused (never in).
  */
 import { UserOperationReceiptNotFoundError } from "viem/account-abstraction";
 import { getAddress } from "viem";
-import { useConfig, useRuntime } from "../runtime";
 import { pendingWithdrawals, touchWithdrawal } from "../store/entities/withdrawal";
 import { bundlerClient, chainSettings, publicClient } from "../chain/chains";
 import { loadOperation, resend } from "./delivery";
 import type { ChainSettings } from "../config";
 import type { Result, StoredWithdrawal } from "./withdraw-request";
 import { fromItem, settle, toResult } from "./withdraw-records";
+import { useConfig, useRuntime } from "../current-runtime";
 
 const FOLLOW_UP_INTERVAL_MS = 5_000;
 

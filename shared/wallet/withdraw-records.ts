@@ -1,11 +1,11 @@
 /** Withdrawal records: write, settle (only while pending), read, and the answer's shape (withdraw.ts sends). */
 import { getAddress, type Address, type Hex } from "viem";
 import { useOwner } from "../context";
-import { useRuntime } from "../runtime";
 import { getWithdrawal, recordWithdrawal, settleWithdrawal, type WithdrawalItem } from "../store/entities/withdrawal";
 import type { Status } from "./schemas";
 import type { Result, StoredWithdrawal } from "./withdraw-request";
 import type { Followed } from "./delivery";
+import { useRuntime } from "../current-runtime";
 
 // ---------------------------------------------------------------------------------------------
 // Records

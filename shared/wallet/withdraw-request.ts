@@ -1,4 +1,4 @@
-/** A withdrawal as answered and as stored, and its request as parsed (withdraw.ts re-exports the public names). */
+/** A withdrawal as answered and as stored, and its request as parsed. */
 import * as v from "valibot";
 import { isAddressEqual, zeroAddress, type Address, type Hex } from "viem";
 import { validationFailed, type FieldError } from "../errors";

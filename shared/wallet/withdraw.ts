@@ -11,12 +11,10 @@ import { BaseError, erc20Abi, getAddress, toHex, type Address, type PublicClient
 import { ApiError, notFound } from "../errors";
 import { useOwner } from "../context";
 import { log } from "../log";
-import { useConfig, useRuntime } from "../runtime";
 import { listWithdrawals as storedWithdrawals, withdrawalPosition as position } from "../store/entities/withdrawal";
 import type { Status } from "./schemas";
 import { bundlerClient, contractRefused, publicClient, unsupportedChain } from "../chain/chains";
 import { erc20Transfer } from "../chain/account";
-import type { AccountCall } from "../chain/userop";
 import { composeNonce, nonceKeyOf, withdrawalIdentity } from "../chain/nonce";
 import { upstreamError } from "../chain/upstream";
 import * as Idempotency from "../store/idempotency";
@@ -29,9 +27,8 @@ import { ETH, fieldError, parseRequest, type Request, type Result, type StoredWi
 import { AlreadyRecorded, fromItem, getStored, record, settle, settleFollowed } from "./withdraw-records";
 import { by, deadlinesFrom, Recording, tooLate } from "./withdraw-deadline";
 import { refresh } from "./withdraw-followup";
-
-export { type Result } from "./withdraw-request";
-export { followUpPending } from "./withdraw-followup";
+import { useConfig, useRuntime } from "../current-runtime";
+import type { AccountCall } from "../chain/userop-account";
 
 // ---------------------------------------------------------------------------------------------
 // Withdraw
@@ -221,8 +218,6 @@ async function preflight(client: PublicClient, wallet: WalletRecord, request: Re
 
 const badToken = (message: string) => fieldError("WITHDRAW_BAD_TOKEN", "body.token", message);
 const insufficient = () => insufficientBalance();
-
-export type { Status };
 
 export async function listWithdrawals(
   walletPath: string,

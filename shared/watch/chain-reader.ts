@@ -1,10 +1,10 @@
 /** What a chain's watch reads of the chain besides logs: block headers and receipts (each read once), a log's output. */
 import { getAddress, type Hex, type PublicClient } from "viem";
 import { blockStepOutput } from "../execution/trigger-output";
-import type { EventQuery } from "../workflow/schemas";
 import { methodResults } from "./fire";
 import type { Decoded, Log, RpcLog } from "./match";
 import { Lru, type Header } from "./pass-state";
+import type { EventQuery } from "../kinds/support/event-query";
 
 export class ChainReader {
   /** The chain's client, set by each pass. */

@@ -3,7 +3,6 @@
  * the in-flight bounds, their refusals read, their answers matched against the group's members.
  */
 import { numberToHex } from "viem";
-import { useRuntime } from "../runtime";
 import { log } from "../log";
 import type { ChainFires } from "./chain-fires";
 import type { ChainPlans } from "./chain-plans";
@@ -14,6 +13,7 @@ import { indexOf, type Member, type OwnerPlan, type RequestGroup } from "./plan"
 import type { Batch, Candidate, Epoch, GroupState, PassRun, PassWork } from "./pass-state";
 import { brief, classify, TooManyLogs, withTimeout } from "./provider";
 import type { WatchLimits } from "./types";
+import { useRuntime } from "../current-runtime";
 
 export class ChainRequests {
   /** Learned from the provider's refusals: blocks per request at most. */

@@ -19,7 +19,6 @@
 import { log } from "../log";
 import { endWaitByEvent } from "../execution/waits";
 import { deleteAwaitWatch, readAwaitQueries, type AwaitWatch, type ListedAwait } from "../store/entities/watch";
-import type { EventQuery } from "../workflow/schemas";
 import type { ChainTrigger, WatchEntry } from "../workflow/watch-registry";
 import type { ChainPlans } from "./chain-plans";
 import type { ChainReader } from "./chain-reader";
@@ -27,6 +26,7 @@ import { matchPrepared, prepare, type Log } from "./match";
 import { ownerOf, type Member } from "./plan";
 import type { Epoch, FairSlots, PassRun, PassWork, Wait, WaitMatch } from "./pass-state";
 import { brief } from "./provider";
+import type { EventQuery } from "../kinds/support/event-query";
 
 /** A wait's entry is dropped this long after its deadline: the run has ended the wait by its timeout long before. */
 const DROP_AFTER_DEADLINE_MS = 10 * 60_000;

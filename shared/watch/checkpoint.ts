@@ -2,11 +2,11 @@
  * The chain's checkpoint item (store pattern 18, `CHAIN#<id>` / `CHECKPOINT`): the lease a pass holds, and the
  * cursors it writes back (watcher.ts, "Progress").
  */
-import { useRuntime } from "../runtime";
 import { acquireLease, releaseLease, storeCursors } from "../store/entities/checkpoint";
 import type { WatchEntry } from "../workflow/watch-registry";
 import { ownerOf } from "./plan";
 import type { Wait } from "./pass-state";
+import { useRuntime } from "../current-runtime";
 
 /** How long a lease holds without being extended; every pass extends it. */
 const LEASE_MS = 60_000;

@@ -12,15 +12,15 @@
  * query has `methodCalls`.
  */
 import { getAddress, numberToHex, type PublicClient } from "viem";
-import { useRuntime } from "../runtime";
 import { chainSettings, publicClient } from "../chain/chains";
-import type { EventQuery } from "../workflow/schemas";
 import type { WatchEntry } from "../workflow/watch-registry";
 import { matchPrepared, readLogs, type Decoded, type Log, type RpcLog } from "./match";
 import { indexOf, planOwner, type Member, type RequestGroup } from "./plan";
 import { brief, classify, TooManyLogs, withTimeout } from "./provider";
 import { methodResults } from "./fire";
 import { DEFAULT_LIMITS, LOGS_RANGE_BLOCKS } from "./types";
+import { useRuntime } from "../current-runtime";
+import type { EventQuery } from "../kinds/support/event-query";
 
 /** `eth_getLogs` in flight at once for one scan: an owner's share of the watcher's in-flight bound. */
 const CONCURRENCY = Math.ceil(DEFAULT_LIMITS.maxInFlight / 2);

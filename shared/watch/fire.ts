@@ -1,11 +1,11 @@
 /** Firing: one automatic fire's claim and hand-over, and the `methodCalls` of an event fire's output. */
 import type { Hex } from "viem";
-import { useRuntime } from "../runtime";
 import { ApiError } from "../errors";
-import * as Workflow from "../workflow/workflow";
 import { callAll, prepareCalls } from "../kinds/support/calls";
-import type { EventQuery } from "../workflow/schemas";
 import { claimExecution, handOver } from "../execution/claim";
+import { useRuntime } from "../current-runtime";
+import { DuplicateFire } from "../workflow/claim";
+import type { EventQuery } from "../kinds/support/event-query";
 
 /** Fire records outlive any re-processing of their block. */
 const FIRE_RECORD_TTL_S = 7 * 24 * 3600;
@@ -46,7 +46,7 @@ export async function fireExecution(workflowId: string, fireId: string, output: 
       runInput: { triggerOutput: output },
     });
   } catch (err) {
-    if (err instanceof Workflow.DuplicateFire) return { kind: "duplicate" };
+    if (err instanceof DuplicateFire) return { kind: "duplicate" };
     if (err instanceof ApiError && (err.status === 404 || err.status === 412))
       return { kind: "stopped", reason: err.extra.reason ?? err.code };
     throw err;

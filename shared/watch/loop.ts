@@ -1,7 +1,6 @@
 /** The polling loop (AWS: one invocation a minute; locally: for as long as `npm start` runs). */
 import type { PublicClient } from "viem";
 import { ulid } from "ulid";
-import { useRuntime } from "../runtime";
 import { log } from "../log";
 import { gaugeMetric } from "../metrics";
 import { release } from "./checkpoint";
@@ -10,6 +9,7 @@ import { watchChain } from "./pass";
 import { isWatched } from "../workflow/watch-registry";
 import { brief } from "./provider";
 import type { WatchLimits } from "./types";
+import { useRuntime } from "../current-runtime";
 
 export interface LoopOptions {
   holder?: string;

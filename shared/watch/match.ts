@@ -8,7 +8,7 @@
  */
 import { decodeEventLog, type AbiEvent, type Hex } from "viem";
 import { toJson } from "../kinds/support/abi";
-import type { EventQuery } from "../workflow/schemas";
+import type { EventQuery } from "../kinds/support/event-query";
 
 export type EventCondition = NonNullable<EventQuery["conditions"]>[number];
 

@@ -4,10 +4,10 @@
  * requests) ask of the watch that owns them (`PassWork`).
  */
 import type { AwaitWatch } from "../store/entities/watch";
-import type { EventQuery } from "../workflow/schemas";
 import type { WatchEntry } from "../workflow/watch-registry";
 import type { Decoded, Log } from "./match";
 import type { PassResult, WatchLimits } from "./types";
+import type { EventQuery } from "../kinds/support/event-query";
 
 export interface GroupState {
   failures: number;

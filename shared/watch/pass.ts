@@ -1,6 +1,5 @@
 /** A pass over one chain (watcher.ts, "A pass"). */
 import { ulid } from "ulid";
-import { useRuntime } from "../runtime";
 import { log } from "../log";
 import { chainSettings, publicClient } from "../chain/chains";
 import { chainWatchersOf, unwatch, upgrade, type WatchEntry } from "../workflow/watch-registry";
@@ -10,6 +9,7 @@ import { waitOf } from "./chain-waits";
 import type { PassRun } from "./pass-state";
 import { brief } from "./provider";
 import { DEFAULT_LIMITS, type PassOptions, type PassResult, type WatchLimits } from "./types";
+import { useRuntime } from "../current-runtime";
 
 /** One pass over `chainId`: requests dealt fairly, fires claimed once, every workflow's cursor written back. */
 export async function watchChain(chainId: number, options: PassOptions): Promise<PassResult> {

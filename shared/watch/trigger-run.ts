@@ -15,13 +15,16 @@ import * as v from "valibot";
 import { useCaller, useOwner } from "../context";
 import { validationFailed, type FieldError } from "../errors";
 import { fieldErrors } from "../http/validate";
-import { useRuntime } from "../runtime";
 import { chainSettings, publicClient } from "../chain/chains";
-import { cronFires, partChainId, validateDefinition } from "../workflow/definition";
-import { workflowSchemas, type Trigger } from "../workflow/schemas";
+import { validateDefinition } from "../workflow/definition";
+import { workflowSchemas } from "../workflow/schemas";
 import { blockStepOutput, triggerStepOutput } from "../execution/trigger-output";
 import { latestMatchingLog } from "./event-scan";
 import { FairRunQueue } from "../execution/run-queue";
+import { useRuntime } from "../current-runtime";
+import { cronFires } from "../workflow/chain-rules";
+import { partChainId } from "../kinds/support/schema-kit";
+import { type Trigger } from "../kinds/shapes";
 
 /**
  * Event scans a process runs at once (each at most 4 `eth_getLogs` in flight), served owner by owner: one owner's

@@ -5,10 +5,11 @@
 import { Cron } from "croner";
 import type { FieldError } from "../errors";
 import { cronMinimumGap, firstGapBelow } from "./cron-gap";
-import { CRONER_OPTIONS, partChainId } from "./schemas";
 import type { Mode, ChainInfo, ValidateOptions, Definition } from "./definition-types";
 import { isObject } from "./field-rules";
 import type { Registry } from "../kinds/registry";
+import { CRONER_OPTIONS } from "../kinds/triggers/cron";
+import { partChainId } from "../kinds/support/schema-kit";
 
 // ---------------------------------------------------------------------------------------------------------
 // Item 5: chains

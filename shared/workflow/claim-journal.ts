@@ -15,10 +15,10 @@
  * in flight.
  */
 import { ulid } from "ulid";
-import { useRuntime } from "../runtime";
 import { log } from "../log";
 import { closeJournal, journalWorkflows, type JournalId } from "../store/entities/claim-intent";
 import { removeClaimAttributes } from "../store/entities/workflow";
+import { useRuntime } from "../current-runtime";
 
 /** A journal covers the manual claims one process starts in one epoch of this length. */
 export const JOURNAL_EPOCH_MS = 60_000;

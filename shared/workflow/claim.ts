@@ -33,8 +33,9 @@ import {
   getForRun,
   fromItem,
 } from "./stored";
-import { writeReleasingSlot, forgetExpiry, completionUpdate } from "./slots";
+import { writeReleasingSlot, completionUpdate } from "./slots";
 import { enterJournal, noteClosed, takeClosed, JOURNAL_EPOCH_MS, JOURNAL_GRACE_MS } from "./claim-journal";
+import { forgetExpiry } from "../store/entities/expiry";
 
 /** A claim found a fire record already written: that fire has already produced its execution. */
 export class DuplicateFire extends Error {

@@ -2,7 +2,6 @@
 import { ulid } from "ulid";
 import { useOwner } from "../context";
 import { ApiError } from "../errors";
-import { useRuntime } from "../runtime";
 import { createItem, isOwnersWallet } from "../store/entities/workflow";
 import { checksumAddress, type Address } from "../address";
 import { validateDefinition } from "./definition";
@@ -12,6 +11,7 @@ import type { WorkflowRecord } from "./record";
 import { type Item, type WorkflowInfo, toInfo, toItem } from "./stored";
 import { takeSlot } from "./slots";
 import { putExpiry } from "../store/entities/expiry";
+import { useRuntime } from "../current-runtime";
 
 // ---------------------------------------------------------------------------------------------------------
 // Create (§8.8.1)

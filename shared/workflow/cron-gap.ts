@@ -33,7 +33,7 @@
  * transitions (~100 Intl calls per year type, cached per zone and year). A few milliseconds, mostly Intl.
  */
 import { CronPattern } from "croner";
-import { CRONER_OPTIONS } from "./schemas";
+import { CRONER_OPTIONS } from "../kinds/triggers/cron";
 
 const DAY_MS = 86_400_000;
 /** Years walked for the whole cycle: 400 (Gregorian cycle) plus the longest run of years without a fire (7). */

@@ -1,7 +1,9 @@
 /** The types of a validated workflow definition and of its validation's options (./definition.ts). */
 import type { CompiledGraph } from "./graph";
-import type { DefinitionLimits, Edge, Node, Trigger } from "./schemas";
+import type { Edge } from "./schemas";
 import type { Registry } from "../kinds/registry";
+import type { DefinitionLimits } from "../kinds/support/schema-kit";
+import type { Node, Trigger } from "../kinds/shapes";
 
 export type Mode = "create" | "simulate" | "estimateFees";
 

@@ -22,7 +22,7 @@ import { ulid } from "ulid";
 import { validationFailed, type FieldError } from "../errors";
 import { fieldErrors } from "../http/validate";
 import { checkGraph, chainEdges, compileGraph } from "./graph";
-import { workflowSchemas, type DefinitionLimits, type Edge, type Node, type Trigger } from "./schemas";
+import { workflowSchemas, type Edge } from "./schemas";
 import type {
   Mode,
   ValidateOptions,
@@ -38,9 +38,8 @@ import { address, crossFieldProblems } from "./field-rules";
 import { kinds as defaultKinds } from "../kinds/kinds";
 import { type Registry } from "../kinds/registry";
 import { unsupportedChains, frequencyProblems } from "./chain-rules";
-export type { Mode, ValidateOptions, ValidatedDefinition } from "./definition-types";
-export { partChainId } from "./schemas";
-export { cronFires } from "./chain-rules";
+import { type DefinitionLimits } from "../kinds/support/schema-kit";
+import { type Node, type Trigger } from "../kinds/shapes";
 
 /**
  * §8.7 items 1-7 in order; throws ApiError (400 VALIDATION_FAILED, UNSUPPORTED_CHAIN, WORKFLOW_GRAPH_INVALID,

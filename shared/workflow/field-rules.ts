@@ -5,10 +5,11 @@
 import * as v from "valibot";
 import type { FieldError } from "../errors";
 import { fieldErrors } from "../http/validate";
-import { AddressString, workflowSchemas } from "./schemas";
+import { workflowSchemas } from "./schemas";
 import type { Mode, ValidateOptions } from "./definition-types";
 import { kinds as defaultKinds } from "../kinds/kinds";
 import type { Add, RuleContext } from "../kinds/kind";
+import { AddressString } from "../http/address-schemas";
 /** `value` as an EIP-55 address, or undefined when it is not one. */
 export const address = (value: unknown): string | undefined => {
   const r = v.safeParse(AddressString, value);

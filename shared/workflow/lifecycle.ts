@@ -3,7 +3,6 @@
  * ./workflow.ts, module header).
  */
 import { useOwner } from "../context";
-import { useRuntime } from "../runtime";
 import { deleteItem, pauseItem, resumeItem, workflowSecretNames } from "../store/entities/workflow";
 import { log } from "../log";
 import * as Secret from "../secret/secret";
@@ -23,10 +22,11 @@ import {
   toInfo,
   requireOwned,
 } from "./stored";
-import { takeSlot, writeReleasingSlot, forgetExpiry, completionUpdate } from "./slots";
-import { dueExpiries } from "../store/entities/expiry";
+import { takeSlot, writeReleasingSlot, completionUpdate } from "./slots";
+import { dueExpiries, forgetExpiry } from "../store/entities/expiry";
 import { endWaiting, waitingOf } from "../store/entities/execution";
 import { kinds } from "../kinds/kinds";
+import { useRuntime } from "../current-runtime";
 
 // ---------------------------------------------------------------------------------------------------------
 // Pause, resume (§8.8.6)

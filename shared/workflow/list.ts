@@ -1,10 +1,10 @@
 /** List and count (§8.8.2, §8.8.3): the caller's workflows through the owner or wallet index, effective status. */
 import { useOwner } from "../context";
 import { ApiError } from "../errors";
-import { useRuntime } from "../runtime";
 import { listCount, listQuery, listWorkflows } from "../store/entities/workflow";
 import { type Address } from "../address";
 import { ULID_PATTERN, type ListStatus, toInfo, fromItem } from "./stored";
+import { useRuntime } from "../current-runtime";
 
 // ---------------------------------------------------------------------------------------------------------
 // List and count (§8.8.2, §8.8.3)

@@ -1,12 +1,13 @@
 /** The outcome of a run (§8.2): consecutive errors, and the failure they cause at `consecutive_error_limit`. */
-import { useRuntime } from "../runtime";
 import { consecutiveErrorsOf, countConsecutiveError, failItem, resetConsecutiveErrors } from "../store/entities/workflow";
 import { stopFiring } from "./scheduler/install";
 import * as Watch from "./watch-registry";
 import type { WorkflowRecord } from "./record";
 import { MAX_ATTEMPTS, read, fromItem } from "./stored";
 import { isConditionFailure } from "../store/table";
-import { writeReleasingSlot, forgetExpiry } from "./slots";
+import { writeReleasingSlot } from "./slots";
+import { useRuntime } from "../current-runtime";
+import { forgetExpiry } from "../store/entities/expiry";
 
 /**
  * What a run saw of its workflow's consecutive errors when it began (`outcomeHint` of the record the runner reads at

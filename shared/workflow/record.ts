@@ -1,6 +1,7 @@
 /** The stored workflow record's type (the modules of ./workflow.ts read and write it; the scheduler port takes it). */
 import type { Address } from "../address";
-import type { COMPLETION_REASONS, Edge, Node, Trigger } from "./schemas";
+import type { COMPLETION_REASONS, Edge } from "./schemas";
+import type { Node, Trigger } from "../kinds/shapes";
 
 export type StoredStatus = "enabled" | "disabled" | "completed" | "failed";
 export type CompletionReason = (typeof COMPLETION_REASONS)[number];

@@ -3,18 +3,21 @@ import { route, type Route } from "../http/app";
 import { decodePage, pageEnvelope } from "../http/paging";
 import { useOwner } from "../context";
 import * as Contract from "./endpoints";
-import * as Workflow from "./workflow";
+import { create } from "./create";
+import { list, count } from "./list";
+import { getOwned } from "./stored";
+import { remove, pause, resume } from "./lifecycle";
 
 const LIST_ENDPOINT = "GET /workflows";
 
 export const workflowRoutes: Route[] = [
   route(Contract.create, async (c, { body }) => {
-    const workflow = await Workflow.create(body);
+    const workflow = await create(body);
     return c.json(workflow, 201, { Location: `/workflows/${workflow.id}` });
   }),
   route(Contract.list, async (c, { query }) => {
     const page = decodePage(query, LIST_ENDPOINT, useOwner());
-    const result = await Workflow.list(query, page);
+    const result = await list(query, page);
     return c.json(
       pageEnvelope(
         result,
@@ -25,12 +28,12 @@ export const workflowRoutes: Route[] = [
       ),
     );
   }),
-  route(Contract.count, async (c, { query }) => c.json({ total: await Workflow.count(query) })),
-  route(Contract.retrieve, async (c, { params }) => c.json(await Workflow.getOwned(params.id))),
+  route(Contract.count, async (c, { query }) => c.json({ total: await count(query) })),
+  route(Contract.retrieve, async (c, { params }) => c.json(await getOwned(params.id))),
   route(Contract.cancel, async (_c, { params }) => {
-    await Workflow.remove(params.id);
+    await remove(params.id);
     return new Response(null, { status: 204 });
   }),
-  route(Contract.pause, async (c, { params }) => c.json(await Workflow.pause(params.id))),
-  route(Contract.resume, async (c, { params }) => c.json(await Workflow.resume(params.id))),
+  route(Contract.pause, async (c, { params }) => c.json(await pause(params.id))),
+  route(Contract.resume, async (c, { params }) => c.json(await resume(params.id))),
 ];

@@ -17,8 +17,8 @@
  *   returned in EIP-55 form, templates as sent. Trigger configs are never templated.
  *
  * This module builds the definition's schemas around the kinds' (shared/kinds: each trigger and node kind
- * declares its config schema, its registry builds the Trigger and Node unions) and re-exports the pieces they
- * share (shared/kinds/support/schema-kit.ts).
+ * declares its config schema, its registry builds the Trigger and Node unions) from the pieces they share
+ * (shared/kinds/support/schema-kit.ts).
  */
 import * as v from "valibot";
 import { UlidString } from "../http/validate";
@@ -41,11 +41,6 @@ import {
   stringMap,
   IDENTIFIER_PATTERN,
 } from "../kinds/support/schema-kit";
-export { DEFAULT_LIMITS, record, AddressString, partChainId } from "../kinds/support/schema-kit";
-export { CRONER_OPTIONS } from "../kinds/triggers/cron";
-export type { DefinitionLimits } from "../kinds/support/schema-kit";
-export type { TriggerType, Node, Trigger } from "../kinds/shapes";
-export type { EventQuery } from "../kinds/support/event-query";
 
 /** Names that `inputVariables` keys may not take (§8.7 item 3); trigger and node names are checked too. */
 export const RESERVED_INPUT_KEYS = ["secrets", "apContext", "context", "date", "value", "index"] as const;

@@ -4,7 +4,6 @@
  * expiry entry's removal.
  */
 import { quotaReached } from "../errors";
-import { useRuntime } from "../runtime";
 import { transact, type TransactItem } from "../store/entity";
 import { completeItem, expiredSlotHolders, releaseExpiredSlotItem } from "../store/entities/workflow";
 import { decrement, incrementBelow } from "../store/counters";
@@ -13,6 +12,7 @@ import { type Address } from "../address";
 import { log } from "../log";
 import type { CompletionReason } from "./record";
 import { MAX_ATTEMPTS, ACTIVE_WORKFLOWS, backoff } from "./stored";
+import { useRuntime } from "../current-runtime";
 
 /**
  * Runs `write` (one transaction item) together with +1 on the owner's active counter below the cap. At the cap the
@@ -88,7 +88,6 @@ export async function writeReleasingSlot(owner: Address, write: TransactItem, re
 }
 
 /** Deletes the workflow's expiry entry (pattern 21), if any. */
-export { forgetExpiry } from "../store/entities/expiry";
 
 /**
  * The write that completes workflow `id` (§8.2): status `completed` with `reason`, `completedAt` the claim's time

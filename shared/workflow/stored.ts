@@ -4,11 +4,11 @@
  */
 import { useOwner } from "../context";
 import { ApiError, notFound } from "../errors";
-import { useRuntime } from "../runtime";
 import { readWorkflowItem } from "../store/entities/workflow";
 import { checksumAddress } from "../address";
 import type { Workflow } from "./schemas";
 import type { CompletionReason, StoredStatus, WorkflowRecord } from "./record";
+import { useRuntime } from "../current-runtime";
 
 export const ACTIVE_WORKFLOWS = "activeWorkflows";
 export const MAX_ATTEMPTS = 60;

@@ -33,7 +33,7 @@ import {
   type ListedAwait,
 } from "../store/entities/watch";
 import { workflowOwner } from "../store/entities/workflow";
-import type { Trigger } from "./schemas";
+import type { Trigger } from "../kinds/shapes";
 
 const VERSION = 3;
 /** Triggers up to this many bytes of JSON stay inside the entry; larger ones get their own item. */

@@ -24,10 +24,11 @@ import { createApp, type Route } from "../../shared/http/app";
 import { authRoutes } from "../../shared/auth/routes";
 import { healthRoutes } from "../../shared/service/health";
 import { useCaller } from "../../shared/context";
-import { createRuntime, setRuntime, type Runtime } from "../../shared/runtime";
+import { createRuntime } from "../../shared/runtime";
 import type { Config } from "../../shared/config";
 import { stackEnv, useTestRuntime } from "../support/runtime";
 import { buildAuthMessage, messageDefaults, signIn, type AuthMessageParts } from "../support/auth";
+import { setRuntime, type Runtime } from "../../shared/current-runtime";
 
 /** A configured chain besides the devnet (its RPC is never called by these tests). */
 const SEPOLIA = 11155111;

@@ -6,12 +6,13 @@
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { useConfig } from "../../shared/runtime";
 import { validateDefinition } from "../../shared/workflow/definition";
-import { DEFAULT_LIMITS } from "../../shared/workflow/schemas";
 import { runWorkflow } from "../../shared/engine/run";
-import type { RunInput, SendCalls, SendOutcome } from "../../shared/engine/types";
-import type { Step } from "../../shared/execution/schemas";
+import type { RunInput } from "../../shared/engine/types";
+import { useConfig } from "../../shared/current-runtime";
+import { DEFAULT_LIMITS } from "../../shared/kinds/support/schema-kit";
+import type { SendCalls, SendOutcome } from "../../shared/wallet/send";
+import type { Step } from "../../shared/engine/schemas";
 
 const OWNER = "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4";
 export const WALLET = "0xAb8483F64d9C6d1EcF9b849Ae677dD3315835cb2";

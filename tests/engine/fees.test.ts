@@ -12,14 +12,14 @@ import { signIn, type SignedIn } from "../support/auth";
 import { deployTestToken, setBalance } from "../support/chain";
 import { transferFunction } from "../support/abis";
 import { createServiceApp } from "../../shared/service/app";
-import { useRuntime } from "../../shared/runtime";
 import { ApiError } from "../../shared/errors";
 import { validateDefinition } from "../../shared/workflow/definition";
 import { erc20Transfer } from "../../shared/chain/account";
-import { FeeEstimate, type Cost } from "../../shared/execution/schemas";
 import { FALLBACK_GAS, estimateFees } from "../../shared/engine/fees";
 import { executionFee, valueFeeFor } from "../../shared/engine/fee-rules";
 import { walletSender } from "../../shared/wallet/operation";
+import { useRuntime } from "../../shared/current-runtime";
+import { FeeEstimate, type Cost } from "../../shared/engine/schemas";
 
 const app = createServiceApp();
 const DEAD_CHAIN = 424242;

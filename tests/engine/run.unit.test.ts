@@ -6,8 +6,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { useConfigRuntime } from "../support/runtime";
 import { LOG_TRUNCATED_MARKER } from "../../shared/sandbox/log-marker";
-import type { Step } from "../../shared/execution/schemas";
 import { barrier, code, edge, ids, json, manualTrigger, run, startServer, stepOf, WALLET, type Body } from "./engine-support";
+import type { Step } from "../../shared/engine/schemas";
 
 let server: Awaited<ReturnType<typeof startServer>>;
 

@@ -11,7 +11,7 @@ import { startUpstream, type Upstream } from "../support/upstream";
 import { executionPath, jsonClient, type Json, type Owner } from "../support/client";
 import { endDueWaits, endWait } from "../../shared/execution/waits";
 import { resumeLostRuns, DRIVER_STALE_MS } from "../../shared/execution/recovery";
-import { sweep } from "../../shared/execution/execution";
+import { sweep } from "../../shared/execution/execution-sweep";
 
 let service: TestService;
 let upstream: Upstream;

@@ -11,11 +11,12 @@ import { startService, type TestService } from "../support/service";
 import { executionPath, jsonClient, type Json, type Owner } from "../support/client";
 import { codeNode as code } from "../support/workflows";
 import { endDueWaits } from "../../shared/execution/waits";
-import { sweep } from "../../shared/execution/execution";
-import { release, watchChain } from "../../shared/watch/watcher";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { getAddress } from "viem";
 import { TRANSFER, deployTestToken } from "../support/chain";
+import { sweep } from "../../shared/execution/execution-sweep";
+import { release } from "../../shared/watch/checkpoint";
+import { watchChain } from "../../shared/watch/pass";
 
 let service: TestService;
 const { call, ownerWithWallet, createWorkflow } = jsonClient(() => service.url);

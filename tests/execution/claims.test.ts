@@ -19,11 +19,14 @@ import { createInProcessBus, type InProcessBus } from "../../shared/execution/bu
 import { withRunner } from "../../shared/execution/runner";
 import { claimExecution, recoverInterruptedClaims } from "../../shared/execution/claim";
 import { writeRunInputParts } from "../../shared/execution/run-input";
-import * as Executions from "../../shared/execution/execution";
-import * as Workflow from "../../shared/workflow/workflow";
 import { executionFee, valueFeeFor } from "../../shared/engine/fee-rules";
 import { Keys } from "../../shared/store/item-keys";
-import type { Runtime } from "../../shared/runtime";
+import { pendingItem } from "../../shared/execution/execution-write";
+import { claimStats, DuplicateFire, claim, CLAIM_RECOVERY_AFTER_MS, SimulatedCrash } from "../../shared/workflow/claim";
+import { closeJournals } from "../../shared/workflow/claim-journal";
+import { getForRun } from "../../shared/workflow/stored";
+import { errorMark, outcomeHint, recordOutcome } from "../../shared/workflow/outcome";
+import type { Runtime } from "../../shared/current-runtime";
 
 let runtime: Runtime;
 let first: TestServer;
@@ -87,7 +90,7 @@ async function requestsOf(work: () => Promise<void>): Promise<string[]> {
 async function concurrentTriggers(count: number, max: number, servers: ReturnType<typeof jsonClient>[]) {
   const alice = await viaFirst.ownerWithWallet();
   const wf = await createWorkflow(alice, { maxExecution: max });
-  const before = { ...Workflow.claimStats };
+  const before = { ...claimStats };
   const answers = await Promise.all(
     Array.from({ length: count }, (_, i) =>
       servers[i % servers.length]!.call(alice, "POST", `/workflows/${wf.id}:trigger`, { triggerType: "manual" }),
@@ -101,8 +104,8 @@ async function concurrentTriggers(count: number, max: number, servers: ReturnTyp
     expect(refused.body).toMatchObject({ code: "WORKFLOW_NOT_RUNNABLE", reason: "MAX_EXECUTIONS_REACHED" });
   }
   // One count update per call at most: no claim ever retried for contention.
-  expect(Workflow.claimStats.claimed - before.claimed).toBe(max);
-  expect(Workflow.claimStats.attempts - before.attempts).toBeLessThanOrEqual(count);
+  expect(claimStats.claimed - before.claimed).toBe(max);
+  expect(claimStats.attempts - before.attempts).toBeLessThanOrEqual(count);
 
   await bus.idle();
   const executions = await executionsOf(alice, wf.id);
@@ -159,7 +162,7 @@ describe("what a claim costs, and its answers", () => {
     );
     expect(answers.map((a) => a.status)).toEqual([202, 202, 202, 202, 202]);
     expect(claimAttributes(await rawWorkflow(wf.id)).length).toBeGreaterThan(0);
-    await Workflow.closeJournals();
+    await closeJournals();
     expect(claimAttributes(await rawWorkflow(wf.id))).toEqual([]);
     const journals = await runtime.db.send(
       new QueryCommand({
@@ -221,7 +224,7 @@ describe("what a claim costs, and its answers", () => {
     const deliver = () =>
       claimExecution(wf.id, { now, fire, runInput: { triggerOutput: { data: { at: now } } } }).then(
         (id) => id,
-        (err: unknown) => (err instanceof Workflow.DuplicateFire ? "duplicate" : Promise.reject(err)),
+        (err: unknown) => (err instanceof DuplicateFire ? "duplicate" : Promise.reject(err)),
       );
     const outcomes = await Promise.all(Array.from({ length: 5 }, deliver));
     expect(outcomes.filter((o) => o === "duplicate")).toHaveLength(4);
@@ -237,12 +240,12 @@ describe("what a claim costs, and its answers", () => {
 /** A claim as claim.ts makes it, stopped where a crash would stop it. */
 function claimStoppedAt(wf: Json, crashAt: "afterIntent" | "afterCount", fire?: string) {
   const now = runtime.now();
-  return Workflow.claim(wf.id, {
+  return claim(wf.id, {
     now,
     crashAt,
     ...(fire ? { fire: { fireId: fire, expiresAt: Math.floor(now / 1000) + 3600 } } : {}),
     execution: (index, claimed) => ({
-      ...Executions.pendingItem({
+      ...pendingItem({
         workflowId: claimed.id,
         owner: claimed.owner,
         chainId: claimed.chainId,
@@ -259,14 +262,14 @@ function claimStoppedAt(wf: Json, crashAt: "afterIntent" | "afterCount", fire?: 
 }
 
 /** The sweeper's pass as it runs a minute later. */
-const sweepClaimsLater = () => recoverInterruptedClaims(runtime.now() + Workflow.CLAIM_RECOVERY_AFTER_MS + 1_000);
+const sweepClaimsLater = () => recoverInterruptedClaims(runtime.now() + CLAIM_RECOVERY_AFTER_MS + 1_000);
 
 describe("a crash in the middle of a claim", () => {
   it("after the count update: the sweeper writes the execution with the index it took, runs it, and no index is missing", async () => {
     const carol = await viaFirst.ownerWithWallet();
     const wf = await createWorkflow(carol, { maxExecution: 3 });
     expect((await call(carol, "POST", `/workflows/${wf.id}:trigger`, { triggerType: "manual" })).status).toBe(202);
-    await expect(claimStoppedAt(wf, "afterCount")).rejects.toBeInstanceOf(Workflow.SimulatedCrash);
+    await expect(claimStoppedAt(wf, "afterCount")).rejects.toBeInstanceOf(SimulatedCrash);
     // The third call takes index 2 and completes the workflow; index 1 has no execution yet.
     expect((await call(carol, "POST", `/workflows/${wf.id}:trigger`, { triggerType: "manual" })).status).toBe(202);
     expect((await call(carol, "POST", `/workflows/${wf.id}:trigger`, { triggerType: "manual" })).body).toMatchObject({
@@ -288,7 +291,7 @@ describe("a crash in the middle of a claim", () => {
   it("on the last index: the sweeper also completes the workflow", async () => {
     const dan = await viaFirst.ownerWithWallet();
     const wf = await createWorkflow(dan, { maxExecution: 1 });
-    await expect(claimStoppedAt(wf, "afterCount")).rejects.toBeInstanceOf(Workflow.SimulatedCrash);
+    await expect(claimStoppedAt(wf, "afterCount")).rejects.toBeInstanceOf(SimulatedCrash);
     // Not runnable any more (the count is at the cap) even before the completion is stored.
     expect((await call(dan, "POST", `/workflows/${wf.id}:trigger`, { triggerType: "manual" })).body).toMatchObject({
       reason: "MAX_EXECUTIONS_REACHED",
@@ -306,9 +309,9 @@ describe("a crash in the middle of a claim", () => {
     const erin = await viaFirst.ownerWithWallet();
     const wf = await createWorkflow(erin, { maxExecution: 10 });
     const fireId = `${wf.id}:t:${runtime.now()}`;
-    await expect(claimStoppedAt(wf, "afterIntent", fireId)).rejects.toBeInstanceOf(Workflow.SimulatedCrash);
-    await expect(claimStoppedAt(wf, "afterIntent", fireId)).rejects.toBeInstanceOf(Workflow.DuplicateFire);
-    await expect(claimStoppedAt(wf, "afterIntent")).rejects.toBeInstanceOf(Workflow.SimulatedCrash);
+    await expect(claimStoppedAt(wf, "afterIntent", fireId)).rejects.toBeInstanceOf(SimulatedCrash);
+    await expect(claimStoppedAt(wf, "afterIntent", fireId)).rejects.toBeInstanceOf(DuplicateFire);
+    await expect(claimStoppedAt(wf, "afterIntent")).rejects.toBeInstanceOf(SimulatedCrash);
     expect((await call(erin, "GET", `/workflows/${wf.id}`)).body.executionCount).toBe(0);
 
     expect(await sweepClaimsLater()).toBe(1);
@@ -316,7 +319,7 @@ describe("a crash in the middle of a claim", () => {
     expect((await executionsOf(erin, wf.id)).map((e) => [e.index, e.status])).toEqual([[0, "success"]]);
     expect((await call(erin, "GET", `/workflows/${wf.id}`)).body.executionCount).toBe(1);
     // The fire stays claimed once; nothing is left in flight.
-    await expect(claimStoppedAt(wf, "afterIntent", fireId)).rejects.toBeInstanceOf(Workflow.DuplicateFire);
+    await expect(claimStoppedAt(wf, "afterIntent", fireId)).rejects.toBeInstanceOf(DuplicateFire);
     expect(await sweepClaimsLater()).toBe(0);
     expect((await call(erin, "POST", `/workflows/${wf.id}:trigger`, { triggerType: "manual" })).status).toBe(202);
     await bus.idle();
@@ -335,12 +338,12 @@ describe("a crash in the middle of a claim", () => {
     const id = ulid(now);
     const request = { triggerOutput: { data: { big: "x".repeat(3_000) }, headers: {}, pathParams: {} } };
     const { parts } = await writeRunInputParts(id, JSON.stringify(request));
-    const claimed = Workflow.claim(wf.id, {
+    const claimed = claim(wf.id, {
       now,
       crashAt: "afterCount",
       runInput: parts,
       execution: (index, workflow) => ({
-        ...Executions.pendingItem({
+        ...pendingItem({
           workflowId: workflow.id,
           owner: workflow.owner,
           chainId: workflow.chainId,
@@ -363,7 +366,7 @@ describe("a crash in the middle of a claim", () => {
         runInput: JSON.stringify(request),
       }),
     });
-    await expect(claimed).rejects.toBeInstanceOf(Workflow.SimulatedCrash);
+    await expect(claimed).rejects.toBeInstanceOf(SimulatedCrash);
     expect(await executionsOf(ivy, wf.id)).toEqual([]);
     expect(await sweepClaimsLater()).toBe(1);
     await bus.idle();
@@ -377,12 +380,12 @@ describe("a crash in the middle of a claim", () => {
     const fay = await viaFirst.ownerWithWallet();
     const wf = await createWorkflow(fay, { maxExecution: 10 });
     const fireId = `${wf.id}:t:${runtime.now()}`;
-    await expect(claimStoppedAt(wf, "afterIntent", fireId)).rejects.toBeInstanceOf(Workflow.SimulatedCrash);
+    await expect(claimStoppedAt(wf, "afterIntent", fireId)).rejects.toBeInstanceOf(SimulatedCrash);
     expect((await call(fay, "POST", `/workflows/${wf.id}:pause`)).status).toBe(200);
     expect(await sweepClaimsLater()).toBe(0);
     expect(await executionsOf(fay, wf.id)).toEqual([]);
     expect((await call(fay, "POST", `/workflows/${wf.id}:resume`)).status).toBe(200);
-    await expect(claimStoppedAt(wf, "afterIntent", fireId)).rejects.toBeInstanceOf(Workflow.DuplicateFire);
+    await expect(claimStoppedAt(wf, "afterIntent", fireId)).rejects.toBeInstanceOf(DuplicateFire);
     expect(await sweepClaimsLater()).toBe(0);
   });
 });
@@ -391,25 +394,25 @@ describe("the run's outcome", () => {
   it("a success whose run saw no consecutive errors makes no request; one counted by this process since is reset", async () => {
     const joy = await viaFirst.ownerWithWallet();
     const wf = await createWorkflow(joy, { maxExecution: 10 });
-    const read = async () => (await Workflow.getForRun(wf.id))!;
-    const mark = Workflow.errorMark(wf.id);
-    const seen = Workflow.outcomeHint(await read(), mark);
-    expect(await requestsOf(() => Workflow.recordOutcome(wf.id, "success", runtime.now(), seen))).toEqual([]);
+    const read = async () => (await getForRun(wf.id))!;
+    const mark = errorMark(wf.id);
+    const seen = outcomeHint(await read(), mark);
+    expect(await requestsOf(() => recordOutcome(wf.id, "success", runtime.now(), seen))).toEqual([]);
 
     // An error ends while another run (hint taken before it) is still going: that run's success resets it.
-    const before = Workflow.outcomeHint(await read(), Workflow.errorMark(wf.id));
-    await Workflow.recordOutcome(wf.id, "error", runtime.now());
+    const before = outcomeHint(await read(), errorMark(wf.id));
+    await recordOutcome(wf.id, "error", runtime.now());
     expect((await read()).consecutiveErrors).toBe(1);
-    const reset = await requestsOf(() => Workflow.recordOutcome(wf.id, "success", runtime.now(), before));
+    const reset = await requestsOf(() => recordOutcome(wf.id, "success", runtime.now(), before));
     expect(reset).toEqual([`Get WF#${wf.id}`, `Update WF#${wf.id}`]);
     expect((await read()).consecutiveErrors).toBe(0);
 
     // A run that began with errors counted reads and resets at its end; without a hint, as before: one read.
-    await Workflow.recordOutcome(wf.id, "error", runtime.now());
-    const counted = Workflow.outcomeHint(await read(), Workflow.errorMark(wf.id));
+    await recordOutcome(wf.id, "error", runtime.now());
+    const counted = outcomeHint(await read(), errorMark(wf.id));
     expect(counted.consecutiveErrors).toBe(1);
-    await Workflow.recordOutcome(wf.id, "failed", runtime.now(), counted);
+    await recordOutcome(wf.id, "failed", runtime.now(), counted);
     expect((await read()).consecutiveErrors).toBe(0);
-    expect(await requestsOf(() => Workflow.recordOutcome(wf.id, "success", runtime.now()))).toEqual([`Get WF#${wf.id}`]);
+    expect(await requestsOf(() => recordOutcome(wf.id, "success", runtime.now()))).toEqual([`Get WF#${wf.id}`]);
   });
 });

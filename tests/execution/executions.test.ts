@@ -13,10 +13,12 @@ import { bearer, CHAIN_ID, FEE, insertPending, randomOwner as newOwner, triggerS
 import { createApp } from "../../shared/http/app";
 import { Keys } from "../../shared/store/item-keys";
 import { executionRoutes, workflowExecutionRoutes } from "../../shared/execution/routes";
-import * as Execution from "../../shared/execution/execution";
 import * as v from "valibot";
-import { Execution as ExecutionSchema, ExecutionPage, Stats, StatusSummary, type Cost, type Step } from "../../shared/execution/schemas";
-import type { Runtime } from "../../shared/runtime";
+import { Execution as ExecutionSchema, ExecutionPage, Stats, StatusSummary } from "../../shared/execution/schemas";
+import { finish, recordStep, pendingItem } from "../../shared/execution/execution-write";
+import { sweep } from "../../shared/execution/execution-sweep";
+import { type Cost, type Step } from "../../shared/engine/schemas";
+import type { Runtime } from "../../shared/current-runtime";
 
 type Owner = `0x${string}`;
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -57,7 +59,7 @@ async function insert(
 ) {
   const id = await insertPending(owner, workflowId, startAt, index);
   if (end) {
-    expect(await Execution.finish(workflowId, id, { status: end.status, error: end.error, endAt: startAt + end.after })).toBe(true);
+    expect(await finish(workflowId, id, { status: end.status, error: end.error, endAt: startAt + end.after })).toBe(true);
   }
   return id;
 }
@@ -93,11 +95,11 @@ describe("the record", () => {
       chainId: CHAIN_ID,
     };
     // Recorded out of order; the two at t0+20 tie on startAt and are ordered by their position in `nodes`.
-    expect(await Execution.recordStep(wf, id, nodeStep("later", t0 + 50), undefined, 0)).toBe(true);
-    expect(await Execution.recordStep(wf, id, nodeStep("send", t0 + 20, { type: "ethTransfer", gasUsed: "21000" }), cost, 3)).toBe(true);
-    expect(await Execution.recordStep(wf, id, nodeStep("first", t0 + 20), undefined, 1)).toBe(true);
+    expect(await recordStep(wf, id, nodeStep("later", t0 + 50), undefined, 0)).toBe(true);
+    expect(await recordStep(wf, id, nodeStep("send", t0 + 20, { type: "ethTransfer", gasUsed: "21000" }), cost, 3)).toBe(true);
+    expect(await recordStep(wf, id, nodeStep("first", t0 + 20), undefined, 1)).toBe(true);
     // The runner records the trigger step too: it stays one step.
-    expect(await Execution.recordStep(wf, id, triggerStep(t0), undefined, -1)).toBe(true);
+    expect(await recordStep(wf, id, triggerStep(t0), undefined, -1)).toBe(true);
 
     res = await get(owner, `/executions/${id}?workflowId=${wf}`);
     expect(res.body.steps.map((s: Step) => s.id)).toEqual(["trigger1", "first", "send", "later"]);
@@ -105,14 +107,14 @@ describe("the record", () => {
     expect(res.body.status).toBe("pending");
     expect(res.body.endAt).toBeUndefined();
 
-    expect(await Execution.finish(wf, id, { status: "failed", error: "1 of 3 steps failed: later", endAt: t0 + 900 })).toBe(true);
+    expect(await finish(wf, id, { status: "failed", error: "1 of 3 steps failed: later", endAt: t0 + 900 })).toBe(true);
     res = await get(owner, `/executions/${id}?workflowId=${wf}`);
     expect(res.body).toMatchObject({ status: "failed", error: "1 of 3 steps failed: later", endAt: t0 + 900 });
     expect(v.safeParse(ExecutionSchema, res.body).issues).toBeUndefined();
 
     // Terminal is final: a second finish loses, a late step is refused and changes nothing.
-    expect(await Execution.finish(wf, id, { status: "success", endAt: t0 + 1000 })).toBe(false);
-    expect(await Execution.recordStep(wf, id, nodeStep("tooLate", t0 + 950))).toBe(false);
+    expect(await finish(wf, id, { status: "success", endAt: t0 + 1000 })).toBe(false);
+    expect(await recordStep(wf, id, nodeStep("tooLate", t0 + 950))).toBe(false);
     const after = await get(owner, `/executions/${id}?workflowId=${wf}`);
     expect(after.body).toEqual(res.body);
   });
@@ -126,7 +128,7 @@ describe("the record", () => {
     const config = { source: "x".repeat(340_000) };
     const output = { data: "é".repeat(125_000) }; // 250,000 bytes of UTF-8
     const big = nodeStep("big", t0 + 1, { config, output, log: "l".repeat(65_536) });
-    expect(await Execution.recordStep(wf, id, big)).toBe(true);
+    expect(await recordStep(wf, id, big)).toBe(true);
     const huge = nodeStep("huge", t0 + 2, {
       output: { data: "y".repeat(300_000) },
       log: "z".repeat(70_000),
@@ -134,7 +136,7 @@ describe("the record", () => {
       error: "e".repeat(70_000),
       errorCode: "SANDBOX_ERROR",
     });
-    expect(await Execution.recordStep(wf, id, huge)).toBe(true);
+    expect(await recordStep(wf, id, huge)).toBe(true);
 
     const res = await get(owner, `/executions/${id}?workflowId=${wf}`);
     expect(res.status).toBe(200);
@@ -163,7 +165,7 @@ describe("the record", () => {
     const t0 = Date.now() - 5_000;
     const id = ulid(t0);
     const large = triggerStep(t0, { blob: "b".repeat(20_000) });
-    const item = Execution.pendingItem({
+    const item = pendingItem({
       workflowId: wf,
       owner,
       chainId: CHAIN_ID,
@@ -176,8 +178,8 @@ describe("the record", () => {
     });
     expect(JSON.stringify(item).length).toBeLessThan(4_000);
     await runtime.db.send(new PutCommand({ TableName: runtime.config.tableName, Item: item }));
-    expect(await Execution.recordStep(wf, id, large)).toBe(true);
-    expect(await Execution.recordStep(wf, id, nodeStep("n1", t0))).toBe(true);
+    expect(await recordStep(wf, id, large)).toBe(true);
+    expect(await recordStep(wf, id, nodeStep("n1", t0))).toBe(true);
     const res = await get(owner, `/executions/${id}?workflowId=${wf}`);
     expect(res.body.steps).toEqual([large, nodeStep("n1", t0)]);
   });
@@ -414,7 +416,7 @@ describe("the sweeper", () => {
     const fresh = await insert(owner, wf, now - timeout + 60_000);
     const done = await insert(owner, wf, now - timeout - 2_000, { status: "success", after: 10 });
 
-    const swept = await Execution.sweep(now);
+    const swept = await sweep(now);
     expect(swept.timedOut).toContainEqual({ workflowId: wf, id: stale });
     expect(swept.timedOut.map((t) => t.id)).not.toContain(fresh);
     expect(swept.timedOut.map((t) => t.id)).not.toContain(done);
@@ -429,9 +431,9 @@ describe("the sweeper", () => {
     });
     expect((await get(owner, `/executions/${fresh}:getStatus?workflowId=${wf}`)).body.status).toBe("pending");
     // The run can record nothing more, and so starts nothing further (its shouldStop).
-    expect(await Execution.recordStep(wf, stale, nodeStep("n", now))).toBe(false);
-    expect(await Execution.recordStep(wf, fresh, nodeStep("n", now))).toBe(true);
+    expect(await recordStep(wf, stale, nodeStep("n", now))).toBe(false);
+    expect(await recordStep(wf, fresh, nodeStep("n", now))).toBe(true);
     // The pending index no longer holds it: a second sweep finds nothing of this workflow.
-    expect((await Execution.sweep(now)).timedOut.filter((t) => t.workflowId === wf)).toEqual([]);
+    expect((await sweep(now)).timedOut.filter((t) => t.workflowId === wf)).toEqual([]);
   });
 });

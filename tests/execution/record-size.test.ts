@@ -18,9 +18,10 @@ import { jsonClient, type Owner as SignedInOwner } from "../support/client";
 import { bearer, insertPending, randomOwner as newOwner, triggerStep } from "../support/fixtures";
 import { createServiceApp } from "../../shared/service/app";
 import { Keys } from "../../shared/store/item-keys";
-import * as Execution from "../../shared/execution/execution";
-import { Execution as ExecutionSchema, ExecutionPage, type Step } from "../../shared/execution/schemas";
-import type { Runtime } from "../../shared/runtime";
+import { Execution as ExecutionSchema, ExecutionPage } from "../../shared/execution/schemas";
+import { type Step } from "../../shared/engine/schemas";
+import type { Runtime } from "../../shared/current-runtime";
+import * as ExecutionWrite from "../../shared/execution/execution-write";
 
 type Owner = `0x${string}`;
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -66,8 +67,8 @@ const nodeStep = (id: string, startAt: number, outputBytes: number, extra: Parti
 /** A pending execution as the claim writes it; its steps recorded as the runner records them; then finished. */
 async function insert(owner: Owner, workflowId: string, startAt: number, steps: Step[] = [], finish = true) {
   const id = await insertPending(owner, workflowId, startAt);
-  for (const [i, step] of steps.entries()) expect(await Execution.recordStep(workflowId, id, step, undefined, i)).toBe(true);
-  if (finish) expect(await Execution.finish(workflowId, id, { status: "success", endAt: startAt + 1000 })).toBe(true);
+  for (const [i, step] of steps.entries()) expect(await ExecutionWrite.recordStep(workflowId, id, step, undefined, i)).toBe(true);
+  if (finish) expect(await ExecutionWrite.finish(workflowId, id, { status: "success", endAt: startAt + 1000 })).toBe(true);
   return id;
 }
 

@@ -16,8 +16,8 @@ import { devnet, gasCogs, setBalance } from "../support/chain";
 import { createInProcessBus } from "../../shared/execution/bus/in-process";
 import { EVENT_SOURCE } from "../../shared/execution/bus/eventbridge";
 import { runExecution, withRunner } from "../../shared/execution/runner";
-import * as Executions from "../../shared/execution/execution";
-import { setRuntime, type Runtime } from "../../shared/runtime";
+import { sweep } from "../../shared/execution/execution-sweep";
+import { setRuntime, type Runtime } from "../../shared/current-runtime";
 
 let service: TestService;
 let runtime: Runtime;
@@ -167,7 +167,7 @@ describe("a workflow deleted mid-run", () => {
       nodes: [rest("late", "/count-late")],
     });
     const id = await claimed(alice, wf.id);
-    await Executions.sweep(Date.now() + runtime.config.limits.executionTimeoutMs + 1_000);
+    await sweep(Date.now() + runtime.config.limits.executionTimeoutMs + 1_000);
     await runExecution(wf.id, id);
     expect(await read(alice, wf.id, id)).toMatchObject({ status: "error", error: "execution timed out" });
     expect(hits.get("/count-late")).toBeUndefined();

@@ -15,7 +15,6 @@ import { startServiceChild, type ServiceChild } from "../support/service-child";
 import { bearer, insertPending, randomOwner as newOwner } from "../support/fixtures";
 import { createServiceApp } from "../../shared/service/app";
 import { ApiError } from "../../shared/errors";
-import * as Execution from "../../shared/execution/execution";
 import {
   acquireStreamSlot,
   claimSlot,
@@ -24,7 +23,8 @@ import {
   openStreamCount,
   STREAM_LEASE_DEFAULTS,
 } from "../../shared/execution/stream-slots";
-import type { Runtime } from "../../shared/runtime";
+import { finish } from "../../shared/execution/execution-write";
+import type { Runtime } from "../../shared/current-runtime";
 
 type Owner = `0x${string}`;
 
@@ -210,7 +210,7 @@ describe("open streams per owner", () => {
     expect(last.status).toBe(200);
     await last.firstFrame;
     expectTooMany(await open(server.url, owner, e.path));
-    await Execution.finish(ending.workflowId, ending.id, { status: "success", endAt: Date.now() });
+    await finish(ending.workflowId, ending.id, { status: "success", endAt: Date.now() });
     await last.ended;
     const after = await open(server.url, owner, e.path);
     expect(after.status).toBe(200);

@@ -13,8 +13,9 @@ import { bearer, insertPending, randomOwner as newOwner } from "../support/fixtu
 import { createApp } from "../../shared/http/app";
 import { Keys } from "../../shared/store/item-keys";
 import { executionRoutes } from "../../shared/execution/routes";
-import * as Execution from "../../shared/execution/execution";
-import type { Runtime } from "../../shared/runtime";
+import { finish, recordStep } from "../../shared/execution/execution-write";
+import { listenerCount } from "../../shared/execution/execution-stored";
+import type { Runtime } from "../../shared/current-runtime";
 
 type Owner = `0x${string}`;
 
@@ -120,7 +121,7 @@ describe("the stream", () => {
     await s.until(/\n\n/);
     expect(s.text()).toBe(frame(1, summary));
 
-    expect(await Execution.finish(e.workflowId, e.id, { status: "success", endAt: e.startAt + 840 })).toBe(true);
+    expect(await finish(e.workflowId, e.id, { status: "success", endAt: e.startAt + 840 })).toBe(true);
     await s.until(/id: 2\n/);
     await s.closed;
     expect(s.text()).toBe(frame(1, summary) + frame(2, { ...summary, status: "success", endAt: e.startAt + 840 }));
@@ -134,7 +135,7 @@ describe("the stream", () => {
       const s = await open(owner, `/executions/${e.id}:stream?workflowId=${e.workflowId}`);
       await s.until(/id: 1\n/);
       const before = performance.now();
-      await Execution.finish(e.workflowId, e.id, { status: "success", endAt: Date.now() });
+      await finish(e.workflowId, e.id, { status: "success", endAt: Date.now() });
       const arrived = await s.until(/id: 2\n/);
       if (run > 0) latencies.push(arrived - before); // run 0 warms this file's connections
       await s.closed;
@@ -168,7 +169,7 @@ describe("the stream", () => {
   it("sends exactly one frame for an execution that is already terminal", async () => {
     const owner = newOwner();
     const e = await pending(owner);
-    await Execution.finish(e.workflowId, e.id, { status: "failed", error: "1 of 1 steps failed: a", endAt: e.startAt + 3 });
+    await finish(e.workflowId, e.id, { status: "failed", error: "1 of 1 steps failed: a", endAt: e.startAt + 3 });
     const s = await open(owner, `/executions/${e.id}:stream?workflowId=${e.workflowId}`);
     await s.closed;
     expect(s.text()).toBe(
@@ -189,7 +190,7 @@ describe("the stream", () => {
     const s = await open(owner, `/executions/${e.id}:stream?workflowId=${e.workflowId}&interval=1s`);
     await s.until(/id: 1\n/);
     const first = performance.now();
-    await Execution.recordStep(e.workflowId, e.id, {
+    await recordStep(e.workflowId, e.id, {
       id: "n",
       type: "customCode",
       name: "n",
@@ -203,7 +204,7 @@ describe("the stream", () => {
     expect(at - first).toBeLessThan(KEEPALIVE_MS + 300);
     await s.until(/(: keep-alive\n\n){2}/, 2_000);
     expect(s.text().match(/^id: /gm)).toHaveLength(1);
-    await Execution.finish(e.workflowId, e.id, { status: "success", endAt: Date.now() });
+    await finish(e.workflowId, e.id, { status: "success", endAt: Date.now() });
     await s.closed;
     expect(s.text().match(/^id: /gm)).toHaveLength(2);
   });
@@ -241,7 +242,7 @@ describe("the stream", () => {
     await write("SET #s = :s REMOVE #w", { ":s": "pending" });
     await s.until(/id: 3\n/);
     await sleep(400);
-    await Execution.finish(e.workflowId, e.id, { status: "success", endAt: Date.now() });
+    await finish(e.workflowId, e.id, { status: "success", endAt: Date.now() });
     await s.closed;
     const frames = [...s.text().matchAll(/^data: (.*)$/gm)].map((m) => JSON.parse(m[1]!) as { status: string; waitingFor?: unknown[] });
     expect(frames.map((f) => f.status)).toEqual(["pending", "waiting", "pending", "success"]);
@@ -300,7 +301,7 @@ describe("the stream", () => {
     await anonymous.body?.cancel();
 
     // The accepted forms of interval: ms as digits or with `ms`, seconds with a fraction.
-    await Execution.finish(e.workflowId, e.id, { status: "success", endAt: Date.now() });
+    await finish(e.workflowId, e.id, { status: "success", endAt: Date.now() });
     for (const interval of ["100", "250ms", "1s", "1.5s", "5000"]) {
       const s = await open(owner, `/executions/${e.id}:stream?workflowId=${e.workflowId}&interval=${interval}`);
       expect(s.status, interval).toBe(200);
@@ -314,12 +315,12 @@ describe("the stream", () => {
     const e = await pending(owner);
     const s = await open(owner, `/executions/${e.id}:stream?workflowId=${e.workflowId}&interval=100`);
     await s.until(/id: 1\n/);
-    expect(Execution.listenerCount(e.workflowId, e.id)).toBe(1);
+    expect(listenerCount(e.workflowId, e.id)).toBe(1);
     s.abort();
     await s.closed;
     const deadline = Date.now() + 1_000;
-    while (Execution.listenerCount(e.workflowId, e.id) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    expect(Execution.listenerCount(e.workflowId, e.id)).toBe(0);
+    while (listenerCount(e.workflowId, e.id) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(listenerCount(e.workflowId, e.id)).toBe(0);
 
     // A body nobody reads (HEAD) starts nothing: no listener, no polling.
     const other = await pending(owner);
@@ -329,7 +330,7 @@ describe("the stream", () => {
     });
     expect(head.status).toBe(200);
     expect(await head.text()).toBe("");
-    expect(Execution.listenerCount(other.workflowId, other.id)).toBe(0);
+    expect(listenerCount(other.workflowId, other.id)).toBe(0);
   });
 });
 
@@ -396,7 +397,7 @@ describe("the Lambda entry point (Function URL with response streaming)", () => 
     while (!live.text().includes("id: 1\n") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     expect(metadata[0]).toMatchObject({ statusCode: 200, headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } });
     const before = performance.now();
-    await Execution.finish(e.workflowId, e.id, { status: "success", endAt: e.startAt + 1 });
+    await finish(e.workflowId, e.id, { status: "success", endAt: e.startAt + 1 });
     await live.done;
     const second = live.chunks.find((c) => c.text.includes("id: 2\n"))!;
     expect(second.at - before).toBeLessThan(300);

@@ -8,7 +8,6 @@ import { beforeAll, describe, expect, it } from "vitest";
 import * as v from "valibot";
 import { ulid } from "ulid";
 import { useTestRuntime } from "../support/runtime";
-import { useRuntime } from "../../shared/runtime";
 import { defineNode, nodeShape } from "../../shared/kinds/kind";
 import { kinds } from "../../shared/kinds/kinds";
 import { withKinds } from "../../shared/kinds/registry";
@@ -23,6 +22,7 @@ import { waitingForOf } from "../../shared/execution/waiting-for";
 import { runMaintenance } from "../../shared/execution/maintenance";
 import { recordedSteps } from "../../shared/execution/execution-read";
 import { getExecution, openWaitsOf, pendingExecutionItem, putClaimedExecution, resumeRun } from "../../shared/store/entities/execution";
+import { useRuntime } from "../../shared/current-runtime";
 
 const PAUSE_MS = 60_000;
 const OWNER = "0x00000000000000000000000000000000000000b2";

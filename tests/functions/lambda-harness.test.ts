@@ -15,8 +15,8 @@ import { signIn, type SignedIn } from "../support/auth";
 import { LambdaHost, eventBridgeEvent, httpEvent } from "../support/lambda-host";
 import { startEventBridgeStub, type EventBridgeStub } from "../support/eventbridge-stub";
 import { createServiceApp } from "../../shared/service/app";
-import { useRuntime } from "../../shared/runtime";
 import { Keys } from "../../shared/store/item-keys";
+import { useRuntime } from "../../shared/current-runtime";
 
 const WAIT_MS = 2_000;
 let workflows: LambdaHost;

@@ -9,8 +9,8 @@ import { privateKeyToAccount, generatePrivateKey } from "viem/accounts";
 import { stackEnv } from "../support/runtime";
 import { buildAuthMessage, messageDefaults } from "../support/auth";
 import { ensureTable } from "../../shared/store/table";
-import { useRuntime } from "../../shared/runtime";
 import { setLogLevel } from "../../shared/log";
+import { useRuntime } from "../../shared/current-runtime";
 
 type Handler = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyStructuredResultV2>;
 let core: Handler;

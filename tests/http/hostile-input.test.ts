@@ -9,11 +9,12 @@ import { request as httpRequest } from "node:http";
 import { privateKeyToAccount, generatePrivateKey } from "viem/accounts";
 import { createServiceApp } from "../../shared/service/app";
 import { buildConfig } from "../../shared/config";
-import { createRuntime, setRuntime, type Runtime } from "../../shared/runtime";
+import { createRuntime } from "../../shared/runtime";
 import { encodeCursor } from "../../shared/http/paging";
 import { stackEnv, useTestRuntime } from "../support/runtime";
 import { signIn, type SignedIn } from "../support/auth";
 import { httpTarget, rawExchange, startTestServer, type TestServer } from "../support/server";
+import { setRuntime, type Runtime } from "../../shared/current-runtime";
 
 let runtime: Runtime;
 let server: TestServer;

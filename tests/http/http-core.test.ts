@@ -15,12 +15,13 @@ import { parse, readJsonBody } from "../../shared/http/validate";
 import { authRoutes } from "../../shared/auth/routes";
 import { healthRoutes } from "../../shared/service/health";
 import { useOwner } from "../../shared/context";
-import { createRuntime, setRuntime, type Runtime } from "../../shared/runtime";
+import { createRuntime } from "../../shared/runtime";
 import { ensureTable } from "../../shared/store/table";
 import type { Config } from "../../shared/config";
 import { setLogLevel } from "../../shared/log";
 import { stackEnv, useTestRuntime } from "../support/runtime";
 import { signIn, type SignedIn } from "../support/auth";
+import { setRuntime, type Runtime } from "../../shared/current-runtime";
 
 const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/;
 

@@ -9,12 +9,13 @@ import { createApp, type Route } from "../../shared/http/app";
 import { RateLimiter, RateSubject } from "../../shared/http/rate-limit";
 import { authRoutes } from "../../shared/auth/routes";
 import { useOwner } from "../../shared/context";
-import { createRuntime, setRuntime, useRuntime, type Runtime } from "../../shared/runtime";
+import { createRuntime } from "../../shared/runtime";
 import { Keys } from "../../shared/store/item-keys";
 import { log } from "../../shared/log";
 import { stackEnv, useTestRuntime } from "../support/runtime";
 import { signIn, type RequestTarget } from "../support/auth";
 import { startTestServer } from "../support/server";
+import { setRuntime, useRuntime, type Runtime } from "../../shared/current-runtime";
 
 const BURST = 4;
 const RPS = 2;

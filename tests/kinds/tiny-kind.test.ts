@@ -6,7 +6,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import * as v from "valibot";
 import { useTestRuntime } from "../support/runtime";
-import { useRuntime } from "../../shared/runtime";
 import { buildRegistry, withKinds } from "../../shared/kinds/registry";
 import { defineNode, nodeShape } from "../../shared/kinds/kind";
 import { kinds } from "../../shared/kinds/kinds";
@@ -19,6 +18,7 @@ import { estimateFees } from "../../shared/engine/fees";
 import { buildDocument } from "../../shared/service/openapi";
 import { component, endpoint, group } from "../../shared/http/endpoint";
 import { ApiError } from "../../shared/errors";
+import { useRuntime } from "../../shared/current-runtime";
 
 /** `stamp`: writes `times` copies of `text` (a template); a pretend write, priced at 33,000 gas. */
 const config = strict({ text: v.string(), times: v.pipe(v.number(), v.integer(), v.minValue(1)) });

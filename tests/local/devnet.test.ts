@@ -21,38 +21,33 @@ import {
   type PublicClient,
 } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { toPackedUserOperation, type BundlerClient } from "viem/account-abstraction";
+import { toPackedUserOperation, type BundlerClient, entryPoint07Abi, entryPoint07Address } from "viem/account-abstraction";
 import { foundry } from "viem/chains";
 import { waitFor } from "../support/wait";
 import { ANVIL_KEYS, devnetAddresses, startDevnet, type Devnet } from "../../local/devnet/devnet";
-import {
-  controlledAccountAbi,
-  controlledAccountFactoryAbi,
-  entryPoint07Abi,
-  entryPoint07Address,
-  verifyingPaymasterAbi,
-} from "../../shared/chain/solidity/artifacts";
+import { controlledAccountAbi, controlledAccountFactoryAbi, verifyingPaymasterAbi } from "../../shared/chain/solidity/artifacts";
+import { executeUserOperation } from "../../shared/chain/userop";
 import {
   buildUserOperation,
-  createBundler,
-  DUMMY_SIGNATURE,
   encodeCreateAccount,
-  estimateUserOperationGas,
-  executeUserOperation,
   getAccountAddress,
   getSenderAddress,
-  getUserOperationHashV07,
-  getVerifyingPaymasterHash,
-  localDigestSigner,
-  packPaymasterAndData,
   predictAccountAddress,
-  sendUserOperation,
+} from "../../shared/chain/userop-account";
+import { createBundler, estimateUserOperationGas, sendUserOperation, waitForUserOperationReceipt } from "../../shared/chain/userop-bundler";
+import {
+  DUMMY_SIGNATURE,
+  getUserOperationHashV07,
+  localDigestSigner,
   signUserOperation,
-  sponsorUserOperation,
-  waitForUserOperationReceipt,
-  withVerifyingPaymasterStub,
   type UserOperationV07,
-} from "../../shared/chain/userop";
+} from "../../shared/chain/userop-signer";
+import {
+  getVerifyingPaymasterHash,
+  packPaymasterAndData,
+  sponsorUserOperation,
+  withVerifyingPaymasterStub,
+} from "../../shared/chain/userop-paymaster";
 
 const log = process.env.DEVNET_LOG ? (line: string) => console.log(line) : undefined;
 

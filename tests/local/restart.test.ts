@@ -12,11 +12,12 @@ import { getAddress } from "viem";
 import { startDynamoLocal, type LocalDynamo } from "../../local/dynamodb";
 import { startKmsEndpoint, type KmsEndpoint } from "../../local/kms-endpoint";
 import { buildConfig } from "../../shared/config";
-import { createRuntime, setRuntime, type Runtime } from "../../shared/runtime";
+import { createRuntime } from "../../shared/runtime";
 import { ensureTable } from "../../shared/store/table";
 import { withCaller } from "../../shared/context";
 import * as Secret from "../../shared/secret/secret";
 import { insertWorkflow } from "../support/fixtures";
+import { setRuntime, type Runtime } from "../../shared/current-runtime";
 
 const dataDir = mkdtempSync(join(tmpdir(), "wa-restart-"));
 let dynamo: LocalDynamo | undefined;

@@ -13,13 +13,14 @@ import { createApp } from "../../shared/http/app";
 import { encodeCursor } from "../../shared/http/paging";
 import { issueToken } from "../../shared/http/token";
 import { buildConfig } from "../../shared/config";
-import { createRuntime, setRuntime, type Runtime } from "../../shared/runtime";
+import { createRuntime } from "../../shared/runtime";
 import { useKms } from "../../shared/envelope/kms";
 import { Keys } from "../../shared/store/item-keys";
 import { setLogLevel } from "../../shared/log";
 import { open } from "../../shared/envelope/envelope";
 import * as Secret from "../../shared/secret/secret";
 import { secretRoutes } from "../../shared/secret/routes";
+import { setRuntime, type Runtime } from "../../shared/current-runtime";
 
 type Owner = `0x${string}`;
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any

@@ -5,7 +5,7 @@
  */
 import { beforeAll, describe, expect, it } from "vitest";
 import { GetCommand } from "@aws-sdk/lib-dynamodb";
-import { createRuntime, setRuntime, useRuntime, type Runtime } from "../../shared/runtime";
+import { createRuntime } from "../../shared/runtime";
 import { Keys } from "../../shared/store/item-keys";
 import { useTestRuntime } from "../support/runtime";
 import { RateLimiter } from "../../shared/http/rate-limit";
@@ -16,12 +16,14 @@ import { record, settle } from "../../shared/wallet/withdraw-records";
 import { pendingWithdrawals, touchWithdrawal } from "../../shared/store/entities/withdrawal";
 import { reserveSponsoredGas } from "../../shared/wallet/sponsorship";
 import { PutCommand } from "@aws-sdk/lib-dynamodb";
-import * as Executions from "../../shared/execution/execution";
 import { readRunInput, runInputStorage } from "../../shared/execution/run-input";
 import { sweep } from "../../shared/execution/execution-sweep";
 import { markRunStarted } from "../../shared/store/entities/execution";
 import { CHAIN_ID, FEE, VALUE_FEE, triggerStep } from "../support/fixtures";
 import { createSecret, deleteSecret, readSecrets, replaceSecret } from "../../shared/store/entities/secret";
+import { setRuntime, useRuntime, type Runtime } from "../../shared/current-runtime";
+import { pendingItem, recordStep, finish } from "../../shared/execution/execution-write";
+import { getRecord, readSummary } from "../../shared/execution/execution-read";
 
 let rt: Runtime;
 
@@ -278,7 +280,7 @@ describe("execution, step and run-input items", () => {
   const workflowId = "01JDDDDDDDDDDDDDDDDDDDDDDD";
   const startAt = 1_750_000_000_000;
   const pending = (id: string) =>
-    Executions.pendingItem({
+    pendingItem({
       workflowId,
       owner,
       chainId: CHAIN_ID,
@@ -326,7 +328,7 @@ describe("execution, step and run-input items", () => {
     at(startAt + 5);
     const step = { ...triggerStep(startAt), id: "node1", type: "customCode", name: "code", output: { data: 1 } } as never;
     const cost = { nodeId: "node1", amount: "1", unit: "wei" } as never;
-    expect(await Executions.recordStep(workflowId, id, step, cost, 0)).toBe(true);
+    expect(await recordStep(workflowId, id, step, cost, 0)).toBe(true);
     const json = JSON.stringify({ position: 0, recordedAt: startAt + 5, step });
     const executionAfterStep = await raw(Keys.execution(workflowId, id));
     expect(executionAfterStep).toEqual({
@@ -352,7 +354,7 @@ describe("execution, step and run-input items", () => {
     // A large output: items of its own.
     const big = { data: "x".repeat(5000) };
     const large = { ...triggerStep(startAt), id: "node2", type: "customCode", name: "code2", output: big } as never;
-    expect(await Executions.recordStep(workflowId, id, large, undefined, 1)).toBe(true);
+    expect(await recordStep(workflowId, id, large, undefined, 1)).toBe(true);
     const out = await raw(Keys.executionStepOutput(id, "node2", 0));
     expect(withoutBody(out)).toEqual({
       pk: `EXEC#${id}`,
@@ -368,7 +370,7 @@ describe("execution, step and run-input items", () => {
     const largeJson = JSON.stringify({ position: 1, recordedAt: startAt + 5, step: { ...(large as object), output: null } });
     expect(text(largePart)).toBe(largeJson);
     expect(withoutBody(largePart)).toMatchObject({ outputBytes: JSON.stringify(big).length, outputParts: 1 });
-    const record = await Executions.getRecord(workflowId, id);
+    const record = await getRecord(workflowId, id);
     expect(record?.execution.steps.map((s) => s.id)).toEqual(["trigger1", "node1", "node2"]);
     expect(record?.execution.steps[2]?.output).toEqual(big);
 
@@ -376,7 +378,7 @@ describe("execution, step and run-input items", () => {
     expect(started).toMatchObject({ runStartedAt: startAt + 7 });
     expect(await markRunStarted({ workflowId, id }, startAt + 8)).toBeUndefined();
 
-    expect(await Executions.finish(workflowId, id, { status: "error", error: "boom", endAt: startAt + 9, cogs: [] })).toBe(true);
+    expect(await finish(workflowId, id, { status: "error", error: "boom", endAt: startAt + 9, cogs: [] })).toBe(true);
     const { gsi2pk: _pk, gsi2sk: _sk, ...ended } = execution;
     expect(await raw(Keys.execution(workflowId, id))).toEqual({
       ...ended,
@@ -388,8 +390,8 @@ describe("execution, step and run-input items", () => {
       endAt: startAt + 9,
       cogs: {},
     });
-    expect(await Executions.recordStep(workflowId, id, step, undefined, 0)).toBe(false);
-    expect(await Executions.readSummary(workflowId, id)).toEqual({
+    expect(await recordStep(workflowId, id, step, undefined, 0)).toBe(false);
+    expect(await readSummary(workflowId, id)).toEqual({
       owner,
       summary: { id, workflowId, status: "error", startAt, endAt: startAt + 9, error: "boom" },
     });
@@ -400,7 +402,7 @@ describe("execution, step and run-input items", () => {
     const id = "01JDFFFFFFFFFFFFFFFFFFFFFF";
     await insert(id);
     const swept = sweep(startAt + rt.config.limits.executionTimeoutMs + 1);
-    const finishes = Array.from({ length: 8 }, (_, i) => Executions.finish(workflowId, id, { status: "success", endAt: startAt + i }));
+    const finishes = Array.from({ length: 8 }, (_, i) => finish(workflowId, id, { status: "success", endAt: startAt + i }));
     const [sweepResult, ...won] = await Promise.all([swept, ...finishes]);
     expect(won.filter(Boolean).length + sweepResult.timedOut.filter((t) => t.id === id).length).toBe(1);
     expect((await raw(Keys.execution(workflowId, id)))?.gsi2pk).toBeUndefined();

@@ -5,7 +5,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
 import { useTestRuntime } from "../support/runtime";
-import type { Runtime } from "../../shared/runtime";
 import { transact } from "../../shared/store/entity";
 import { acquireLease, deleteCheckpoint, readCheckpoint, releaseLease, storeCursors } from "../../shared/store/entities/checkpoint";
 import * as Watch from "../../shared/workflow/watch-registry";
@@ -33,6 +32,7 @@ import { fromItem, toItem } from "../../shared/workflow/stored";
 import type { WorkflowRecord } from "../../shared/workflow/record";
 import { dueExpiries, forgetExpiry, putExpiry } from "../../shared/store/entities/expiry";
 import * as Schedule from "../../shared/store/entities/schedule";
+import type { Runtime } from "../../shared/current-runtime";
 
 let runtime: Runtime;
 

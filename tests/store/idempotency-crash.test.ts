@@ -22,7 +22,7 @@ import { setBus } from "../../shared/execution/bus/install";
 import { createInProcessBus, type InProcessBus } from "../../shared/execution/bus/in-process";
 import { withRunner } from "../../shared/execution/runner";
 import { listWithdrawals } from "../../shared/store/entities/withdrawal";
-import type { Runtime } from "../../shared/runtime";
+import type { Runtime } from "../../shared/current-runtime";
 
 /** The key's lease in these tests: a retry after a crash is answered this long after the crashed claim at most. */
 const LEASE_MS = 12_000;

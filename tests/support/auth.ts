@@ -7,7 +7,7 @@
  * server-side parsing bug cannot hide behind a shared helper.
  */
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { useRuntime } from "../../shared/runtime";
+import { useRuntime } from "../../shared/current-runtime";
 
 /** Anything with Hono's `app.request()` shape (an app made by createApp). */
 export interface RequestTarget {

@@ -7,11 +7,11 @@ import { randomBytes } from "node:crypto";
 import { PutCommand } from "@aws-sdk/lib-dynamodb";
 import { getAddress, type Address } from "viem";
 import { ulid } from "ulid";
-import { useRuntime } from "../../shared/runtime";
 import { Keys } from "../../shared/store/item-keys";
 import { issueToken } from "../../shared/http/token";
-import * as Execution from "../../shared/execution/execution";
-import type { Step } from "../../shared/execution/schemas";
+import { useRuntime } from "../../shared/current-runtime";
+import { pendingItem } from "../../shared/execution/execution-write";
+import type { Step } from "../../shared/engine/schemas";
 
 /** Inserts a minimal workflow item owned by `owner`; returns its id (a new ULID unless given). */
 export async function insertWorkflow(owner: string, id: string = ulid()): Promise<string> {
@@ -59,7 +59,7 @@ export const triggerStep = (startAt: number, data: unknown = { hello: "world" })
 export async function insertPending(owner: Address, workflowId: string, startAt: number, index = 0): Promise<string> {
   const { db, config } = useRuntime();
   const id = ulid(startAt);
-  const item = Execution.pendingItem({
+  const item = pendingItem({
     workflowId,
     owner,
     chainId: CHAIN_ID,

@@ -5,8 +5,9 @@
 import { inject } from "vitest";
 import { randomUUID } from "node:crypto";
 import { buildConfig } from "../../shared/config";
-import { createRuntime, setRuntime, type Runtime } from "../../shared/runtime";
+import { createRuntime } from "../../shared/runtime";
 import { ensureTable } from "../../shared/store/table";
+import { setRuntime, type Runtime } from "../../shared/current-runtime";
 
 export function stackEnv(): Record<string, string> {
   return inject("stackEnv");

@@ -8,11 +8,12 @@
  */
 import { buildConfig } from "../../shared/config";
 import { setLogLevel } from "../../shared/log";
-import { createRuntime, setRuntime } from "../../shared/runtime";
+import { createRuntime } from "../../shared/runtime";
 import { createServiceApp } from "../../shared/service/app";
 import { configureStreamLeases } from "../../shared/execution/stream-slots";
 import { serveApp } from "../../local/http-server";
 import { wireLocal } from "../../shared/service/wire-local";
+import { setRuntime } from "../../shared/current-runtime";
 
 const ms = (name: string) => (process.env[name] ? Number(process.env[name]) : undefined);
 

@@ -10,7 +10,7 @@ import { createServiceApp } from "../../shared/service/app";
 import { setBus } from "../../shared/execution/bus/install";
 import { createInProcessBus, type InProcessBus } from "../../shared/execution/bus/in-process";
 import { withRunner } from "../../shared/execution/runner";
-import type { Runtime } from "../../shared/runtime";
+import type { Runtime } from "../../shared/current-runtime";
 
 export interface TestService {
   runtime: Runtime;

@@ -13,15 +13,15 @@ import { signIn, type SignedIn } from "../support/auth";
 import { deployTestToken, devnet, fundedAccount, includedOperations, setBalance } from "../support/chain";
 import { createAccountThrough, deployHostileFactory } from "../support/hostile-factory";
 import { createServiceApp } from "../../shared/service/app";
-import { useRuntime } from "../../shared/runtime";
 import { Keys } from "../../shared/store/item-keys";
 import { erc20Transfer } from "../../shared/chain/account";
 import { controlledAccountAbi } from "../../shared/chain/solidity/artifacts";
-import { getAccountAddress } from "../../shared/chain/userop";
 import { walletSender } from "../../shared/wallet/operation";
 import { nonceKeyOf, stepIdentity } from "../../shared/chain/nonce";
-import type { SendOutcome } from "../../shared/engine/types";
 import type { WalletRecord } from "../../shared/wallet/wallet";
+import { useRuntime } from "../../shared/current-runtime";
+import { getAccountAddress } from "../../shared/chain/userop-account";
+import type { SendOutcome } from "../../shared/wallet/send";
 
 const app = createServiceApp();
 const DEAD_CHAIN = 424242; // configured, but its RPC and bundler refuse connections

@@ -16,12 +16,13 @@ import { startTestServer, type TestServer } from "../support/server";
 import { jsonClient } from "../support/client";
 import { createAccountThrough, deployControlledAccountFactory, deployHostileFactory } from "../support/hostile-factory";
 import { createServiceApp } from "../../shared/service/app";
-import { useRuntime } from "../../shared/runtime";
 import { Keys } from "../../shared/store/item-keys";
 import { chainSettings } from "../../shared/chain/chains";
-import { encodeCreateAccount, getAccountAddress, getSenderAddress, type UserOperationV07 } from "../../shared/chain/userop";
 import { signWalletOperation, verifySignable, type SignableWallet } from "../../shared/wallet/signing";
 import type { WalletRecord } from "../../shared/wallet/wallet";
+import { useRuntime } from "../../shared/current-runtime";
+import { encodeCreateAccount, getAccountAddress, getSenderAddress } from "../../shared/chain/userop-account";
+import { type UserOperationV07 } from "../../shared/chain/userop-signer";
 
 let server: TestServer;
 let http: RequestTarget;

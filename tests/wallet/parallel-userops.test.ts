@@ -16,11 +16,11 @@ import { devnet, includedOperations, setBalance } from "../support/chain";
 import { startRpcProxy, type RpcProxy } from "../support/rpc-proxy";
 import { startServiceChild, type ServiceChild } from "../support/service-child";
 import { createServiceApp } from "../../shared/service/app";
-import type { Runtime } from "../../shared/runtime";
 import { getWithdrawal, listWithdrawals } from "../../shared/store/entities/withdrawal";
-import { followUpPending } from "../../shared/wallet/withdraw";
 import { walletSender } from "../../shared/wallet/operation";
 import { composeNonce, nonceKeyOf, withdrawalIdentity } from "../../shared/chain/nonce";
+import type { Runtime } from "../../shared/current-runtime";
+import { followUpPending } from "../../shared/wallet/withdraw-followup";
 
 const app = createServiceApp();
 const LIMITS = { MAX_WALLETS_PER_OWNER: "100", RATE_LIMIT_BURST: "100000", RATE_LIMIT_RPS: "10000" };

@@ -15,11 +15,11 @@ import { appCall, NO_WORKFLOW_COUNTS } from "../support/client";
 import { startUpstream, type Upstream } from "../support/upstream";
 import { deployTestToken, devnet, setBalance } from "../support/chain";
 import { createServiceApp } from "../../shared/service/app";
-import { useRuntime } from "../../shared/runtime";
 import { Keys } from "../../shared/store/item-keys";
-import { createBundler } from "../../shared/chain/userop";
 import { sponsoredGasOf } from "../../shared/wallet/sponsorship";
 import { walletSender } from "../../shared/wallet/operation";
+import { useRuntime } from "../../shared/current-runtime";
+import { createBundler } from "../../shared/chain/userop-bundler";
 
 const app = createServiceApp();
 

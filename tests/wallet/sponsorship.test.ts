@@ -8,7 +8,7 @@ import { ScanCommand } from "@aws-sdk/lib-dynamodb";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import type { Address } from "viem";
 import { useTestRuntime } from "../support/runtime";
-import { createRuntime, type Runtime } from "../../shared/runtime";
+import { createRuntime } from "../../shared/runtime";
 import { Keys } from "../../shared/store/item-keys";
 import {
   CHAIN_SHARD_GAS,
@@ -20,6 +20,7 @@ import {
   type Budgets,
   type Sponsorship,
 } from "../../shared/wallet/sponsorship";
+import { type Runtime } from "../../shared/current-runtime";
 
 const HOUR = 3_600_000;
 const T0 = 480_000 * HOUR + 17 * 60_000; // some hour, 17 minutes in

@@ -9,9 +9,9 @@ import { signIn, type SignedIn } from "../support/auth";
 import { appCall, NO_WORKFLOW_COUNTS } from "../support/client";
 import { devnet } from "../support/chain";
 import { createServiceApp } from "../../shared/service/app";
-import { getSenderAddress } from "../../shared/chain/userop";
 import { controlledAccountFactoryAbi } from "../../shared/chain/solidity/artifacts";
 import { controlledAccount } from "../../shared/chain/account";
+import { getSenderAddress } from "../../shared/chain/userop-account";
 
 const app = createServiceApp();
 let alice: SignedIn;

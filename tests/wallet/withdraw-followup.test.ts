@@ -12,9 +12,9 @@ import { useTestRuntime } from "../support/runtime";
 import { signIn, type SignedIn } from "../support/auth";
 import { devnet, includedOperations, setBalance } from "../support/chain";
 import { createServiceApp } from "../../shared/service/app";
-import { followUpPending } from "../../shared/wallet/withdraw";
-import { useRuntime } from "../../shared/runtime";
 import { Keys } from "../../shared/store/item-keys";
+import { followUpPending } from "../../shared/wallet/withdraw-followup";
+import { useRuntime } from "../../shared/current-runtime";
 
 const app = createServiceApp();
 let alice: SignedIn;

@@ -12,7 +12,9 @@ import { nonceKeyOf, withdrawalIdentity } from "../../shared/chain/nonce";
 import { createServiceApp } from "../../shared/service/app";
 import { controlledAccountAbi } from "../../shared/chain/solidity/artifacts";
 import { encodeFunctionData, getAddress as checksum } from "viem";
-import { createBundler, executeUserOperation, localDigestSigner } from "../../shared/chain/userop";
+import { executeUserOperation } from "../../shared/chain/userop";
+import { createBundler } from "../../shared/chain/userop-bundler";
+import { localDigestSigner } from "../../shared/chain/userop-signer";
 
 const app = createServiceApp();
 let alice: SignedIn;

@@ -13,11 +13,14 @@ import { getAddress, pad, parseAbiItem, type Address, type Hex } from "viem";
 import { compileContract, devnet, fundedAccount, TRANSFER, transferEvent } from "../support/chain";
 import { burstFunction } from "../support/abis";
 import { useTestRuntime } from "../support/runtime";
-import { release, watchChain, watchedChains, type PassOptions, type PassResult } from "../../shared/watch/watcher";
 import { unwatch, watch, type ChainTrigger } from "../../shared/workflow/watch-registry";
 import { chainWatchItems, deleteAwaitWatch, putAwaitWatch, type AwaitWatch } from "../../shared/store/entities/watch";
 import { readCheckpoint } from "../../shared/store/entities/checkpoint";
-import type { Runtime } from "../../shared/runtime";
+import { release } from "../../shared/watch/checkpoint";
+import { watchChain } from "../../shared/watch/pass";
+import { watchedChains } from "../../shared/watch/loop";
+import { type PassOptions, type PassResult } from "../../shared/watch/types";
+import type { Runtime } from "../../shared/current-runtime";
 
 const mocks = vi.hoisted(() => ({
   ended: [] as { workflowId: string; executionId: string; nodeId: string; output: Record<string, unknown> }[],

@@ -20,9 +20,10 @@ import { createServiceApp } from "../../shared/service/app";
 import { setBus } from "../../shared/execution/bus/install";
 import { createInProcessBus, type InProcessBus } from "../../shared/execution/bus/in-process";
 import { withRunner } from "../../shared/execution/runner";
-import { watchChain, type PassResult } from "../../shared/watch/watcher";
 import { watch, watchersOf, type ChainTrigger, type WatchEntry } from "../../shared/workflow/watch-registry";
 import { planOwner } from "../../shared/watch/plan";
+import { watchChain } from "../../shared/watch/pass";
+import { type PassResult } from "../../shared/watch/types";
 
 const CHAIN = 31337;
 const HOLDER = "watcher-isolation";

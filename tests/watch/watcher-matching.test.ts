@@ -18,9 +18,9 @@ import { compileContract, deployTestToken, devnet, fundedAccount } from "../supp
 import { createServiceApp } from "../../shared/service/app";
 import { setBus } from "../../shared/execution/bus/install";
 import { type BusEvent, type EventBus } from "../../shared/execution/bus/event-bus";
-import { startWatching } from "../../shared/watch/watcher";
 import { readCheckpoint } from "../../shared/store/entities/checkpoint";
 import { waitFor } from "../support/wait";
+import { startWatching } from "../../shared/watch/loop";
 
 let server: TestServer;
 const published: { event: BusEvent; at: number }[] = [];

@@ -19,7 +19,9 @@ import { createServiceApp } from "../../shared/service/app";
 import { setBus } from "../../shared/execution/bus/install";
 import { type EventBus } from "../../shared/execution/bus/event-bus";
 import { log } from "../../shared/log";
-import { release, watchChain, type PassOptions, type PassResult } from "../../shared/watch/watcher";
+import { release } from "../../shared/watch/checkpoint";
+import { watchChain } from "../../shared/watch/pass";
+import { type PassOptions, type PassResult } from "../../shared/watch/types";
 
 const CHAIN = 31337;
 let server: TestServer;

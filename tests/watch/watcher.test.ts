@@ -30,9 +30,13 @@ import { setBus } from "../../shared/execution/bus/install";
 import { createInProcessBus, type InProcessBus } from "../../shared/execution/bus/in-process";
 import { withRunner } from "../../shared/execution/runner";
 import { Keys } from "../../shared/store/item-keys";
-import { fireExecution, holds, matchLog, mergedFilter, release, watchChain, type PassResult } from "../../shared/watch/watcher";
 import { watchersOf } from "../../shared/workflow/watch-registry";
-import type { Runtime } from "../../shared/runtime";
+import { fireExecution } from "../../shared/watch/fire";
+import { holds, matchLog, mergedFilter } from "../../shared/watch/match";
+import { release } from "../../shared/watch/checkpoint";
+import { watchChain } from "../../shared/watch/pass";
+import { type PassResult } from "../../shared/watch/types";
+import type { Runtime } from "../../shared/current-runtime";
 
 const CHAIN = 31337;
 const HOLDER = "watcher-test";

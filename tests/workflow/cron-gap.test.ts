@@ -7,10 +7,12 @@
  */
 import { describe, expect, it } from "vitest";
 import { ApiError, type FieldError } from "../../shared/errors";
-import { cronFires, validateDefinition, type ValidateOptions } from "../../shared/workflow/definition";
+import { validateDefinition } from "../../shared/workflow/definition";
 import { cronMinimumGap, firstGapBelow, walkCronGaps } from "../../shared/workflow/cron-gap";
-import { DEFAULT_LIMITS } from "../../shared/workflow/schemas";
 import { TEN_SCHEDULES } from "../../bench/cron-floor";
+import { cronFires } from "../../shared/workflow/chain-rules";
+import { type ValidateOptions } from "../../shared/workflow/definition-types";
+import { DEFAULT_LIMITS } from "../../shared/kinds/support/schema-kit";
 
 const NOW = Date.UTC(2026, 0, 1, 12);
 const YEAR_MS = 365 * 86_400_000;

@@ -5,9 +5,11 @@
  */
 import { describe, expect, it } from "vitest";
 import { ApiError, type FieldError } from "../../shared/errors";
-import { cronFires, validateDefinition, type Mode, type ValidateOptions } from "../../shared/workflow/definition";
-import { DEFAULT_LIMITS, type DefinitionLimits } from "../../shared/workflow/schemas";
+import { validateDefinition } from "../../shared/workflow/definition";
 import { PATHS_ONLY_MESSAGE, RESERVED_WORDS } from "../../shared/templates";
+import { cronFires } from "../../shared/workflow/chain-rules";
+import { type Mode, type ValidateOptions } from "../../shared/workflow/definition-types";
+import { DEFAULT_LIMITS, type DefinitionLimits } from "../../shared/kinds/support/schema-kit";
 
 const NOW = Date.UTC(2026, 0, 1, 12);
 const WALLET = "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4";

@@ -10,9 +10,9 @@ import { startTestServer, type TestServer } from "../support/server";
 import { jsonClient, type Owner } from "../support/client";
 import { createServiceApp } from "../../shared/service/app";
 import { Keys } from "../../shared/store/item-keys";
-import { scheduleKey } from "../../shared/workflow/scheduler/local";
-import { expireDue } from "../../shared/workflow/workflow";
-import type { Runtime } from "../../shared/runtime";
+import { scheduleKey } from "../../shared/store/entities/schedule";
+import { expireDue } from "../../shared/workflow/lifecycle";
+import type { Runtime } from "../../shared/current-runtime";
 
 let runtime: Runtime;
 let server: TestServer;

@@ -5,8 +5,9 @@
 import { describe, expect, it } from "vitest";
 import * as v from "valibot";
 import { toJsonSchema } from "@valibot/to-json-schema";
-import { DEFAULT_LIMITS, workflowSchemas } from "../../shared/workflow/schemas";
+import { workflowSchemas } from "../../shared/workflow/schemas";
 import { kinds as registry } from "../../shared/kinds/kinds";
+import { DEFAULT_LIMITS } from "../../shared/kinds/support/schema-kit";
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 

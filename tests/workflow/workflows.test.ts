@@ -15,8 +15,10 @@ import { codeNode as code } from "../support/workflows";
 import { createServiceApp } from "../../shared/service/app";
 import { Keys } from "../../shared/store/item-keys";
 import { ApiError } from "../../shared/errors";
-import * as Workflow from "../../shared/workflow/workflow";
-import type { Runtime } from "../../shared/runtime";
+import { type WorkflowRecord } from "../../shared/workflow/record";
+import { claim, DuplicateFire } from "../../shared/workflow/claim";
+import { recordOutcome } from "../../shared/workflow/outcome";
+import type { Runtime } from "../../shared/current-runtime";
 
 const CAP = 3;
 const MAX_DOC = 12_000;
@@ -420,7 +422,7 @@ describe("DELETE /workflows/{id}", () => {
 // ---------------------------------------------------------------------------------------------------------
 
 describe("claim and recordOutcome (the engine's entry points)", () => {
-  const execution = (index: number, wf: Workflow.WorkflowRecord) => {
+  const execution = (index: number, wf: WorkflowRecord) => {
     const id = ulid();
     return { ...Keys.execution(wf.id, id), type: "execution", v: 1, id, workflowId: wf.id, index, status: "pending" };
   };
@@ -438,12 +440,8 @@ describe("claim and recordOutcome (the engine's entry points)", () => {
     const max = await newOwner();
     const wf = await createWorkflow(max, definition(max.wallet, { maxExecution: 5 }));
     const at = now();
-    const outcomes = await Promise.allSettled(
-      Array.from({ length: 20 }, () => Workflow.claim(wf.id, { now: at, owner: max.owner, execution })),
-    );
-    const won = outcomes.filter(
-      (o): o is PromiseFulfilledResult<{ workflow: Workflow.WorkflowRecord; index: number }> => o.status === "fulfilled",
-    );
+    const outcomes = await Promise.allSettled(Array.from({ length: 20 }, () => claim(wf.id, { now: at, owner: max.owner, execution })));
+    const won = outcomes.filter((o): o is PromiseFulfilledResult<{ workflow: WorkflowRecord; index: number }> => o.status === "fulfilled");
     expect(won).toHaveLength(5);
     expect(won.map((o) => o.value.index).sort()).toEqual([0, 1, 2, 3, 4]);
     for (const o of outcomes.filter((o) => o.status === "rejected")) {
@@ -466,39 +464,37 @@ describe("claim and recordOutcome (the engine's entry points)", () => {
   it("refuses claims with the §8.8.7 reasons, 404 for another owner, and a duplicate fire", async () => {
     const ned = await newOwner();
     const wf = await createWorkflow(ned, definition(ned.wallet, { startAt: now() + 60_000, expiredAt: now() + 600_000 }));
-    expect(await reasonOf(Workflow.claim(wf.id, { now: now(), execution }))).toBe("412 WORKFLOW_NOT_RUNNABLE NOT_STARTED");
-    expect(await reasonOf(Workflow.claim(wf.id, { now: now(), owner: (await newOwner()).owner, execution }))).toBe(
-      "404 WORKFLOW_NOT_FOUND",
-    );
-    expect(await reasonOf(Workflow.claim(ulid(), { now: now(), execution }))).toBe("404 WORKFLOW_NOT_FOUND");
+    expect(await reasonOf(claim(wf.id, { now: now(), execution }))).toBe("412 WORKFLOW_NOT_RUNNABLE NOT_STARTED");
+    expect(await reasonOf(claim(wf.id, { now: now(), owner: (await newOwner()).owner, execution }))).toBe("404 WORKFLOW_NOT_FOUND");
+    expect(await reasonOf(claim(ulid(), { now: now(), execution }))).toBe("404 WORKFLOW_NOT_FOUND");
     await call(ned, "POST", `/workflows/${wf.id}:pause`);
-    expect(await reasonOf(Workflow.claim(wf.id, { now: now(), execution }))).toBe("412 WORKFLOW_NOT_RUNNABLE DISABLED");
+    expect(await reasonOf(claim(wf.id, { now: now(), execution }))).toBe("412 WORKFLOW_NOT_RUNNABLE DISABLED");
     await call(ned, "POST", `/workflows/${wf.id}:resume`);
     const started = now() + 61_000;
     const fire = { fireId: `${wf.id}#${started}`, expiresAt: Math.floor(started / 1000) + 3600 };
-    const first = await Workflow.claim(wf.id, { now: started, execution, fire });
+    const first = await claim(wf.id, { now: started, execution, fire });
     expect(first.index).toBe(0);
-    await expect(Workflow.claim(wf.id, { now: started, execution, fire })).rejects.toBeInstanceOf(Workflow.DuplicateFire);
+    await expect(claim(wf.id, { now: started, execution, fire })).rejects.toBeInstanceOf(DuplicateFire);
     expect((await rawWorkflow(wf.id))!.executionCount).toBe(1);
-    expect(await reasonOf(Workflow.claim(wf.id, { now: now() + 601_000, execution }))).toBe("412 WORKFLOW_NOT_RUNNABLE EXPIRED");
+    expect(await reasonOf(claim(wf.id, { now: now() + 601_000, execution }))).toBe("412 WORKFLOW_NOT_RUNNABLE EXPIRED");
   });
 
   it("turns a workflow failed after 10 consecutive errors (a success resets the count) and frees its slot", async () => {
     const oli = await newOwner();
     const wf = await createWorkflow(oli, definition(oli.wallet));
-    for (let i = 0; i < 9; i++) await Workflow.recordOutcome(wf.id, "error", now());
-    await Workflow.recordOutcome(wf.id, "success", now());
-    for (let i = 0; i < 9; i++) await Workflow.recordOutcome(wf.id, "error", now());
+    for (let i = 0; i < 9; i++) await recordOutcome(wf.id, "error", now());
+    await recordOutcome(wf.id, "success", now());
+    for (let i = 0; i < 9; i++) await recordOutcome(wf.id, "error", now());
     expect((await call(oli, "GET", `/workflows/${wf.id}`)).body.status).toBe("enabled");
     const endAt = now();
-    await Workflow.recordOutcome(wf.id, "error", endAt);
+    await recordOutcome(wf.id, "error", endAt);
     const failed = (await call(oli, "GET", `/workflows/${wf.id}`)).body;
     expect(failed).toMatchObject({ status: "failed", completionReason: "CONSECUTIVE_ERRORS", completedAt: endAt });
     expect(await activeCounter(oli.owner)).toBe(0);
-    expect(await reasonOf(Workflow.claim(wf.id, { now: now(), execution }))).toBe("412 WORKFLOW_NOT_RUNNABLE FAILED");
+    expect(await reasonOf(claim(wf.id, { now: now(), execution }))).toBe("412 WORKFLOW_NOT_RUNNABLE FAILED");
     problem(await call(oli, "POST", `/workflows/${wf.id}:pause`), 409, "WORKFLOW_TERMINAL");
     expect((await call(oli, "GET", "/workflows?status=failed")).body.data.map((w: Json) => w.id)).toEqual([wf.id]);
-    await Workflow.recordOutcome(ulid(), "error", now()); // a deleted workflow: nothing happens
+    await recordOutcome(ulid(), "error", now()); // a deleted workflow: nothing happens
   });
 });
 

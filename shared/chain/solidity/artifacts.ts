@@ -7,15 +7,12 @@
  *   subsets (typed for viem) of the full ABIs; tests/chain/contracts.test.ts checks they match.
  * - EntryPoint v0.7 and VerifyingPaymaster bytecode come from @account-abstraction/contracts
  *   (a devDependency) and are only loaded on demand (devnet), so runtime code that imports this
- *   module never needs that package. For the EntryPoint ABI use `entryPoint07Abi` (re-exported
- *   from viem).
+ *   module never needs that package. For the EntryPoint ABI use `entryPoint07Abi` from
+ *   viem/account-abstraction.
  */
 import { createRequire } from "node:module";
 import { parseAbi, type Abi, type Address, type Hex } from "viem";
-import { entryPoint07Abi, entryPoint07Address } from "viem/account-abstraction";
 import artifactsJson from "./artifacts.json" with { type: "json" };
-
-export { entryPoint07Abi, entryPoint07Address };
 
 export interface ContractArtifact {
   abi: Abi;

@@ -10,7 +10,8 @@ import { defineNode, nodeShape, StepFailure, type NodeEnv, type Raw } from "../k
 import { RenderedTooLargeError } from "../../templates";
 import { EventQuery } from "../support/event-query";
 import { chainClient, read } from "../support/chain";
-import { AddressString, ChainId, int, list, opt, str, strict } from "../support/schema-kit";
+import { ChainId, int, list, opt, str, strict } from "../support/schema-kit";
+import { AddressString } from "../../http/address-schemas";
 
 /** `max_await_timeout_s` (§17.5). */
 const MAX_AWAIT_TIMEOUT_S = 604_800;

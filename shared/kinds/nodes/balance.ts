@@ -8,7 +8,8 @@ import * as v from "valibot";
 import { address, invalid } from "../support/inputs";
 import { chainClient, configuredChain, isRevert, read } from "../support/chain";
 import { defineNode, nodeShape } from "../kind";
-import { AddressOrTemplate, AddressString, ChainId, TemplatedAny, list, opt, str, strict } from "../support/schema-kit";
+import { AddressOrTemplate, ChainId, TemplatedAny, list, opt, str, strict } from "../support/schema-kit";
+import { AddressString } from "../../http/address-schemas";
 
 const config = strict(
   {

@@ -7,7 +7,6 @@
  */
 import * as v from "valibot";
 import { encodeFunctionData, getAddress, isAddress, type Hex } from "viem";
-import type { AccountCall } from "../../chain/userop";
 import { hasTemplate } from "../../templates";
 import { address, hex, wei } from "../support/inputs";
 import { callAll, callsFailure, prepareCalls, type PreparedCall } from "../support/calls";
@@ -21,12 +20,13 @@ import {
   HexOrTemplate,
   MethodCall,
   Uint256OrTemplate,
-  Uint256String,
   bool,
   list,
   opt,
   strict,
 } from "../support/schema-kit";
+import type { AccountCall } from "../../chain/userop-account";
+import { Uint256String } from "../../http/validate";
 
 const config = strict(
   {

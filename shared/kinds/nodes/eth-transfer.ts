@@ -5,13 +5,13 @@
  */
 import * as v from "valibot";
 import { getAddress, isAddress } from "viem";
-import type { AccountCall } from "../../chain/userop";
 import { hasTemplate } from "../../templates";
 import { address, wei } from "../support/inputs";
 import { chainClient, read } from "../support/chain";
 import { StepFailure, defineNode, nodeShape } from "../kind";
 import { outcomeGas, outcomeHashes, requireRunner, sendFailure, simulated } from "../support/send";
 import { AmountOrTemplate, ChainId, NonZeroAddressOrTemplate, opt, strict } from "../support/schema-kit";
+import type { AccountCall } from "../../chain/userop-account";
 
 const config = strict({
   destination: NonZeroAddressOrTemplate,

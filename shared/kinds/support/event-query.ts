@@ -3,7 +3,8 @@
  * topics a log must match, the conditions on its decoded arguments and the method calls made when it does.
  */
 import * as v from "valibot";
-import { ABI_TYPE, AddressString, Bytes32, ContractAbi, LiteralMethodCall, int, list, opt, str, strict } from "./schema-kit";
+import { ABI_TYPE, Bytes32, ContractAbi, LiteralMethodCall, int, list, opt, str, strict } from "./schema-kit";
+import { AddressString } from "../../http/address-schemas";
 
 const EventCondition = strict({
   fieldName: v.pipe(

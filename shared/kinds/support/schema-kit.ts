@@ -176,7 +176,6 @@ export const TimeMs = v.pipe(int(0), v.description("TimeMs: Unix time in millise
 export const ChainId = v.pipe(ChainIdNumber, v.description("ChainId: a positive EVM chain id; 0 means absent."));
 export const Bytes32 = v.pipe(str(), v.regex(/^0x[0-9a-fA-F]{64}$/, "must be 32 bytes of hex (0x followed by 64 hex digits)"));
 const HexString = v.pipe(str(), v.regex(/^0x(?:[0-9a-fA-F]{2})*$/, "must be hex data (0x followed by an even number of hex digits)"));
-export { AddressString, Uint256String };
 
 const ZERO_ADDRESS = /^0x0{40}$/;
 const NonZeroAddress = v.pipe(

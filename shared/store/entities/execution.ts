@@ -1,5 +1,5 @@
 /**
- * Executions (API.md §10; shared/execution/execution.ts describes the storage): one item per execution in its
+ * Executions (API.md §10; shared/execution/README.md describes the storage): one item per execution in its
  * workflow's partition (`WF#<wf>#EXEC` / ULID, pattern 13), on GSI1 by owner (pattern 14) and, while pending, on
  * sparse GSI2 oldest first (pattern 15). Owned here: steps are recorded, the run is marked started and the
  * execution is ended only while it is pending (ending it takes it off the pending index); the reads and lists.

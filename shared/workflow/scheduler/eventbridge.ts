@@ -19,11 +19,11 @@ import {
   SchedulerClient,
   type CreateScheduleCommandInput,
 } from "@aws-sdk/client-scheduler";
-import { useRuntime } from "../../runtime";
-import type { Trigger } from "../schemas";
-import * as Workflow from "../workflow";
-import type { WorkflowRecord } from "../workflow";
 import { upcomingFires, type FireResult, type FireTimeTrigger, type Scheduler } from "./scheduler";
+import { useRuntime } from "../../current-runtime";
+import type { Trigger } from "../../kinds/shapes";
+import { effectiveStatus, getForRun } from "../stored";
+import type { WorkflowRecord } from "../record";
 
 /** How many one-time schedules a workflow keeps ahead (a lost delivery never stops the ones after it). */
 export const ONE_TIME_WINDOW = 3;
@@ -143,7 +143,7 @@ export function createEventBridgeScheduler(options: EventBridgeSchedulerOptions)
     ensure: (workflow, now) => ensureSchedules(group, workflow, now),
     remove: (workflowId) => removeSchedules(group, workflowId),
     async afterFire(workflow, now) {
-      if (usesOneTimeSchedules(workflow.trigger) && Workflow.effectiveStatus(workflow, now).status === "enabled")
+      if (usesOneTimeSchedules(workflow.trigger) && effectiveStatus(workflow, now).status === "enabled")
         await ensureSchedules(group, workflow, now);
     },
     async deliver(input, now) {
@@ -152,7 +152,7 @@ export function createEventBridgeScheduler(options: EventBridgeSchedulerOptions)
       if (result.outcome === "skipped" && result.stop) {
         await removeSchedules(group, fire.workflowId);
       } else {
-        const workflow = await Workflow.getForRun(fire.workflowId);
+        const workflow = await getForRun(fire.workflowId);
         if (workflow) await this.afterFire!(workflow, now);
       }
       return result;

@@ -15,7 +15,6 @@
  * instant by about one claim, not two hundred; its run then waits only for its owner's turn in the run queue
  * (shared/execution/run-queue.ts).
  */
-import { useRuntime } from "../../runtime";
 import { log } from "../../log";
 import {
   advanceSchedule,
@@ -26,12 +25,12 @@ import {
   removeSchedule,
   type ScheduleEntry,
 } from "../../store/entities/schedule";
-import type { WorkflowRecord } from "../workflow";
 import { upcomingFires, type FireResult, type FireTimeTrigger, type Scheduler } from "./scheduler";
-import * as Workflow from "../workflow";
+import { useRuntime } from "../../current-runtime";
+import type { WorkflowRecord } from "../record";
+import { getForRun } from "../stored";
 
 /** Store pattern 16 (tests read items by it). */
-export { scheduleKey } from "../../store/entities/schedule";
 
 const LOOP_MS = 1_000;
 /** Due items read per round of a tick (one Query; items are ~200 bytes). */
@@ -81,7 +80,7 @@ export function createLocalScheduler(fire: FireTimeTrigger): LocalScheduler {
 
   /** Moves the item from `instant` to the next fire (or removes it when there is none or the workflow is done). */
   async function advance(workflowId: string, instant: number, now: number, stop: boolean) {
-    const workflow = stop ? undefined : await Workflow.getForRun(workflowId);
+    const workflow = stop ? undefined : await getForRun(workflowId);
     const after = Math.max(instant, now - useRuntime().config.limits.missedFireGraceMs);
     const [next] = workflow ? upcomingFires(workflow.trigger, workflow, after, 1) : [];
     // False when another loop advanced it, or a pause removed it: nothing to do.

@@ -9,8 +9,8 @@
  * - eventbridge.ts: EventBridge Scheduler schedules in the stage's group, targeting functions/schedule.ts.
  */
 import type { WorkflowRecord } from "../record";
-import type { Trigger } from "../schemas";
 import { cronFires } from "../chain-rules";
+import type { Trigger } from "../../kinds/shapes";
 
 export interface Scheduler {
   /** Makes the workflow's future fires (after `now`) due; idempotent. Fires before `now` are never replayed. */

@@ -10,10 +10,10 @@ import { buildAuthMessage, messageDefaults, signIn, type SignedIn } from "../../
 import { createApp, type Route } from "../../../shared/http/app";
 import { allRoutes } from "../../../shared/service/app";
 import { openapiRoutes } from "../../../shared/service/openapi";
-import type { Runtime } from "../../../shared/runtime";
 import * as v from "valibot";
 import { kinds } from "../../../shared/kinds/kinds";
 import { Interval } from "../../../shared/execution/endpoints";
+import type { Runtime } from "../../../shared/current-runtime";
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 

@@ -30,10 +30,9 @@ import { createServiceApp } from "../../../shared/service/app";
 import { setBus } from "../../../shared/execution/bus/install";
 import { createInProcessBus, type InProcessBus } from "../../../shared/execution/bus/in-process";
 import { withRunner } from "../../../shared/execution/runner";
-import type { Runtime } from "../../../shared/runtime";
 import { setScheduler } from "../../../shared/workflow/scheduler/install";
 import { type FireResult, type Scheduler } from "../../../shared/workflow/scheduler/scheduler";
-import { createLocalScheduler, scheduleKey, type LocalScheduler } from "../../../shared/workflow/scheduler/local";
+import { createLocalScheduler, type LocalScheduler } from "../../../shared/workflow/scheduler/local";
 import {
   createEventBridgeScheduler,
   toEventBridgeCron,
@@ -41,6 +40,8 @@ import {
   type EventBridgeScheduler,
 } from "../../../shared/workflow/scheduler/eventbridge";
 import { fireTimeTrigger } from "../../../shared/execution/time-fire";
+import type { Runtime } from "../../../shared/current-runtime";
+import { scheduleKey } from "../../../shared/store/entities/schedule";
 
 let runtime: Runtime;
 let server: TestServer;
