@@ -7,13 +7,14 @@
 import type { EventBridgeEvent } from "aws-lambda";
 import { invocation, wireAws } from "../shared/service/wire-aws";
 import { awsScheduler } from "../shared/service/wire-aws-scheduler";
+import { runnerBus } from "../shared/service/wire-aws-runner";
 import { fromEventBridge } from "../shared/execution/bus/eventbridge";
 import { resumeExecution, runExecution } from "../shared/execution/runner";
 import { log } from "../shared/log";
 
-// No bus: this function is the bus's consumer, and what it publishes itself runs in this instance (the runner's
-// in-process default, shared/execution/runner.ts). A workflow that completes has its schedules removed.
-wireAws(awsScheduler);
+// This function is the bus's consumer: what it publishes itself runs in this instance (runnerBus). A workflow
+// that completes has its schedules removed.
+wireAws(runnerBus, awsScheduler);
 
 export const handler = invocation(async (event: EventBridgeEvent<string, unknown>) => {
   const request = fromEventBridge(event);

@@ -29,9 +29,7 @@ import { compileGraph } from "../workflow/graph";
 import { runWorkflow } from "../engine/run";
 import { walletSender } from "../wallet/operation";
 import { blockStepOutput } from "./trigger-output";
-import { setDefaultBus } from "./bus/install";
 import { type BusEvent, type EventBus } from "./bus/event-bus";
-import { createInProcessBus } from "./bus/in-process";
 import { readRunInput, type RunRequest } from "./run-input";
 import { endedWaits, loadState, waitHost } from "./waits";
 import { emitChange } from "./execution-stored";
@@ -50,9 +48,6 @@ import { finish, type Outcome, recordStep } from "./execution-write";
 import type { Cost, Step } from "../engine/schemas";
 
 const WORKFLOW_DELETED = "workflow was deleted";
-
-// A process that loaded the runner can run what it claims when its host installed no bus (tests, scripts).
-setDefaultBus(() => withRunner(createInProcessBus()));
 
 /**
  * Subscribes the runner to a bus (the local host and tests; in AWS the rule of infra/bus.ts does this). Each

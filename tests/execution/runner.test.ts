@@ -5,6 +5,7 @@
  * manual run sends a real ethTransfer from a funded registered wallet on the devnet.
  */
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { currentBus, setBus } from "../../shared/execution/bus/install";
 import { privateKeyToAccount, generatePrivateKey } from "viem/accounts";
 import { parseEther } from "viem";
 import { stackEnv } from "../support/runtime";
@@ -99,9 +100,14 @@ describe("idempotent per execution id", () => {
       SST_RESOURCE_Table: JSON.stringify({ name: runtime.config.tableName }),
       SST_RESOURCE_JwtSigningKey: JSON.stringify({ value: env.JWT_SIGNING_KEY }),
     });
-    // The entry point installs its own runtime (wireAws, shared/service/wire-aws.ts) on the same table; this file's comes back after.
+    // The entry point installs its own runtime and bus (wireAws, shared/service/wire-aws.ts) on the same table; this
+    // file's come back after.
+    const bus = currentBus();
     const { handler } = await import("../../functions/runner");
-    onTestFinished(() => void setRuntime(runtime));
+    onTestFinished(() => {
+      setRuntime(runtime);
+      if (bus) setBus(bus);
+    });
     const event = {
       version: "0",
       id: "e1",

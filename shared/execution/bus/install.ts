@@ -15,19 +15,12 @@ export function setBus<B extends EventBus>(bus: B): B {
 /** The installed bus, if any (benchmarks put it back after swapping in their own). */
 export const currentBus = (): EventBus | undefined => current;
 
-let makeDefault: (() => EventBus) | undefined;
-
-/** The bus to use when the host installed none: the runner registers an in-process bus that runs executions. */
-export function setDefaultBus(make: () => EventBus) {
-  makeDefault = make;
-}
-
 /**
- * The installed bus, or the registered default (then installed). Hosts install one (npm start: in process with
- * the runner; AWS functions: EventBridge); the default serves tests and any process that loaded the runner.
+ * The installed bus. Every host installs one through its wiring (npm start and the tests: in process with the
+ * runner; the AWS functions: EventBridge, or the runner function's own in-process bus); nothing installs one as a
+ * side effect of an import.
  */
 export function requireBus(): EventBus {
-  if (current) return current;
-  if (!makeDefault) throw new Error("No event bus is installed (setBus) and no runner is loaded in this process");
-  return setBus(makeDefault());
+  if (!current) throw new Error("No event bus is installed: the host's wiring installs one (shared/service/wire-*.ts)");
+  return current;
 }
