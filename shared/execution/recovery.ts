@@ -12,9 +12,14 @@
  * A pass that recorded a node step of its own before it died is not taken over: its nodes' outputs are not in the
  * sealed state, and running them again would repeat their effects. Such a run ends as any run whose runner died
  * (API.md §10.3: "execution timed out").
+ *
+ * The same pass hands over runs that no runner ever started: the claim wrote the execution and the process died
+ * before its hand-over (`execution.requested`) was published or run. Pending and unstarted for UNSTARTED_STALE_MS,
+ * such a run is requested again; the runner's conditional start mark keeps a run that was only slow in its owner's
+ * queue from running twice.
  */
 import { log } from "../log";
-import { lostDrivers, openWaitsOf } from "../store/entities/execution";
+import { lostRuns, openWaitsOf } from "../store/entities/execution";
 import { requireBus } from "./bus/install";
 import { useRuntime } from "../current-runtime";
 
@@ -22,6 +27,8 @@ import { useRuntime } from "../current-runtime";
 export const DRIVER_RENEW_MS = 10_000;
 /** A driver mark older than this is a dead driver's (six missed renewals: a busy event loop is not a crash). */
 export const DRIVER_STALE_MS = 60_000;
+/** A run claimed this long ago that no runner has started is requested again (longer than a busy owner's queue). */
+export const UNSTARTED_STALE_MS = 300_000;
 
 type Item = Record<string, unknown>;
 
@@ -44,22 +51,22 @@ export function lostPass(item: Item, now: number): { stateGeneration: number; dr
 }
 
 /**
- * The sweeper's pass over resumed runs whose driver stopped: each is handed to a runner (a resume without the
- * state it waits on, so the runner reads it and takes the pass over). A lost hand-over is found again next pass.
- * Returns how many were handed over.
+ * The sweeper's pass over runs whose runner is gone: a resumed run whose driver stopped is handed to a runner as a
+ * resume (the runner reads the state and takes the pass over), a run never started as a fresh request. A lost
+ * hand-over is found again next pass. Returns how many were handed over.
  */
 export async function resumeLostRuns(now = useRuntime().now(), max = 100): Promise<number> {
-  const lost = await lostDrivers(now - DRIVER_STALE_MS, max);
+  const lost = await lostRuns(now - DRIVER_STALE_MS, now - UNSTARTED_STALE_MS, max);
   for (const execution of lost) {
     try {
       await requireBus().publish({
         type: "execution.requested",
         workflowId: execution.workflowId,
         executionId: execution.id,
-        resume: true,
+        ...(execution.resume ? { resume: true } : {}),
       });
     } catch (err) {
-      log.warn("could not hand a run whose driver stopped over; tried again next sweep", {
+      log.warn("could not hand a run whose runner is gone over; tried again next sweep", {
         executionId: execution.id,
         error: (err as Error).message,
       });

@@ -10,7 +10,8 @@ import { startServiceChild, type ServiceChild } from "../support/service-child";
 import { startUpstream, type Upstream } from "../support/upstream";
 import { executionPath, jsonClient, type Json, type Owner } from "../support/client";
 import { endDueWaits, endWait } from "../../shared/execution/waits";
-import { resumeLostRuns, DRIVER_STALE_MS } from "../../shared/execution/recovery";
+import { resumeLostRuns, DRIVER_STALE_MS, UNSTARTED_STALE_MS } from "../../shared/execution/recovery";
+import { claimExecution } from "../../shared/execution/claim";
 import { sweep } from "../../shared/execution/execution-sweep";
 
 let service: TestService;
@@ -202,5 +203,36 @@ describe("a crash after a wait ended", () => {
     expect(done.status, JSON.stringify(done)).toBe("success");
     expect(done.steps.map((s: Json) => s.id)).toEqual(["t", "gate", "call", "after"]);
     expect(done.steps.find((s: Json) => s.id === "after").output.data).toBe(3);
+  });
+});
+
+describe("a crash between a claim and its hand-over", () => {
+  it("a run claimed and never started (its process died before publishing it) is requested again by the sweep once stale, and runs once", async () => {
+    held = false;
+    const alice = await ownerWithWallet();
+    const wf = await createWorkflow(alice, {
+      trigger: { id: "t", name: "start", type: "manual", config: {} },
+      nodes: [{ id: "call", name: "call", type: "restApi", config: { url: `${upstream.url}/unstarted`, method: "GET" } }],
+    });
+    const calls = () => upstream.requests.filter((r) => r.path === "/unstarted").length;
+    // The claim as `:trigger` writes it, without the hand-over that the dead process never published.
+    const now = Date.now();
+    const exec = await claimExecution(wf.id, { now, owner: alice.owner, runInput: { triggerOutput: { data: {} } } });
+    expect((await read(alice, wf.id, exec)).status).toBe("pending");
+
+    // A run that may only be slow in its owner's queue is left alone; a stale one is requested again and runs once.
+    await sweepAt(Date.now() + UNSTARTED_STALE_MS - 5_000);
+    expect((await read(alice, wf.id, exec)).status).toBe("pending");
+    expect(calls()).toBe(0);
+    await sweepAt(Date.now() + UNSTARTED_STALE_MS + 1_000);
+    const done = await until("the requested run's end", async () => {
+      const e = await read(alice, wf.id, exec);
+      return e.status === "pending" ? undefined : e;
+    });
+    expect(done.status, JSON.stringify(done)).toBe("success");
+    expect(done.steps.map((s: Json) => s.id)).toEqual(["t", "call"]);
+    // Requested again by a later sweep (another process's, or a duplicate delivery): nothing runs twice.
+    await sweepAt(Date.now() + UNSTARTED_STALE_MS + 2_000);
+    expect(calls()).toBe(1);
   });
 });

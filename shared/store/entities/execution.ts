@@ -389,21 +389,25 @@ export async function takeOverRun(
 }
 
 /**
- * Pending executions resumed from a sealed state whose driver has not renewed `driverAt` since `cutoff`, oldest
- * first, at most `max` (pattern 15 filtered: a resumed run's place there is at or before its resume).
+ * Pending executions whose runner is gone, oldest first, at most `max` (pattern 15 filtered): resumed from a sealed
+ * state and whose driver has not renewed `driverAt` since `cutoff` (`resume`), or never started by a runner and
+ * pending since before `unstartedCutoff` (the claim was written, the hand-over died with its process).
  */
-export async function lostDrivers(cutoff: number, max: number): Promise<ExecutionId[]> {
-  const { gsi2pk, gsi2sk } = Keys.pendingExecution(cutoff, "");
-  const found: ExecutionId[] = [];
+export async function lostRuns(cutoff: number, unstartedCutoff: number, max: number): Promise<(ExecutionId & { resume: boolean })[]> {
+  const { gsi2pk, gsi2sk } = Keys.pendingExecution(Math.max(cutoff, unstartedCutoff), "");
+  const found: (ExecutionId & { resume: boolean })[] = [];
   const query = {
     index: Index.gsi2,
     pk: gsi2pk,
     sk: { lt: gsi2sk },
-    filter: when.and(when.exists("stateGeneration"), when.lt("driverAt", cutoff)),
-    attributes: ["workflowId", "id"] as const,
+    filter: when.or(
+      when.and(when.exists("stateGeneration"), when.lt("driverAt", cutoff)),
+      when.and(when.notExists("runStartedAt"), when.lt("startAt", unstartedCutoff)),
+    ),
+    attributes: ["workflowId", "id", "stateGeneration"] as const,
   };
   for await (const page of Execution.pages(query)) {
-    found.push(...page.items);
+    for (const item of page.items) found.push({ workflowId: item.workflowId, id: item.id, resume: item.stateGeneration !== undefined });
     if (found.length >= max) break;
   }
   return found.slice(0, max);
