@@ -24,8 +24,8 @@ const environmentOf = (g: Graph, fn: string) =>
   ).variables;
 
 describe("stages", () => {
-  it("previews sign with the shared development controller key and create none of their own", () => {
-    expect(keys(preview).map((k) => k.name)).toEqual(["SecretsKey"]);
+  it("previews sign with the shared development controller key and create no controller key of their own", () => {
+    expect(keys(preview).map((k) => k.name)).toEqual(["SecretsKey", "TokenKey"]);
     expect(String(preview.outputs.controllerKey)).toContain("alias-workflow-automation-development-controller");
     for (const fn of ["ApiWallets", "ApiWorkflows", "BusSubscriberRunnerFunction"])
       expect(environmentOf(preview, fn).CONTROLLER_KMS_KEY_ID, fn).toBe(preview.outputs.controllerKey);
