@@ -9,7 +9,7 @@ import { keyPermissions, ownControllerKeyId, signingKeyPolicy, tokenKey } from "
 /** The role a function runs as (its ARN). */
 const roleOf = (fn: $util.Input<sst.aws.Function>) => $util.output(fn).apply((f) => f.nodes.function.role);
 
-signingKeyPolicy("TokenKeyPolicy", tokenKey.id, [roleOf(core)], keyPermissions.signTokens.actions);
+signingKeyPolicy("TokenKeyPolicy", tokenKey.id, [roleOf(core)], keyPermissions.signTokens.actions, { replaceable: true });
 
 if (ownControllerKeyId)
   signingKeyPolicy(

@@ -15,6 +15,12 @@ import { production } from "./stage";
 /** Never deleted with the stage in production: losing the controller key loses control of every wallet. */
 const keep = production ? { retainOnDelete: true, protect: true } : {};
 
+/**
+ * The token key is replaceable: losing it costs clients a new sign-in, and replacing it is how it rotates (a deploy
+ * with the resource renamed). Production leaves the old key in the account for an operator to delete.
+ */
+const replaceable = production ? { retainOnDelete: true } : {};
+
 export const secretsKey = new aws.kms.Key(
   "SecretsKey",
   { description: `Wraps the data keys of workflow secrets (${$app.stage})`, enableKeyRotation: true, deletionWindowInDays: 7 },
@@ -57,7 +63,7 @@ export const tokenKey = new aws.kms.Key(
     keyUsage: "SIGN_VERIFY",
     deletionWindowInDays: 7,
   },
-  keep,
+  replaceable,
 );
 
 /** SPKI PEM of the token key's public half: what every function verifies tokens with (shared/http/token.ts). */
@@ -112,7 +118,13 @@ export const KEY_ADMINISTRATION = [
  * deploy role and administrators), and the roles named, and only they, use it. A separate resource from the key:
  * the roles' own policies name the key, so the key cannot name the roles at its creation.
  */
-export function signingKeyPolicy(name: string, keyId: $util.Input<string>, signers: $util.Input<string>[], actions: string[]) {
+export function signingKeyPolicy(
+  name: string,
+  keyId: $util.Input<string>,
+  signers: $util.Input<string>[],
+  actions: string[],
+  options: { replaceable?: boolean } = {},
+) {
   const account = aws.getCallerIdentityOutput().accountId;
   const partition = aws.getPartitionOutput().partition;
   return new aws.kms.KeyPolicy(
@@ -133,7 +145,7 @@ export function signingKeyPolicy(name: string, keyId: $util.Input<string>, signe
         ],
       }),
     },
-    keep,
+    options.replaceable ? replaceable : keep,
   );
 }
 
