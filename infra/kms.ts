@@ -90,7 +90,7 @@ export const keyPermissions = {
 };
 
 /** What the account root may do with a signing key: administer it (read, describe, change, retire), never use it. */
-export const KEY_ADMINISTRATION = [
+const KEY_ADMINISTRATION = [
   "kms:CancelKeyDeletion",
   "kms:CreateAlias",
   "kms:DeleteAlias",
@@ -116,7 +116,8 @@ export const KEY_ADMINISTRATION = [
 /**
  * The key policy of a signing key: the account root administers it (which also lets IAM grant those actions to the
  * deploy role and administrators), and the roles named, and only they, use it. A separate resource from the key:
- * the roles' own policies name the key, so the key cannot name the roles at its creation.
+ * the roles' own policies name the key, so the key cannot name the roles at its creation (between the two, for the
+ * seconds of a stage's first deploy, the key has KMS's default policy, and no function exists yet to sign with it).
  */
 export function signingKeyPolicy(
   name: string,
