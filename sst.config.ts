@@ -16,7 +16,7 @@ export default $config({
     // First: what every function gets (tracing, the metrics namespace), whichever file defines it.
     await import("./infra/tracing");
     const { table } = await import("./infra/table");
-    const { secretsKey, controllerKeyArn } = await import("./infra/kms");
+    const { secretsKey, controllerKeyArn, tokenKey } = await import("./infra/kms");
     await import("./infra/secrets");
     const { bus } = await import("./infra/bus");
     await import("./infra/scheduler");
@@ -24,6 +24,7 @@ export default $config({
     const { api } = await import("./infra/api");
     const { stream } = await import("./infra/stream");
     const { router } = await import("./infra/router");
+    await import("./infra/key-policies");
     await import("./infra/watcher");
     await import("./infra/sweeper");
     const { alarmTopic } = await import("./infra/alarms");
@@ -37,6 +38,7 @@ export default $config({
       table: table.name,
       secretsKey: secretsKey.arn,
       controllerKey: controllerKeyArn,
+      tokenKey: tokenKey.arn,
       // Subscribe an operator's address to it once (docs/deploy.md, "Runbook").
       alarms: alarmTopic.arn,
     };

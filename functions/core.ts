@@ -5,7 +5,7 @@
  * its canonical path.
  */
 import { handle } from "hono/aws-lambda";
-import { wireAws } from "../shared/service/wire-aws";
+import { awsTokenSigner, wireAws } from "../shared/service/wire-aws";
 import { createApp } from "../shared/http/app";
 import { behindRouter } from "./viewer";
 import { api } from "../shared/service/api";
@@ -13,6 +13,7 @@ import { healthRoutes } from "../shared/service/health";
 import { authRoutes } from "../shared/auth/routes";
 import { openapiRoutes } from "../shared/service/openapi";
 
-wireAws();
+// Sign-in signs tokens with the stage's KMS token key.
+wireAws(awsTokenSigner);
 
 export const handler = handle(behindRouter(createApp([...healthRoutes, ...authRoutes, ...openapiRoutes], { api })));

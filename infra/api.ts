@@ -4,8 +4,8 @@
 // that all its routes share (one cold start and one in-process nonce lock per group), linked to what it uses only.
 // Clients reach it through the router (infra/router.ts), which also carries the stream.
 import { table, tableDescribe } from "./table";
-import { keyEnvironment, keyPermissions } from "./kms";
-import { authAllowedUrisValue, chains, jwtPublicKey, jwtSigningKey, routerSecret } from "./secrets";
+import { keyEnvironment, keyPermissions, tokenEnvironment } from "./kms";
+import { authAllowedUrisValue, chains, routerSecret } from "./secrets";
 import { bus } from "./bus";
 import { schedulerEnvironment, schedulerPermissions } from "./scheduler";
 
@@ -36,15 +36,15 @@ const group = (name: string, { handler, link = [], environment = {}, permissions
     permissions,
   });
 
-/** Only sign-in signs tokens; every other group verifies them with the public half. */
-const verify = { JWT_PUBLIC_KEY: jwtPublicKey };
+/** Only sign-in signs tokens (with the stage's KMS token key); every other group verifies them with the public half. */
+const verify = tokenEnvironment.verify;
 
 /** Health, sign-in, JWKS, the API document and the catch-all. Health checks the table, the key and the default chain. */
 export const core = group("Core", {
   handler: "functions/core.handler",
-  link: [jwtSigningKey, chains],
-  environment: { AUTH_ALLOWED_URIS: authAllowedUrisValue },
-  permissions: [tableDescribe, keyPermissions.describe],
+  link: [chains],
+  environment: { AUTH_ALLOWED_URIS: authAllowedUrisValue, ...tokenEnvironment.sign },
+  permissions: [tableDescribe, keyPermissions.describe, keyPermissions.signTokens],
 });
 
 /** Write-only secrets: sealing needs a fresh data key, never a decryption. */
@@ -64,14 +64,14 @@ export const wallets = group("Wallets", {
 
 /**
  * Workflows and running them: create, resume, pause, cancel and delete manage the workflow's schedules;
- * asynchronous triggers publish `execution.requested`; blocking triggers and simulations run here, opening
- * secrets and signing.
+ * asynchronous triggers publish `execution.requested`; simulations and `:run` run here, opening secrets. It never
+ * signs: a blocking trigger's run is handed to the runner (the bus is remote on AWS), and simulations send nothing.
  */
 export const workflows = group("Workflows", {
   handler: "functions/workflows.handler",
   link: [chains, bus],
   environment: { ...verify, ...schedulerEnvironment },
-  permissions: [keyPermissions.open, keyPermissions.sign, ...schedulerPermissions.manage],
+  permissions: [keyPermissions.open, ...schedulerPermissions.manage],
 });
 
 /**

@@ -1,19 +1,9 @@
 // Stage settings kept as SST secrets, set with `sst secret set <Name> <value> --stage <stage>` (or `--fallback`
 // for every stage without its own value). Functions read them through links (encrypted into their bundle, never a
-// plaintext environment variable), each linking only the ones it uses.
-import { createHmac, createPublicKey } from "node:crypto";
+// plaintext environment variable), each linking only the ones it uses. No key is a setting: the token key is a KMS
+// key of the stage's own (infra/kms.ts) and the router secret is generated for the stage (below).
+import { RandomPassword } from "@pulumi/random";
 import { production } from "./stage";
-
-/** PKCS#8 PEM of the ES256 key that signs access tokens: linked to the sign-in function only. */
-export const jwtSigningKey = new sst.Secret("JwtSigningKey");
-
-/**
- * The public half (SPKI PEM), derived at deploy time: what every other function verifies tokens with
- * (shared/http/token.ts derives the verification key with createPublicKey, which takes either form).
- */
-export const jwtPublicKey = $util.unsecret(
-  jwtSigningKey.value.apply((pem) => createPublicKey(pem).export({ type: "spki", format: "pem" }).toString()),
-);
 
 /** JSON array of chain settings (rpcUrl, bundlerUrl, factory, paymaster per chainId): see README. */
 export const chains = new sst.Secret("Chains", "[]");
@@ -36,12 +26,10 @@ export const authAllowedUrisValue = $util.unsecret(
 /**
  * Shared by the router (an origin header on every request it forwards) and the HTTP functions: a request that
  * carries it came through CloudFront, so its `x-viewer-address` (set by the router's viewer-request function) is
- * the client's address for per-IP rate limits (functions/viewer.ts). Derived from the stage's signing key (an
- * HMAC, so it reveals nothing of the key), with no provider beyond SST's own: `sst install` evaluates this file
- * before any provider is installed.
+ * the client's address for per-IP rate limits (functions/viewer.ts). 43 random characters (256 bits) generated once
+ * per stage and kept in its state, derived from nothing else; @pulumi/random is SST's own provider (its functions'
+ * link encryption keys use it), so nothing is installed for it.
  */
-const routerSecretValue = $util.secret(
-  jwtSigningKey.value.apply((pem) => createHmac("sha256", pem).update("workflow-automation router secret").digest("base64url")),
-);
+const routerSecretValue = new RandomPassword("RouterSecretValue", { length: 43, special: false }).result;
 export const routerSecret = new sst.Linkable("RouterSecret", { properties: { value: routerSecretValue } });
 export const routerSecretHeader = { name: "x-router-secret", value: routerSecretValue };

@@ -7,7 +7,8 @@
 // `lambda:InvokeFunction` for everyone since October 2025, and the pinned provider cannot narrow that grant to
 // URL invocations (`invokedViaFunctionUrl`), so anyone could invoke the function with an event of their making.
 import { table } from "./table";
-import { jwtPublicKey, routerSecret } from "./secrets";
+import { routerSecret } from "./secrets";
+import { tokenEnvironment } from "./kms";
 
 /** A Function URL invocation lives at most 15 minutes: the stream closes itself 30 s earlier (clients reconnect). */
 const STREAM_MAX_MS = 15 * 60_000;
@@ -21,5 +22,5 @@ export const stream = new sst.aws.Function("ExecutionStream", {
   streaming: true,
   url: { authorization: "iam", cors: false /* answered by the app (API.md §1.4) */ },
   link: [table, routerSecret],
-  environment: { STREAM_MAX_MS: String(STREAM_MAX_MS - 30_000), JWT_PUBLIC_KEY: jwtPublicKey },
+  environment: { STREAM_MAX_MS: String(STREAM_MAX_MS - 30_000), ...tokenEnvironment.verify },
 });

@@ -3,7 +3,10 @@
  * real `@aws-sdk/client-kms` speaks (POST /, `X-Amz-Target: TrentService.<Op>`, blobs base64 in JSON,
  * errors as `{"__type": "...Exception", "message": "..."}` with status 400).
  *
- * Operations: GenerateDataKey, Encrypt, Decrypt, DescribeKey, ListKeys, CreateKey, CreateAlias, ListAliases.
+ * Operations: GenerateDataKey, Encrypt, Decrypt, DescribeKey, ListKeys, CreateKey, CreateAlias, ListAliases; and
+ * for a key created with `KeySpec: ECC_NIST_P256` (the token key on AWS), Sign (ECDSA_SHA_256, RAW or DIGEST, a DER
+ * signature as KMS answers) and GetPublicKey (DER SPKI). Its private key is derived from the master key too
+ * (HKDF-SHA256, then reduced into a valid P-256 scalar), so it survives restarts.
  *
  * Cryptography: one master key (32 random bytes) is generated once into `<dataDir>/keys/kms-master.key`
  * (mode 0600) and reused on every start. Each key id gets its own AES-256 subkey derived from the master key
@@ -22,7 +25,18 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes, randomUUID } from "node:crypto";
+import {
+  createCipheriv,
+  createDecipheriv,
+  createECDH,
+  createHash,
+  createHmac,
+  createPublicKey,
+  hkdfSync,
+  randomBytes,
+  randomUUID,
+} from "node:crypto";
+import { p256 } from "@noble/curves/p256";
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
@@ -51,6 +65,8 @@ interface KeyRecord {
   id: string;
   createdAt: number;
   description: string;
+  /** Absent: a symmetric key (SYMMETRIC_DEFAULT). */
+  keySpec?: "ECC_NIST_P256";
 }
 
 interface Registry {
@@ -109,9 +125,9 @@ class KeyStore {
     renameSync(tmp, this.registryPath);
   }
 
-  ensureKey(id: string, description = ""): KeyRecord {
+  ensureKey(id: string, description = "", keySpec?: KeyRecord["keySpec"]): KeyRecord {
     if (!this.registry.keys[id]) {
-      this.registry.keys[id] = { id, createdAt: Math.floor(Date.now() / 1000), description };
+      this.registry.keys[id] = { id, createdAt: Math.floor(Date.now() / 1000), description, ...(keySpec ? { keySpec } : {}) };
       this.save();
     }
     return this.registry.keys[id]!;
@@ -137,6 +153,7 @@ class KeyStore {
   }
 
   encryptBlob(key: KeyRecord, plaintext: Buffer, context: Record<string, string>): Buffer {
+    if (key.keySpec) throw new KmsError("InvalidKeyUsageException", `${key.id} is a SIGN_VERIFY key`);
     const iv = randomBytes(IV_BYTES);
     const cipher = createCipheriv("aes-256-gcm", this.subkey(key.id), iv);
     cipher.setAAD(canonicalContext(context));
@@ -162,6 +179,23 @@ class KeyStore {
       return { keyId, plaintext: Buffer.concat([decipher.update(blob.subarray(dataStart)), decipher.final()]) };
     } catch {
       throw invalid();
+    }
+  }
+
+  /** The P-256 private scalar of a signing key and its public key: derived from the master key (the first valid one). */
+  signingKey(key: KeyRecord): { d: Buffer; spki: Buffer } {
+    if (key.keySpec !== "ECC_NIST_P256") throw new KmsError("InvalidKeyUsageException", `${key.id} is not a SIGN_VERIFY key`);
+    for (let attempt = 0; ; attempt++) {
+      const d = Buffer.from(hkdfSync("sha256", this.master, Buffer.from("local-kms"), Buffer.from(`sign:${key.id}:${attempt}`), 32));
+      const ecdh = createECDH("prime256v1");
+      try {
+        ecdh.setPrivateKey(d);
+      } catch {
+        continue; // zero or past the group order: derive again
+      }
+      const point = ecdh.getPublicKey();
+      const jwk = { kty: "EC", crv: "P-256", x: point.subarray(1, 33).toString("base64url"), y: point.subarray(33).toString("base64url") };
+      return { d, spki: createPublicKey({ key: jwk, format: "jwk" }).export({ type: "spki", format: "der" }) };
     }
   }
 
@@ -191,14 +225,18 @@ const metadata = (region: string, key: KeyRecord) => ({
   CreationDate: key.createdAt,
   Enabled: true,
   Description: key.description,
-  KeyUsage: "ENCRYPT_DECRYPT",
   KeyState: "Enabled",
   Origin: "AWS_KMS",
   KeyManager: "CUSTOMER",
-  CustomerMasterKeySpec: "SYMMETRIC_DEFAULT",
-  KeySpec: "SYMMETRIC_DEFAULT",
-  EncryptionAlgorithms: ["SYMMETRIC_DEFAULT"],
   MultiRegion: false,
+  ...(key.keySpec
+    ? { KeyUsage: "SIGN_VERIFY", CustomerMasterKeySpec: key.keySpec, KeySpec: key.keySpec, SigningAlgorithms: ["ECDSA_SHA_256"] }
+    : {
+        KeyUsage: "ENCRYPT_DECRYPT",
+        CustomerMasterKeySpec: "SYMMETRIC_DEFAULT",
+        KeySpec: "SYMMETRIC_DEFAULT",
+        EncryptionAlgorithms: ["SYMMETRIC_DEFAULT"],
+      }),
 });
 
 /** The operations served, by their `X-Amz-Target` name: each takes the request body and answers the response body. */
@@ -254,7 +292,32 @@ const OPERATIONS: Record<string, (keys: KeyStore, input: Record<string, unknown>
   },
   CreateKey(keys, input, region) {
     const description = typeof input.Description === "string" ? input.Description : "";
-    return { KeyMetadata: metadata(region, keys.ensureKey(randomUUID(), description)) };
+    return { KeyMetadata: metadata(region, keys.ensureKey(randomUUID(), description, signingSpec(input))) };
+  },
+  Sign(keys, input, region) {
+    const key = keys.resolveKey(input.KeyId);
+    if (input.SigningAlgorithm !== "ECDSA_SHA_256") throw new KmsError("ValidationException", "SigningAlgorithm must be ECDSA_SHA_256");
+    const message = readBlob(input.Message, "Message");
+    const type = input.MessageType ?? "RAW";
+    if (type === "DIGEST" ? message.length !== 32 : type !== "RAW" || message.length < 1 || message.length > MAX_PLAINTEXT_BYTES) {
+      throw new KmsError("ValidationException", "Message must be a 32-byte DIGEST or 1 to 4096 RAW bytes");
+    }
+    const digest = type === "DIGEST" ? message : createHash("sha256").update(message).digest();
+    const { d } = keys.signingKey(key);
+    const signature = p256.sign(digest, d).toDERRawBytes();
+    return { KeyId: arnOf(region, key.id), Signature: Buffer.from(signature).toString("base64"), SigningAlgorithm: "ECDSA_SHA_256" };
+  },
+  GetPublicKey(keys, input, region) {
+    const key = keys.resolveKey(input.KeyId);
+    const { spki } = keys.signingKey(key);
+    return {
+      KeyId: arnOf(region, key.id),
+      PublicKey: spki.toString("base64"),
+      KeySpec: key.keySpec,
+      CustomerMasterKeySpec: key.keySpec,
+      KeyUsage: "SIGN_VERIFY",
+      SigningAlgorithms: ["ECDSA_SHA_256"],
+    };
   },
   CreateAlias(keys, input) {
     const name = input.AliasName;
@@ -354,6 +417,18 @@ function dataKeySize(keySpec: unknown, numberOfBytes: unknown): number {
     return numberOfBytes;
   }
   throw new KmsError("ValidationException", "KeySpec or NumberOfBytes (1 to 1024) is required");
+}
+
+/** CreateKey's KeySpec and KeyUsage: a symmetric key, or a P-256 signing key (the only asymmetric kind served). */
+function signingSpec(input: Record<string, unknown>): KeyRecord["keySpec"] {
+  const spec = input.KeySpec ?? input.CustomerMasterKeySpec ?? "SYMMETRIC_DEFAULT";
+  const usage = input.KeyUsage ?? (spec === "SYMMETRIC_DEFAULT" ? "ENCRYPT_DECRYPT" : undefined);
+  if (spec === "SYMMETRIC_DEFAULT" && usage === "ENCRYPT_DECRYPT") return undefined;
+  if (spec === "ECC_NIST_P256" && usage === "SIGN_VERIFY") return "ECC_NIST_P256";
+  throw new KmsError(
+    "UnsupportedOperationException",
+    "Only SYMMETRIC_DEFAULT (ENCRYPT_DECRYPT) and ECC_NIST_P256 (SIGN_VERIFY) keys are served",
+  );
 }
 
 function checkAlgorithm(algorithm: unknown) {

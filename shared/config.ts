@@ -171,8 +171,12 @@ const Env = v.object({
   CONTROLLER_KMS_KEY_ID: v.optional(v.string()),
 
   JWT_ISSUER: text("workflow-automation"),
-  /** PKCS#8 PEM of the ES256 signing key (an SST secret in AWS); locally generated into DATA_DIR. */
+  /** PKCS#8 PEM of the ES256 token key, generated into DATA_DIR locally; AWS signs with a KMS key instead. */
   JWT_SIGNING_KEY: v.optional(v.string()),
+  /** SPKI PEM of the token key's public half (AWS: the KMS key's, given at deploy); else derived from JWT_SIGNING_KEY. */
+  JWT_PUBLIC_KEY: v.optional(v.string()),
+  /** The KMS key (ECC_NIST_P256) that signs tokens: set on the AWS sign-in function only (infra/kms.ts). */
+  JWT_KMS_KEY_ID: v.optional(v.string()),
   AUTH_ALLOWED_URIS: list(""),
   CORS_ALLOWED_ORIGINS: list("*"),
 
@@ -225,6 +229,8 @@ export function buildConfig(env: Record<string, string | undefined> = process.en
     controllerKmsKeyId: e.CONTROLLER_KMS_KEY_ID,
     jwtIssuer: e.JWT_ISSUER,
     jwtSigningKey: e.JWT_SIGNING_KEY,
+    jwtPublicKey: e.JWT_PUBLIC_KEY,
+    jwtKmsKeyId: e.JWT_KMS_KEY_ID,
     authAllowedUris: e.AUTH_ALLOWED_URIS,
     corsAllowedOrigins: e.CORS_ALLOWED_ORIGINS,
     allowPrivateNetwork: e.ALLOW_PRIVATE_NETWORK,

@@ -1,15 +1,22 @@
 /**
- * Access tokens (API.md §7.2, §7.3): ES256 JWTs signed with the service key, verified on every
- * non-public request. The key is a PKCS#8 PEM from configuration (generated into DATA_DIR locally,
- * an SST secret in AWS); its RFC 7638 thumbprint is the `kid`.
+ * Access tokens (API.md §7.2, §7.3): ES256 JWTs signed with the service key, verified on every non-public request.
+ * The key's public half verifies (`JWT_PUBLIC_KEY`, or derived from the local private key); its RFC 7638 thumbprint
+ * is the `kid`. Signing goes through a port: locally the PKCS#8 PEM generated into DATA_DIR (`JWT_SIGNING_KEY`);
+ * on AWS the sign-in function installs a KMS key's signer (shared/envelope/kms-token-signer.ts), so the private
+ * key never leaves KMS.
  */
-import { SignJWT, importPKCS8, type JWK } from "jose";
-import { createHash, createPublicKey, verify as verifySignature, type KeyObject } from "node:crypto";
+import type { JWK } from "jose";
+import { createHash, createPrivateKey, createPublicKey, sign, verify as verifySignature, type KeyObject } from "node:crypto";
 import { checksumAddress, isAddressShape } from "../address";
 import { ulid } from "ulid";
 import { ApiError } from "../errors";
 import type { Caller } from "../context";
 import { useConfig, useRuntime } from "../current-runtime";
+
+/** Signs a JWS signing input (`header.payload`) with ES256: the signature as JOSE has it, r ‖ s (64 bytes). */
+export interface TokenSigner {
+  sign(signingInput: Uint8Array): Promise<Uint8Array>;
+}
 
 interface VerificationKey {
   pem: string;
@@ -18,15 +25,23 @@ interface VerificationKey {
 }
 
 let verifying: VerificationKey | undefined;
-let signing: { pem: string; privateKey: Awaited<ReturnType<typeof importPKCS8>> } | undefined;
+let installed: TokenSigner | undefined;
+let local: { pem: string; signer: TokenSigner } | undefined;
+
+/** Installs the host's token signer (the AWS sign-in function: KMS); without one, the configured local key signs. */
+export function setTokenSigner(signer: TokenSigner | undefined): void {
+  installed = signer;
+}
 
 /**
  * The public half of the signing key and its `kid`, with node:crypto only: verifying a token (every request of
- * every function) needs no PKCS#8 or JWK code from jose, which keeps it out of the groups that only verify.
+ * every function) needs no JWK code from jose, which keeps it out of the groups that only verify.
  */
 function verificationKey(): VerificationKey {
-  const pem = useConfig().jwtSigningKey;
-  if (!pem) throw new Error("JWT_SIGNING_KEY is not configured");
+  const config = useConfig();
+  // createPublicKey takes the public key (SPKI) or the private key (PKCS#8) alike.
+  const pem = config.jwtPublicKey ?? config.jwtSigningKey;
+  if (!pem) throw new Error("Neither JWT_PUBLIC_KEY nor JWT_SIGNING_KEY is configured");
   if (verifying?.pem === pem) return verifying;
   const publicKey = createPublicKey(pem);
   const { kty, crv, x, y } = publicKey.export({ format: "jwk" }) as { kty: string; crv: string; x: string; y: string };
@@ -36,10 +51,16 @@ function verificationKey(): VerificationKey {
   return verifying;
 }
 
-async function signingKey() {
-  const { pem, publicJwk } = verificationKey();
-  if (signing?.pem !== pem) signing = { pem, privateKey: await importPKCS8(pem, "ES256") };
-  return { privateKey: signing.privateKey, publicJwk };
+/** The installed signer, or one over the local private key (`npm start`, the tests). */
+function tokenSigner(): TokenSigner {
+  if (installed) return installed;
+  const pem = useConfig().jwtSigningKey;
+  if (!pem) throw new Error("No token signer is installed and JWT_SIGNING_KEY is not configured");
+  if (local?.pem !== pem) {
+    const privateKey = createPrivateKey(pem);
+    local = { pem, signer: { sign: async (input) => sign("sha256", input, { key: privateKey, dsaEncoding: "ieee-p1363" }) } };
+  }
+  return local.signer;
 }
 
 /** The JWKS document: the current signing key (rotation would add retired keys here). */
@@ -50,19 +71,24 @@ export async function jwks(): Promise<{ keys: JWK[] }> {
   };
 }
 
-/** Issues a token for `owner` on `chainId`, valid until `expiresAtMs`. */
+const base64url = (value: object) => Buffer.from(JSON.stringify(value)).toString("base64url");
+
+/** Issues a token for `owner` on `chainId`, valid until `expiresAtMs`: a compact JWS, as verifiedClaims reads it. */
 export async function issueToken(owner: `0x${string}`, chainId: number, expiresAtMs: number): Promise<string> {
-  const { privateKey, publicJwk } = await signingKey();
+  const { kid } = verificationKey().publicJwk;
   const now = Math.floor(useRuntime().now() / 1000);
-  return new SignJWT({})
-    .setProtectedHeader({ alg: "ES256", typ: "JWT", kid: publicJwk.kid })
-    .setIssuer(useConfig().jwtIssuer)
-    .setSubject(checksumAddress(owner))
-    .setAudience([String(chainId)])
-    .setIssuedAt(now)
-    .setExpirationTime(Math.floor(expiresAtMs / 1000))
-    .setJti(ulid())
-    .sign(privateKey);
+  const header = base64url({ alg: "ES256", typ: "JWT", kid });
+  const payload = base64url({
+    iss: useConfig().jwtIssuer,
+    sub: checksumAddress(owner),
+    aud: [String(chainId)],
+    iat: now,
+    exp: Math.floor(expiresAtMs / 1000),
+    jti: ulid(),
+  });
+  const signature = await tokenSigner().sign(Buffer.from(`${header}.${payload}`));
+  if (signature.length !== 64) throw new Error("The token signer answered a signature that is not r ‖ s (64 bytes)");
+  return `${header}.${payload}.${Buffer.from(signature).toString("base64url")}`;
 }
 
 // The signature segment may be empty: an unsecured (`alg: none`) JWT is well-formed and answers

@@ -17,13 +17,15 @@ import { createRuntime } from "../runtime";
 import { setAnswerEnvelope } from "../http/answer-bytes";
 import { setBus } from "../execution/bus/install";
 import { createEventBridgeBus } from "../execution/bus/eventbridge";
-import { setRuntime } from "../current-runtime";
+import { setRuntime, useConfig } from "../current-runtime";
+import { setTokenSigner } from "../http/token";
+import { kmsTokenSigner } from "../envelope/kms-token-signer";
+import { useKms } from "../envelope/kms";
 
 /** The resources infra/ links (SST's generated sst-env.d.ts declares them the same way); each function reads only its own. */
 declare module "sst" {
   export interface Resource {
     Table: { name: string };
-    JwtSigningKey: { value: string };
     Chains: { value: string };
     Bus: { name: string };
   }
@@ -36,6 +38,15 @@ export type Port = () => void;
 /** The event bus: EventBridge PutEvents to the app's bus, whose rule targets the runner function (infra/bus.ts). */
 export const awsBus: Port = () => void setBus(createEventBridgeBus({ busName: linked.Bus.name }));
 
+/**
+ * The token signer: the stage's KMS token key (JWT_KMS_KEY_ID, infra/kms.ts), which only the sign-in function may
+ * sign with. Without the setting (a Lambda test against the local stack) the configured local key signs.
+ */
+export const awsTokenSigner: Port = () => {
+  const keyId = useConfig().jwtKmsKeyId;
+  if (keyId) setTokenSigner(kmsTokenSigner(useKms(), keyId));
+};
+
 /** The cold-start setup of a Lambda instance: the runtime and its log level, the answer envelope, then the ports named. */
 export function wireAws(...ports: Port[]): void {
   const { config } = setRuntime(
@@ -43,9 +54,6 @@ export function wireAws(...ports: Port[]): void {
       config: buildConfig({
         ...process.env,
         TABLE_NAME: linked.Table.name,
-        // Sign-in links the private key; every other HTTP function verifies tokens with the public half
-        // (JWT_PUBLIC_KEY, infra/secrets.ts), which shared/http/token.ts accepts in the same setting.
-        JWT_SIGNING_KEY: "JwtSigningKey" in Resource ? linked.JwtSigningKey.value : process.env.JWT_PUBLIC_KEY,
         // A secret linked into the bundle (encrypted), never a plaintext variable.
         ...("Chains" in Resource ? { CHAINS: linked.Chains.value } : {}),
       }),

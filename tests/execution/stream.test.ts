@@ -348,7 +348,6 @@ describe("the Lambda entry point (Function URL with response streaming)", () => 
       STREAM_KEEPALIVE_MS: String(KEEPALIVE_MS),
       STREAM_MAX_MS: String(MAX_MS),
       SST_RESOURCE_Table: JSON.stringify({ name: runtime.config.tableName }),
-      SST_RESOURCE_JwtSigningKey: JSON.stringify({ value: runtime.config.jwtSigningKey }),
     });
     const { Writable } = await import("node:stream");
     const { handler } = (await import("../../functions/stream")) as unknown as {

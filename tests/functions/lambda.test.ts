@@ -24,7 +24,6 @@ beforeAll(async () => {
     ...env,
     LOG_LEVEL: "error",
     SST_RESOURCE_Table: JSON.stringify({ name: tableName }),
-    SST_RESOURCE_JwtSigningKey: JSON.stringify({ value: env.JWT_SIGNING_KEY }),
   });
   core = (await import("../../functions/core")).handler as unknown as Handler;
   secrets = (await import("../../functions/secrets")).handler as unknown as Handler;

@@ -26,15 +26,6 @@ export function ensurePlatform(): void {
   execFileSync(join(ROOT, ".ci", "sst-platform"), { cwd: ROOT, stdio: "inherit" });
 }
 
-/** A valid ES256 signing key for the JwtSigningKey secret (the public half is derived from it at deploy time). */
-const TEST_SIGNING_KEY = [
-  "-----BEGIN PRIVATE KEY-----",
-  "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgrMfOnCotnnBBMwcJ",
-  "gfOGawRN9pwtA82CqQ7SFgfHzJmhRANCAASDJ8eHvPhAkb9VEpG8gzoUSyYIFMSD",
-  "Q6OeQGgxRwwUpzAyWDlZOCE1xf4UWlSV7odGP7NACw2B9leZP2jEwfm/",
-  "-----END PRIVATE KEY-----",
-].join("\n");
-
 export interface GraphOptions {
   stage?: string;
   /** SST secrets of the stage, `Name` → value (SST_SECRET_<Name>); unset ones are not set. */
@@ -42,7 +33,6 @@ export interface GraphOptions {
 }
 
 export const DEFAULT_SECRETS: Record<string, string> = {
-  JwtSigningKey: TEST_SIGNING_KEY,
   Chains: '[{"chainId":11155111,"rpcUrl":"https://rpc.example","bundlerUrl":"https://bundler.example"}]',
   AuthAllowedUris: "https://app.example.com",
 };

@@ -11,6 +11,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { createServer } from "node:http";
 import { mkdtempSync, writeFileSync } from "node:fs";
+import { createHash, generateKeyPairSync } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -34,9 +35,14 @@ export interface Graph {
   resources: GraphResource[];
   builds: GraphBuild[];
   outputs: Record<string, unknown>;
+  /** The data sources the program read (`aws:kms/getKey:getKey`, …), with their inputs. */
+  calls: { token: string; inputs: Record<string, unknown> }[];
 }
 
 const ACCOUNT = "123456789012";
+
+/** The public half of every asymmetric KMS key the stage reads (`aws.kms.getPublicKey`): a P-256 key of this run. */
+const KMS_PUBLIC_KEY = generateKeyPairSync("ec", { namedCurve: "P-256" }).publicKey;
 const REGION = "us-east-1";
 
 /** Pulumi's wire form of a secret value. */
@@ -65,6 +71,9 @@ function state(type: string, name: string, inputs: Record<string, unknown>): Rec
   }
   if (type === "aws:lambda/functionUrl:FunctionUrl") extra.functionUrl = `https://${name.toLowerCase()}.lambda-url.${REGION}.on.aws/`;
   if (type === "aws:cloudfront/distribution:Distribution") extra.domainName = `${name.toLowerCase()}.cloudfront.net`;
+  // A random provider's result: stable per resource name, as a deploy keeps it in the stage's state.
+  if (type === "random:index/randomPassword:RandomPassword")
+    extra.result = createHash("sha256").update(name).digest("base64url").slice(0, Number(inputs.length));
   if (type === "aws:sqs/queue:Queue") extra.url = `https://sqs.${REGION}.amazonaws.com/${ACCOUNT}/${physical}`;
   return { ...inputs, name: physical, arn, ...extra };
 }
@@ -82,6 +91,16 @@ function call({ token, inputs }: pulumi.runtime.MockCallArgs): Record<string, un
         arn: `arn:aws:kms:${REGION}:${ACCOUNT}:key/${String(inputs.keyId).replace(/\W+/g, "-")}`,
         id: inputs.keyId,
         keyId: inputs.keyId,
+      };
+    case "aws:kms/getPublicKey:getPublicKey":
+      return {
+        arn: inputs.keyId,
+        id: inputs.keyId,
+        keyId: inputs.keyId,
+        keySpec: "ECC_NIST_P256",
+        keyUsage: "SIGN_VERIFY",
+        publicKey: KMS_PUBLIC_KEY.export({ type: "spki", format: "der" }).toString("base64"),
+        publicKeyPem: KMS_PUBLIC_KEY.export({ type: "spki", format: "pem" }).toString(),
       };
     case "aws:iam/getPolicyDocument:getPolicyDocument":
       return {
@@ -135,7 +154,7 @@ async function startRpcStub(builds: GraphBuild[]): Promise<() => void> {
 
 /** @public Runs `program` (the bundled `run(mod.run)`) against the mocks and writes the graph to INFRA_GRAPH_OUT. */
 export async function collect(stage: string, program: () => Promise<Record<string, unknown>>): Promise<void> {
-  const graph: Graph = { resources: [], builds: [], outputs: {} };
+  const graph: Graph = { resources: [], builds: [], outputs: {}, calls: [] };
   const stop = await startRpcStub(graph.builds);
   await pulumi.runtime.setMocks(
     {
@@ -143,7 +162,10 @@ export async function collect(stage: string, program: () => Promise<Record<strin
         graph.resources.push({ type, name, inputs: reveal(inputs) as Record<string, unknown> });
         return { id: `${name}-id`, state: state(type, name, inputs) };
       },
-      call,
+      call: (args) => {
+        graph.calls.push({ token: args.token, inputs: reveal(args.inputs) as Record<string, unknown> });
+        return call(args);
+      },
     },
     "workflow-automation",
     stage,

@@ -123,10 +123,10 @@ describe("functions: one per endpoint group, plus the workers and the stream", (
 });
 
 describe("least privilege: links, IAM actions, settings", () => {
-  it("links each function to what it uses only; only sign-in (core) to the JWT signing key", () => {
+  it("links each function to what it uses only; no key is linked (the token key is in KMS: tests/infra/keys.test.ts)", () => {
     const links = Object.fromEntries(graph().builds.map((b) => [b.functionID, Object.keys(b.links).sort()]));
     expect(links).toEqual({
-      ApiCore: ["Chains", "JwtSigningKey", "RouterSecret", "Table"],
+      ApiCore: ["Chains", "RouterSecret", "Table"],
       ApiSecrets: ["RouterSecret", "Table"],
       ApiWallets: ["Chains", "RouterSecret", "Table"],
       ApiWorkflows: ["Bus", "Chains", "RouterSecret", "Table"],
@@ -143,10 +143,11 @@ describe("least privilege: links, IAM actions, settings", () => {
     const actions = Object.fromEntries(Object.keys(FUNCTIONS).map((id) => [id, actionsOf(id)]));
     const sorted = (...lists: string[][]) => [...new Set(lists.flat())].sort();
     expect(actions).toEqual({
-      ApiCore: sorted(TABLE, ["dynamodb:DescribeTable", "kms:DescribeKey"]),
+      ApiCore: sorted(TABLE, ["dynamodb:DescribeTable", "kms:DescribeKey", "kms:Sign"]),
       ApiSecrets: sorted(TABLE, ["kms:GenerateDataKey"]),
       ApiWallets: sorted(TABLE, ["kms:Sign", "kms:GetPublicKey"]),
-      ApiWorkflows: sorted(TABLE, ["kms:Decrypt", "kms:Sign", "kms:GetPublicKey", "events:PutEvents"], MANAGE_SCHEDULES),
+      // Blocking triggers hand their run to the runner and simulations send nothing: no signing here.
+      ApiWorkflows: sorted(TABLE, ["kms:Decrypt", "events:PutEvents"], MANAGE_SCHEDULES),
       ApiExecutions: sorted(TABLE, ["events:PutEvents"]),
       ExecutionStream: sorted(TABLE),
       BusSubscriberRunnerFunction: sorted(
@@ -178,7 +179,7 @@ describe("least privilege: links, IAM actions, settings", () => {
   });
 
   it("keeps secrets out of plaintext environment variables", () => {
-    const secretValues = [DEFAULT_SECRETS.JwtSigningKey!, DEFAULT_SECRETS.Chains!];
+    const secretValues = [DEFAULT_SECRETS.Chains!];
     for (const id of Object.keys(FUNCTIONS)) {
       const environment = environmentOf(id);
       expect(Object.keys(environment), id).not.toContain("CHAINS");
@@ -188,11 +189,17 @@ describe("least privilege: links, IAM actions, settings", () => {
     }
   });
 
-  it("gives the HTTP functions but core the public half of the token key; core the allowed sign-in URIs", () => {
-    const publicPem = createPublicKey(DEFAULT_SECRETS.JwtSigningKey!).export({ type: "spki", format: "pem" }).toString();
-    for (const id of HTTP.filter((id) => id !== "ApiCore")) expect(environmentOf(id).JWT_PUBLIC_KEY, id).toBe(publicPem);
-    for (const id of Object.keys(FUNCTIONS).filter((id) => !HTTP.includes(id) || id === "ApiCore"))
+  it("gives the HTTP functions the public half of the token key, core its KMS key; core the allowed sign-in URIs", () => {
+    const [read] = graph().calls.filter((c) => c.token === "aws:kms/getPublicKey:getPublicKey");
+    expect(read?.inputs.keyId).toBe(`arn:aws:kms:us-east-1:123456789012:TokenKey-physical`);
+    const publicPem = environmentOf("ApiCore").JWT_PUBLIC_KEY;
+    expect(createPublicKey(publicPem!).asymmetricKeyDetails?.namedCurve).toBe("prime256v1");
+    for (const id of HTTP) expect(environmentOf(id).JWT_PUBLIC_KEY, id).toBe(publicPem);
+    expect(environmentOf("ApiCore").JWT_KMS_KEY_ID).toBe(read?.inputs.keyId);
+    for (const id of Object.keys(FUNCTIONS).filter((id) => !HTTP.includes(id)))
       expect(environmentOf(id), id).not.toHaveProperty("JWT_PUBLIC_KEY");
+    for (const id of Object.keys(FUNCTIONS).filter((id) => id !== "ApiCore"))
+      expect(environmentOf(id), id).not.toHaveProperty("JWT_KMS_KEY_ID");
     expect(environmentOf("ApiCore").AUTH_ALLOWED_URIS).toBe(DEFAULT_SECRETS.AuthAllowedUris);
   });
 

@@ -24,8 +24,8 @@ const environmentOf = (g: Graph, fn: string) =>
   ).variables;
 
 describe("stages", () => {
-  it("previews sign with the shared development controller key and create none of their own", () => {
-    expect(keys(preview).map((k) => k.name)).toEqual(["SecretsKey"]);
+  it("previews sign with the shared development controller key and create no controller key of their own", () => {
+    expect(keys(preview).map((k) => k.name)).toEqual(["SecretsKey", "TokenKey"]);
     expect(String(preview.outputs.controllerKey)).toContain("alias-workflow-automation-development-controller");
     for (const fn of ["ApiWallets", "ApiWorkflows", "BusSubscriberRunnerFunction"])
       expect(environmentOf(preview, fn).CONTROLLER_KMS_KEY_ID, fn).toBe(preview.outputs.controllerKey);
@@ -35,7 +35,9 @@ describe("stages", () => {
     const controller = keys(production).find((k) => k.name === "ControllerKey");
     expect(controller?.inputs).toMatchObject({ customerMasterKeySpec: "ECC_SECG_P256K1", keyUsage: "SIGN_VERIFY" });
     expect(environmentOf(production, "ApiWallets").CONTROLLER_KMS_KEY_ID).toBe(production.outputs.controllerKey);
-    for (const key of keys(production)) expect([key.name, key.protect, key.retainOnDelete]).toEqual([key.name, true, true]);
+    // The token key is replaceable (docs/deploy.md, "Keys"): retained, not protected (tests/infra/keys.test.ts).
+    for (const key of keys(production).filter((k) => k.name !== "TokenKey"))
+      expect([key.name, key.protect, key.retainOnDelete]).toEqual([key.name, true, true]);
     for (const key of keys(preview)) expect([key.name, key.protect ?? false]).toEqual([key.name, false]);
     expect(production.outputs._protect).toBe(true);
   });

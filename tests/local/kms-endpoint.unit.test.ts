@@ -14,7 +14,10 @@ import {
   GenerateDataKeyCommand,
   KMSClient,
   ListKeysCommand,
+  GetPublicKeyCommand,
+  SignCommand,
 } from "@aws-sdk/client-kms";
+import { createHash, createPublicKey, verify } from "node:crypto";
 import { startKmsEndpoint, type KmsEndpoint } from "../../local/kms-endpoint";
 
 const client = (url: string) =>
@@ -192,5 +195,42 @@ describe("local KMS endpoint", () => {
       await other.stop();
       rmSync(otherDir, { recursive: true, force: true });
     }
+  });
+
+  it("signs with an ECC_NIST_P256 key (RAW or DIGEST, DER as KMS answers) that its public key verifies, across restarts", async () => {
+    const { KeyMetadata } = await kms.send(new CreateKeyCommand({ KeySpec: "ECC_NIST_P256", KeyUsage: "SIGN_VERIFY" }));
+    expect(KeyMetadata).toMatchObject({ KeySpec: "ECC_NIST_P256", KeyUsage: "SIGN_VERIFY", SigningAlgorithms: ["ECDSA_SHA_256"] });
+    const KeyId = KeyMetadata!.KeyId!;
+    const publicKey = async () =>
+      createPublicKey({ key: Buffer.from((await kms.send(new GetPublicKeyCommand({ KeyId }))).PublicKey!), format: "der", type: "spki" });
+    const key = await publicKey();
+    expect(key.asymmetricKeyDetails?.namedCurve).toBe("prime256v1");
+    const message = Buffer.from("header.payload");
+    for (const input of [
+      { Message: message, MessageType: "RAW" as const },
+      { Message: createHash("sha256").update(message).digest(), MessageType: "DIGEST" as const },
+    ]) {
+      const { Signature, SigningAlgorithm } = await kms.send(new SignCommand({ KeyId, SigningAlgorithm: "ECDSA_SHA_256", ...input }));
+      expect(SigningAlgorithm).toBe("ECDSA_SHA_256");
+      expect(verify("sha256", message, key, Buffer.from(Signature!)), input.MessageType).toBe(true);
+    }
+    await endpoint.stop();
+    endpoint = await startKmsEndpoint({ dataDir: dir });
+    kms = client(endpoint.url);
+    expect((await publicKey()).export({ format: "jwk" })).toEqual(key.export({ format: "jwk" }));
+  });
+
+  it("keeps each key to its use: no Sign with a symmetric key, no Encrypt with a signing key", async () => {
+    const signing = (await kms.send(new CreateKeyCommand({ KeySpec: "ECC_NIST_P256", KeyUsage: "SIGN_VERIFY" }))).KeyMetadata!.KeyId!;
+    const sign = (KeyId: string) =>
+      kms.send(new SignCommand({ KeyId, Message: Buffer.alloc(32), MessageType: "DIGEST", SigningAlgorithm: "ECDSA_SHA_256" }));
+    expect(await errorOf(sign("alias/workflow-secrets"))).toEqual({ name: "InvalidKeyUsageException", status: 400 });
+    expect(await errorOf(kms.send(new EncryptCommand({ KeyId: signing, Plaintext: Buffer.from("x") })))).toEqual({
+      name: "InvalidKeyUsageException",
+      status: 400,
+    });
+    expect(await errorOf(kms.send(new CreateKeyCommand({ KeySpec: "ECC_SECG_P256K1", KeyUsage: "SIGN_VERIFY" })))).toMatchObject({
+      name: "UnsupportedOperationException",
+    });
   });
 });
