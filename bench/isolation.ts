@@ -5,6 +5,9 @@
  *   sandbox: one-line script              a one-line expression through the pool (with the §8.6 variables of a
  *                                         small run), at steady state  vs  a bare worker-thread round trip
  *                                         (goal: ≤ 1 ms p50)
+ *   sandbox: customCode loading lodash    a one-line customCode that requires lodash (dayjs, uuid), paced, at
+ *                                         steady state  vs  the same one-line script loading nothing: what a
+ *                                         module costs the script that loads it (API.md §21.2)
  *   B's GET while A's scripts spin        owner B's authenticated GET while owner A's parallel loop of
  *                                         `while (true) {}` holds A's share of the pool  vs  the same GET with
  *                                         nothing running (goal: p99 ≤ 2x)
@@ -18,6 +21,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Worker } from "node:worker_threads";
 import { SandboxSession } from "../shared/sandbox/session";
+import { moduleSource } from "../shared/sandbox/modules";
 import { createRedactor } from "../shared/secret/redact";
 import { sandboxPool } from "../shared/sandbox/pool";
 import { currentBus, setBus } from "../shared/execution/bus/install";
@@ -121,6 +125,34 @@ async function benchEvaluation(ctx: BenchContext) {
     if (!r.ok) throw new Error("sandbox failed");
   });
   ctx.report("sandbox: one-line script, back to back", burst, "worker round trip", roundTrip);
+  await benchModules(ctx, session);
+}
+
+/** A one-line customCode loading each module vs the same script loading none (fewer rounds: each load is tens of ms). */
+async function benchModules(ctx: BenchContext, session: SandboxSession) {
+  const rounds = Math.max(10, Math.floor(ROUNDS / 5));
+  const line = (source: string) =>
+    timed(
+      rounds,
+      async () => {
+        const r = await session.run({ kind: "function-body", source });
+        if (!r.ok) throw new Error(`sandbox: ${JSON.stringify(r)}`);
+      },
+      2,
+    );
+  const none = await line("return [1, 2, 3].length");
+  const scripts = {
+    lodash: "return require('lodash').chunk([1, 2, 3], 2).length",
+    dayjs: "return require('dayjs')(0).year()",
+    uuid: "return require('uuid').v4().length",
+  };
+  for (const [name, source] of Object.entries(scripts)) {
+    if (moduleSource(name) === undefined) {
+      note(ctx, `sandbox: customCode loading ${name}: not bundled (npm run sandbox:modules once installed)`);
+      continue;
+    }
+    ctx.report(`sandbox: customCode loading ${name}`, await line(source), "one-line customCode, no module", none);
+  }
 }
 
 async function startRun(

@@ -16,10 +16,14 @@
  *   compiled once per process; an instance costs ~1.5 ms to create, a trivial evaluation ~2.5 ms (p50).
  * - Time: an interrupt handler stops the interpreter once the deadline passes (an uncatchable error); the
  *   deadline covers awaiting the returned promise. Microtasks are the only way to wait: there are no timers.
- * - No host: the context has ECMAScript's built-ins only. No `require`, no module loader (so `import()`
- *   rejects), no `process`, `fetch`, timers, file system or environment. The §8.6 variables arrive as one
- *   JSON text parsed inside the VM (values, never host object handles), and `console.log/info/warn/error`
- *   write to a bounded log through one host function that only appends text.
+ * - No host: the context has ECMAScript's built-ins only. No module loader (so `import()` rejects), no
+ *   `process`, `fetch`, timers, file system or environment. The §8.6 variables arrive as one JSON text parsed
+ *   inside the VM (values, never host object handles), and `console.log/info/warn/error` write to a bounded
+ *   log through one host function that only appends text.
+ * - Modules (§21.2): `require` offers the vendored modules of ./modules.ts, whose source the VM asks the host
+ *   for by name (a text, evaluated inside the VM on first use within the evaluation); leading `import`
+ *   statements of a customCode source are rewritten to `require` before it is compiled. A module sees a
+ *   `crypto.getRandomValues` filled by the host's CSPRNG (uuid's v4); scripts see neither.
  * - Deep recursion: QuickJS's stack limit is set low enough that ordinary recursion ends in a catchable
  *   "stack overflow"; a few C paths (a deeply nested JSON.stringify) may exhaust the host's stack first, which
  *   ends the evaluation the same way and only loses that (disposable) instance.
@@ -40,7 +44,9 @@ import {
   type QuickJSWASMModule,
 } from "quickjs-emscripten-core";
 import RELEASE_SYNC from "@jitl/quickjs-singlefile-mjs-release-sync";
+import { randomBytes } from "node:crypto";
 import { LOG_TRUNCATED_MARKER } from "./log-marker";
+import { moduleSource, rewriteImports, unavailableModule } from "./modules";
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 export type SandboxErrorCode = "SANDBOX_ERROR" | "SANDBOX_TIMEOUT" | "SANDBOX_MEMORY";
@@ -85,7 +91,8 @@ export function evaluate(instance: Instance, evaluation: Evaluation): Answer {
   return run(instance, evaluation, (vm) => {
     switch (evaluation.op) {
       case "run": {
-        let result = vm.call(evaluation.kind === "function-body" ? "body" : "expression", evaluation.source);
+        const body = evaluation.kind === "function-body";
+        let result = vm.call(body ? "body" : "expression", body ? rewriteImports(evaluation.source) : evaluation.source);
         if (evaluation.kind === "function-body") result = vm.settle(result);
         return vm.text(vm.call("finish", result));
       }
@@ -99,9 +106,10 @@ export function evaluate(instance: Instance, evaluation: Evaluation): Answer {
 
 // ---------------------------------------------------------------------------------------------------------
 // The script side: evaluated first in every VM, before any user code, so it holds the genuine built-ins.
-// It returns the operations the host calls; nothing of it is reachable from globalThis except `console`.
+// It returns the operations the host calls; nothing of it is reachable from globalThis except `console` and
+// `require`.
 
-const BOOTSTRAP = String.raw`(function (hostLog, lineCap) {
+const BOOTSTRAP = String.raw`(function (hostLog, lineCap, hostModule, hostRandom, unavailable) {
   "use strict";
   const G = globalThis, parse = JSON.parse, stringify = JSON.stringify, keys = Object.keys;
   const define = Object.defineProperty, toStr = String, ErrorCtor = Error;
@@ -133,6 +141,33 @@ const BOOTSTRAP = String.raw`(function (hostLog, lineCap) {
   for (const level of ["log", "info", "warn", "error"]) {
     define(console, level, { value: function () { return write.apply(undefined, arguments); }, writable: true, configurable: true, enumerable: true });
   }
+  const apply = Reflect.apply, Bytes = Uint8Array, byteAt = Function.prototype.call.bind(String.prototype.charCodeAt);
+  // A module's crypto (uuid's v4 reads it): random bytes from the host, at most 65,536 a call as in WebCrypto.
+  const crypto = {
+    getRandomValues(view) {
+      const bytes = new Bytes(view.buffer, view.byteOffset, view.byteLength);
+      if (bytes.length > 65536) throw new ErrorCtor("getRandomValues: at most 65536 bytes");
+      const text = hostRandom(bytes.length);
+      for (let i = 0; i < bytes.length; i++) bytes[i] = byteAt(text, i);
+      return view;
+    },
+  };
+  const loaded = Object.create(null);
+  const require = function require(name) {
+    const key = toStr(name);
+    if (loaded[key] !== undefined) return loaded[key].exports;
+    const source = hostModule(key);
+    if (typeof source !== "string") throw new ErrorCtor("module '" + key + "' " + unavailable);
+    const module = { exports: {} };
+    loaded[key] = module;
+    try {
+      apply(new Fn("module", "exports", "crypto", source), G, [module, module.exports, crypto]);
+    } catch (e) {
+      delete loaded[key];
+      throw e;
+    }
+    return module.exports;
+  };
   const asExpression = (source) => new Fn("return (" + source + "\n);");
   const setGlobal = (name, value) => define(G, name, { value, writable: true, configurable: true, enumerable: true });
   return {
@@ -140,6 +175,7 @@ const BOOTSTRAP = String.raw`(function (hostLog, lineCap) {
       const vars = parse(json), names = keys(vars);
       for (let i = 0; i < names.length; i++) setGlobal(names[i], vars[names[i]]);
       define(G, "console", { value: console, writable: true, configurable: true, enumerable: false });
+      define(G, "require", { value: require, writable: true, configurable: true, enumerable: false });
     },
     body(source) { return new AsyncFn(source)(); },
     expression(source) { return asExpression(source)(); },
@@ -323,8 +359,14 @@ class Vm {
   ) {
     this.log = new LogBuffer(lineCap);
     const hostLog = ctx.newFunction("log", (line) => (this.log.add(ctx.getString(line)) ? ctx.true : ctx.false));
+    const hostModule = ctx.newFunction("module", (name) => {
+      const source = moduleSource(ctx.getString(name));
+      return source === undefined ? ctx.undefined : ctx.newString(source);
+    });
+    const hostRandom = ctx.newFunction("random", (count) => ctx.newString(randomBytes(ctx.getNumber(count)).toString("latin1")));
     const bootstrap = this.unwrap(ctx.evalCode(BOOTSTRAP, "sandbox.js"));
-    this.api = this.unwrap(ctx.callFunction(bootstrap, ctx.undefined, hostLog, ctx.newNumber(lineCap)));
+    const args = [hostLog, ctx.newNumber(lineCap), hostModule, hostRandom, ctx.newString(unavailableModule)];
+    this.api = this.unwrap(ctx.callFunction(bootstrap, ctx.undefined, ...args));
   }
 
   call(op: string, ...args: (string | boolean | QuickJSHandle)[]): QuickJSHandle {
