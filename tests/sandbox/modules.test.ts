@@ -8,7 +8,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startService, type TestService } from "../support/service";
 import { executionPath, jsonClient, type Json, type Owner } from "../support/client";
 import { manualTrigger } from "../support/workflows";
-import { moduleSource } from "../../shared/sandbox/modules";
 import { runSandboxed } from "../../shared/sandbox/session";
 
 let service: TestService;
@@ -34,8 +33,6 @@ async function runCode(source: string): Promise<Json> {
 }
 
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
-// dayjs is offered by the contract; the bundle carries it once the package is installed (npm run sandbox:modules).
-const dayjsBundled = moduleSource("dayjs") !== undefined;
 
 describe("customCode modules over POST /nodes:run", () => {
   it("loads lodash by require and by import", async () => {
@@ -62,7 +59,7 @@ describe("customCode modules over POST /nodes:run", () => {
     expect(await runCode("require('uuid'); return typeof crypto")).toMatchObject({ output: { data: "undefined" } });
   });
 
-  it.skipIf(!dayjsBundled)("loads dayjs by require and by import", async () => {
+  it("loads dayjs by require and by import", async () => {
     expect(await runCode("const dayjs = require('dayjs'); return dayjs('2024-02-28').add(1, 'day').format('YYYY-MM-DD')")).toMatchObject({
       success: true,
       output: { data: "2024-02-29" },
