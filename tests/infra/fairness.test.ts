@@ -79,6 +79,19 @@ describe("the runner's event source mapping", () => {
   });
 });
 
+describe("the runner queue's backlog", () => {
+  it("pages when the oldest queued run waited a minute, three minutes running", () => {
+    const alarm = one(preview, "aws:cloudwatch/metricAlarm:MetricAlarm", "AlarmRunnerBacklog");
+    expect(alarm.inputs).toMatchObject({
+      namespace: "AWS/SQS",
+      metricName: "ApproximateAgeOfOldestMessage",
+      dimensions: { QueueName: queue(preview, "RunnerQueue").inputs.name },
+      threshold: 60,
+      evaluationPeriods: 3,
+    });
+  });
+});
+
 describe("reserved concurrency in production", () => {
   const reserved = (g: Graph, id: string) => lambda(g, id).inputs.reservedConcurrentExecutions;
 
