@@ -93,13 +93,13 @@ describe("the runner queue's backlog", () => {
 });
 
 describe("reserved concurrency in production", () => {
-  const reserved = (g: Graph, id: string) => lambda(g, id).inputs.reservedConcurrentExecutions;
+  const reserved = (g: Graph, id: string) => lambda(g, id).inputs.reservedConcurrentExecutions as number | undefined;
 
   it("caps the stream function and gives each API group a floor, within the account's 1,000 less 100 unreserved", () => {
     expect(reserved(production, "ExecutionStream")).toBe(200);
     const floors = Object.fromEntries(API_GROUPS.map((id) => [id, reserved(production, id)]));
     expect(floors).toEqual({ ApiCore: 50, ApiSecrets: 25, ApiWallets: 25, ApiWorkflows: 150, ApiExecutions: 50 });
-    const total = Object.values(floors).reduce((a, b) => Number(a) + Number(b), 0) + 200;
+    const total = Object.values(floors).reduce((a: number, b) => a + Number(b), 0) + 200;
     const runnerCap = (mapping(production).inputs.scalingConfig as { maximumConcurrency: number }).maximumConcurrency;
     expect(total + runnerCap).toBeLessThanOrEqual(900);
   });
