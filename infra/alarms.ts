@@ -4,7 +4,7 @@
 import { table } from "./table";
 import { api, core, executions, secrets, wallets, workflows } from "./api";
 import { stream } from "./stream";
-import { runner, runnerDeadLetters } from "./runner";
+import { runner, runnerDeadLetters, runnerQueue } from "./runner";
 import { scheduleDeadLetters, scheduleGroup, scheduleTarget } from "./scheduler";
 import { watcher, watcherFailures } from "./watcher";
 import { sweeper, sweeperFailures } from "./sweeper";
@@ -56,6 +56,17 @@ for (const [name, queue] of Object.entries(deadLetters))
     statistic: "Maximum",
     threshold: 1,
   });
+
+// The runner queue: runs waiting longer than a minute mean the runner's concurrency cap (infra/runner.ts) is short.
+alarm("RunnerBacklog", "Runner: the oldest queued run waited a minute or more, three minutes running", {
+  namespace: "AWS/SQS",
+  metric: "ApproximateAgeOfOldestMessage",
+  dimensions: { QueueName: runnerQueue.nodes.queue.name },
+  statistic: "Maximum",
+  threshold: 60,
+  periodSeconds: 60,
+  periods: 3,
+});
 
 // Functions: an error is an exception that escaped a handler (the HTTP apps answer problems themselves, so
 // even one means a fault); a throttle means the account's or the function's concurrency ran out.

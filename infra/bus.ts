@@ -1,5 +1,5 @@
 // The event bus (shared/execution/bus/): `:trigger` (and the automatic fires) publish `execution.requested`;
-// a rule on the app's bus targets the runner function (infra/runner.ts).
+// a rule on the app's bus puts it in the runner queue, which the runner function consumes (infra/runner.ts).
 export const bus = new sst.aws.Bus("Bus");
 
 // What linking the bus grants (SST's own link grants `events:*`): publishing on it. Functions read `Resource.Bus.name`.

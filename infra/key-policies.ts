@@ -12,9 +12,4 @@ const roleOf = (fn: $util.Input<sst.aws.Function>) => $util.output(fn).apply((f)
 signingKeyPolicy("TokenKeyPolicy", tokenKey.id, [roleOf(core)], keyPermissions.signTokens.actions, { replaceable: true });
 
 if (ownControllerKeyId)
-  signingKeyPolicy(
-    "ControllerKeyPolicy",
-    ownControllerKeyId,
-    [roleOf(wallets), roleOf(runner.apply((subscriber) => subscriber.nodes.function))],
-    keyPermissions.sign.actions,
-  );
+  signingKeyPolicy("ControllerKeyPolicy", ownControllerKeyId, [roleOf(wallets), roleOf(runner)], keyPermissions.sign.actions);

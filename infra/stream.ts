@@ -9,6 +9,7 @@
 import { table } from "./table";
 import { routerSecret } from "./secrets";
 import { tokenEnvironment } from "./kms";
+import { production } from "./stage";
 
 /** A Function URL invocation lives at most 15 minutes: the stream closes itself 30 s earlier (clients reconnect). */
 const STREAM_MAX_MS = 15 * 60_000;
@@ -23,4 +24,8 @@ export const stream = new sst.aws.Function("ExecutionStream", {
   url: { authorization: "iam", cors: false /* answered by the app (API.md §1.4) */ },
   link: [table, routerSecret],
   environment: { STREAM_MAX_MS: String(STREAM_MAX_MS - 30_000), ...tokenEnvironment.verify },
+  // A cap (and a floor): each open stream holds an instance for up to 15 minutes, so without one 50 owners at their
+  // 20 streams (MAX_OPEN_STREAMS_PER_OWNER) would take the account's 1,000 concurrent executions. 200 is a fifth of
+  // them; a viewer past it is throttled, not the API. Production only: previews share the account.
+  concurrency: production ? { reserved: 200 } : undefined,
 });

@@ -1,5 +1,5 @@
 /**
- * Baseline for functions/runner.ts, the EventBridge target that runs executions: the DynamoDB document client,
+ * Baseline for functions/runner.ts, the runner queue's consumer that runs executions: the DynamoDB document client,
  * KMS (secrets, the controller key) and EventBridge Scheduler (a completed workflow's schedules are removed),
  * plus what the engine cannot run without (bench/baselines/engine.ts), in a plain handler.
  */

@@ -1,8 +1,8 @@
 /**
- * The runner function's bus (functions/runner.ts): it is the EventBridge rule's consumer, so what it publishes
- * itself (a run handed on after its wait ended, a claim recovered) runs in this instance, through the runner's
- * fair queue, rather than going round EventBridge again. A module of its own, like ./wire-aws-scheduler.ts, so
- * that only the runner function bundles the runner through its wiring.
+ * The runner function's bus (functions/runner.ts): it is the runner queue's consumer, so what it publishes itself
+ * (a run handed on after its wait ended, a claim recovered) runs in this instance, through the runner's fair
+ * queue, rather than going round EventBridge and the queue again. A module of its own, like
+ * ./wire-aws-scheduler.ts, so that only the runner function bundles the runner through its wiring.
  */
 import type { Port } from "./wire-aws";
 import { setBus } from "../execution/bus/install";

@@ -35,7 +35,7 @@ const linked = Resource;
 /** Installs one port's AWS adapter. */
 export type Port = () => void;
 
-/** The event bus: EventBridge PutEvents to the app's bus, whose rule targets the runner function (infra/bus.ts). */
+/** The event bus: EventBridge PutEvents to the app's bus, whose rule fills the runner's queue (infra/runner.ts). */
 export const awsBus: Port = () => void setBus(createEventBridgeBus({ busName: linked.Bus.name }));
 
 /**

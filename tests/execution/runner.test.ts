@@ -1,6 +1,6 @@
 /**
  * The runner (shared/execution/runner.ts, functions/runner.ts): idempotent per execution id (the same bus event
- * delivered twice runs once, the EventBridge entry point included), a workflow deleted mid-run ends `error`
+ * delivered twice runs once, the runner queue's entry point included), a workflow deleted mid-run ends `error`
  * "workflow was deleted" after the step in flight, a block trigger reads the latest block at run time, and a
  * manual run sends a real ethTransfer from a funded registered wallet on the devnet.
  */
@@ -16,6 +16,7 @@ import { jsonClient, type Json, type Owner } from "../support/client";
 import { devnet, gasCogs, setBalance } from "../support/chain";
 import { createInProcessBus } from "../../shared/execution/bus/in-process";
 import { EVENT_SOURCE } from "../../shared/execution/bus/eventbridge";
+import { sqsEvent } from "../support/lambda-host";
 import { runExecution, withRunner } from "../../shared/execution/runner";
 import { sweep } from "../../shared/execution/execution-sweep";
 import { setRuntime, type Runtime } from "../../shared/current-runtime";
@@ -86,7 +87,7 @@ describe("idempotent per execution id", () => {
     expect(execution.steps.map((s: Json) => s.id)).toEqual(["t", "once"]);
   });
 
-  it("the EventBridge entry point runs the execution an event names, once", async () => {
+  it("the runner queue's entry point runs the execution a message names, once", async () => {
     const alice = await newOwner();
     const wf = await createWorkflow(alice, {
       trigger: { id: "t", name: "start", type: "manual", config: {} },
@@ -108,6 +109,7 @@ describe("idempotent per execution id", () => {
       setRuntime(runtime);
       if (bus) setBus(bus);
     });
+    // The runner queue delivers the event as the bus rule wrote it; the same message twice, then one not ours.
     const event = {
       version: "0",
       id: "e1",
@@ -120,9 +122,11 @@ describe("idempotent per execution id", () => {
       detail: { workflowId: wf.id, executionId: id },
     };
     const context = { awsRequestId: "runner-test" } as Parameters<typeof handler>[1];
-    await handler(event, context);
-    await handler(event, context);
-    await handler({ ...event, source: "someone.else" }, context);
+    const message = { body: JSON.stringify(event), messageId: "m1" };
+    expect(await handler(sqsEvent([message]), context)).toEqual({ batchItemFailures: [] });
+    expect(await handler(sqsEvent([{ ...message, receiveCount: 2 }]), context)).toEqual({ batchItemFailures: [] });
+    const foreign = { body: JSON.stringify({ ...event, source: "someone.else" }), messageId: "m2" };
+    expect(await handler(sqsEvent([foreign, { body: "not json", messageId: "m3" }]), context)).toEqual({ batchItemFailures: [] });
     expect(hits.get("/count-eb")).toBe(1);
     expect((await read(alice, wf.id, id)).status).toBe("success");
   });

@@ -1,6 +1,6 @@
 /**
  * The bundled functions run as Lambda runs them (tests/support/lambda-host.ts): API Gateway and Function URL
- * payloads, EventBridge deliveries, the response-streaming contract, and instances frozen between invocations.
+ * payloads, runner queue deliveries, the response-streaming contract, and instances frozen between invocations.
  * What these catch: work left running after an answer (it would be frozen, not finished), an invocation whose
  * event loop empties while it waits (Runtime.NodeJsExit), a watcher that keeps its lease or never returns.
  */
@@ -12,7 +12,7 @@ import { createTestClient, http } from "viem";
 import { GetCommand } from "@aws-sdk/lib-dynamodb";
 import { stackEnv, useTestRuntime } from "../support/runtime";
 import { signIn, type SignedIn } from "../support/auth";
-import { LambdaHost, eventBridgeEvent, httpEvent } from "../support/lambda-host";
+import { LambdaHost, eventBridgeEvent, httpEvent, sqsEvent } from "../support/lambda-host";
 import { startEventBridgeStub, type EventBridgeStub } from "../support/eventbridge-stub";
 import { createServiceApp } from "../../shared/service/app";
 import { Keys } from "../../shared/store/item-keys";
@@ -48,7 +48,8 @@ beforeAll(async () => {
   const tableName = (mainTable = `harness-${randomUUID()}`);
   await useTestRuntime({ TABLE_NAME: tableName, MIN_BLOCK_INTERVAL_S: "0" });
   bridge = await startEventBridgeStub(async (entry) => {
-    await runner.invoke(eventBridgeEvent(entry), { timeoutMs: 60_000 });
+    // The bus rule puts the event in the runner queue; its event source mapping hands it to the runner.
+    await runner.invoke(sqsEvent([{ body: JSON.stringify(eventBridgeEvent(entry)) }]), { timeoutMs: 60_000 });
   });
   const env = await hostEnv(tableName);
   [workflows, runner, stream] = await Promise.all([

@@ -21,7 +21,7 @@ const FUNCTIONS = [
   "ApiWorkflows",
   "ApiExecutions",
   "ExecutionStream",
-  "BusSubscriberRunnerFunction",
+  "Runner",
   "ChainWatcherHandler",
   "WithdrawalFollowUpHandler",
   "ScheduleTarget",
@@ -57,8 +57,9 @@ describe("every function", () => {
 });
 
 describe("asynchronous invocations", () => {
-  it("end in a failure destination when they fail: the runner and the schedule target in their dead-letter queues", () => {
-    expect(lambdaOf("BusSubscriberRunnerFunction").inputs.deadLetterConfig).toBeTruthy();
+  it("end in a failure destination when they fail: the schedule target in its dead-letter queue", () => {
+    // The runner is invoked by its queue's event source mapping, not asynchronously: its queue's redrive
+    // policy is its dead-letter destination (tests/infra/fairness.test.ts).
     expect(lambdaOf("ScheduleTarget").inputs.deadLetterConfig).toBeTruthy();
   });
 
@@ -90,9 +91,14 @@ describe("alarms", () => {
   });
 
   it("watch every dead-letter queue for a single message", () => {
-    const queues = ofType("aws:sqs/queue:Queue").map((q) => q.name);
-    expect(queues.sort()).toEqual(["RunnerDeadLettersQueue", "ScheduleDeadLettersQueue", "SweeperFailuresQueue", "WatcherFailuresQueue"]);
-    for (const queue of ofType("aws:sqs/queue:Queue")) {
+    const queues = ofType("aws:sqs/queue:Queue").filter((q) => q.name !== "RunnerQueueQueue");
+    expect(queues.map((q) => q.name).sort()).toEqual([
+      "RunnerDeadLettersQueue",
+      "ScheduleDeadLettersQueue",
+      "SweeperFailuresQueue",
+      "WatcherFailuresQueue",
+    ]);
+    for (const queue of queues) {
       const [alarm] = alarmOn("ApproximateNumberOfMessagesVisible", { QueueName: queue.inputs.name });
       expect(alarm?.inputs, queue.name).toMatchObject({ namespace: "AWS/SQS", statistic: "Maximum", threshold: 1 });
     }

@@ -19,14 +19,14 @@ const FUNCTIONS: Record<string, string> = {
   ApiWorkflows: "functions/workflows.handler",
   ApiExecutions: "functions/executions.handler",
   ExecutionStream: "functions/stream.handler",
-  BusSubscriberRunnerFunction: "functions/runner.handler",
+  Runner: "functions/runner.handler",
   ChainWatcherHandler: "functions/watcher.handler",
   WithdrawalFollowUpHandler: "functions/sweeper.handler",
   ScheduleTarget: "functions/schedule.handler",
 };
 const HTTP = ["ApiCore", "ApiSecrets", "ApiWallets", "ApiWorkflows", "ApiExecutions", "ExecutionStream"];
 /** The functions whose code starts or stops a workflow's schedules (create/resume/pause/cancel, completion). */
-const SCHEDULING = ["ApiWorkflows", "ScheduleTarget", "BusSubscriberRunnerFunction", "WithdrawalFollowUpHandler", "ChainWatcherHandler"];
+const SCHEDULING = ["ApiWorkflows", "ScheduleTarget", "Runner", "WithdrawalFollowUpHandler", "ChainWatcherHandler"];
 
 const lambdaOf = (id: string) => one("aws:lambda/function:Function", `${id}Function`);
 const environmentOf = (id: string) =>
@@ -132,7 +132,7 @@ describe("least privilege: links, IAM actions, settings", () => {
       ApiWorkflows: ["Bus", "Chains", "RouterSecret", "Table"],
       ApiExecutions: ["Bus", "RouterSecret", "Table"],
       ExecutionStream: ["RouterSecret", "Table"],
-      BusSubscriberRunnerFunction: ["Chains", "Table"],
+      Runner: ["Chains", "Table"],
       ChainWatcherHandler: ["Bus", "Chains", "Table"],
       WithdrawalFollowUpHandler: ["Bus", "Chains", "Table"],
       ScheduleTarget: ["Bus", "Chains", "Table"],
@@ -150,9 +150,10 @@ describe("least privilege: links, IAM actions, settings", () => {
       ApiWorkflows: sorted(TABLE, ["kms:Decrypt", "events:PutEvents"], MANAGE_SCHEDULES),
       ApiExecutions: sorted(TABLE, ["events:PutEvents"]),
       ExecutionStream: sorted(TABLE),
-      BusSubscriberRunnerFunction: sorted(
+      Runner: sorted(
         TABLE,
-        ["kms:Decrypt", "kms:GenerateDataKey", "kms:Sign", "kms:GetPublicKey", "sqs:SendMessage"],
+        ["kms:Decrypt", "kms:GenerateDataKey", "kms:Sign", "kms:GetPublicKey"],
+        ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes"],
         STOP_SCHEDULES,
       ),
       // The workers' failure destinations (infra/watcher.ts, infra/sweeper.ts) are written with their roles.
@@ -233,17 +234,16 @@ describe("schedules, the bus and the workers", () => {
     expect(lambdaOf("ScheduleTarget").inputs.deadLetterConfig).toBeTruthy();
   });
 
-  it("sends execution.requested on the app's bus to the runner, retried and then dead-lettered", () => {
-    const rule = one("aws:cloudwatch/eventRule:EventRule", "BusSubscriberRunnerRule");
+  it("sends execution.requested on the app's bus to the runner queue, retried and then dead-lettered", () => {
+    const rule = one("aws:cloudwatch/eventRule:EventRule", "RunnerRule");
     expect(JSON.parse(String(rule.inputs.eventPattern))).toEqual({
       "detail-type": ["execution.requested"],
       source: ["workflow-automation"],
     });
-    const target = one("aws:cloudwatch/eventTarget:EventTarget", "BusSubscriberRunnerTarget");
-    expect(String(target.inputs.arn)).toContain(String(lambdaOf("BusSubscriberRunnerFunction").inputs.name));
+    const target = one("aws:cloudwatch/eventTarget:EventTarget", "RunnerTarget");
+    expect(String(target.inputs.arn)).toContain(String(one("aws:sqs/queue:Queue", "RunnerQueueQueue").inputs.name));
     expect(target.inputs.retryPolicy).toEqual({ maximumEventAgeInSeconds: 3600, maximumRetryAttempts: 8 });
     expect(target.inputs.deadLetterConfig).toBeTruthy();
-    expect(lambdaOf("BusSubscriberRunnerFunction").inputs.deadLetterConfig).toBeTruthy();
   });
 
   it("starts the watcher and the sweeper every minute", () => {

@@ -27,7 +27,7 @@ describe("stages", () => {
   it("previews sign with the shared development controller key and create no controller key of their own", () => {
     expect(keys(preview).map((k) => k.name)).toEqual(["SecretsKey", "TokenKey"]);
     expect(String(preview.outputs.controllerKey)).toContain("alias-workflow-automation-development-controller");
-    for (const fn of ["ApiWallets", "ApiWorkflows", "BusSubscriberRunnerFunction"])
+    for (const fn of ["ApiWallets", "ApiWorkflows", "Runner"])
       expect(environmentOf(preview, fn).CONTROLLER_KMS_KEY_ID, fn).toBe(preview.outputs.controllerKey);
   });
 

@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { build } from "esbuild";
-import type { APIGatewayProxyEventV2 } from "aws-lambda";
+import type { APIGatewayProxyEventV2, SQSEvent } from "aws-lambda";
 import { LAMBDA_BUILD_OPTIONS, ROOT } from "../../bench/lambda-bundle";
 
 type Message =
@@ -205,5 +205,28 @@ export function eventBridgeEvent(entry: { Source: string; DetailType: string; De
     region: "us-east-1",
     resources: [],
     detail: JSON.parse(entry.Detail) as unknown,
+  };
+}
+
+/** The runner queue's delivery of messages to the runner (an event source mapping's SQS event). */
+export function sqsEvent(messages: { body: string; messageId?: string; groupId?: string; receiveCount?: number }[]): SQSEvent {
+  return {
+    Records: messages.map((m, i) => ({
+      messageId: m.messageId ?? `msg-${Date.now()}-${i}`,
+      receiptHandle: `receipt-${i}`,
+      body: m.body,
+      attributes: {
+        ApproximateReceiveCount: String(m.receiveCount ?? 1),
+        SentTimestamp: String(Date.now()),
+        SenderId: "AIDAEVENTBRIDGE",
+        ApproximateFirstReceiveTimestamp: String(Date.now()),
+        ...(m.groupId ? { MessageGroupId: m.groupId } : {}),
+      },
+      messageAttributes: {},
+      md5OfBody: "",
+      eventSource: "aws:sqs",
+      eventSourceARN: "arn:aws:sqs:us-east-1:123456789012:runner-queue",
+      awsRegion: "us-east-1",
+    })),
   };
 }

@@ -3,8 +3,9 @@
  * `execution.requested`; the runner consumes it. The interface alone; its adapters are one file each:
  * - ./in-process.ts (`npm start`, tests): delivery on a later turn of the event loop to every subscriber, so the
  *   publisher's request answers first, as it does in AWS;
- * - ./eventbridge.ts (AWS): PutEvents to the app's bus; a rule (infra/bus.ts) targets the runner function, with
- *   retries and a dead-letter queue. Subscriptions there are infrastructure, not code.
+ * - ./eventbridge.ts (AWS): PutEvents to the app's bus; a rule (infra/runner.ts) fills the runner queue, which the
+ *   runner function reads through ./sqs.ts, with retries and a dead-letter queue. Subscriptions there are
+ *   infrastructure, not code.
  * The host installs one (./install.ts: `setBus`); domain code publishes through `requireBus()`.
  * Delivery is at least once in both: consumers must be idempotent (the runner is, per execution id).
  */

@@ -1,7 +1,7 @@
 /**
  * The EventBridge adapter of the event bus (./event-bus.ts), for AWS: PutEvents to the app's bus; a rule
- * (infra/bus.ts) targets the runner function, with retries and a dead-letter queue. Subscriptions there are
- * infrastructure, not code. `fromEventBridge` reads the event back in the runner function (functions/runner.ts).
+ * (infra/runner.ts) puts it in the runner queue, with retries and a dead-letter queue. Subscriptions there are
+ * infrastructure, not code. `fromEventBridge` reads the event back from a queue message (./sqs.ts).
  */
 import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import type { BusEvent, EventBus } from "./event-bus";
