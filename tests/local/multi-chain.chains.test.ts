@@ -2,19 +2,23 @@
  * Two local chains at once (API.md §21.4), on the `chains` project's stack (LOCAL_CHAIN_IDS=31337,11155111, tokens
  * planted): devnet.json names both, each is a configured chain with its own ports, Sepolia's USDC and WETH sit at
  * their public addresses with their public metadata, and through the real server a workflow reads and writes USDC
- * on 11155111 while another workflow sends ether on 31337, each owner signed in for its chain (token `aud`).
+ * on 11155111 while another workflow sends ether on 31337, each owner signed in for its chain (token `aud`) and
+ * withdrawing there, and an event trigger on 11155111 fires for a transfer there only.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { erc20Abi, getAddress, parseAbi, parseEther, type Address } from "viem";
+import { erc20Abi, getAddress, pad, parseAbi, parseEther, type Address } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { stackEnv } from "../support/runtime";
 import { startService, type TestService } from "../support/service";
 import { jsonClient, type Json, type Owner } from "../support/client";
 import { signIn } from "../support/auth";
 import { httpTarget } from "../support/server";
-import { devnet, fundedAccount, plantedToken, setBalance } from "../support/chain";
+import { devnet, fundedAccount, plantedToken, setBalance, TRANSFER } from "../support/chain";
+import { waitFor } from "../support/wait";
+import { startWatching } from "../../shared/watch/loop";
+import { readCheckpoint } from "../../shared/store/entities/checkpoint";
 import { balanceOfFunction, transferFunction } from "../support/abis";
 
 const SEPOLIA = 11155111;
@@ -154,6 +158,14 @@ describe("LOCAL_CHAIN_IDS=31337,11155111", () => {
     expect(onSepolia.cogs).toEqual([expect.objectContaining({ nodeId: "send", costType: "gas", chainId: SEPOLIA })]);
     expect(await usdc.balanceOf(usdcRecipient)).toBe(250_000n);
     expect(await usdc.balanceOf(alice.wallet)).toBe(750_000n);
+    // A withdrawal of USDC without a chainId: on the token's chain.
+    const withdrawn = await call(alice, "POST", `/wallets/${alice.wallet}:withdraw`, {
+      recipientAddress: usdcRecipient,
+      amount: "100000",
+      token: USDC,
+    });
+    expect(withdrawn.body).toMatchObject({ chainId: SEPOLIA, status: "confirmed" });
+    expect(await usdc.balanceOf(usdcRecipient)).toBe(350_000n);
     // The operation landed on 11155111's chain, not on 31337's (where the same address holds no code).
     const receipt = await devnet(SEPOLIA).client.getTransactionReceipt({ hash: send!.output.data[0].transactionHash });
     expect(receipt.status).toBe("success");
@@ -164,5 +176,41 @@ describe("LOCAL_CHAIN_IDS=31337,11155111", () => {
     expect(onDevnet.cogs).toEqual([expect.objectContaining({ nodeId: "pay", chainId: 31337 })]);
     expect(await devnet(31337).client.getBalance({ address: ethRecipient })).toBe(123_456_789n);
     expect(await devnet(SEPOLIA).client.getBalance({ address: ethRecipient })).toBe(0n);
+  });
+
+  it("an event trigger on 11155111 fires for a USDC transfer there, not for one at the same address on 31337", async () => {
+    const alice = await ownerOn(SEPOLIA);
+    const watched = newAddress();
+    const trigger = {
+      id: "watch",
+      name: "watch",
+      type: "event",
+      config: { queries: [{ addresses: [USDC], topics: [TRANSFER, null, pad(watched)] }] },
+    };
+    const nodes = [{ id: "seen", name: "seen", type: "customCode", config: { source: "return 1" } }];
+    const created = await call(alice, "POST", "/workflows", { chainId: SEPOLIA, smartWalletAddress: alice.wallet, trigger, nodes });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+
+    const watcher = startWatching({ holder: "multi-chain", pollMs: 300 });
+    try {
+      const head = await devnet(SEPOLIA).client.getBlockNumber({ cacheTime: 0 });
+      await waitFor(
+        "the watcher's first pass on 11155111",
+        async () => Number((await readCheckpoint(SEPOLIA))?.block ?? -1) >= Number(head),
+      );
+      const [onDevnet, onSepolia] = [await plantedToken("USDC", 31337), await plantedToken("USDC", SEPOLIA)];
+      await onDevnet.mint(watched, 7n);
+      const minted = await onSepolia.mint(watched, 11n);
+      const executions = async () => (await call(alice, "GET", `/executions?workflowId=${created.body.id}`)).body.data as Json[];
+      await waitFor("the event run", async () => (await executions()).length > 0, { timeoutMs: 30_000 });
+      // A further pass or two: the mint on 31337 still fires nothing.
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      const runs = await executions();
+      expect(runs).toHaveLength(1);
+      const run = (await call(alice, "GET", `/executions/${runs[0]!.id}?workflowId=${created.body.id}`)).body;
+      expect(run.steps[0].output.data).toMatchObject({ address: getAddress(USDC), transactionHash: minted });
+    } finally {
+      await watcher.stop();
+    }
   });
 });

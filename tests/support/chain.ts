@@ -95,9 +95,11 @@ export async function plantedToken(symbol: string, chainId = 31337) {
   const address = token.address;
   return {
     ...token,
+    /** Mints `amount` to `to`; answers the transaction's hash once it is mined. */
     mint: async (to: Address, amount: bigint) => {
-      const tx = await wallet.writeContract({ address, abi: testTokenAbi, functionName: "mint", args: [to, amount] });
-      await client.waitForTransactionReceipt({ hash: tx });
+      const hash = await wallet.writeContract({ address, abi: testTokenAbi, functionName: "mint", args: [to, amount] });
+      await client.waitForTransactionReceipt({ hash });
+      return hash;
     },
     balanceOf: (who: Address) => client.readContract({ address, abi: testTokenAbi, functionName: "balanceOf", args: [who] }),
   };
