@@ -11,10 +11,16 @@ import { defineConfig } from "vitest/config";
  *   globalSetup. Pure files that take longer stay here: the sandbox's time and memory limits, property walks
  *   (cron gaps over years, 100 keys), build checks (bundling, compiling Solidity, the SST graph).
  *
+ * - `chains`: files named `*.chains.test.ts`, on the same stack with two local chains (31337 and 11155111, API.md
+ *   §21.4) started in their own globalSetup. Only tests that need a second chain go here: each chain costs an anvil
+ *   and a bundler.
+ *
  * A new test that calls a function with its inputs and is quick is `*.unit.test.ts`; one that needs a table, a
  * service or a chain, or takes more than a few seconds, is `*.test.ts`.
  */
 const UNIT = "tests/**/*.unit.test.ts";
+const CHAINS = "tests/**/*.chains.test.ts";
+const STACK_SETUP_FILES = ["tests/support/log-level.ts", "tests/support/setup.ts"];
 
 export default defineConfig({
   test: {
@@ -35,11 +41,20 @@ export default defineConfig({
         test: {
           name: "stack",
           include: ["tests/**/*.test.ts"],
-          exclude: [UNIT],
+          exclude: [UNIT, CHAINS],
           // Every test file shares one DynamoDB Local, KMS endpoint and devnet started in globalSetup.
           globalSetup: ["tests/support/global-setup.ts"],
           // The log level, and the default scheduler wired as every host wires it (tests/support/setup.ts).
-          setupFiles: ["tests/support/log-level.ts", "tests/support/setup.ts"],
+          setupFiles: STACK_SETUP_FILES,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "chains",
+          include: [CHAINS],
+          globalSetup: ["tests/support/global-setup-chains.ts"],
+          setupFiles: STACK_SETUP_FILES,
         },
       },
     ],

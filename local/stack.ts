@@ -1,6 +1,6 @@
 /**
- * The local runtime's components: DynamoDB Local, the KMS-compatible endpoint and the chain devnet,
- * all under one data directory. `npm start` and the test suite both start it; the result is the
+ * The local runtime's components: DynamoDB Local, the KMS-compatible endpoint and one chain devnet per local
+ * chain id (started side by side), all under one data directory. `npm start` and the test suite both start it; the result is the
  * environment (endpoints, chains, keys) that the shared config reads, exactly as in AWS.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -9,12 +9,16 @@ import { startDynamoLocal } from "./dynamodb";
 import { startKmsEndpoint } from "./kms-endpoint";
 import { localKeys } from "./signing-keys";
 import { stopLeftovers } from "./processes";
-import { startDevnet, type DevnetInfo } from "./devnet/devnet";
+import { startDevnet, type Devnet, type DevnetInfo } from "./devnet/devnet";
+import type { LocalChainSettings } from "./devnet/settings";
 
 export interface LocalStack {
   /** Environment variables that point the shared config at these components. */
   env: Record<string, string>;
+  /** The first chain's devnet (the default chain). */
   devnet?: DevnetInfo;
+  /** Every chain's devnet, in LOCAL_CHAIN_IDS order. */
+  devnets: DevnetInfo[];
   stop(): Promise<void>;
 }
 
@@ -23,6 +27,8 @@ export async function startLocalStack(options: {
   /** Keep DynamoDB and chain state on disk (npm start); tests use throwaway directories either way. */
   persist?: boolean;
   devnet?: boolean;
+  /** Which chains, and whether tokens are planted (./devnet/settings.ts). Default: 31337 with tokens. */
+  chains?: LocalChainSettings;
   log?: (line: string) => void;
 }): Promise<LocalStack> {
   const dataDir = resolve(options.dataDir);
@@ -53,40 +59,73 @@ export async function startLocalStack(options: {
       ALLOW_PRIVATE_NETWORK: process.env.ALLOW_PRIVATE_NETWORK ?? "true",
     };
 
-    let devnet: DevnetInfo | undefined;
+    let devnets: DevnetInfo[] = [];
     if (options.devnet !== false) {
-      const started = await startDevnet({
-        stateDir: options.persist === false ? undefined : join(dataDir, "chain"),
+      const started = await startDevnets(options.chains ?? { chainIds: [31337], tokens: true }, {
+        dataDir: options.persist === false ? undefined : dataDir,
         controllerPrivateKey: keys.controllerPrivateKey,
         log: options.log,
       });
-      stops.push(started.stop);
-      devnet = pickInfo(started);
-      writeFileSync(join(dataDir, "devnet.json"), JSON.stringify(devnet, null, 2) + "\n");
-      const configured = process.env.CHAINS ? (JSON.parse(process.env.CHAINS) as { chainId: number }[]) : [];
-      const chains = [
-        ...configured.filter((c) => c.chainId !== devnet!.chainId),
-        {
-          chainId: devnet.chainId,
-          rpcUrl: devnet.rpcUrl,
-          bundlerUrl: devnet.bundlerUrl,
-          entryPoint: devnet.entryPoint,
-          factory: devnet.factory,
-          paymaster: devnet.paymaster,
-          blockTimeSeconds: 2,
-        },
-      ];
-      env.CHAINS = JSON.stringify(chains);
-      if (!process.env.DEFAULT_CHAIN_ID) env.DEFAULT_CHAIN_ID = String(devnet.chainId);
+      stops.push(...started.map((d) => d.stop));
+      devnets = started.map(pickInfo);
+      writeFileSync(join(dataDir, "devnet.json"), JSON.stringify({ ...devnets[0], chains: devnets }, null, 2) + "\n");
+      env.CHAINS = JSON.stringify(configuredChains(devnets));
+      if (!process.env.DEFAULT_CHAIN_ID) env.DEFAULT_CHAIN_ID = String(devnets[0]!.chainId);
     }
-    return { env, devnet, stop };
+    return { env, devnet: devnets[0], devnets, stop };
   } catch (err) {
     await stop();
     throw err;
   }
 }
 
+/**
+ * One devnet per chain id, all started at once (each on ports of its own). When one fails, those that started are
+ * stopped and the first failure is thrown.
+ */
+async function startDevnets(
+  chains: LocalChainSettings,
+  common: { dataDir?: string; controllerPrivateKey: `0x${string}`; log?: (line: string) => void },
+): Promise<Devnet[]> {
+  const results = await Promise.allSettled(
+    chains.chainIds.map((chainId) =>
+      startDevnet({
+        chainId,
+        // 31337 keeps the directory it has always had, so an existing data directory keeps its chain.
+        stateDir: common.dataDir && join(common.dataDir, chainId === 31337 ? "chain" : `chain-${chainId}`),
+        controllerPrivateKey: common.controllerPrivateKey,
+        tokens: chains.tokens,
+        log: common.log,
+      }),
+    ),
+  );
+  const started = results.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
+  const failed = results.find((r) => r.status === "rejected");
+  if (failed) {
+    await Promise.all(started.map((d) => d.stop()));
+    throw failed.reason;
+  }
+  return started;
+}
+
+/** CHAINS as configured (API.md §5), each local chain replacing a configured one of its id. */
+function configuredChains(devnets: DevnetInfo[]) {
+  const configured = process.env.CHAINS ? (JSON.parse(process.env.CHAINS) as { chainId: number }[]) : [];
+  return [
+    ...configured.filter((c) => !devnets.some((d) => d.chainId === c.chainId)),
+    ...devnets.map((d) => ({
+      chainId: d.chainId,
+      rpcUrl: d.rpcUrl,
+      bundlerUrl: d.bundlerUrl,
+      entryPoint: d.entryPoint,
+      factory: d.factory,
+      paymaster: d.paymaster,
+      blockTimeSeconds: 2,
+    })),
+  ];
+}
+
 function pickInfo(d: DevnetInfo): DevnetInfo {
-  const { chainId, rpcUrl, bundlerUrl, entryPoint, factory, paymaster, controller, create2Deployer } = d;
-  return { chainId, rpcUrl, bundlerUrl, entryPoint, factory, paymaster, controller, create2Deployer };
+  const { chainId, rpcUrl, bundlerUrl, entryPoint, factory, paymaster, controller, create2Deployer, tokens } = d;
+  return { chainId, rpcUrl, bundlerUrl, entryPoint, factory, paymaster, controller, create2Deployer, tokens };
 }

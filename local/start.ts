@@ -1,5 +1,5 @@
 /**
- * `npm start`: the whole service on one machine. DynamoDB Local, the KMS endpoint and the devnet start under
+ * `npm start`: the whole service on one machine. DynamoDB Local, the KMS endpoint and a devnet per LOCAL_CHAIN_IDS start under
  * DATA_DIR, then one @hono/node-server serves every route group on PORT. Ctrl-C stops everything cleanly.
  */
 import { buildConfig } from "../shared/config";
@@ -10,7 +10,8 @@ import { wireLocal } from "../shared/service/wire-local";
 import { setLogLevel } from "../shared/log";
 import { portIsFree } from "./processes";
 import { serveApp } from "./http-server";
-import { startLocalStack } from "./stack";
+import { startLocalStack, type LocalStack } from "./stack";
+import { localChainSettings } from "./devnet/settings";
 import { MAINTENANCE_PASSES, runMaintenance, type MaintenancePass } from "../shared/execution/maintenance";
 import { log } from "../shared/log";
 import { sandboxPool } from "../shared/sandbox/pool";
@@ -22,6 +23,7 @@ async function main() {
   // The pinned AWS SDK runs on Node 20; its notice about later releases needing Node 22 is noise here.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
   const base = buildConfig(); // validates the environment before anything starts
+  const chains = localChainSettings();
   setLogLevel(base.logLevel);
   if (!(await portIsFree(base.port))) {
     console.error(`Port ${base.port} is already in use. Stop whatever listens there or choose another with PORT=<port>.`);
@@ -29,7 +31,7 @@ async function main() {
   }
 
   console.log(`Starting the local runtime in ${base.dataDir} ...`);
-  const stack = await startLocalStack({ dataDir: base.dataDir, persist: true });
+  const stack = await startLocalStack({ dataDir: base.dataDir, persist: true, chains });
   const config = buildConfig({ ...process.env, ...stack.env });
   const runtime = setRuntime(createRuntime({ config }));
   await ensureTable(runtime.db, config.tableName);
@@ -49,25 +51,14 @@ async function main() {
     process.exit(1);
   }
 
-  const d = stack.devnet;
   console.log(
     [
       `Workflow automation service listening on http://localhost:${config.port}`,
       `  data:        ${config.dataDir}`,
       `  DynamoDB:    ${stack.env.DYNAMODB_ENDPOINT} (table ${config.tableName})`,
       `  KMS:         ${stack.env.KMS_ENDPOINT}`,
-      ...(d
-        ? [
-            `  chain:       ${d.chainId}`,
-            `  RPC:         ${d.rpcUrl}`,
-            `  bundler:     ${d.bundlerUrl}`,
-            `  EntryPoint:  ${d.entryPoint}`,
-            `  factory:     ${d.factory}`,
-            `  paymaster:   ${d.paymaster}`,
-            `  controller:  ${d.controller}`,
-            `  (written to ${config.dataDir}/devnet.json)`,
-          ]
-        : []),
+      ...describeChains(stack),
+      ...(stack.devnet ? [`  (written to ${config.dataDir}/devnet.json)`] : []),
     ].join("\n"),
   );
 
@@ -103,6 +94,20 @@ async function main() {
   };
   process.on("SIGINT", () => void shutdown("SIGINT"));
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
+}
+
+/** The lines that name each local chain's endpoints, contracts and planted tokens. */
+function describeChains(stack: LocalStack): string[] {
+  return stack.devnets.flatMap((d) => [
+    `  chain:       ${d.chainId}`,
+    `    RPC:         ${d.rpcUrl}`,
+    `    bundler:     ${d.bundlerUrl}`,
+    `    EntryPoint:  ${d.entryPoint}`,
+    `    factory:     ${d.factory}`,
+    `    paymaster:   ${d.paymaster}`,
+    `    controller:  ${d.controller}`,
+    ...(d.tokens.length ? [`    tokens:      ${d.tokens.map((t) => `${t.symbol} ${t.address}`).join(", ")}`] : []),
+  ]);
 }
 
 main().catch((err) => {

@@ -41,7 +41,13 @@ describe("contracts", () => {
   it("artifacts.json is up to date with the Solidity sources (npx tsx shared/chain/solidity/compile.ts)", async () => {
     const compiled = await compile();
     expect(serializeArtifacts(compiled)).toBe(readFileSync(ARTIFACTS_PATH, "utf8"));
-    expect(Object.keys(compiled)).toEqual(["ControlledAccount", "ControlledAccountFactory", "ERC1967Proxy"]);
+    expect(Object.keys(compiled)).toEqual([
+      "ControlledAccount",
+      "ControlledAccountFactory",
+      "ERC1967Proxy",
+      "LocalToken",
+      "LocalWrappedEther",
+    ]);
   }, 120_000);
 
   it("the typed ABIs match the compiled ones", () => {

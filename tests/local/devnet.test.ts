@@ -11,7 +11,9 @@ import {
   createPublicClient,
   createWalletClient,
   encodeFunctionData,
+  erc20Abi,
   http,
+  parseAbi,
   parseEther,
   parseEventLogs,
   slice,
@@ -25,6 +27,7 @@ import { toPackedUserOperation, type BundlerClient, entryPoint07Abi, entryPoint0
 import { foundry } from "viem/chains";
 import { waitFor } from "../support/wait";
 import { ANVIL_KEYS, devnetAddresses, startDevnet, type Devnet } from "../../local/devnet/devnet";
+import { localTokens } from "../../local/devnet/tokens";
 import { controlledAccountAbi, controlledAccountFactoryAbi, verifyingPaymasterAbi } from "../../shared/chain/solidity/artifacts";
 import { executeUserOperation } from "../../shared/chain/userop";
 import {
@@ -142,6 +145,16 @@ describe("devnet: anvil + EntryPoint v0.7 + ControlledAccountFactory + Verifying
     expect(info.deposit).toBeGreaterThanOrEqual(parseEther("10"));
     expect(await client.getBalance({ address: controller.address })).toBeGreaterThanOrEqual(parseEther("10"));
     expect(await bundler.getSupportedEntryPoints()).toEqual([entryPoint07Address]);
+  });
+
+  it("plants the chain id's well-known tokens at their public addresses: working ERC-20s with their metadata", async () => {
+    expect(devnet.tokens).toEqual(localTokens(31337));
+    expect(devnet.tokens.map((t) => t.symbol)).toEqual(expect.arrayContaining(["USDC", "WETH"]));
+    for (const token of devnet.tokens) {
+      const read = (functionName: "name" | "symbol" | "decimals") =>
+        client.readContract({ address: token.address, abi: erc20Abi, functionName });
+      expect([await read("name"), await read("symbol"), await read("decimals")]).toEqual([token.name, token.symbol, token.decimals]);
+    }
   });
 
   it("mines transactions immediately and still produces a block every blockTimeSeconds", async () => {
@@ -448,6 +461,18 @@ describe("devnet: persisted state survives a restart", () => {
         paymaster: { address: devnet!.paymaster, signer: controller },
       });
     expect((await run()).receipt.success).toBe(true);
+    // A planted token's balances are the chain's own storage: kept too (planting again writes code only).
+    const usdc = devnet.tokens.find((t) => t.symbol === "USDC")!.address;
+    const minter = privateKeyToAccount(generatePrivateKey());
+    await setBalance(client, minter.address, parseEther("1"));
+    const mint = parseAbi(["function mint(address to, uint256 amount)"]);
+    const minted = await createWalletClient({ chain: foundry, transport: http(devnet.rpcUrl), account: minter }).writeContract({
+      address: usdc,
+      abi: mint,
+      functionName: "mint",
+      args: [recipient, 4_200_000n],
+    });
+    await client.waitForTransactionReceipt({ hash: minted });
     const blockBefore = await client.getBlockNumber({ cacheTime: 0 });
     await devnet.stop();
 
@@ -460,6 +485,7 @@ describe("devnet: persisted state survives a restart", () => {
     expect(await client.getBlockNumber({ cacheTime: 0 })).toBeGreaterThanOrEqual(blockBefore);
     expect(await client.getCode({ address: account })).toMatch(/^0x.+/);
     expect(await client.getBalance({ address: recipient })).toBe(1n);
+    expect(await client.readContract({ address: usdc, abi: erc20Abi, functionName: "balanceOf", args: [recipient] })).toBe(4_200_000n);
     const second = await run();
     expect(second.userOp.nonce).toBe(1n);
     expect(second.receipt.success).toBe(true);

@@ -18,17 +18,19 @@ import { entryPoint07Abi } from "viem/account-abstraction";
 import { createRequire } from "node:module";
 import { stackEnv } from "./runtime";
 import type { DevnetInfo } from "../../local/devnet/devnet";
+import { localTokens } from "../../local/devnet/tokens";
 
-export function devnet() {
+/** The devnet of `chainId` (the suite's stack has 31337; the `chains` project also 11155111, vitest.config.ts). */
+export function devnet(chainId = 31337) {
   const chains = JSON.parse(stackEnv().CHAINS ?? "[]") as Pick<
     DevnetInfo,
     "chainId" | "rpcUrl" | "bundlerUrl" | "entryPoint" | "factory" | "paymaster"
   >[];
-  const chain = chains.find((c) => c.chainId === 31337);
-  if (!chain) throw new Error("the devnet is not running (TEST_DEVNET=0?)");
+  const chain = chains.find((c) => c.chainId === chainId);
+  if (!chain) throw new Error(`the devnet of chain ${chainId} is not running (TEST_DEVNET=0, or not the chains project?)`);
   const viemChain = {
     id: chain.chainId,
-    name: "devnet",
+    name: `devnet ${chain.chainId}`,
     nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
     rpcUrls: { default: { http: [chain.rpcUrl] } },
   } as const;
@@ -46,8 +48,8 @@ export const gasCogs = (nodeId: string, step: Record<string, unknown>) => ({
   chainId: devnet().chainId,
 });
 
-export async function setBalance(address: Address, wei: bigint) {
-  await devnet().testClient.setBalance({ address, value: wei });
+export async function setBalance(address: Address, wei: bigint, chainId?: number) {
+  await devnet(chainId).testClient.setBalance({ address, value: wei });
 }
 
 /**
@@ -72,13 +74,35 @@ export async function includedOperations(sender: Address) {
   }));
 }
 
-/** A fresh EOA with 10 ETH for sending its own transactions. */
-export async function fundedAccount() {
+/** A fresh EOA with 10 ETH on chain `chainId` (default 31337) for sending its own transactions. */
+export async function fundedAccount(chainId?: number) {
   const privateKey = generatePrivateKey();
   const account = privateKeyToAccount(privateKey);
-  await setBalance(account.address, parseEther("10"));
-  const d = devnet();
+  await setBalance(account.address, parseEther("10"), chainId);
+  const d = devnet(chainId);
   return { privateKey, account, wallet: createWalletClient({ account, chain: d.viemChain, transport: http(d.rpcUrl) }) };
+}
+
+/**
+ * A token planted at its public address on a local chain (local/devnet/tokens.ts, e.g. USDC on 11155111): its
+ * address and metadata, `mint` (open on local chains) from a fresh funded key, and `balanceOf`.
+ */
+export async function plantedToken(symbol: string, chainId = 31337) {
+  const token = localTokens(chainId).find((t) => t.symbol === symbol);
+  if (!token) throw new Error(`no ${symbol} is planted on chain ${chainId}`);
+  const { wallet } = await fundedAccount(chainId);
+  const client = devnet(chainId).client;
+  const address = token.address;
+  return {
+    ...token,
+    /** Mints `amount` to `to`; answers the transaction's hash once it is mined. */
+    mint: async (to: Address, amount: bigint) => {
+      const hash = await wallet.writeContract({ address, abi: testTokenAbi, functionName: "mint", args: [to, amount] });
+      await client.waitForTransactionReceipt({ hash });
+      return hash;
+    },
+    balanceOf: (who: Address) => client.readContract({ address, abi: testTokenAbi, functionName: "balanceOf", args: [who] }),
+  };
 }
 
 const TOKEN_SOURCE = `// SPDX-License-Identifier: MIT

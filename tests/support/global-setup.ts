@@ -1,6 +1,7 @@
 /**
- * Starts the real local components once for the whole suite (DynamoDB Local, the KMS endpoint, the devnet)
- * in a throwaway data directory, and hands their environment to every test file through `provide`.
+ * Starts the real local components once for the whole suite (DynamoDB Local, the KMS endpoint, the devnet of chain
+ * 31337, its tokens planted) in a throwaway data directory, and hands their environment to every test file through
+ * `provide`. ./global-setup-chains.ts starts the same with a second chain.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -14,12 +15,20 @@ declare module "vitest" {
   }
 }
 
-export default async function setup(project: TestProject) {
+/** The stack with a devnet per chain id (the first is the default chain); its teardown. */
+export async function setupStack(project: TestProject, chainIds: number[]) {
   const dataDir = mkdtempSync(join(tmpdir(), "wa-test-"));
-  const stack = await startLocalStack({ dataDir, persist: true, devnet: process.env.TEST_DEVNET !== "0" });
+  const stack = await startLocalStack({
+    dataDir,
+    persist: true,
+    devnet: process.env.TEST_DEVNET !== "0",
+    chains: { chainIds, tokens: true },
+  });
   project.provide("stackEnv", stack.env);
   return async () => {
     await stack.stop();
     rmSync(dataDir, { recursive: true, force: true });
   };
 }
+
+export default (project: TestProject) => setupStack(project, [31337]);

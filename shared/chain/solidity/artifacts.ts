@@ -24,6 +24,9 @@ export const artifacts = artifactsJson as {
   ControlledAccount: ContractArtifact;
   ControlledAccountFactory: ContractArtifact;
   ERC1967Proxy: ContractArtifact;
+  /** The local devnets' stand-ins for public tokens (local/devnet/tokens.ts). */
+  LocalToken: ContractArtifact;
+  LocalWrappedEther: ContractArtifact;
 };
 
 /** Arachnid's deterministic CREATE2 deployer (predeployed by anvil, present on most chains). */
