@@ -5,6 +5,7 @@
  * over an assertion, a bad `PARTNERS` key refused at start, and each partner's own rate-limit bucket.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { spawnSync } from "node:child_process";
 import { generateKeyPairSync, type KeyObject } from "node:crypto";
 import { SignJWT } from "jose";
 import { Client } from "@avaprotocol/sdk-js";
@@ -259,6 +260,17 @@ describe("partner assertions: rate limits", () => {
 });
 
 describe("PARTNERS at start", () => {
+  it("npm start stops before starting anything when a key is bad, naming the setting", () => {
+    const partners = [{ id: "x", status: "active", publicKeys: ["ed25519:not-a-key"], scopes: ["read"] }];
+    const run = spawnSync(process.execPath, ["--import", "tsx", "local/start.ts"], {
+      env: { ...process.env, PARTNERS: JSON.stringify(partners), PORT: "1", DATA_DIR: "/nonexistent", LOG_LEVEL: "warn" },
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+    expect(run.status).not.toBe(0);
+    expect(run.stderr).toContain("PARTNERS.0.publicKeys.0: must be a base64 Ed25519 public key");
+  });
+
   it("stops the start on a malformed setting or a bad key, with a message naming PARTNERS", () => {
     const env = { ...stackEnv() };
     const bad = (partners: unknown) => () =>
