@@ -14,7 +14,7 @@ import { withCaller, type Caller } from "../context";
 import { problemResponse } from "./problem";
 import { RateLimiter, RateSubject, type RateDecision } from "./rate-limit";
 import { authenticate } from "./token";
-import { PARTNER_ASSERTION_HEADER, verifyPartnerAssertion } from "./partner-assertion";
+import type { PartnerCredential } from "./partner-assertion";
 import { fieldErrors, readJsonBody, type Location } from "./validate";
 import {
   PARTS,
@@ -67,6 +67,11 @@ export interface AppOptions {
    * e.g. `/%77allets`) is redirected (307) to its canonical path, which API Gateway routes to its function.
    */
   api?: readonly Group[];
+  /**
+   * Checks a partner assertion (API.md §21.1; shared/http/partner-assertion.ts): required when a route accepts
+   * one. Handed in by the hosts that mount such routes, so jose reaches only their bundles.
+   */
+  partners?: (assertion: string, scope: string) => Promise<PartnerCredential>;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -162,6 +167,10 @@ const decodedPath = (request: Request): string => routingPath(rawPath(request.ur
 
 export function createApp(routes: Route[], options: AppOptions = {}) {
   const compiled: Compiled<Route>[] = routes.map((route) => ({ route, pattern: compileTemplate(route.path) }));
+  const { partners } = options;
+  const partnerRoute = routes.find((r) => r.partner);
+  if (partnerRoute && !partners)
+    throw new Error(`${partnerRoute.method} ${partnerRoute.path} accepts partner assertions: createApp needs options.partners`);
   const mounted = new Set(routes.map((r) => `${r.method} ${r.path}`));
   const elsewhere: Compiled<{ method: Method; path: string; group: string }>[] = (options.api ?? []).flatMap((g) =>
     g.endpoints
@@ -203,7 +212,7 @@ export function createApp(routes: Route[], options: AppOptions = {}) {
       const params = Object.fromEntries(Object.entries(raw).map(([k, val]) => [k, decodeParam(val)]));
       c.set("params", params);
       checkApiVersion(c);
-      const { caller, subject } = await credential(c, route);
+      const { caller, subject } = await credential(c, route, partners);
       const answer = async () => {
         const input = await readInput(c, route, params);
         return caller ? withCaller(caller, () => route.handler(c, input)) : route.handler(c, input);
@@ -396,12 +405,12 @@ function enforce(c: AppContext, decision: RateDecision | undefined) {
  * one, a partner assertion (API.md §21.1): the partner's bucket, and the user it names as the caller where the
  * route serves a user. Elsewhere an assertion is no credential: the bearer token is required.
  */
-async function credential(c: AppContext, route: Route): Promise<{ caller?: Caller; subject: string }> {
+async function credential(c: AppContext, route: Route, partners: AppOptions["partners"]): Promise<{ caller?: Caller; subject: string }> {
   if (route.public) return { subject: RateSubject.ip(clientIp(c)) };
   const authorization = c.req.header("authorization");
-  const assertion = c.req.header(PARTNER_ASSERTION_HEADER);
-  if (route.partner && authorization === undefined && assertion !== undefined) {
-    const partner = await verifyPartnerAssertion(assertion, route.partner.scope);
+  const assertion = c.req.header("x-partner-assertion");
+  if (route.partner && partners && authorization === undefined && assertion !== undefined) {
+    const partner = await partners(assertion, route.partner.scope);
     const subject = RateSubject.partner(partner.partnerId);
     if (!route.partner.subject) return { subject };
     if (!partner.subject) {

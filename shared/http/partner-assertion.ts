@@ -3,15 +3,14 @@
  * data without holding that user's token, by sending `X-Partner-Assertion`: a compact JWS (EdDSA, Ed25519) signed
  * with one of its keys registered in `PARTNERS`. This module checks one and answers who vouched for what, or the
  * refusal of §21.1. Where an assertion counts as a credential is the routes' declaration (Endpoint.partner); the
- * app factory (app.ts) consults this module only there, and only when no bearer token was sent.
+ * app factory (app.ts) calls this check only there, and only when no bearer token was sent. The hosts that mount
+ * such routes hand it to createApp (options.partners), so jose reaches only their bundles.
  */
 import { errors, decodeJwt, decodeProtectedHeader, jwtVerify, type JWTPayload } from "jose";
 import { ApiError } from "../errors";
 import { checksumAddress, isAcceptedAddress, ZERO_ADDRESS, type Address } from "../address";
 import { useConfig, useRuntime } from "../current-runtime";
 import type { Partner } from "../config";
-
-export const PARTNER_ASSERTION_HEADER = "x-partner-assertion";
 
 /** The longest an assertion may live: its `exp` at most this far after the server's clock. */
 const MAX_TTL_S = 3600;

@@ -11,6 +11,8 @@ import { SignJWT } from "jose";
 import { Client } from "@avaprotocol/sdk-js";
 import { mintPartnerAssertion, PARTNER_ASSERTION_HEADER, type MintPartnerAssertionInput } from "@avaprotocol/sdk-js/partner";
 import { buildConfig } from "../../shared/config";
+import { createApp } from "../../shared/http/app";
+import { tokenRoutes } from "../../shared/token/routes";
 import { startService, type TestService } from "../support/service";
 import { httpTarget } from "../support/server";
 import { signIn, type SignedIn } from "../support/auth";
@@ -260,6 +262,10 @@ describe("partner assertions: rate limits", () => {
 });
 
 describe("PARTNERS at start", () => {
+  it("a host that mounts a route accepting assertions must hand createApp the check (jose only in those bundles)", () => {
+    expect(() => createApp(tokenRoutes)).toThrow("GET /tokens/{address} accepts partner assertions: createApp needs options.partners");
+  });
+
   it("npm start stops before starting anything when a key is bad, naming the setting", () => {
     const partners = [{ id: "x", status: "active", publicKeys: ["ed25519:not-a-key"], scopes: ["read"] }];
     const run = spawnSync(process.execPath, ["--import", "tsx", "local/start.ts"], {
