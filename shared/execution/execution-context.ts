@@ -6,7 +6,7 @@
 import { partChainId } from "../kinds/support/schema-kit";
 import type { Node, Trigger } from "../kinds/shapes";
 
-export type Provider = "chain_rpc" | "bundler" | "sandbox" | "http";
+type Provider = "chain_rpc" | "bundler" | "sandbox" | "http";
 
 export interface ExecutionContext {
   /** True when the part would send something (a user operation) and it was simulated instead. */
