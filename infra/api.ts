@@ -8,6 +8,7 @@ import { keyEnvironment, keyPermissions } from "./kms";
 import { authAllowedUrisValue, chains, jwtPublicKey, jwtSigningKey, routerSecret } from "./secrets";
 import { bus } from "./bus";
 import { schedulerEnvironment, schedulerPermissions } from "./scheduler";
+import { partnerEnvironment } from "./partners";
 
 type Permission = { actions: string[]; resources: $util.Input<string>[] };
 
@@ -58,7 +59,7 @@ export const secrets = group("Secrets", {
 export const wallets = group("Wallets", {
   handler: "functions/wallets.handler",
   link: [chains],
-  environment: verify,
+  environment: { ...verify, ...partnerEnvironment },
   permissions: [keyPermissions.sign],
 });
 
