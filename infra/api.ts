@@ -9,6 +9,7 @@ import { authAllowedUrisValue, chains, routerSecret } from "./secrets";
 import { bus } from "./bus";
 import { schedulerEnvironment, schedulerPermissions } from "./scheduler";
 import { production } from "./stage";
+import { partnerEnvironment } from "./partners";
 
 type Permission = { actions: string[]; resources: $util.Input<string>[] };
 
@@ -67,7 +68,7 @@ export const secrets = group("Secrets", {
 export const wallets = group("Wallets", {
   handler: "functions/wallets.handler",
   link: [chains],
-  environment: verify,
+  environment: { ...verify, ...partnerEnvironment },
   permissions: [keyPermissions.sign],
 });
 

@@ -3,6 +3,7 @@
  * Every limit of API.md §4.1 is a setting named as there, read from the upper-case variable
  * (`max_wallets_per_owner` ← `MAX_WALLETS_PER_OWNER`). The README lists them all.
  */
+import { createPublicKey } from "node:crypto";
 import { availableParallelism } from "node:os";
 import * as v from "valibot";
 
@@ -184,6 +185,10 @@ const Env = v.object({
   ALLOW_PRIVATE_NETWORK: bool(false),
   /** Executions one process runs at once, shared fairly by owners (shared/execution/run-queue.ts); default by CPU. */
   RUNNER_CONCURRENCY: int(Math.min(64, Math.max(8, 8 * availableParallelism())), 1),
+  /** API.md §21.1: the partners whose assertions are accepted (JSON, see PartnerSettings). */
+  PARTNERS: v.optional(v.string(), "[]"),
+  /** API.md §21.1: when set, an assertion's `aud` must include it. */
+  PARTNER_ASSERTION_AUDIENCE: v.optional(v.string()),
   /** API.md §9.6: the flat fee per execution, in USD. */
   EXECUTION_FEE_USD: decimal("0.02"),
   /** API.md §9.6: the value-fee rate of each tier, in percent. */
@@ -199,6 +204,62 @@ function parseChains(json: string): ChainSettings[] {
     throw new Error("CHAINS must be a JSON array of chain settings");
   }
   return v.parse(v.array(ChainSettings), raw);
+}
+
+/**
+ * An Ed25519 public key as API.md §21.1 writes it: base64 (or base64url) of the 32 raw bytes, optionally prefixed
+ * `ed25519:`, imported once at start. The DER SubjectPublicKeyInfo form (44 bytes) is accepted too.
+ */
+const ED25519_SPKI_PREFIX = Buffer.from("302a300506032b6570032100", "hex");
+const Ed25519PublicKey = v.pipe(
+  v.string(),
+  v.rawTransform(({ dataset, addIssue, NEVER }) => {
+    const text = dataset.value.trim().replace(/^ed25519:/i, "");
+    const bytes = /^[A-Za-z0-9+/_-]+={0,2}$/.test(text)
+      ? Buffer.from(text, text.includes("-") || text.includes("_") ? "base64url" : "base64")
+      : undefined;
+    const raw = bytes?.length === 44 && bytes.subarray(0, 12).equals(ED25519_SPKI_PREFIX) ? bytes.subarray(12) : bytes;
+    if (raw?.length !== 32) {
+      addIssue({ message: "must be a base64 Ed25519 public key (32 bytes), optionally prefixed ed25519:" });
+      return NEVER;
+    }
+    try {
+      return createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x: raw.toString("base64url") }, format: "jwk" });
+    } catch {
+      addIssue({ message: "is not a usable Ed25519 public key" });
+      return NEVER;
+    }
+  }),
+);
+
+/** One partner of API.md §21.1 (`PARTNERS`): its keys imported, so a bad key stops the start, never a request. */
+const PartnerSettings = v.object({
+  id: v.pipe(v.string(), v.minLength(1)),
+  status: v.picklist(["active", "suspended"]),
+  publicKeys: v.pipe(v.array(Ed25519PublicKey), v.minLength(1)),
+  scopes: v.array(v.pipe(v.string(), v.minLength(1))),
+});
+export type Partner = v.InferOutput<typeof PartnerSettings>;
+
+function parsePartners(json: string): Partner[] {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(json);
+  } catch {
+    throw new Error("Invalid configuration:\n  PARTNERS: must be a JSON array of partners");
+  }
+  const result = v.safeParse(
+    v.pipe(
+      v.array(PartnerSettings),
+      v.check((list) => new Set(list.map((p) => p.id)).size === list.length, "names a partner id twice"),
+    ),
+    raw,
+  );
+  if (!result.success) {
+    const lines = result.issues.map((i) => `PARTNERS${v.getDotPath(i) ? `.${v.getDotPath(i)}` : ""}: ${i.message}`);
+    throw new Error(`Invalid configuration:\n  ${lines.join("\n  ")}`);
+  }
+  return result.output;
 }
 
 export type Config = ReturnType<typeof buildConfig>;
@@ -233,6 +294,8 @@ export function buildConfig(env: Record<string, string | undefined> = process.en
     jwtKmsKeyId: e.JWT_KMS_KEY_ID,
     authAllowedUris: e.AUTH_ALLOWED_URIS,
     corsAllowedOrigins: e.CORS_ALLOWED_ORIGINS,
+    partners: parsePartners(e.PARTNERS),
+    partnerAssertionAudience: e.PARTNER_ASSERTION_AUDIENCE,
     allowPrivateNetwork: e.ALLOW_PRIVATE_NETWORK,
     runnerConcurrency: e.RUNNER_CONCURRENCY,
     fees: { executionFeeUsd: e.EXECUTION_FEE_USD, valueFeeTiers: e.VALUE_FEE_TIERS },

@@ -24,4 +24,7 @@ export function useCaller(): Caller {
   return caller;
 }
 
+/** The caller, or undefined on a request served with none (a partner's token read, API.md §21.1). */
+export const currentCaller = (): Caller | undefined => storage.getStore();
+
 export const useOwner = () => useCaller().owner;

@@ -14,7 +14,7 @@ import {
 } from "viem";
 import type { BundlerClient } from "viem/account-abstraction";
 import { ApiError } from "../errors";
-import { useCaller } from "../context";
+import { currentCaller } from "../context";
 import type { ChainSettings } from "../config";
 import { kmsDigestSigner } from "./kms-signer";
 import { useKms } from "../envelope/kms";
@@ -35,7 +35,7 @@ export function chainSettings(chainId: number): ChainSettings {
 export function resolveCallerChain(explicit?: number): ChainSettings {
   if (explicit) return chainSettings(explicit);
   const { chains, defaultChainId } = useConfig();
-  const audience = useCaller().audienceChainId;
+  const audience = currentCaller()?.audienceChainId;
   return chains.find((c) => c.chainId === audience) ?? chainSettings(defaultChainId);
 }
 

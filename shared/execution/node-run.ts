@@ -24,6 +24,7 @@ import { SIMULATION_TIMED_OUT, isCallersWallet, runCapped } from "./simulate";
 import { useRuntime } from "../current-runtime";
 import type { Step } from "../engine/schemas";
 import type { StepErrorCode } from "../kinds/kind";
+import { nodeRunContext, type ExecutionContext } from "./execution-context";
 
 /** The answer of §17.2. */
 export interface NodeRunResult {
@@ -35,6 +36,8 @@ export interface NodeRunResult {
   inputs?: string[];
   startAt: number;
   endAt: number;
+  /** API.md §21.3. */
+  executionContext: ExecutionContext;
 }
 
 /** The members of the body, checked before the node is (unknown members, `node` missing). */
@@ -94,6 +97,7 @@ export async function runNode(body: Record<string, unknown>): Promise<NodeRunRes
   }
 
   const ran = definition.nodes[0]!;
+  const executionContext = nodeRunContext(ran, definition.chainId);
   const outcome = await runCapped({
     definition,
     graph,
@@ -106,7 +110,7 @@ export async function runNode(body: Record<string, unknown>): Promise<NodeRunRes
   });
   const steps = outcome.kind === "done" ? outcome.result.steps : outcome.steps;
   const step = steps.find((s) => s.id === ran.id);
-  if (step) return fromStep(step);
+  if (step) return { ...fromStep(step), executionContext };
   // No step: the run was stopped before the node recorded one (work that hung past the cap, an engine failure).
   const cutOff = kinds.node(ran.type)?.cutOff;
   const timedOut = outcome.kind === "timeout" || outcome.result.error === SIMULATION_TIMED_OUT;
@@ -117,10 +121,11 @@ export async function runNode(body: Record<string, unknown>): Promise<NodeRunRes
     output: { data: null },
     startAt,
     endAt: now(),
+    executionContext,
   };
 }
 
-function fromStep(step: Step): NodeRunResult {
+function fromStep(step: Step): Omit<NodeRunResult, "executionContext"> {
   return {
     success: step.success,
     ...(step.error !== undefined ? { error: step.error } : {}),

@@ -118,6 +118,30 @@ const NodeRunBody = v.strictObject({
   ),
 });
 
+/** API.md §21.3; decided per kind in shared/execution/execution-context.ts. */
+const ExecutionContext = component(
+  "ExecutionContext",
+  v.pipe(
+    v.object({
+      is_simulated: described(
+        v.boolean(),
+        "`true` when the part would send something (an `ethTransfer` or `contractWrite` user operation, a loop of them) and it was simulated instead; otherwise `false`.",
+      ),
+      provider: described(
+        v.picklist(["chain_rpc", "bundler", "sandbox", "http"]),
+        "What the work went through: `chain_rpc` (contractRead, balance; block and event triggers), `bundler` (ethTransfer, contractWrite: a user operation built and simulated), `sandbox` (customCode, branch, filter; manual, cron and fixedTime triggers, computed by the service alone), `http` (restApi, graphqlQuery). A loop is its runner's kind.",
+      ),
+      chain_id: described(
+        v.nullable(ChainId),
+        "The chain used (the part's `chainId`, else the request's chain); `null` for a part that uses none.",
+      ),
+    }),
+    v.description(
+      "Whether anything was sent, what the work went through and the chain it used (snake_case, as the reference client reads it).",
+    ),
+  ),
+);
+
 const NodeRunResult = component(
   "NodeRunResult",
   v.object({
@@ -132,6 +156,7 @@ const NodeRunResult = component(
     inputs: v.optional(described(v.array(v.string()), "The template paths the node resolved; never values.")),
     startAt: TimeMs,
     endAt: TimeMs,
+    executionContext: ExecutionContext,
   }),
 );
 
@@ -173,6 +198,7 @@ const TriggerRunResult = component(
       "The trigger output a fire would carry (§8.3.6): manual its data; block the latest block whose number is a multiple of `interval`; event the most recent matching log within the last `max_catchup_blocks` blocks (`{data: null}` when none); fixedTime and cron the next fire after now.",
     ),
     nextFires: v.optional(described(v.array(TimeMs), "fixedTime and cron: the next fire instants after now (at most 5).")),
+    executionContext: ExecutionContext,
   }),
 );
 

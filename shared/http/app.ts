@@ -10,10 +10,11 @@ import { Hono, type Context } from "hono";
 import { ulid } from "ulid";
 import { ApiError, ClientGone, validationFailed, type FieldError } from "../errors";
 import { log } from "../log";
-import { withCaller } from "../context";
+import { withCaller, type Caller } from "../context";
 import { problemResponse } from "./problem";
 import { RateLimiter, RateSubject, type RateDecision } from "./rate-limit";
 import { authenticate } from "./token";
+import type { PartnerCredential } from "./partner-assertion";
 import { fieldErrors, readJsonBody, type Location } from "./validate";
 import {
   PARTS,
@@ -27,7 +28,7 @@ import {
   type Part,
   type RequestSchema,
 } from "./endpoint";
-import { useRuntime } from "../current-runtime";
+import { useConfig, useRuntime } from "../current-runtime";
 
 export type AppEnv = {
   Variables: {
@@ -44,7 +45,7 @@ export type AppContext = Context<AppEnv>;
  * A mounted route: a declaration's method, path and request schemas with its handler. Routes without schemas
  * (tests' small apps) get the raw path parameters and read anything else themselves.
  */
-export interface Route extends Partial<Pick<Endpoint, "public" | Part | "checkedByDomain">> {
+export interface Route extends Partial<Pick<Endpoint, "public" | "partner" | Part | "checkedByDomain">> {
   method: Method;
   /** API.md path template, e.g. `/wallets/{address}:withdraw`. */
   path: string;
@@ -66,6 +67,11 @@ export interface AppOptions {
    * e.g. `/%77allets`) is redirected (307) to its canonical path, which API Gateway routes to its function.
    */
   api?: readonly Group[];
+  /**
+   * Checks a partner assertion (API.md §21.1; shared/http/partner-assertion.ts): required when a route accepts
+   * one. Handed in by the hosts that mount such routes, so jose reaches only their bundles.
+   */
+  partners?: (assertion: string, scope: string) => Promise<PartnerCredential>;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -80,7 +86,15 @@ const EXPOSED_HEADERS = [
   "Location",
   "Idempotency-Replayed",
 ].join(",");
-const ALLOWED_HEADERS = ["Authorization", "Content-Type", "Idempotency-Key", "X-Request-Id", "X-Api-Version", "Last-Event-ID"].join(",");
+const ALLOWED_HEADERS = [
+  "Authorization",
+  "X-Partner-Assertion",
+  "Content-Type",
+  "Idempotency-Key",
+  "X-Request-Id",
+  "X-Api-Version",
+  "Last-Event-ID",
+].join(",");
 const ALLOWED_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"].join(",");
 
 /** The Access-Control-Allow-Origin for a request's Origin: `*`, the origin itself when listed, else none. */
@@ -153,6 +167,10 @@ const decodedPath = (request: Request): string => routingPath(rawPath(request.ur
 
 export function createApp(routes: Route[], options: AppOptions = {}) {
   const compiled: Compiled<Route>[] = routes.map((route) => ({ route, pattern: compileTemplate(route.path) }));
+  const { partners } = options;
+  const partnerRoute = routes.find((r) => r.partner);
+  if (partnerRoute && !partners)
+    throw new Error(`${partnerRoute.method} ${partnerRoute.path} accepts partner assertions: createApp needs options.partners`);
   const mounted = new Set(routes.map((r) => `${r.method} ${r.path}`));
   const elsewhere: Compiled<{ method: Method; path: string; group: string }>[] = (options.api ?? []).flatMap((g) =>
     g.endpoints
@@ -194,8 +212,7 @@ export function createApp(routes: Route[], options: AppOptions = {}) {
       const params = Object.fromEntries(Object.entries(raw).map(([k, val]) => [k, decodeParam(val)]));
       c.set("params", params);
       checkApiVersion(c);
-      const caller = route.public ? undefined : await authenticate(c.req.header("authorization"));
-      const subject = caller ? RateSubject.owner(caller.owner) : RateSubject.ip(clientIp(c));
+      const { caller, subject } = await credential(c, route, partners);
       const answer = async () => {
         const input = await readInput(c, route, params);
         return caller ? withCaller(caller, () => route.handler(c, input)) : route.handler(c, input);
@@ -224,7 +241,7 @@ export function createApp(routes: Route[], options: AppOptions = {}) {
         response = await answer();
       }
       const decision = c.get("rate");
-      if (caller) response.headers.set("Cache-Control", response.headers.get("Cache-Control") ?? "no-store");
+      if (!route.public) response.headers.set("Cache-Control", response.headers.get("Cache-Control") ?? "no-store");
       // Success bodies are `application/json; charset=utf-8` (API.md §1.3); Hono's c.json() omits the charset.
       if (response.headers.get("Content-Type") === "application/json") {
         response.headers.set("Content-Type", "application/json; charset=utf-8");
@@ -380,6 +397,30 @@ function enforce(c: AppContext, decision: RateDecision | undefined) {
   if (!decision.allowed) {
     throw new ApiError(429, "RATE_LIMITED", "Too many requests; retry later.", { headers: { "Retry-After": String(decision.retryAfter) } });
   }
+}
+
+/**
+ * Who a request is served as and the rate-limit bucket it is counted in: a public route, no one (per client IP);
+ * else the bearer token's owner (API.md §7.3), even when an assertion is sent too; else, on a route that accepts
+ * one, a partner assertion (API.md §21.1): the partner's bucket, and the user it names as the caller where the
+ * route serves a user. Elsewhere an assertion is no credential: the bearer token is required.
+ */
+async function credential(c: AppContext, route: Route, partners: AppOptions["partners"]): Promise<{ caller?: Caller; subject: string }> {
+  if (route.public) return { subject: RateSubject.ip(clientIp(c)) };
+  const authorization = c.req.header("authorization");
+  const assertion = c.req.header("x-partner-assertion");
+  if (route.partner && partners && authorization === undefined && assertion !== undefined) {
+    const partner = await partners(assertion, route.partner.scope);
+    const subject = RateSubject.partner(partner.partnerId);
+    if (!route.partner.subject) return { subject };
+    if (!partner.subject) {
+      throw new ApiError(400, "PARTNER_SUBJECT_REQUIRED", "This route needs the assertion's sub to name the user: a non-zero address.");
+    }
+    // A partner has no token `aud`: the user's default chain is the service's (API.md §5).
+    return { caller: { owner: partner.subject, audienceChainId: useConfig().defaultChainId }, subject };
+  }
+  const caller = await authenticate(authorization);
+  return { caller, subject: RateSubject.owner(caller.owner) };
 }
 
 function checkApiVersion(c: AppContext) {

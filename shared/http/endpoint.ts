@@ -40,6 +40,12 @@ export interface Endpoint {
   description: Text;
   /** Public routes need no token and are rate limited per client IP. */
   public?: boolean;
+  /**
+   * API.md §21.1: without a bearer token, an `X-Partner-Assertion` carrying `scope` is a credential here (counted in
+   * its partner's bucket). `subject`: the assertion must name the user (`sub`, a non-zero address), who is then
+   * served as the caller, as with their own token; otherwise the route is served with no caller.
+   */
+  partner?: { scope: string; subject?: boolean };
   /** Honours `Idempotency-Key` (declared in `headers`): documents the replay header and the key's conflicts. */
   idempotent?: boolean;
   params?: RequestSchema;

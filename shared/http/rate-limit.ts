@@ -40,9 +40,13 @@ export interface RateDecision {
   retryAfter?: number;
 }
 
-/** Bucket subjects: the JWT subject (lower-case, so case never splits a bucket) or the client address. */
+/**
+ * Bucket subjects: the JWT subject (lower-case, so case never splits a bucket), a partner (API.md §21.1: each
+ * partner its own bucket, whichever users its assertions name) or the client address.
+ */
 export const RateSubject = {
   owner: (owner: string) => `sub:${owner.toLowerCase()}`,
+  partner: (id: string) => `partner:${id}`,
   ip: (address: string) => `ip:${address}`,
 };
 

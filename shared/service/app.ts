@@ -14,6 +14,7 @@ import { runRoutes } from "../execution/run-routes";
 import { triggerRunRoutes } from "../watch/trigger-run-routes";
 import { executionRoutes, workflowExecutionRoutes } from "../execution/routes";
 import { openapiRoutes } from "./openapi";
+import { verifyPartnerAssertion } from "../http/partner-assertion";
 
 const routeGroups = {
   core: [...healthRoutes, ...authRoutes, ...openapiRoutes],
@@ -28,4 +29,4 @@ const routeGroups = {
 
 export const allRoutes: Route[] = Object.values(routeGroups).flat();
 
-export const createServiceApp = () => createApp(allRoutes);
+export const createServiceApp = () => createApp(allRoutes, { partners: verifyPartnerAssertion });

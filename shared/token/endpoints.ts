@@ -54,6 +54,7 @@ export const retrieve = endpoint({
   summary: "ERC-20 token metadata",
   description:
     "Reads `decimals()`, `symbol()` and `name()` of the contract on the resolved chain (string or `bytes32` answers), or answers the chain's native token for the sentinel address without a chain call. What was read is cached in the table for every caller: 24 hours when found, 10 minutes when not; a chain that cannot be read is never cached, and answers 502/503 when nothing is cached.",
+  partner: { scope: "read" },
   params: TokenParams,
   query: TokenQuery,
   responses: { 200: { description: "The token's metadata, or `found: false`.", body: Metadata } },

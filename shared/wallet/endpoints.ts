@@ -11,6 +11,7 @@ export const list = endpoint({
   method: "GET",
   path: "/wallets",
   operationId: "listWallets",
+  partner: { scope: "read", subject: true },
   summary: "List the caller's wallets",
   description:
     "The caller's wallets on the resolved chain, sorted by salt as a number ascending, then by `factoryAddress` (lowercase) ascending. Not paged.",
@@ -23,6 +24,7 @@ export const create = endpoint({
   method: "POST",
   path: "/wallets",
   operationId: "createWallet",
+  partner: { scope: "read", subject: true },
   summary: "Register a smart wallet (ensure registered)",
   description:
     "Registers the counterfactual smart account of (caller, chain, factory, salt). For the default factory the address is computed offline; for any other factory it is read from the factory's `getAddress(owner, salt)`. The account is deployed by its first user operation. Idempotent: an existing registration answers 200 with the wallet unchanged (even at the cap).",

@@ -25,6 +25,7 @@ import { useRuntime } from "../current-runtime";
 import { cronFires } from "../workflow/chain-rules";
 import { partChainId } from "../kinds/support/schema-kit";
 import { type Trigger } from "../kinds/shapes";
+import { triggerRunContext, type ExecutionContext } from "../execution/execution-context";
 
 /**
  * Event scans a process runs at once (each at most 4 `eth_getLogs` in flight), served owner by owner: one owner's
@@ -40,6 +41,8 @@ export interface TriggerRunResult {
   errorCode?: "NO_MATCH" | "RPC_ERROR";
   output: Record<string, unknown>;
   nextFires?: number[];
+  /** API.md §21.3. */
+  executionContext: ExecutionContext;
 }
 
 /** How many fire instants `nextFires` lists at most. */
@@ -49,10 +52,19 @@ const Envelope = v.strictObject({ trigger: v.unknown(), triggerInput: v.optional
 
 /** POST /triggers:run. */
 export async function runTrigger(body: Record<string, unknown>): Promise<TriggerRunResult> {
-  const { config, now } = useRuntime();
-  const at = now();
+  const at = useRuntime().now();
   const { trigger, chainId, triggerInput } = validate(body, at);
+  return { ...(await produce(trigger, chainId, triggerInput, at)), executionContext: triggerRunContext(trigger, chainId) };
+}
 
+/** What the trigger would produce now (the answer but its context). */
+async function produce(
+  trigger: Trigger,
+  chainId: number,
+  triggerInput: Record<string, unknown> | undefined,
+  at: number,
+): Promise<Omit<TriggerRunResult, "executionContext">> {
+  const { config } = useRuntime();
   switch (trigger.type) {
     case "manual":
       return { success: true, output: triggerStepOutput(trigger, triggerInput, at) };
@@ -100,7 +112,12 @@ export async function runTrigger(body: Record<string, unknown>): Promise<Trigger
   }
 }
 
-const rpcError = (error: string): TriggerRunResult => ({ success: false, errorCode: "RPC_ERROR", error, output: { data: null } });
+const rpcError = (error: string): Omit<TriggerRunResult, "executionContext"> => ({
+  success: false,
+  errorCode: "RPC_ERROR",
+  error,
+  output: { data: null },
+});
 
 /** §8.7 as at create, for the trigger alone; `triggerInput` for manual triggers only. */
 function validate(

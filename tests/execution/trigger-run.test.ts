@@ -169,6 +169,7 @@ describe("POST /triggers:run", () => {
       success: true,
       output: { data: { timestamp: fires[0], timestampIso: new Date(fires[0]!).toISOString() } },
       nextFires: fires,
+      executionContext: { is_simulated: false, provider: "sandbox", chain_id: null },
     });
     const often = await call(alice, "POST", "/triggers:run", {
       trigger: { id: "c", name: "c", type: "cron", config: { schedules: ["* * * * *"] } },
@@ -182,6 +183,7 @@ describe("POST /triggers:run", () => {
       success: true,
       output: { data: { timestamp: before + h, timestampIso: new Date(before + h).toISOString() } },
       nextFires: [before + h, before + 2 * h, before + 3 * h],
+      executionContext: { is_simulated: false, provider: "sandbox", chain_id: null },
     });
     const past = await call(alice, "POST", "/triggers:run", {
       trigger: { id: "f", name: "f", type: "fixedTime", config: { epochs: [before - h] } },
@@ -194,9 +196,18 @@ describe("POST /triggers:run", () => {
     const alice = await ownerWithWallet("206");
     const trigger = { id: "m", name: "m", type: "manual", config: { data: { a: 1 }, headers: { "X-A": "1" } } };
     const plain = await call(alice, "POST", "/triggers:run", { trigger });
-    expect(plain.body).toEqual({ success: true, output: { data: { a: 1 }, headers: { "X-A": "1" }, pathParams: {} } });
+    const computed = { is_simulated: false, provider: "sandbox", chain_id: null };
+    expect(plain.body).toEqual({
+      success: true,
+      output: { data: { a: 1 }, headers: { "X-A": "1" }, pathParams: {} },
+      executionContext: computed,
+    });
     const over = await call(alice, "POST", "/triggers:run", { trigger, triggerInput: { data: { b: 2 }, pathParams: { id: "7" } } });
-    expect(over.body).toEqual({ success: true, output: { data: { b: 2 }, headers: { "X-A": "1" }, pathParams: { id: "7" } } });
+    expect(over.body).toEqual({
+      success: true,
+      output: { data: { b: 2 }, headers: { "X-A": "1" }, pathParams: { id: "7" } },
+      executionContext: computed,
+    });
 
     const cases: [unknown, string][] = [
       [{ trigger, triggerInput: { other: 1 } }, "body.triggerInput.other"],

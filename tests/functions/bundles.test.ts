@@ -30,7 +30,10 @@ const CHAIN = ["viem", "ox", "abitype", "@scure/*", "@adraffy/*", "isows"];
 
 /** The JavaScript sandbox: only the groups that run nodes (workflows: simulate, nodes:run; the runner). */
 const SANDBOX = ["@jitl/*", "quickjs-emscripten-core"];
-/** Only sign-in (core) signs tokens; every other function verifies them with node:crypto (shared/http/token.ts). */
+/**
+ * Only sign-in (core) signs tokens; every other function verifies them with node:crypto (shared/http/token.ts).
+ * The wallets function carries jose too, to verify partner assertions (shared/http/partner-assertion.ts).
+ */
 const SIGNING = ["jose"];
 /** Only the groups that seal or open secrets or sign with the controller key load the KMS client (shared/envelope/kms.ts). */
 const KEYS = ["@aws-sdk/client-kms"];
@@ -52,7 +55,8 @@ const DENY: Record<string, string[]> = {
     "@aws-sdk/client-scheduler",
     "croner",
   ],
-  wallets: [...NEVER, ...SIGNING, ...SANDBOX, "@valibot/to-json-schema"],
+  // jose verifies partner assertions (API.md §21.1): only this function serves routes that accept them.
+  wallets: [...NEVER, ...SANDBOX, "@valibot/to-json-schema"],
   workflows: [...NEVER, ...SIGNING, "@valibot/to-json-schema"],
   executions: [...NEVER, ...CHAIN, ...SANDBOX, ...SIGNING, ...ADDRESSES, ...KEYS, "@valibot/to-json-schema", "croner"],
   stream: [...NEVER, ...CHAIN, ...SANDBOX, ...SIGNING, ...ADDRESSES, ...KEYS, "@valibot/to-json-schema", "croner"],

@@ -220,7 +220,11 @@ describe("running one part on Lambda (API.md §17.2, §17.3)", () => {
     const manual = { id: "m", name: "m", type: "manual", config: { data: { a: 1 } } };
     const trigger = await call(workflows, "POST", "/triggers:run", { trigger: manual });
     expect(trigger.status, JSON.stringify(trigger.json)).toBe(200);
-    expect(trigger.json).toEqual({ success: true, output: { data: { a: 1 }, headers: {}, pathParams: {} } });
+    expect(trigger.json).toEqual({
+      success: true,
+      output: { data: { a: 1 }, headers: {}, pathParams: {} },
+      executionContext: { is_simulated: false, provider: "sandbox", chain_id: null },
+    });
   });
 });
 

@@ -30,6 +30,8 @@ export interface GraphOptions {
   stage?: string;
   /** SST secrets of the stage, `Name` → value (SST_SECRET_<Name>); unset ones are not set. */
   secrets?: Record<string, string>;
+  /** Variables of the deploying shell (e.g. PARTNERS). */
+  env?: Record<string, string>;
 }
 
 export const DEFAULT_SECRETS: Record<string, string> = {
@@ -38,7 +40,7 @@ export const DEFAULT_SECRETS: Record<string, string> = {
 };
 
 /** Builds the stage's graph; throws with the program's output when the deploy would fail before reaching AWS. */
-export async function buildGraph({ stage = "test", secrets = DEFAULT_SECRETS }: GraphOptions = {}): Promise<Graph> {
+export async function buildGraph({ stage = "test", secrets = DEFAULT_SECRETS, env: shell = {} }: GraphOptions = {}): Promise<Graph> {
   const work = mkdtempSync(join(tmpdir(), "infra-graph-"));
   const outfile = join(PLATFORM, `infra-graph.${process.pid}.${Date.now()}.mjs`);
   const globals = [`import * as aws from "@pulumi/aws";`, `import * as sst from ${JSON.stringify(join(PLATFORM, "src/components"))};`].join(
@@ -94,7 +96,7 @@ export async function buildGraph({ stage = "test", secrets = DEFAULT_SECRETS }: 
       logLevel: "silent",
     });
     const out = join(work, "graph.json");
-    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: work, INFRA_GRAPH_OUT: out, NODE_OPTIONS: "--no-deprecation" };
+    const env: NodeJS.ProcessEnv = { ...shell, PATH: process.env.PATH, HOME: work, INFRA_GRAPH_OUT: out, NODE_OPTIONS: "--no-deprecation" };
     for (const [name, value] of Object.entries(secrets)) env[`SST_SECRET_${name}`] = value;
     try {
       execFileSync(process.execPath, [outfile], { cwd: ROOT, env, stdio: "pipe", timeout: 120_000 });

@@ -78,6 +78,7 @@ describe("POST /nodes:run", () => {
       inputs: [],
       startAt: expect.any(Number),
       endAt: expect.any(Number),
+      executionContext: { is_simulated: false, provider: "sandbox", chain_id: null },
     });
     expect(res.body.startAt).toBeGreaterThanOrEqual(before - 1000);
     expect(res.body.endAt).toBeGreaterThanOrEqual(res.body.startAt);

@@ -4,7 +4,7 @@
  */
 import type { Group } from "../endpoint";
 import type { Config } from "../../config";
-import { API_VERSION, COMMON_CODES, type Json } from "./kit";
+import { API_VERSION, COMMON_CODES, UNAUTHORIZED_CODES, type Json } from "./kit";
 import { problemResponse } from "./responses";
 
 export function sharedComponents(config: Config): Json {
@@ -59,7 +59,7 @@ export function sharedComponents(config: Config): Json {
     },
   };
   const responses: Record<string, Json> = {
-    Unauthorized: problemResponse(401, ["AUTH_REQUIRED", "AUTH_MALFORMED", "AUTH_INVALID_TOKEN"], COMMON_CODES, config),
+    Unauthorized: problemResponse(401, UNAUTHORIZED_CODES, COMMON_CODES, config),
     InternalError: problemResponse(500, ["INTERNAL"], COMMON_CODES, config),
   };
   const securitySchemes = {
@@ -69,6 +69,13 @@ export function sharedComponents(config: Config): Json {
       bearerFormat: "JWT",
       description:
         "`Authorization: Bearer <token>` with a token from `POST /auth:exchange` (ES256 JWT). No query-string or cookie alternative. Missing header → 401 `AUTH_REQUIRED`; not `Bearer <three base64url segments>` → 401 `AUTH_MALFORMED`; bad signature, `alg` other than ES256, unknown `kid`, wrong `iss`, expired (no leeway), `iat` more than 60 s ahead, bad `sub`/`aud` → 401 `AUTH_INVALID_TOKEN`.",
+    },
+    partnerAssertion: {
+      type: "apiKey",
+      in: "header",
+      name: "X-Partner-Assertion",
+      description:
+        "API.md §21.1, on the routes that list it: a partner's compact JWS, EdDSA (Ed25519), signed with a key of its `PARTNERS` entry: `iss` its id, `exp` required and at most 1 hour ahead, `aud` including `PARTNER_ASSERTION_AUDIENCE` when set, `scope` (space-separated or an array) and the partner's registered `scopes` both including `read`; `sub` names the user where the route serves one. Used only without `Authorization` (with both, the bearer token's owner is served); on any other route it is no credential. Each partner has its own rate-limit bucket.",
     },
   };
   return { headers, parameters, responses, securitySchemes };

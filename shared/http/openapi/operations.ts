@@ -4,7 +4,16 @@
  */
 import type { Endpoint, Group } from "../endpoint";
 import type { Builder } from "./schemas";
-import { paramRef, responseRef, text, type Json } from "./kit";
+import { paramRef, responseRef, text, UNAUTHORIZED_CODES, type Json } from "./kit";
+
+const PARTNER_401 = [
+  "PARTNER_ASSERTION_MALFORMED",
+  "PARTNER_UNKNOWN",
+  "PARTNER_ASSERTION_INVALID",
+  "PARTNER_ASSERTION_NO_EXP",
+  "PARTNER_ASSERTION_TTL",
+  "PARTNER_ASSERTION_AUDIENCE",
+];
 import { problemResponse, successResponse } from "./responses";
 
 export function operation(b: Builder, group: Group, e: Endpoint): Json {
@@ -29,7 +38,12 @@ export function operation(b: Builder, group: Group, e: Endpoint): Json {
 
   const responses: Json = {};
   for (const status of Object.keys(e.responses)) responses[status] = successResponse(b, e, Number(status));
-  if (!e.public) responses["401"] = responseRef("Unauthorized");
+  if (e.partner) {
+    // API.md §21.1: where an assertion is a credential, its refusals join the token's.
+    responses["401"] = problemResponse(401, [...UNAUTHORIZED_CODES, ...PARTNER_401], b.codes(group), config);
+    add(403, ["PARTNER_SUSPENDED", "PARTNER_SCOPE_DENIED", "PARTNER_TOKEN_SCOPE"]);
+    if (e.partner.subject) add(400, ["PARTNER_SUBJECT_REQUIRED"]);
+  } else if (!e.public) responses["401"] = responseRef("Unauthorized");
   const notes: Record<number, string | undefined> = {
     ...Object.fromEntries(Object.entries(e.notes ?? {}).map(([status, note]) => [status, text(note, config)])),
     413: `\`PAYLOAD_TOO_LARGE\`: the body is larger than ${config.limits.maxBodyBytes} bytes.`,
@@ -63,6 +77,6 @@ export function operation(b: Builder, group: Group, e: Endpoint): Json {
     };
   }
   // Public operations say so explicitly (`[]`); there is no document-level default.
-  result.security = e.public ? [] : [{ bearerAuth: [] }];
+  result.security = e.public ? [] : e.partner ? [{ bearerAuth: [] }, { partnerAssertion: [] }] : [{ bearerAuth: [] }];
   return result;
 }

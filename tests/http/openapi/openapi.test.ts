@@ -173,7 +173,8 @@ describe("GET /openapi.json", () => {
       expect(op!.security ?? []).toEqual([]);
       expect(op!.responses["401"]).toBeUndefined();
     } else {
-      expect(op!.security).toEqual([{ bearerAuth: [] }]);
+      // API.md §21.1: a partner assertion is the alternative where the route accepts one
+      expect(op!.security).toEqual(route.partner ? [{ bearerAuth: [] }, { partnerAssertion: [] }] : [{ bearerAuth: [] }]);
       expect(op!.responses["401"]).toBeDefined();
     }
   });
