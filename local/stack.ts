@@ -27,7 +27,7 @@ export async function startLocalStack(options: {
   /** Keep DynamoDB and chain state on disk (npm start); tests use throwaway directories either way. */
   persist?: boolean;
   devnet?: boolean;
-  /** Which chains, and whether tokens are planted (./devnet/settings.ts). Default: 31337 with tokens. */
+  /** Which chains, and whether well-known contracts (tokens, price feeds) are planted (./devnet/settings.ts). Default: 31337 with tokens. */
   chains?: LocalChainSettings;
   log?: (line: string) => void;
 }): Promise<LocalStack> {
@@ -126,6 +126,6 @@ function configuredChains(devnets: DevnetInfo[]) {
 }
 
 function pickInfo(d: DevnetInfo): DevnetInfo {
-  const { chainId, rpcUrl, bundlerUrl, entryPoint, factory, paymaster, controller, create2Deployer, tokens } = d;
-  return { chainId, rpcUrl, bundlerUrl, entryPoint, factory, paymaster, controller, create2Deployer, tokens };
+  const { chainId, rpcUrl, bundlerUrl, entryPoint, factory, paymaster, controller, create2Deployer, tokens, feeds } = d;
+  return { chainId, rpcUrl, bundlerUrl, entryPoint, factory, paymaster, controller, create2Deployer, tokens, feeds };
 }

@@ -96,7 +96,7 @@ async function main() {
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
 }
 
-/** The lines that name each local chain's endpoints, contracts and planted tokens. */
+/** The lines that name each local chain's endpoints, contracts and planted tokens and price feeds. */
 function describeChains(stack: LocalStack): string[] {
   return stack.devnets.flatMap((d) => [
     `  chain:       ${d.chainId}`,
@@ -107,6 +107,7 @@ function describeChains(stack: LocalStack): string[] {
     `    paymaster:   ${d.paymaster}`,
     `    controller:  ${d.controller}`,
     ...(d.tokens.length ? [`    tokens:      ${d.tokens.map((t) => `${t.symbol} ${t.address}`).join(", ")}`] : []),
+    ...(d.feeds.length ? [`    feeds:       ${d.feeds.map((f) => `${f.description} ${f.address}`).join(", ")}`] : []),
   ]);
 }
 

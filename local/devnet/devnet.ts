@@ -1,6 +1,7 @@
 /**
  * Local ERC-4337 devnet: anvil (chain 31337 unless `chainId` says otherwise) + EntryPoint v0.7 +
- * ControlledAccountFactory + VerifyingPaymaster + Alto bundler (+ the chain id's well-known tokens, ./tokens.ts),
+ * ControlledAccountFactory + VerifyingPaymaster + Alto bundler (+ the chain id's well-known contracts: tokens,
+ * ./tokens.ts, and price feeds, ./feeds.ts),
  * all on free loopback ports and listening on 127.0.0.1 only. Several devnets (one per chain id) run side by side.
  *
  *   const devnet = await startDevnet({ controllerPrivateKey, chainId: 11155111 });
@@ -24,6 +25,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { CREATE2_DEPLOYER } from "../../shared/chain/solidity/artifacts";
 import { ANVIL_KEYS, DEVNET_CHAIN_ID, deployContracts, fundAccounts } from "./deploy";
 import { plantTokens, type PlantedToken } from "./tokens";
+import { plantFeeds, type PlantedFeed } from "./feeds";
 import {
   altoScript,
   anvilBinary,
@@ -50,6 +52,8 @@ export interface DevnetInfo {
   create2Deployer: Address;
   /** The well-known tokens planted at their public addresses (empty when planting is off). */
   tokens: PlantedToken[];
+  /** The well-known price feeds planted at their public addresses (empty when planting is off). */
+  feeds: PlantedFeed[];
 }
 
 export interface Devnet extends DevnetInfo {
@@ -67,7 +71,7 @@ export interface StartDevnetOptions {
   paymasterSignerPrivateKey?: Hex;
   /** Interval mining period in seconds (transactions are also mined immediately). Default 2. */
   blockTimeSeconds?: number;
-  /** Plant the chain id's well-known tokens (./tokens.ts). Default true. */
+  /** Plant the chain id's well-known contracts: tokens (./tokens.ts) and price feeds (./feeds.ts). Default true. */
   tokens?: boolean;
   /** Receives anvil/alto/devnet log lines (prefixed). Quiet when omitted. */
   log?: (line: string) => void;
@@ -99,9 +103,10 @@ export async function startDevnet(opts: StartDevnetOptions): Promise<Devnet> {
     const publicClient = createPublicClient({ chain, transport: http(rpcUrl), pollingInterval: 50 });
     const deployer = privateKeyToAccount(ANVIL_KEYS.deployer);
     const wallet = createWalletClient({ chain, transport: http(rpcUrl), account: deployer });
-    const [addresses, tokens] = await Promise.all([
+    const [addresses, tokens, feeds] = await Promise.all([
       deployContracts(publicClient, wallet, { controller, paymasterSigner, note }),
       opts.tokens === false ? [] : plantTokens(publicClient, chainId),
+      opts.tokens === false ? [] : plantFeeds(publicClient, chainId),
     ]);
     await fundAccounts(publicClient, wallet, controller, note);
     note(`contracts ready (${Date.now() - started} ms)`);
@@ -119,6 +124,7 @@ export async function startDevnet(opts: StartDevnetOptions): Promise<Devnet> {
       controller,
       create2Deployer: CREATE2_DEPLOYER,
       tokens,
+      feeds,
       stop: () => (stopped ??= stopAll()),
     };
   } catch (e) {

@@ -1,7 +1,8 @@
 /**
  * The local runtime's chain settings (API.md §21.4), read by `npm start` before anything starts:
  * `LOCAL_CHAIN_IDS` (comma-separated chain ids, default `31337`: one devnet per id, the first is the default
- * chain) and `LOCAL_TOKENS` (default on; `0`/`false` off: plant each chain id's well-known tokens).
+ * chain) and `LOCAL_TOKENS` (default on; `0`/`false` off: plant each chain id's well-known contracts, tokens and
+ * price feeds).
  */
 import * as v from "valibot";
 
@@ -34,7 +35,7 @@ const Settings = v.object({ LOCAL_CHAIN_IDS: ChainIds, LOCAL_TOKENS: Switch });
 export interface LocalChainSettings {
   /** One devnet per id, in this order; the first is the default chain and devnet.json's top level. */
   chainIds: number[];
-  /** Plant each chain id's well-known tokens at their public addresses (./tokens.ts). */
+  /** Plant each chain id's well-known contracts at their public addresses: tokens (./tokens.ts), price feeds (./feeds.ts). */
   tokens: boolean;
 }
 

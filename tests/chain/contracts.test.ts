@@ -47,6 +47,7 @@ describe("contracts", () => {
       "ERC1967Proxy",
       "LocalToken",
       "LocalWrappedEther",
+      "LocalPriceFeed",
     ]);
   }, 120_000);
 

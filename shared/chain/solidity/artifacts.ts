@@ -27,6 +27,8 @@ export const artifacts = artifactsJson as {
   /** The local devnets' stand-ins for public tokens (local/devnet/tokens.ts). */
   LocalToken: ContractArtifact;
   LocalWrappedEther: ContractArtifact;
+  /** The local devnets' stand-in for public Chainlink price feeds (local/devnet/feeds.ts). */
+  LocalPriceFeed: ContractArtifact;
 };
 
 /** Arachnid's deterministic CREATE2 deployer (predeployed by anvil, present on most chains). */

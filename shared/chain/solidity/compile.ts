@@ -1,6 +1,6 @@
 /**
- * Compiles ControlledAccount + ControlledAccountFactory (and the devnet's LocalToken) with solc-js 0.8.28 and writes
- * shared/chain/solidity/artifacts.json (committed, so runtime and CI need no compiler).
+ * Compiles ControlledAccount + ControlledAccountFactory (and the devnet's LocalToken and LocalPriceFeed) with
+ * solc-js 0.8.28 and writes shared/chain/solidity/artifacts.json (committed, so runtime and CI need no compiler).
  *
  *   npx tsx shared/chain/solidity/compile.ts        (also: npm run contracts:build)
  *
@@ -24,6 +24,7 @@ const OUTPUTS = [
   ["ERC1967Proxy", "@openzeppelin/contracts/proxy/ERC1967/ERC1967Proxy.sol", "ERC1967Proxy"],
   ["LocalToken", "LocalToken.sol", "LocalToken"],
   ["LocalWrappedEther", "LocalToken.sol", "LocalWrappedEther"],
+  ["LocalPriceFeed", "LocalPriceFeed.sol", "LocalPriceFeed"],
 ] as const;
 
 export type ArtifactName = (typeof OUTPUTS)[number][0];
@@ -61,7 +62,7 @@ export async function compile(): Promise<CompiledArtifacts> {
     throw new Error(`expected solc ${SOLC_VERSION}, found ${solc.version()}`);
   }
   const sources: Record<string, { content: string }> = {};
-  for (const name of ["ControlledAccount.sol", "ControlledAccountFactory.sol", "LocalToken.sol"]) {
+  for (const name of ["ControlledAccount.sol", "ControlledAccountFactory.sol", "LocalToken.sol", "LocalPriceFeed.sol"]) {
     sources[name] = { content: readFileSync(join(here, name), "utf8") };
   }
   const input = {
