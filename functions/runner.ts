@@ -8,13 +8,14 @@ import type { EventBridgeEvent } from "aws-lambda";
 import { invocation, wireAws } from "../shared/service/wire-aws";
 import { awsScheduler } from "../shared/service/wire-aws-scheduler";
 import { runnerBus } from "../shared/service/wire-aws-runner";
+import { awsSandbox } from "../shared/service/wire-aws-sandbox";
 import { fromEventBridge } from "../shared/execution/bus/eventbridge";
 import { resumeExecution, runExecution } from "../shared/execution/runner";
 import { log } from "../shared/log";
 
 // This function is the bus's consumer: what it publishes itself runs in this instance (runnerBus). A workflow
-// that completes has its schedules removed.
-wireAws(runnerBus, awsScheduler);
+// that completes has its schedules removed. Scripts run in the sandbox function (awsSandbox).
+wireAws(runnerBus, awsScheduler, awsSandbox);
 
 export const handler = invocation(async (event: EventBridgeEvent<string, unknown>) => {
   const request = fromEventBridge(event);

@@ -30,6 +30,7 @@ import { isMainThread, Worker, workerData, type WorkerOptions } from "node:worke
 import type { Answer, Evaluation, SandboxErrorCode } from "./quickjs";
 import { SANDBOX_WORKER_ROLE, type Job, type Reply } from "./worker";
 import { FairQueue } from "./fair-queue";
+import { cutOffMessage } from "./cut-off";
 import { installedSandbox, type Outcome, type Sandbox } from "./port";
 
 export interface PoolOptions {
@@ -92,12 +93,6 @@ interface Slot {
 
 const now = performance.now.bind(performance);
 const failure = (errorCode: SandboxErrorCode, error: string): Answer => ({ ok: false, errorCode, error, log: "" });
-
-/** The message of a caller's cut-off (the signal's reason). */
-export function cutOffMessage(signal: AbortSignal): string {
-  const reason: unknown = signal.reason;
-  return reason instanceof Error ? reason.message : typeof reason === "string" ? reason : "evaluation cancelled";
-}
 
 export class SandboxPool implements Sandbox {
   private readonly slots: Slot[] = [];
