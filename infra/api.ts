@@ -8,6 +8,7 @@ import { keyEnvironment, keyPermissions } from "./kms";
 import { authAllowedUrisValue, chains, jwtPublicKey, jwtSigningKey, routerSecret } from "./secrets";
 import { bus } from "./bus";
 import { schedulerEnvironment, schedulerPermissions } from "./scheduler";
+import { sandboxEnvironment, sandboxInvoke } from "./sandbox";
 
 type Permission = { actions: string[]; resources: $util.Input<string>[] };
 
@@ -70,8 +71,9 @@ export const wallets = group("Wallets", {
 export const workflows = group("Workflows", {
   handler: "functions/workflows.handler",
   link: [chains, bus],
-  environment: { ...verify, ...schedulerEnvironment },
-  permissions: [keyPermissions.open, keyPermissions.sign, ...schedulerPermissions.manage],
+  environment: { ...verify, ...schedulerEnvironment, ...sandboxEnvironment },
+  // Scripts run in the sandbox function (infra/sandbox.ts).
+  permissions: [keyPermissions.open, keyPermissions.sign, ...schedulerPermissions.manage, sandboxInvoke],
 });
 
 /**

@@ -7,6 +7,7 @@ import { keyEnvironment, keyPermissions } from "./kms";
 import { chains } from "./secrets";
 import { bus } from "./bus";
 import { schedulerEnvironment, schedulerPermissions } from "./scheduler";
+import { sandboxEnvironment, sandboxInvoke } from "./sandbox";
 
 export const runnerDeadLetters = new sst.aws.Queue("RunnerDeadLetters", {
   transform: { queue: { messageRetentionSeconds: 14 * 24 * 3600 } },
@@ -42,8 +43,9 @@ export const runner = bus.subscribe(
     link: [table, chains],
     // Runs decrypt secrets and sign; a run that waits seals its state under a fresh data key and opens it again
     // when it resumes (API.md §17.1); a run that completes its workflow (error limit) removes its schedules.
-    environment: { ...keyEnvironment, ...schedulerEnvironment },
+    environment: { ...keyEnvironment, ...schedulerEnvironment, ...sandboxEnvironment },
     permissions: [
+      sandboxInvoke, // scripts run in the sandbox function (infra/sandbox.ts)
       keyPermissions.open,
       keyPermissions.seal,
       keyPermissions.sign,
