@@ -47,6 +47,7 @@ const IMPORT_ENV = {
   SST_RESOURCE_Table: JSON.stringify({ name: "bench" }),
   SST_RESOURCE_JwtSigningKey: JSON.stringify({ value: "unused at import" }),
   SST_RESOURCE_Bus: JSON.stringify({ name: "bench" }),
+  SANDBOX_FUNCTION: "bench",
   NODE_NO_WARNINGS: "1",
 };
 
