@@ -50,20 +50,29 @@ const invoke = async (event: unknown) => (await sandbox.invoke<Reply>(event)).re
 
 describe("the sandbox function", () => {
   it("evaluates a one-liner, warm, in a few ms (the added latency per evaluation, printed)", async () => {
-    const times: number[] = [];
+    const p50 = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1]!;
+    const p90 = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length * 0.9)]!;
+    const round: number[] = [];
+    const inside: number[] = [];
+    const harness: number[] = [];
     for (let i = 0; i < 200; i++) {
       const started = performance.now();
       const reply = await invoke(expression(`${i} + 1`));
-      times.push(performance.now() - started);
+      round.push(performance.now() - started);
+      inside.push(reply.elapsedMs);
       expect(reply.answer).toEqual({ ok: true, raw: String(i + 1), log: "" });
     }
-    times.sort((a, b) => a - b);
-    const p50 = times[100]!;
-    const p90 = times[180]!;
+    // The harness's own round trip (thaw, IPC, freeze): an event the function refuses before any evaluation.
+    for (let i = 0; i < 200; i++) {
+      const started = performance.now();
+      await invoke({});
+      harness.push(performance.now() - started);
+    }
     console.log(
-      `sandbox function: cold first invocation ${coldMs.toFixed(1)} ms; warm one-liner p50 ${p50.toFixed(2)} ms, p90 ${p90.toFixed(2)} ms`,
+      `sandbox function: cold first invocation ${coldMs.toFixed(0)} ms; warm one-liner p50 ${p50(round).toFixed(2)} ms ` +
+        `(p90 ${p90(round).toFixed(2)}), of which evaluating ${p50(inside).toFixed(2)} ms and the harness's round trip ${p50(harness).toFixed(2)} ms`,
     );
-    expect(p50).toBeLessThan(10);
+    expect(p50(round)).toBeLessThan(10);
   }, 60_000);
 
   it("enforces the time limit itself, and the next evaluation runs in a fresh instance", async () => {
