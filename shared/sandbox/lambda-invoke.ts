@@ -7,7 +7,7 @@
  */
 import { createHash, createHmac } from "node:crypto";
 
-export interface Credentials {
+interface Credentials {
   accessKeyId: string;
   secretAccessKey: string;
   sessionToken?: string;

@@ -30,7 +30,7 @@ export interface RemoteOptions {
   graceMs: number;
 }
 
-export function defaultRemoteOptions(env: Record<string, string | undefined> = process.env): RemoteOptions {
+function defaultRemoteOptions(env: Record<string, string | undefined> = process.env): RemoteOptions {
   const concurrency = Number(env.SANDBOX_CONCURRENCY) || 8;
   return {
     concurrency,
