@@ -28,6 +28,7 @@ export const BASELINES: Record<string, { file: string; holds: string }[]> = {
   runner: [{ file: "bench/baselines/runner.ts", holds: "DynamoDB+KMS+Scheduler+viem clients+croner+QuickJS" }],
   schedule: [{ file: "bench/baselines/schedule.ts", holds: "DynamoDB+EventBridge+Scheduler+croner" }],
   watcher: [{ file: "bench/baselines/watcher.ts", holds: "DynamoDB+EventBridge+Scheduler+viem public client" }],
+  sandbox: [{ file: "bench/baselines/sandbox.ts", holds: "QuickJS, plain handler" }],
   sweeper: [
     { file: "bench/baselines/sweeper.ts", holds: "lib-dynamodb, plain handler" },
     { file: "bench/baselines/sweeper-bundler.ts", holds: "lib-dynamodb+viem bundler client" },
@@ -46,6 +47,7 @@ const IMPORT_ENV = {
   SST_RESOURCE_Table: JSON.stringify({ name: "bench" }),
   SST_RESOURCE_JwtSigningKey: JSON.stringify({ value: "unused at import" }),
   SST_RESOURCE_Bus: JSON.stringify({ name: "bench" }),
+  SANDBOX_FUNCTION: "bench",
   NODE_NO_WARNINGS: "1",
 };
 

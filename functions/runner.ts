@@ -9,11 +9,12 @@ import { invocation, wireAws } from "../shared/service/wire-aws";
 import { awsScheduler } from "../shared/service/wire-aws-scheduler";
 import { runnerBus } from "../shared/service/wire-aws-runner";
 import { handleSqsBatch } from "../shared/execution/bus/sqs";
+import { awsSandbox } from "../shared/service/wire-aws-sandbox";
 import { resumeExecution, runExecution } from "../shared/execution/runner";
 
 // This function is the queue's consumer: what it publishes itself runs in this instance (runnerBus). A workflow
-// that completes has its schedules removed.
-wireAws(runnerBus, awsScheduler);
+// that completes has its schedules removed. Scripts run in the sandbox function (awsSandbox).
+wireAws(runnerBus, awsScheduler, awsSandbox);
 
 export const handler = invocation((event: SQSEvent): Promise<SQSBatchResponse> =>
   handleSqsBatch(event.Records, async (request) => {

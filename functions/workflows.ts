@@ -5,6 +5,7 @@
 import { handle } from "hono/aws-lambda";
 import { awsBus, wireAws } from "../shared/service/wire-aws";
 import { awsScheduler } from "../shared/service/wire-aws-scheduler";
+import { awsSandbox } from "../shared/service/wire-aws-sandbox";
 import { createApp } from "../shared/http/app";
 import { behindRouter } from "./viewer";
 import { workflowRoutes } from "../shared/workflow/routes";
@@ -13,7 +14,7 @@ import { runRoutes } from "../shared/execution/run-routes";
 import { triggerRunRoutes } from "../shared/watch/trigger-run-routes";
 
 // Asynchronous triggers go to the runner function through the app's bus; create, pause, resume and cancel keep
-// time triggers' schedules.
-wireAws(awsBus, awsScheduler);
+// time triggers' schedules. Scripts of blocking triggers, simulations and nodes:run run in the sandbox function.
+wireAws(awsBus, awsScheduler, awsSandbox);
 
 export const handler = handle(behindRouter(createApp([...workflowRoutes, ...workflowExecutionRoutes, ...runRoutes, ...triggerRunRoutes])));

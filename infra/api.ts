@@ -10,6 +10,7 @@ import { bus } from "./bus";
 import { schedulerEnvironment, schedulerPermissions } from "./scheduler";
 import { production } from "./stage";
 import { partnerEnvironment } from "./partners";
+import { sandboxEnvironment, sandboxInvoke } from "./sandbox";
 
 type Permission = { actions: string[]; resources: $util.Input<string>[] };
 
@@ -80,8 +81,9 @@ export const wallets = group("Wallets", {
 export const workflows = group("Workflows", {
   handler: "functions/workflows.handler",
   link: [chains, bus],
-  environment: { ...verify, ...schedulerEnvironment },
-  permissions: [keyPermissions.open, ...schedulerPermissions.manage],
+  environment: { ...verify, ...schedulerEnvironment, ...sandboxEnvironment },
+  // Scripts run in the sandbox function (infra/sandbox.ts).
+  permissions: [keyPermissions.open, ...schedulerPermissions.manage, sandboxInvoke],
 });
 
 /**

@@ -10,6 +10,7 @@ import { chains } from "./secrets";
 import { bus } from "./bus";
 import { schedulerEnvironment, schedulerPermissions } from "./scheduler";
 import { production } from "./stage";
+import { sandboxEnvironment, sandboxInvoke } from "./sandbox";
 
 export const runnerDeadLetters = new sst.aws.Queue("RunnerDeadLetters", {
   transform: { queue: { messageRetentionSeconds: 14 * 24 * 3600 } },
@@ -51,8 +52,9 @@ export const runner = new sst.aws.Function("Runner", {
   link: [table, chains],
   // Runs decrypt secrets and sign; a run that waits seals its state under a fresh data key and opens it again
   // when it resumes (API.md §17.1); a run that completes its workflow (error limit) removes its schedules.
-  environment: { ...keyEnvironment, ...schedulerEnvironment },
+  environment: { ...keyEnvironment, ...schedulerEnvironment, ...sandboxEnvironment },
   permissions: [
+    sandboxInvoke, // scripts run in the sandbox function (infra/sandbox.ts)
     keyPermissions.open,
     keyPermissions.seal,
     keyPermissions.sign,

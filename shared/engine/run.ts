@@ -35,7 +35,7 @@ import { TemplateUnresolvedError, renderConfig, renderString, resolvePath, whole
 import { createRedactor } from "../secret/redact";
 import type { HeldState } from "./budget";
 import { stringify } from "../json-text";
-import { cutOffMessage } from "../sandbox/pool";
+import { cutOffMessage } from "../sandbox/cut-off";
 import { limitLog, recordedOutput } from "./step";
 import { definitionSecretNames, runVariables, stepVariables } from "./variables";
 import { kinds as defaultKinds } from "../kinds/kinds";

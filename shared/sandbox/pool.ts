@@ -13,6 +13,9 @@
  * - Idle workers are unref'd, so the pool never keeps a process (or a Lambda invocation) alive by itself;
  *   a busy one is ref'd until it answers, so an awaited evaluation is never abandoned by an empty event loop.
  *
+ * Workers start with an empty environment. On AWS the functions that run scripts do not use this pool: they
+ * invoke the sandbox function (./remote.ts); locally (`npm start`, tests) this pool is the sandbox port.
+ *
  * Workers load ./worker.ts: in a bundle, the bundle itself is the worker's script (./worker.ts is part of it,
  * and starts only on a sandbox worker thread); from source (tsx, vitest), a bundle of ./worker.ts made once per
  * process with esbuild.
@@ -23,9 +26,12 @@ import { availableParallelism, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
-import { isMainThread, Worker, workerData } from "node:worker_threads";
+import { isMainThread, Worker, workerData, type WorkerOptions } from "node:worker_threads";
 import type { Answer, Evaluation, SandboxErrorCode } from "./quickjs";
 import { SANDBOX_WORKER_ROLE, type Job, type Reply } from "./worker";
+import { FairQueue } from "./fair-queue";
+import { cutOffMessage } from "./cut-off";
+import { installedSandbox, type Outcome, type Sandbox } from "./port";
 
 export interface PoolOptions {
   /** Worker threads, each running one evaluation at a time. */
@@ -39,12 +45,6 @@ export interface PoolOptions {
   graceMs: number;
   /** V8 heap of each worker (its own objects, the variables' JSON text), in MiB. */
   heapMib: number;
-}
-
-export interface Outcome {
-  answer: Answer;
-  /** Running time of the evaluation (not time queued), in ms. */
-  elapsedMs: number;
 }
 
 /** The sizing used when the host sets none: see docs/isolation.md ("The sandbox pool"). */
@@ -94,25 +94,16 @@ interface Slot {
 const now = performance.now.bind(performance);
 const failure = (errorCode: SandboxErrorCode, error: string): Answer => ({ ok: false, errorCode, error, log: "" });
 
-/** The message of a caller's cut-off (the signal's reason). */
-export function cutOffMessage(signal: AbortSignal): string {
-  const reason: unknown = signal.reason;
-  return reason instanceof Error ? reason.message : typeof reason === "string" ? reason : "evaluation cancelled";
-}
-
-export class SandboxPool {
+export class SandboxPool implements Sandbox {
   private readonly slots: Slot[] = [];
-  /** Queued evaluations by owner. */
-  private readonly queues = new Map<string, Pending[]>();
-  private readonly running = new Map<string, number>();
-  /** When each owner with work queued or running was last served (a turn counter). */
-  private readonly lastServed = new Map<string, number>();
-  private turn = 0;
+  /** Queued evaluations, served in turn across owners. */
+  private readonly fair: FairQueue<Pending>;
   private nextId = 1;
   private failedStarts = 0;
   private closed = false;
 
   constructor(readonly options: PoolOptions) {
+    this.fair = new FairQueue(options.perOwner);
     for (let i = 0; i < options.workers; i++) this.slots.push(this.spawn());
   }
 
@@ -127,18 +118,14 @@ export class SandboxPool {
         job.onAbort = () => this.cutOff(job);
         signal.addEventListener("abort", job.onAbort, { once: true });
       }
-      const queue = this.queues.get(owner);
-      if (queue) queue.push(job);
-      else this.queues.set(owner, [job]);
+      this.fair.push(job);
       this.dispatch();
     });
   }
 
   /** Evaluations queued and running, by owner (for tests and the bench). */
   stats(): { workers: number; busy: number; queued: number } {
-    let queued = 0;
-    for (const q of this.queues.values()) queued += q.length;
-    return { workers: this.slots.length, busy: this.slots.filter((s) => s.job).length, queued };
+    return { workers: this.slots.length, busy: this.slots.filter((s) => s.job).length, queued: this.fair.queued };
   }
 
   /** Resolves once every worker has loaded (a host may wait for it before serving; evaluations queue meanwhile). */
@@ -149,7 +136,7 @@ export class SandboxPool {
 
   /** Evaluations `owner` is running now (at most `perOwner`). */
   runningFor(owner: string): number {
-    return this.running.get(owner) ?? 0;
+    return this.fair.runningFor(owner);
   }
 
   /** Tests only: the workers running an evaluation of `owner` (a test terminates one to show the pool recovers). */
@@ -159,9 +146,7 @@ export class SandboxPool {
 
   async close(): Promise<void> {
     this.closed = true;
-    for (const queue of this.queues.values())
-      for (const job of queue) this.settle(job, failure("SANDBOX_ERROR", "the sandbox is shut down"), 0);
-    this.queues.clear();
+    for (const job of this.fair.drain()) this.settle(job, failure("SANDBOX_ERROR", "the sandbox is shut down"), 0);
     await Promise.all(
       this.slots.map((slot) => {
         if (slot.job) this.settle(slot.job, failure("SANDBOX_ERROR", "the sandbox is shut down"), now() - slot.startedAt);
@@ -175,36 +160,17 @@ export class SandboxPool {
     for (const warmOnly of [true, false]) {
       for (const slot of this.slots) {
         if (!slot.ready || slot.job || (warmOnly && !slot.warm)) continue;
-        const job = this.take();
+        const job = this.fair.take();
         if (!job) return;
         this.start(slot, job);
       }
     }
   }
 
-  /**
-   * The next evaluation in turn: of the owners with queued work and a free share, the one served least
-   * recently (an owner not served since it was last idle comes first); its oldest evaluation.
-   */
-  private take(): Pending | undefined {
-    let chosen: string | undefined;
-    for (const [owner, queue] of this.queues) {
-      if (!queue.length || (this.running.get(owner) ?? 0) >= this.options.perOwner) continue;
-      if (chosen === undefined || (this.lastServed.get(owner) ?? -1) < (this.lastServed.get(chosen) ?? -1)) chosen = owner;
-    }
-    if (chosen === undefined) return undefined;
-    const queue = this.queues.get(chosen)!;
-    const job = queue.shift()!;
-    if (!queue.length) this.queues.delete(chosen);
-    this.lastServed.set(chosen, this.turn++);
-    return job;
-  }
-
   private start(slot: Slot, job: Pending): void {
     slot.job = job;
     slot.warm = false;
     slot.startedAt = now();
-    this.running.set(job.owner, (this.running.get(job.owner) ?? 0) + 1);
     slot.worker.ref();
     slot.timer = setTimeout(() => this.expire(slot), job.evaluation.limits.timeLimitMs + this.options.graceMs);
     slot.worker.postMessage({ id: job.id, evaluation: job.evaluation } satisfies Job);
@@ -216,10 +182,7 @@ export class SandboxPool {
     if (!job) return undefined;
     slot.job = undefined;
     clearTimeout(slot.timer);
-    const count = (this.running.get(job.owner) ?? 1) - 1;
-    if (count > 0) this.running.set(job.owner, count);
-    else this.running.delete(job.owner);
-    if (count <= 0 && !this.queues.has(job.owner)) this.lastServed.delete(job.owner); // idle: forgotten
+    this.fair.finish(job.owner);
     slot.worker.unref();
     return job;
   }
@@ -251,15 +214,7 @@ export class SandboxPool {
 
   private cutOff(job: Pending): void {
     const message = cutOffMessage(job.signal!);
-    const queue = this.queues.get(job.owner);
-    const at = queue?.indexOf(job) ?? -1;
-    if (queue && at >= 0) {
-      queue.splice(at, 1);
-      if (!queue.length) this.queues.delete(job.owner);
-      if (!queue.length && !this.running.has(job.owner)) this.lastServed.delete(job.owner);
-      this.settle(job, failure("SANDBOX_TIMEOUT", message), 0);
-      return;
-    }
+    if (this.fair.remove(job)) return this.settle(job, failure("SANDBOX_TIMEOUT", message), 0);
     const slot = this.slots.find((s) => s.job === job);
     if (slot) this.replace(slot, failure("SANDBOX_TIMEOUT", message), now() - slot.startedAt);
   }
@@ -302,25 +257,30 @@ export class SandboxPool {
     if (slot.ready) return this.replace(slot, answer, now() - slot.startedAt);
     // A worker that could not even start: after as many failures as workers (a broken install), fail what
     // waits; and start the next one a second later instead of spinning on restarts.
-    if (++this.failedStarts >= this.options.workers) {
-      for (const queue of this.queues.values())
-        for (const job of queue) this.settle(job, failure("SANDBOX_ERROR", "the sandbox could not start"), 0);
-      this.queues.clear();
-    }
+    if (++this.failedStarts >= this.options.workers)
+      for (const job of this.fair.drain()) this.settle(job, failure("SANDBOX_ERROR", "the sandbox could not start"), 0);
     setTimeout(() => {
       if (this.slots.includes(slot) && !this.closed) this.replace(slot, answer, 0);
     }, 1_000).unref();
   }
 }
 
-function startWorker(options: PoolOptions): Worker {
-  const here = import.meta.url;
+/**
+ * What a sandbox worker is started with. Its environment is empty (not a copy of the process's): no script
+ * that escaped QuickJS finds the host's credentials or settings in `process.env` of its thread.
+ */
+export function workerOptions(options: PoolOptions): WorkerOptions {
   const workerData = { role: SANDBOX_WORKER_ROLE, memoryLimitMib: options.memoryLimitMib, logLimitBytes: options.logLimitBytes };
   const resourceLimits = { maxOldGenerationSizeMb: options.heapMib, maxYoungGenerationSizeMb: 32 };
-  // In a bundle (a Lambda), the bundle itself is the worker's script; from source (npm start, tests), the
-  // worker's own modules bundled once per process: a TypeScript loader in every worker would cost ~120 MiB each.
+  return { workerData, resourceLimits, env: {} };
+}
+
+function startWorker(options: PoolOptions): Worker {
+  const here = import.meta.url;
+  // In a bundle, the bundle itself is the worker's script; from source (npm start, tests), the worker's own
+  // modules bundled once per process: a TypeScript loader in every worker would cost ~120 MiB each.
   const script = here.endsWith(".ts") ? workerBundle(here) : new URL(here);
-  return new Worker(script, { workerData, resourceLimits });
+  return new Worker(script, workerOptions(options));
 }
 
 let bundled: string | undefined;
@@ -362,4 +322,17 @@ export function sandboxPool(): SandboxPool {
   if (isSandboxWorker()) throw new Error("the sandbox pool cannot be used inside a sandbox worker");
   shared ??= new SandboxPool(defaultPoolOptions());
   return shared;
+}
+
+/**
+ * The sandbox evaluations go to: the one the host's wiring installed, else (tools and tests without a host)
+ * this process's pool. A Lambda function never falls back to its own workers: they would run scripts next to
+ * its credentials, so one that names no sandbox port fails instead.
+ */
+export function currentSandbox(): Sandbox {
+  const sandbox = installedSandbox();
+  if (sandbox) return sandbox;
+  if (process.env.AWS_LAMBDA_FUNCTION_NAME)
+    throw new Error("no sandbox installed: a Lambda function evaluates through the sandbox function (awsSandbox)");
+  return sandboxPool();
 }

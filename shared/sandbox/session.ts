@@ -15,7 +15,8 @@
  * text and are decoded here.
  */
 import { type Answer, type Evaluation, type EvaluationLimits, type Json, type SandboxErrorCode } from "./quickjs";
-import { sandboxPool, type SandboxPool } from "./pool";
+import { currentSandbox } from "./pool";
+import type { Sandbox } from "./port";
 import { JsonText, stringify } from "../json-text";
 
 export interface SandboxLimits {
@@ -64,7 +65,7 @@ export interface SessionOptions {
   budgetMs?: number;
   /** Cuts every evaluation off, queued or running (SANDBOX_TIMEOUT, the signal's reason as the error). */
   signal?: AbortSignal;
-  pool?: SandboxPool;
+  pool?: Sandbox;
   /** Time the execution's earlier passes used (a run resumed after a wait): counted against `budgetMs`. */
   spentMs?: number;
 }
@@ -150,7 +151,7 @@ export class SandboxSession {
       ...(input.engineMemoryLimit === false ? { engineMemoryLimit: false as const } : {}),
     };
     const evaluation = { ...operation, limits, globalsJson: toJson(input.globals ?? {}) } as Evaluation;
-    const { answer, elapsedMs } = await (this.options.pool ?? sandboxPool()).evaluate(this.owner, evaluation, signal);
+    const { answer, elapsedMs } = await (this.options.pool ?? currentSandbox()).evaluate(this.owner, evaluation, signal);
     this.used += elapsedMs;
     return this.decode(answer, decode, byBudget && !signal?.aborted ? budgetMs : undefined);
   }

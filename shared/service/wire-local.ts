@@ -9,13 +9,17 @@ import { withRunner } from "../execution/runner";
 import { setScheduler } from "../workflow/scheduler/install";
 import { createLocalScheduler, type LocalScheduler } from "../workflow/scheduler/local";
 import { fireTimeTrigger } from "../execution/time-fire";
+import { setSandbox } from "../sandbox/port";
+import { sandboxPool } from "../sandbox/pool";
 
 /**
  * Installs the in-process bus with the runner subscribed (AWS: EventBridge → the runner function) and the local
- * scheduler, whose due fires live in the table and run once the host calls `scheduler.start()`.
+ * scheduler, whose due fires live in the table and run once the host calls `scheduler.start()`; and this process's
+ * sandbox pool (AWS: the sandbox function), started on first use.
  */
 export function wireLocal(): { bus: InProcessBus; scheduler: LocalScheduler } {
   const bus = setBus(withRunner(createInProcessBus()));
   const scheduler = setScheduler(createLocalScheduler(fireTimeTrigger));
+  setSandbox({ evaluate: (owner, evaluation, signal) => sandboxPool().evaluate(owner, evaluation, signal) });
   return { bus, scheduler };
 }

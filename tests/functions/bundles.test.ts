@@ -66,6 +66,20 @@ const DENY: Record<string, string[]> = {
   sweeper: [...NEVER, ...SIGNING, ...KEYS, ...SANDBOX, "hono", "@valibot/to-json-schema"],
   // The chain watcher: claims fires and reads chains; no HTTP app, no tokens.
   watcher: [...NEVER, ...SIGNING, ...KEYS, ...SANDBOX, "hono", "@valibot/to-json-schema"],
+  // The sandbox function: QuickJS and valibot only (tests/infra/sandbox.test.ts checks its own modules too).
+  sandbox: [
+    ...NEVER,
+    ...CHAIN,
+    ...SIGNING,
+    ...KEYS,
+    ...ADDRESSES,
+    "hono",
+    "sst",
+    "croner",
+    "@valibot/to-json-schema",
+    "@aws-sdk/*",
+    "@smithy/*",
+  ],
   // The EventBridge Scheduler target (time fires): claim and hand-over, no HTTP app, no tokens.
   schedule: [...NEVER, ...CHAIN, ...SIGNING, ...KEYS, ...SANDBOX, "hono", "@valibot/to-json-schema"],
 };

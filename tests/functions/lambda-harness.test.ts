@@ -14,6 +14,7 @@ import { stackEnv, useTestRuntime } from "../support/runtime";
 import { signIn, type SignedIn } from "../support/auth";
 import { LambdaHost, eventBridgeEvent, httpEvent, sqsEvent } from "../support/lambda-host";
 import { startEventBridgeStub, type EventBridgeStub } from "../support/eventbridge-stub";
+import { startLambdaInvokeStub, type LambdaInvokeStub } from "../support/lambda-invoke-stub";
 import { createServiceApp } from "../../shared/service/app";
 import { Keys } from "../../shared/store/item-keys";
 import { useRuntime } from "../../shared/current-runtime";
@@ -23,6 +24,8 @@ let workflows: LambdaHost;
 let runner: LambdaHost;
 let stream: LambdaHost;
 let bridge: EventBridgeStub;
+/** The sandbox function, which the workflows and runner functions invoke for every script (infra/sandbox.ts). */
+let sandbox: LambdaInvokeStub;
 let alice: SignedIn & { wallet: string };
 let mainTable: string;
 const app = createServiceApp();
@@ -38,6 +41,8 @@ async function hostEnv(tableName: string): Promise<Record<string, string>> {
     SST_RESOURCE_JwtSigningKey: JSON.stringify({ value: env.JWT_SIGNING_KEY }),
     SST_RESOURCE_Bus: JSON.stringify({ name: "app-bus" }),
     AWS_ENDPOINT_URL_EVENTBRIDGE: bridge.url,
+    SANDBOX_FUNCTION: "sandbox",
+    AWS_ENDPOINT_URL_LAMBDA: sandbox.url,
     AWS_REGION: "us-east-1",
     AWS_ACCESS_KEY_ID: "AKIDHARNESS",
     AWS_SECRET_ACCESS_KEY: "harness-secret",
@@ -47,6 +52,11 @@ async function hostEnv(tableName: string): Promise<Record<string, string>> {
 beforeAll(async () => {
   const tableName = (mainTable = `harness-${randomUUID()}`);
   await useTestRuntime({ TABLE_NAME: tableName, MIN_BLOCK_INTERVAL_S: "0" });
+  sandbox = await startLambdaInvokeStub("sandbox", {
+    AWS_REGION: "us-east-1",
+    AWS_ACCESS_KEY_ID: "AKIDSANDBOX",
+    AWS_SECRET_ACCESS_KEY: "sandbox",
+  });
   bridge = await startEventBridgeStub(async (entry) => {
     // The bus rule puts the event in the runner queue; its event source mapping hands it to the runner.
     await runner.invoke(sqsEvent([{ body: JSON.stringify(eventBridgeEvent(entry)) }]), { timeoutMs: 60_000 });
@@ -73,6 +83,7 @@ async function withWallet(who: SignedIn): Promise<SignedIn & { wallet: string }>
 afterAll(async () => {
   await Promise.all([workflows?.close(), runner?.close(), stream?.close()]);
   await bridge?.close();
+  await sandbox?.close();
 });
 
 type Answer = { statusCode: number; headers?: Record<string, string>; body?: string };

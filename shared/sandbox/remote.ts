@@ -1,0 +1,126 @@
+/**
+ * The sandbox port on AWS (./port.ts): every evaluation is one synchronous invocation of the sandbox function
+ * (functions/sandbox.ts, infra/sandbox.ts), a Lambda whose role grants nothing but logs, so a script that
+ * escaped QuickJS finds no table, key or credential of the caller.
+ *
+ * What the in-process pool does stays here, in the caller: evaluations queue per owner and are served in turn
+ * (./fair-queue.ts), at most `concurrency` invocations at once per instance and `perOwner` of them for one
+ * owner; the running time the function reports is what the session charges to the execution's budget. The
+ * time limit is enforced inside the function (QuickJS's interrupt) and here too: an answer that has not come
+ * `graceMs` after the script's limit (a cold start, a hung instance) is given up as SANDBOX_TIMEOUT, and a
+ * caller's signal (a simulation at its cap) abandons the invocation at once. An abandoned invocation runs on
+ * in its instance until its own limit stops it; its answer is ignored.
+ */
+import * as v from "valibot";
+import type { Answer, Evaluation, SandboxErrorCode } from "./quickjs";
+import type { Outcome, Sandbox } from "./port";
+import { FairQueue } from "./fair-queue";
+import { cutOffMessage } from "./cut-off";
+import { SandboxReply } from "./protocol";
+
+/** One invocation: the request's JSON text in, the function's result out (parsed), or a throw. */
+export type Invoke = (payload: string, signal: AbortSignal) => Promise<unknown>;
+
+export interface RemoteOptions {
+  /** Invocations in flight at once from this instance. */
+  concurrency: number;
+  /** Invocations one owner may have in flight at once. */
+  perOwner: number;
+  /** How long past its script's time limit an answer may take (a cold start of the function included). */
+  graceMs: number;
+}
+
+function defaultRemoteOptions(env: Record<string, string | undefined> = process.env): RemoteOptions {
+  const concurrency = Number(env.SANDBOX_CONCURRENCY) || 8;
+  return {
+    concurrency,
+    perOwner: Number(env.SANDBOX_WORKERS_PER_OWNER) || Math.max(1, Math.floor(concurrency / 2)),
+    graceMs: 3_000,
+  };
+}
+
+interface Pending {
+  owner: string;
+  evaluation: Evaluation;
+  signal?: AbortSignal;
+  onAbort?: () => void;
+  /** Set while its invocation is in flight. */
+  inFlight?: AbortController;
+  resolve: (outcome: Outcome) => void;
+}
+
+const failure = (errorCode: SandboxErrorCode, error: string): Answer => ({ ok: false, errorCode, error, log: "" });
+
+export class RemoteSandbox implements Sandbox {
+  private readonly fair: FairQueue<Pending>;
+  private inFlight = 0;
+
+  constructor(
+    private readonly invoke: Invoke,
+    readonly options: RemoteOptions = defaultRemoteOptions(),
+  ) {
+    this.fair = new FairQueue(options.perOwner);
+  }
+
+  evaluate(owner: string, evaluation: Evaluation, signal?: AbortSignal): Promise<Outcome> {
+    return new Promise((resolve) => {
+      if (signal?.aborted) return resolve({ answer: failure("SANDBOX_TIMEOUT", cutOffMessage(signal)), elapsedMs: 0 });
+      const job: Pending = { owner, evaluation, resolve };
+      if (signal) {
+        job.signal = signal;
+        job.onAbort = () => this.cutOff(job);
+        signal.addEventListener("abort", job.onAbort, { once: true });
+      }
+      this.fair.push(job);
+      this.dispatch();
+    });
+  }
+
+  /** Invocations `owner` has in flight now (at most `perOwner`). */
+  runningFor(owner: string): number {
+    return this.fair.runningFor(owner);
+  }
+
+  private dispatch(): void {
+    while (this.inFlight < this.options.concurrency) {
+      const job = this.fair.take();
+      if (!job) return;
+      void this.run(job);
+    }
+  }
+
+  private async run(job: Pending): Promise<void> {
+    this.inFlight++;
+    const controller = (job.inFlight = new AbortController());
+    const { timeLimitMs } = job.evaluation.limits;
+    const timer = setTimeout(() => controller.abort("timeout"), timeLimitMs + this.options.graceMs);
+    const started = performance.now();
+    let outcome: Outcome;
+    try {
+      const reply = v.parse(SandboxReply, await this.invoke(JSON.stringify({ evaluation: job.evaluation }), controller.signal));
+      outcome = { answer: reply.answer, elapsedMs: reply.elapsedMs };
+    } catch {
+      const elapsedMs = performance.now() - started;
+      if (job.signal?.aborted) outcome = { answer: failure("SANDBOX_TIMEOUT", cutOffMessage(job.signal)), elapsedMs };
+      else if (controller.signal.aborted)
+        outcome = { answer: failure("SANDBOX_TIMEOUT", `script exceeded time limit of ${timeLimitMs} ms`), elapsedMs: timeLimitMs };
+      else outcome = { answer: failure("SANDBOX_ERROR", "the sandbox failed"), elapsedMs: 0 };
+    } finally {
+      clearTimeout(timer);
+      this.inFlight--;
+      this.fair.finish(job.owner);
+    }
+    this.settle(job, outcome);
+    this.dispatch();
+  }
+
+  private cutOff(job: Pending): void {
+    if (this.fair.remove(job)) return this.settle(job, { answer: failure("SANDBOX_TIMEOUT", cutOffMessage(job.signal!)), elapsedMs: 0 });
+    job.inFlight?.abort("cut off"); // run() answers with the signal's reason
+  }
+
+  private settle(job: Pending, outcome: Outcome): void {
+    if (job.onAbort) job.signal?.removeEventListener("abort", job.onAbort);
+    job.resolve(outcome);
+  }
+}
