@@ -288,7 +288,7 @@ function readUnits(kind: string, input: Item, out: Item): number {
 }
 
 /** An item's size as DynamoDB counts it: attribute names plus values (numbers about half their digits). */
-export function itemSize(item: Item): number {
+function itemSize(item: Item): number {
   return Object.entries(item).reduce((a, [name, value]) => a + utf8(name) + valueSize(value), 0);
 }
 
