@@ -113,7 +113,7 @@ export async function benchKeys(ctx: BenchContext): Promise<void> {
       `  cost per 1M executions (1 KB script, on-demand us-east-1 $${WRU_PRICE}/M WRU, $${RRU_PRICE}/M RRU, rate limiter included): ` +
         `${(runWru(one) + limiterWru(one)).toFixed(1)} WRU + ${one.rru.toFixed(1)} RRU per run = ` +
         `$${(((runWru(one) + limiterWru(one)) * WRU_PRICE + one.rru * RRU_PRICE) / 1).toFixed(2)}`,
-      ...hotKeys(load, n, ids, owners, workflows),
+      ...hotKeys(load, n, ids, owners, [...workflows, large]),
     ];
     console.log(lines.join("\n"));
   } finally {

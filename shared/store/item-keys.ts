@@ -9,7 +9,7 @@ const lower = (address: string) => address.toLowerCase();
  * from a hash of its id, so that no one partition takes a whole stage's writes (DynamoDB serves about 1,000
  * writes/s per partition); readers query every shard (`Keys.dueShards`).
  */
-export const DUE_SHARDS = 8;
+const DUE_SHARDS = 8;
 
 /** FNV-1a of the id, modulo the shards: the same id always lands on the same shard. */
 function shardOf(id: string): number {
@@ -55,6 +55,8 @@ export const Keys = {
 
   /** Workflows: one item per id (the id is a ULID); the item carries `owner` (EIP-55) and `type: "workflow"`. */
   workflow: (id: string) => ({ pk: `WF#${id}`, sk: "WORKFLOW" }),
+  /** A workflow's immutable definition (pattern 10b): its document beside the record, kept after a delete. */
+  workflowDefinition: (id: string) => ({ pk: `WF#${id}`, sk: "DEFINITION" }),
   /** GSI1 of a workflow (pattern 11): the owner's workflows, newest first. */
   workflowByOwner: (owner: string, id: string) => ({ gsi1pk: `${Keys.owner(owner)}#WF`, gsi1sk: id }),
   /** GSI2 of a workflow (pattern 12): the owner's workflows of one wallet (list filter, wallet counts). */
