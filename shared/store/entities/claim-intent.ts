@@ -4,10 +4,10 @@
  *
  * - fire records (pattern 17): an automatic fire's intent `FIRE#<fireId>` / `FIRE`, put conditionally before the
  *   workflow's count is taken (a second claim of one fire fails it), holding the execution item to write and listed
- *   on the sparse gsi2 `CLAIM#inflight` while in flight; kept after (it guards its fire);
+ *   on the sparse gsi2 `CLAIM#inflight#<shard>` while in flight; kept after (it guards its fire);
  * - claim journals (pattern 22): per process and minute, the workflows whose manual executions that process
  *   claimed, written before the first of those count updates, deleted once all of them wrote their executions; the
- *   sweeper takes over the journals still there when due (gsi2 `CLAIM#journal`);
+ *   sweeper takes over the journals still there when due (gsi2 `CLAIM#journal#<shard>`);
  * - manual claim intents `CLAIM#<executionId>` / `CLAIM` (pattern 22, written by claims before the journals; only
  *   read, finished and deleted now, by the sweeper's recovery of those still in flight).
  *

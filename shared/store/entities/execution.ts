@@ -225,7 +225,7 @@ export async function readExecutions(
 //
 // An open wait is the attribute `wait:<nodeId>` of the execution item (a map: kind, deadline, …); an ended
 // signal wait leaves `end:<nodeId>` (decision, signer, payload hash) for replays. Top-level attributes, not a map
-// of waits, so that no write needs the map to exist first. While `waiting` the item is on gsi2 `EXEC#waiting`
+// of waits, so that no write needs the map to exist first. While `waiting` the item is on gsi2 `EXEC#waiting#<shard>`
 // (pattern 26) instead of the pending index.
 
 const WAIT_PREFIX = "wait:";

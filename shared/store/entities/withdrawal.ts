@@ -1,6 +1,6 @@
 /**
  * Withdrawals (API.md §11.5, §11.6; shared/wallet/withdraw*.ts): one item per withdrawal in the owner's
- * partition, per (chain, wallet) newest first by ULID; a pending one also on sparse GSI2 `WITHDRAWAL#pending`,
+ * partition, per (chain, wallet) newest first by ULID; a pending one also on sparse GSI2 `WITHDRAWAL#pending#<shard>`,
  * oldest first, for the background follow-up. Owned here: a withdrawal is settled (and leaves the pending index)
  * or touched only while it is pending.
  */
