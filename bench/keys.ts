@@ -75,13 +75,13 @@ export async function benchKeys(ctx: BenchContext): Promise<void> {
     const trigger = (i: number) => triggerOnce(ctx.base, owners[i % owners.length]!, workflows[i % workflows.length]!);
 
     // 1. One warm run, 1 KB and 60 KB scripts: the median of 5 recorded runs each.
-    const perRun = async (workflowId: string) => {
-      for (let i = 0; i < 3; i++) await triggerOnce(ctx.base, owners[0]!, workflowId).then(() => bus.idle());
+    const perRun = async (workflowId: string, data?: unknown) => {
+      for (let i = 0; i < 3; i++) await triggerOnce(ctx.base, owners[0]!, workflowId, data).then(() => bus.idle());
       const runs: Recording[] = [];
       for (let i = 0; i < 5; i++)
         runs.push(
           await recording(ctx.runtime, indexes, async () => {
-            await triggerOnce(ctx.base, owners[0]!, workflowId);
+            await triggerOnce(ctx.base, owners[0]!, workflowId, data);
             await bus.idle();
           }),
         );
@@ -89,6 +89,7 @@ export async function benchKeys(ctx: BenchContext): Promise<void> {
     };
     const one = await perRun(small);
     const sixty = await perRun(large);
+    const withInput = await perRun(small, { blob: "x".repeat(10 * 1_024) });
 
     // 2. The load: n runs over the owners' workflows, c at a time.
     const ids = new Set<string>();
@@ -109,6 +110,7 @@ export async function benchKeys(ctx: BenchContext): Promise<void> {
       `keys and write cost (GSI projections: ${[...indexes].map(([name, p]) => `${name} ${p.type}${p.include.length ? `(${p.include.join(",")})` : ""}`).join(", ")}):`,
       ...describeRun("warm one-node run, 1 KB script", one),
       ...describeRun("warm one-node run, 60 KB script", sixty),
+      ...describeRun("warm one-node run, 1 KB script, 10 KB of manual data", withInput),
       `  a 60 KB script costs ${(runWru(sixty) / runWru(one)).toFixed(2)}x a 1 KB one per run (goal 1x: ${runWru(sixty) <= runWru(one) ? "met" : "NOT met"})`,
       `  cost per 1M executions (1 KB script, on-demand us-east-1 $${WRU_PRICE}/M WRU, $${RRU_PRICE}/M RRU, rate limiter included): ` +
         `${(runWru(one) + limiterWru(one)).toFixed(1)} WRU + ${one.rru.toFixed(1)} RRU per run = ` +
@@ -151,11 +153,11 @@ async function createScriptWorkflow(base: string, who: Owner, bytes: number): Pr
   return body.id;
 }
 
-async function triggerOnce(base: string, who: Owner, workflowId: string): Promise<string | undefined> {
+async function triggerOnce(base: string, who: Owner, workflowId: string, data?: unknown): Promise<string | undefined> {
   const res = await fetch(`${base}/workflows/${workflowId}:trigger`, {
     method: "POST",
     headers: who.headers,
-    body: JSON.stringify({ triggerType: "manual" }),
+    body: JSON.stringify(data === undefined ? { triggerType: "manual" } : { triggerType: "manual", triggerOutput: { data } }),
   });
   const body = (await res.json()) as { executionId?: string };
   if (res.status !== 202) throw new Error(`:trigger answered ${res.status} ${JSON.stringify(body)}`);

@@ -428,4 +428,12 @@ describe("execution, step and run-input items", () => {
     await storage.discard();
     expect(await raw(Keys.executionInput("01JDGGGGGGGGGGGGGGGGGGGGGG", 1))).toBeUndefined();
   });
+
+  it("keeps a run input on the execution item up to 1 KB only: a larger one would be rewritten by every write of the execution", async () => {
+    const small = { triggerInput: { blob: "y".repeat(900) } };
+    expect((await runInputStorage("01JDHHHHHHHHHHHHHHHHHHHHHH", small)).attributes).toEqual({ runInput: JSON.stringify(small) });
+    const larger = await runInputStorage("01JDHHHHHHHHHHHHHHHHHHHHHH", { triggerInput: { blob: "y".repeat(1_100) } });
+    expect(larger.attributes).toEqual({ runInputParts: 1 });
+    await larger.discard();
+  });
 });
