@@ -104,6 +104,8 @@ async function main() {
     if (part("userops")) await (await import("./user-ops")).benchUserOps({ base, runtime, report, rows });
     setRuntime(runtime);
     if (part("load")) await (await import("./load")).benchLoad({ base, runtime, report, rows });
+    setRuntime(runtime);
+    if (only === "keys") await (await import("./keys")).benchKeys({ base, runtime, report, rows });
 
     printTable();
     await server.close();

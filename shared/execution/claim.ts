@@ -98,7 +98,7 @@ export async function claimExecution(workflowId: string, request: ClaimRequest):
 
 /**
  * A manual claim's run input: on the execution item as every run input is (runInputStorage: inline up to
- * 200,000 bytes); beside the marker on the workflow item its JSON when at most 1 KB, else the number of run-input
+ * 1 KB, else in parts); beside the marker on the workflow item its JSON when at most 1 KB, else the number of run-input
  * parts, written now, before the claim (so the sweeper can write the execution after a crash).
  */
 async function keptRunInput(

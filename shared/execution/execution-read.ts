@@ -14,6 +14,7 @@ import { lower, type ReadStep, type StoredExecution, type StoredStep } from "./e
 import type { Execution, StatusSummary } from "./schemas";
 import { useRuntime } from "../current-runtime";
 import type { Step } from "../engine/schemas";
+import { documentsOf } from "../workflow/stored";
 
 // ---------------------------------------------------------------------------------------------------------
 // Reading the record
@@ -91,8 +92,36 @@ export async function readSteps(id: string): Promise<ReadStep[]> {
       outputParts: first.outputParts ?? 0,
     });
   }
-  return steps;
+  return withConfigs(steps);
 }
+
+/**
+ * The steps with the configs they name in their workflow's definition put back in place (`configIn`: steps
+ * recorded by ./execution-write.ts `stepRecording` with a workflow id; one read per workflow this process has not
+ * read the definition of).
+ */
+async function withConfigs(steps: ReadStep[]): Promise<ReadStep[]> {
+  const ids = [...new Set(steps.flatMap((s) => (s.configIn !== undefined ? [s.configIn] : [])))];
+  if (ids.length === 0) return steps;
+  const documents = await documentsOf(ids);
+  return steps.map(({ configIn, ...s }) => {
+    if (configIn === undefined) return s;
+    const config = configOf(documents.get(configIn), s.step.id);
+    if (config !== undefined) return { ...s, step: { ...s.step, config } };
+    const { config: _none, ...step } = s.step;
+    return { ...s, step };
+  });
+}
+
+/** The config of the trigger or node `id` in a workflow's document (JSON text), if any. */
+function configOf(document: string | undefined, id: string): Record<string, unknown> | undefined {
+  if (document === undefined) return undefined;
+  const { trigger, nodes } = JSON.parse(document) as { trigger?: StepSource; nodes?: StepSource[] };
+  const source = trigger?.id === id ? trigger : nodes?.find((n) => n.id === id);
+  return source?.config;
+}
+
+type StepSource = { id: string; config?: Record<string, unknown> };
 
 /** The recorded steps of `stepIds` (those recorded), their outputs whole as recorded (up to 256 KiB each). */
 export async function recordedSteps(id: string, stepIds: readonly string[]): Promise<Step[]> {

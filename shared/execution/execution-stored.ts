@@ -64,6 +64,8 @@ export interface StoredStep {
   position?: number;
   recordedAt: number;
   step: Step;
+  /** The workflow whose definition holds the step's config (`config: null` in the step until read back). */
+  configIn?: string;
 }
 
 /** A step as read back: its output in `step.output`, or (`outputParts` > 0) `null` there and in items of its own. */

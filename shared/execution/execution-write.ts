@@ -5,6 +5,7 @@ import { boundStep } from "./execution-bounds";
 import { INLINE_OUTPUT_BYTES, PART_BYTES, emitChange, type Item } from "./execution-stored";
 import { useRuntime } from "../current-runtime";
 import type { Cost, ExecutionStatus, Fee, Step, ValueFee } from "../engine/schemas";
+import { knownDefinition } from "../workflow/stored";
 
 /** Trigger steps up to this size (JSON bytes) live in the execution item, written by the claim itself. */
 const INLINE_TRIGGER_BYTES = 4_096;
@@ -54,21 +55,35 @@ export function pendingItem(input: PendingInput): Item {
  * steps that started in the same millisecond.
  */
 export async function recordStep(workflowId: string, id: string, step: Step, cost?: Cost, position?: number): Promise<boolean> {
-  const recorded = await recordStepItems({ workflowId, id }, { ...stepRecording(step, position), ...(cost ? { cost } : {}) });
+  const recorded = await recordStepItems({ workflowId, id }, { ...stepRecording(step, position, workflowId), ...(cost ? { cost } : {}) });
   if (!recorded) return false;
   emitChange(workflowId, id);
   return true;
 }
 
-/** A step as its items store it: bounded (§10.2), its JSON and (when large) its output's JSON apart. */
-export function stepRecording(step: Step, position?: number) {
+/**
+ * A step as its items store it: bounded (§10.2), its JSON and (when large) its output's JSON apart. With the
+ * `workflowId` of a definition this process has read (the run's) its config is not copied: `config: null` holds
+ * its place and `configIn` names the workflow whose definition (store pattern 10b, immutable, kept after a delete)
+ * has it, put back when read (./execution-read.ts).
+ */
+export function stepRecording(step: Step, position?: number, workflowId?: string) {
   const { now, config } = useRuntime();
   const bounded = boundStep(step, config.limits);
   // A large output goes to items of its own; the step keeps `output: null` in its place (key order stays).
   const output = Buffer.from(JSON.stringify(bounded.output), "utf8");
   const inline = output.length <= INLINE_OUTPUT_BYTES;
-  const json = JSON.stringify({ position, recordedAt: now(), step: inline ? bounded : { ...bounded, output: null } });
+  const stored = inline ? bounded : { ...bounded, output: null };
+  const referenced = workflowId !== undefined && stored.config !== undefined && knownDefinition(workflowId);
+  const json = JSON.stringify({
+    position,
+    recordedAt: now(),
+    step: referenced ? { ...stored, config: null } : stored,
+    ...(referenced ? { configIn: workflowId } : {}),
+  });
   const body = Buffer.from(json, "utf8");
+  // As answered (the config in its place), so that `stepBytes` stays an upper bound of the answer.
+  const answered = referenced ? Buffer.byteLength(JSON.stringify(stored.config)) - 4 : 0;
   return {
     stepId: step.id,
     body,
@@ -76,7 +91,7 @@ export function stepRecording(step: Step, position?: number) {
     ...(inline ? {} : { output }),
     partBytes: PART_BYTES,
     // stepBytes (an upper bound: a step recorded twice counts twice) lets a list schedule its reads (`list`).
-    bytes: body.length + (inline ? 0 : output.length),
+    bytes: body.length + answered + (inline ? 0 : output.length),
   };
 }
 
@@ -100,7 +115,7 @@ export async function finish(workflowId: string, id: string, outcome: Outcome, l
       ...(outcome.error !== undefined ? { error: outcome.error } : {}),
       ...(outcome.cogs ? { cogs: Object.fromEntries(outcome.cogs.map((c) => [c.nodeId, c])) } : {}),
     },
-    last ? stepRecording(last.step, last.position) : undefined,
+    last ? stepRecording(last.step, last.position, workflowId) : undefined,
   );
   if (!ended) return false;
   countMetric("Executions", { Status: outcome.status });

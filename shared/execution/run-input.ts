@@ -13,8 +13,12 @@ export interface RunRequest {
   triggerInput?: Record<string, unknown>;
 }
 
-/** Run inputs up to this size (JSON bytes) ride on the execution item; larger ones (manual data reaches 1 MiB) go in parts. */
-const INLINE_INPUT_BYTES = 200_000;
+/**
+ * Run inputs up to this size (JSON bytes) ride on the execution item; larger ones (manual data reaches 1 MiB) go in
+ * parts, written once: on the item they would be rewritten by every write of the execution (the started mark, each
+ * step, the finish) and by each of its index entries.
+ */
+const INLINE_INPUT_BYTES = 1_024;
 const PART_BYTES = 350_000;
 
 /**

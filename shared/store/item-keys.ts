@@ -4,7 +4,38 @@
  */
 const lower = (address: string) => address.toLowerCase();
 
+/**
+ * Shards of each sparse "due" index partition (README "Sharded due keys"): an item lands on `<partition>#<n>`, `n`
+ * from a hash of its id, so that no one partition takes a whole stage's writes (DynamoDB serves about 1,000
+ * writes/s per partition); readers query every shard (`Keys.dueShards`).
+ */
+const DUE_SHARDS = 8;
+
+/** FNV-1a of the id, modulo the shards: the same id always lands on the same shard. */
+function shardOf(id: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < id.length; i++) hash = Math.imul(hash ^ id.charCodeAt(i), 0x01000193);
+  return (hash >>> 0) % DUE_SHARDS;
+}
+
+/** The sparse due partitions, each sharded. */
+export const DuePartition = {
+  pendingExecution: "EXEC#pending",
+  waitingExecution: "EXEC#waiting",
+  claimJournal: "CLAIM#journal",
+  claimInFlight: "CLAIM#inflight",
+  expiry: "EXPIRY#due",
+  pendingWithdrawal: "WITHDRAWAL#pending",
+} as const;
+const due = (partition: string, id: string) => `${partition}#${shardOf(id)}`;
+
 export const Keys = {
+  /**
+   * Every partition of a sharded due partition: its shards, then the partition itself, where items written before
+   * the sharding lie (they leave it as they leave the index).
+   */
+  dueShards: (partition: string) => [...Array.from({ length: DUE_SHARDS }, (_, n) => `${partition}#${n}`), partition],
+
   owner: (owner: string) => `OWNER#${lower(owner)}`,
 
   /** Secrets: owner partition, ordered by name, user scope (0) before workflow scope (1), then workflow id. */
@@ -24,6 +55,8 @@ export const Keys = {
 
   /** Workflows: one item per id (the id is a ULID); the item carries `owner` (EIP-55) and `type: "workflow"`. */
   workflow: (id: string) => ({ pk: `WF#${id}`, sk: "WORKFLOW" }),
+  /** A workflow's immutable definition (pattern 10b): its document beside the record, kept after a delete. */
+  workflowDefinition: (id: string) => ({ pk: `WF#${id}`, sk: "DEFINITION" }),
   /** GSI1 of a workflow (pattern 11): the owner's workflows, newest first. */
   workflowByOwner: (owner: string, id: string) => ({ gsi1pk: `${Keys.owner(owner)}#WF`, gsi1sk: id }),
   /** GSI2 of a workflow (pattern 12): the owner's workflows of one wallet (list filter, wallet counts). */
@@ -37,12 +70,18 @@ export const Keys = {
   /** GSI1 of an execution (pattern 14): the owner's executions, newest first (ULIDs sort by startAt). */
   executionByOwner: (owner: string, id: string) => ({ gsi1pk: `${Keys.owner(owner)}#EXEC`, gsi1sk: id }),
   /** GSI2 of a pending execution (pattern 15, sparse: removed when terminal): the sweeper reads them oldest first. */
-  pendingExecution: (startAt: number, id: string) => ({ gsi2pk: "EXEC#pending", gsi2sk: `${String(startAt).padStart(15, "0")}#${id}` }),
+  pendingExecution: (startAt: number, id: string) => ({
+    gsi2pk: due(DuePartition.pendingExecution, id),
+    gsi2sk: `${String(startAt).padStart(15, "0")}#${id}`,
+  }),
   /**
    * GSI2 of a waiting execution (pattern 26, sparse: only while `waiting`, API.md §17.1): the sweeper reads those
    * whose attention time (the earliest deadline of their waits, or the moment a wait ended) has come.
    */
-  waitingExecution: (at: number, id: string) => ({ gsi2pk: "EXEC#waiting", gsi2sk: `${String(at).padStart(15, "0")}#${id}` }),
+  waitingExecution: (at: number, id: string) => ({
+    gsi2pk: due(DuePartition.waitingExecution, id),
+    gsi2sk: `${String(at).padStart(15, "0")}#${id}`,
+  }),
   /** A waiting run's engine state (pattern 13d): sealed JSON in parts, one generation per suspension. */
   executionState: (id: string, generation: number, part: number) => ({
     pk: `EXEC#${id}`,
@@ -76,12 +115,12 @@ export const Keys = {
   claimJournal: (claimer: string, epoch: number) => ({ pk: `CLAIMJOURNAL#${claimer}#${String(epoch).padStart(15, "0")}`, sk: "JOURNAL" }),
   /** GSI2 of a claim journal (pattern 22): listed from the instant the sweeper may take it over (`dueAt`), oldest first. */
   claimJournalDue: (dueAt: number, claimer: string) => ({
-    gsi2pk: "CLAIM#journal",
+    gsi2pk: due(DuePartition.claimJournal, claimer),
     gsi2sk: `${String(dueAt).padStart(15, "0")}#${claimer}`,
   }),
   /** GSI2 of an intent still in flight (pattern 22, sparse): the sweeper finishes the ones left by a crash, oldest first. */
   claimInFlight: (startAt: number, executionId: string) => ({
-    gsi2pk: "CLAIM#inflight",
+    gsi2pk: due(DuePartition.claimInFlight, executionId),
     gsi2sk: `${String(startAt).padStart(15, "0")}#${executionId}`,
   }),
   /** Chain checkpoint (pattern 18): the block every caught-up query has reached, the cursors of those behind (`behind`, `floors`), and the watcher's lease. */
@@ -101,7 +140,7 @@ export const Keys = {
   /** Expiry entry of a workflow with `expiredAt` (pattern 21): beside its record, due ones through sparse gsi2. */
   expiry: (workflowId: string) => ({ pk: `WF#${workflowId}`, sk: "EXPIRY" }),
   expiryDue: (expiredAt: number, workflowId: string) => ({
-    gsi2pk: "EXPIRY#due",
+    gsi2pk: due(DuePartition.expiry, workflowId),
     gsi2sk: `${String(expiredAt).padStart(15, "0")}#${workflowId}`,
   }),
 
@@ -128,7 +167,10 @@ export const Keys = {
   }),
   withdrawalPrefix: (chainId: number, wallet: string) => `WITHDRAWAL#${chainId}#${lower(wallet)}#`,
   /** GSI2 of a pending withdrawal (sparse): the background follow-up reads them oldest first. */
-  pendingWithdrawal: (submittedAt: number, id: string) => ({ gsi2pk: "WITHDRAWAL#pending", gsi2sk: `${submittedAt}#${id}` }),
+  pendingWithdrawal: (submittedAt: number, id: string) => ({
+    gsi2pk: due(DuePartition.pendingWithdrawal, id),
+    gsi2sk: `${submittedAt}#${id}`,
+  }),
 
   /**
    * Token metadata cache (API.md §17.4, shared/token/token.ts): one item per (chain, token), shared by every owner

@@ -112,6 +112,18 @@ export async function* queryPages(q: Query, store = runtimeStore()): AsyncGenera
 }
 
 /**
+ * Up to `max` items of a sharded partition (`partitions`: item-keys.ts `Keys.dueShards`), each shard read by
+ * `read` (in parallel, each in its own order) and taken in turn, so that a full shard crowds out no other.
+ */
+export async function fromShards<I>(partitions: readonly string[], max: number, read: (pk: string) => Promise<I[]>): Promise<I[]> {
+  const shards = await Promise.all(partitions.map(read));
+  const out: I[] = [];
+  for (let i = 0; out.length < max && shards.some((items) => i < items.length); i++)
+    for (const items of shards) if (i < items.length && out.length < max) out.push(items[i]!);
+  return out;
+}
+
+/**
  * One BatchGetItem request (at most 100 keys), optionally of some attributes only: the items found and the keys
  * DynamoDB left unprocessed.
  */

@@ -2,7 +2,7 @@
 import { ulid } from "ulid";
 import { useOwner } from "../context";
 import { ApiError } from "../errors";
-import { createItem, isOwnersWallet } from "../store/entities/workflow";
+import { createDefinitionItem, createItem, isOwnersWallet } from "../store/entities/workflow";
 import { checksumAddress, type Address } from "../address";
 import { validateDefinition } from "./definition";
 import { startFiring } from "./scheduler/install";
@@ -86,9 +86,9 @@ export async function create(body: Record<string, unknown>): Promise<WorkflowInf
     });
   }
   // Item 10, with the record in the same transaction.
-  const item = toItem(record);
-  const expiry = record.expiredAt === undefined ? [] : [putExpiry(id, record.expiredAt)];
-  await takeSlot(owner, () => createItem(id, owner, record.smartWalletAddress, item), expiry);
+  const { attributes, document } = toItem(record);
+  const beside = [createDefinitionItem(id, document), ...(record.expiredAt === undefined ? [] : [putExpiry(id, record.expiredAt)])];
+  await takeSlot(owner, () => createItem(id, owner, record.smartWalletAddress, attributes), beside);
   await startFiring(record, now);
   await Watch.watch(record, now);
   return info;

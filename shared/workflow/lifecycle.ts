@@ -3,7 +3,7 @@
  * ./workflow.ts, module header).
  */
 import { useOwner } from "../context";
-import { deleteItem, pauseItem, resumeItem, workflowSecretNames } from "../store/entities/workflow";
+import { deleteItem, keepDefinition, pauseItem, resumeItem, workflowSecretNames } from "../store/entities/workflow";
 import { log } from "../log";
 import * as Secret from "../secret/secret";
 import { startFiring, stopFiring } from "./scheduler/install";
@@ -21,6 +21,7 @@ import {
   effectiveStatus,
   toInfo,
   requireOwned,
+  documentOf,
 } from "./stored";
 import { takeSlot, writeReleasingSlot, completionUpdate } from "./slots";
 import { dueExpiries, forgetExpiry } from "../store/entities/expiry";
@@ -86,6 +87,9 @@ export async function remove(rawId: string): Promise<void> {
     const record = await read(id);
     if (record && !sameOwner(record.owner, owner)) return;
     if (record) {
+      // Executions' steps name their node's config in the definition: a record stored with its document inside
+      // (item v 1-2) leaves it in an item of its own first.
+      if (record.v !== 3) await keepDefinition(id, documentOf(record));
       const held = record.holdsSlot === true;
       const del = deleteItem(id, held);
       if (!(await writeReleasingSlot(record.owner, del, held))) {

@@ -3,7 +3,7 @@ import { useOwner } from "../context";
 import { ApiError } from "../errors";
 import { listCount, listQuery, listWorkflows } from "../store/entities/workflow";
 import { type Address } from "../address";
-import { ULID_PATTERN, type ListStatus, toInfo, fromItem } from "./stored";
+import { ULID_PATTERN, type ListStatus, toInfo, fromItems } from "./stored";
 import { useRuntime } from "../current-runtime";
 
 // ---------------------------------------------------------------------------------------------------------
@@ -36,7 +36,7 @@ export async function list(filter: ListFilter, page: Page) {
       throw new ApiError(400, "INVALID_CURSOR", "The cursor is not valid for this list.");
   }
   const { items, hasNextPage, hasPreviousPage } = await listWorkflows(scopedQuery(owner, filter, now), page);
-  return { items: items.map((item) => toInfo(fromItem(item), now)), hasNextPage, hasPreviousPage };
+  return { items: (await fromItems(items)).map((record) => toInfo(record, now)), hasNextPage, hasPreviousPage };
 }
 
 /** GET /workflows:count: how many of the caller's workflows match. */

@@ -3,7 +3,7 @@ import { consecutiveErrorsOf, countConsecutiveError, failItem, resetConsecutiveE
 import { stopFiring } from "./scheduler/install";
 import * as Watch from "./watch-registry";
 import type { WorkflowRecord } from "./record";
-import { MAX_ATTEMPTS, read, fromItem } from "./stored";
+import { MAX_ATTEMPTS, read, fromItems } from "./stored";
 import { isConditionFailure } from "../store/table";
 import { writeReleasingSlot } from "./slots";
 import { useRuntime } from "../current-runtime";
@@ -58,7 +58,7 @@ export async function recordOutcome(id: string, status: "success" | "failed" | "
   }
   let updated: WorkflowRecord;
   try {
-    updated = fromItem(await countConsecutiveError(id));
+    updated = (await fromItems([await countConsecutiveError(id)]))[0]!;
   } catch (err) {
     if (isConditionFailure(err)) return;
     throw err;

@@ -20,7 +20,7 @@ import { withRunner } from "../../shared/execution/runner";
 import { claimExecution, recoverInterruptedClaims } from "../../shared/execution/claim";
 import { writeRunInputParts } from "../../shared/execution/run-input";
 import { executionFee, valueFeeFor } from "../../shared/engine/fee-rules";
-import { Keys } from "../../shared/store/item-keys";
+import { DuePartition, Keys } from "../../shared/store/item-keys";
 import { pendingItem } from "../../shared/execution/execution-write";
 import { claimStats, DuplicateFire, claim, CLAIM_RECOVERY_AFTER_MS, SimulatedCrash } from "../../shared/workflow/claim";
 import { closeJournals } from "../../shared/workflow/claim-journal";
@@ -164,16 +164,20 @@ describe("what a claim costs, and its answers", () => {
     expect(claimAttributes(await rawWorkflow(wf.id)).length).toBeGreaterThan(0);
     await closeJournals();
     expect(claimAttributes(await rawWorkflow(wf.id))).toEqual([]);
-    const journals = await runtime.db.send(
-      new QueryCommand({
-        TableName: runtime.config.tableName,
-        IndexName: "gsi2",
-        KeyConditionExpression: "gsi2pk = :journals",
-        ExpressionAttributeValues: { ":journals": "CLAIM#journal" },
-        ConsistentRead: false,
-      }),
+    const journals = await Promise.all(
+      Keys.dueShards(DuePartition.claimJournal).map((partition) =>
+        runtime.db.send(
+          new QueryCommand({
+            TableName: runtime.config.tableName,
+            IndexName: "gsi2",
+            KeyConditionExpression: "gsi2pk = :journals",
+            ExpressionAttributeValues: { ":journals": partition },
+            ConsistentRead: false,
+          }),
+        ),
+      ),
     );
-    expect((journals.Items ?? []).filter((j) => (j.workflows as Set<string>).has(wf.id))).toEqual([]);
+    expect(journals.flatMap((j) => j.Items ?? []).filter((j) => (j.workflows as Set<string>).has(wf.id))).toEqual([]);
     await bus.idle();
   });
 

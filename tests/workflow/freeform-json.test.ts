@@ -10,7 +10,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { IncomingHttpHeaders } from "node:http";
-import { GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
+import { DeleteCommand, GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
 import { startService, type TestService } from "../support/service";
 import { startUpstream, type Upstream } from "../support/upstream";
 import { jsonClient, type Json, type Owner } from "../support/client";
@@ -349,6 +349,34 @@ describe("header and path-parameter names HTTP cannot carry", () => {
   });
 });
 
+describe("the definition in an item of its own (store pattern 10b)", () => {
+  it("a run's step names its node's config in the definition instead of copying it, and has it back after a delete", async () => {
+    const alice = await ownerWithWallet();
+    const source = `return 1 // ${"x".repeat(60_000)}`;
+    const wf = await created(alice, workflowText(alice.wallet, { nodes: [code("first", source)] }));
+    const execution = await runBlocking(alice, wf.id as string);
+    expect(stepOf(execution, "first").config).toMatchObject({ source });
+
+    // The step item holds `config: null` and the workflow it names, a few hundred bytes instead of 60 KB.
+    const { tableName } = service.runtime.config;
+    const part = (
+      await service.runtime.db.send(
+        new GetCommand({ TableName: tableName, Key: Keys.executionStep(execution.id as string, "first", 0), ConsistentRead: true }),
+      )
+    ).Item!;
+    const stored = JSON.parse(Buffer.from(part.body as Uint8Array).toString("utf8")) as { step: Json; configIn?: string };
+    expect(stored.step.config).toBeNull();
+    expect(stored.configIn).toBe(wf.id);
+    expect((part.body as Uint8Array).byteLength).toBeLessThan(1_000);
+
+    expect((await send(alice, "DELETE", `/workflows/${wf.id}`)).status).toBe(204);
+    expect((await send(alice, "GET", `/workflows/${wf.id}`)).status).toBe(404);
+    const after = await send(alice, "GET", `/executions/${execution.id}?workflowId=${wf.id}`);
+    expect(after.status).toBe(200);
+    expectSame(after.body, execution);
+  });
+});
+
 describe("items stored before the JSON-text form", () => {
   it("a workflow item with its document as DynamoDB maps reads back, lists and runs as before", async () => {
     const alice = await ownerWithWallet();
@@ -360,14 +388,17 @@ describe("items stored before the JSON-text form", () => {
         inputVariables: `{"settings":{"mode":"old"},"list":[1,{"a":null}]}`,
       }),
     );
-    // Rewrite the item the way version 1 stored it: the members as maps and lists, no `document`.
+    // Rewrite the item the way version 1 stored it: the members as maps and lists, no `document`, no definition item.
     const { tableName } = service.runtime.config;
-    const item = (await service.runtime.db.send(new GetCommand({ TableName: tableName, Key: Keys.workflow(wf.id), ConsistentRead: true })))
-      .Item!;
-    expect(item).toMatchObject({ v: 2, document: expect.any(String) });
-    const { document, ...attributes } = item;
+    const get = async (Key: Record<string, string>) =>
+      (await service.runtime.db.send(new GetCommand({ TableName: tableName, Key, ConsistentRead: true }))).Item!;
+    const item = await get(Keys.workflow(wf.id));
+    expect(item).toMatchObject({ v: 3 });
+    const definition = await get(Keys.workflowDefinition(wf.id));
+    expect(definition).toMatchObject({ v: 1, document: expect.any(String) });
+    await service.runtime.db.send(new DeleteCommand({ TableName: tableName, Key: Keys.workflowDefinition(wf.id) }));
     await service.runtime.db.send(
-      new PutCommand({ TableName: tableName, Item: { ...attributes, ...JSON.parse(document as string), v: 1 } }),
+      new PutCommand({ TableName: tableName, Item: { ...item, ...JSON.parse(definition.document as string), v: 1 } }),
     );
 
     await expectReadsBack(alice, wf);

@@ -112,7 +112,7 @@ describe("POST /workflows", () => {
       ...Keys.workflowByOwner(alice.owner, wf.id),
       ...Keys.workflowByWallet(alice.owner, alice.wallet, wf.id),
       type: "workflow",
-      v: 2,
+      v: 3,
       owner: alice.owner,
       status: "enabled",
       executionCount: 0,

@@ -4,10 +4,10 @@
  *
  * - fire records (pattern 17): an automatic fire's intent `FIRE#<fireId>` / `FIRE`, put conditionally before the
  *   workflow's count is taken (a second claim of one fire fails it), holding the execution item to write and listed
- *   on the sparse gsi2 `CLAIM#inflight` while in flight; kept after (it guards its fire);
+ *   on the sparse gsi2 `CLAIM#inflight#<shard>` while in flight; kept after (it guards its fire);
  * - claim journals (pattern 22): per process and minute, the workflows whose manual executions that process
  *   claimed, written before the first of those count updates, deleted once all of them wrote their executions; the
- *   sweeper takes over the journals still there when due (gsi2 `CLAIM#journal`);
+ *   sweeper takes over the journals still there when due (gsi2 `CLAIM#journal#<shard>`);
  * - manual claim intents `CLAIM#<executionId>` / `CLAIM` (pattern 22, written by claims before the journals; only
  *   read, finished and deleted now, by the sweeper's recovery of those still in flight).
  *
@@ -16,9 +16,9 @@
  * run-input parts written before it), from which the sweeper writes the execution a crash left unwritten.
  */
 import { defineEntity, type TransactItem } from "../entity";
-import { batchGetOnce, queryOnce, type TableKey } from "../query";
+import { batchGetOnce, fromShards, queryOnce, type TableKey } from "../query";
 import { addTo, remove, set, when } from "../expression";
-import { Keys } from "../item-keys";
+import { DuePartition, Keys } from "../item-keys";
 import { Index, isConditionFailure, TTL_ATTRIBUTE } from "../table";
 
 type Item = Record<string, unknown>;
@@ -115,13 +115,17 @@ export const intentInFlight = (key: TableKey): TransactItem => {
 };
 
 /** Up to `max` items of a sparse gsi2 partition sorting before `bound`'s sort key, oldest first (one Query). */
-const sparseBefore = (bound: { gsi2pk: string; gsi2sk: string }, max: number) =>
-  queryOnce({ index: Index.gsi2, pk: bound.gsi2pk, sk: { lt: bound.gsi2sk }, limit: max });
+const sparseBefore = (partition: string, bound: { gsi2sk: string }, max: number) =>
+  fromShards(
+    Keys.dueShards(partition),
+    max,
+    async (pk) => (await queryOnce({ index: Index.gsi2, pk, sk: { lt: bound.gsi2sk }, limit: max })).items,
+  );
 
 /** Up to `max` intents in flight whose claim began before `before` (ms), oldest first (one Query). */
 export async function intentsInFlightBefore(before: number, max: number): Promise<StoredIntent[]> {
-  const page = await sparseBefore(Keys.claimInFlight(before, ""), max);
-  return page.items.map((item) => ({
+  const items = await sparseBefore(DuePartition.claimInFlight, Keys.claimInFlight(before, ""), max);
+  return items.map((item) => ({
     key: { pk: String(item.pk), sk: String(item.sk) },
     isFire: item.type === FireRecord.type,
     workflowId: String(item.workflowId),
@@ -183,8 +187,8 @@ export async function closeJournal(journal: JournalId): Promise<void> {
 
 /** Up to `max` journals due at `now` (their process did not close them), oldest first (one Query of gsi2). */
 export async function journalsDue(now: number, max: number): Promise<(JournalId & { workflows: string[] })[]> {
-  const page = await sparseBefore(Keys.claimJournalDue(now, ""), max);
-  return page.items.map((item) => ({
+  const items = await sparseBefore(DuePartition.claimJournal, Keys.claimJournalDue(now, ""), max);
+  return items.map((item) => ({
     claimer: String(item.claimer),
     epoch: Number(item.epoch),
     workflows: [...((item.workflows as Set<string> | undefined) ?? [])],

@@ -7,8 +7,8 @@
  */
 import { defineEntity, transact, type Stored } from "../entity";
 import { addTo, remove, set, when, type Condition, type UpdateAction } from "../expression";
-import { Keys } from "../item-keys";
-import type { ListPage, Query } from "../query";
+import { DuePartition, Keys } from "../item-keys";
+import { fromShards, type ListPage, type Query } from "../query";
 import { Index, isConditionFailure, landed } from "../table";
 import { stepPartItems, type StepRecording } from "./execution-parts";
 
@@ -137,9 +137,11 @@ export const getExecution = (execution: ExecutionId) => Execution.get(execution,
 
 /** Executions pending since before `cutoff` (ms), oldest first, at most `max` (pattern 15: one Query). */
 export async function pendingBefore(cutoff: number, max: number): Promise<ExecutionId[]> {
-  const { gsi2pk, gsi2sk } = Keys.pendingExecution(cutoff, "");
-  const page = await Execution.query({ index: Index.gsi2, pk: gsi2pk, sk: { lt: gsi2sk }, attributes: ["workflowId", "id"], limit: max });
-  return page.items;
+  const { gsi2sk } = Keys.pendingExecution(cutoff, "");
+  return fromShards(Keys.dueShards(DuePartition.pendingExecution), max, async (pk) => {
+    const page = await Execution.query({ index: Index.gsi2, pk, sk: { lt: gsi2sk }, attributes: ["workflowId", "id"], limit: max });
+    return page.items;
+  });
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -223,7 +225,7 @@ export async function readExecutions(
 //
 // An open wait is the attribute `wait:<nodeId>` of the execution item (a map: kind, deadline, …); an ended
 // signal wait leaves `end:<nodeId>` (decision, signer, payload hash) for replays. Top-level attributes, not a map
-// of waits, so that no write needs the map to exist first. While `waiting` the item is on gsi2 `EXEC#waiting`
+// of waits, so that no write needs the map to exist first. While `waiting` the item is on gsi2 `EXEC#waiting#<shard>`
 // (pattern 26) instead of the pending index.
 
 const WAIT_PREFIX = "wait:";
@@ -394,23 +396,20 @@ export async function takeOverRun(
  * pending since before `unstartedCutoff` (the claim was written, the hand-over died with its process).
  */
 export async function lostRuns(cutoff: number, unstartedCutoff: number, max: number): Promise<(ExecutionId & { resume: boolean })[]> {
-  const { gsi2pk, gsi2sk } = Keys.pendingExecution(Math.max(cutoff, unstartedCutoff), "");
-  const found: (ExecutionId & { resume: boolean })[] = [];
-  const query = {
-    index: Index.gsi2,
-    pk: gsi2pk,
-    sk: { lt: gsi2sk },
-    filter: when.or(
-      when.and(when.exists("stateGeneration"), when.lt("driverAt", cutoff)),
-      when.and(when.notExists("runStartedAt"), when.lt("startAt", unstartedCutoff)),
-    ),
-    attributes: ["workflowId", "id", "stateGeneration"] as const,
-  };
-  for await (const page of Execution.pages(query)) {
-    for (const item of page.items) found.push({ workflowId: item.workflowId, id: item.id, resume: item.stateGeneration !== undefined });
-    if (found.length >= max) break;
-  }
-  return found.slice(0, max);
+  const { gsi2sk } = Keys.pendingExecution(Math.max(cutoff, unstartedCutoff), "");
+  const filter = when.or(
+    when.and(when.exists("stateGeneration"), when.lt("driverAt", cutoff)),
+    when.and(when.notExists("runStartedAt"), when.lt("startAt", unstartedCutoff)),
+  );
+  return fromShards(Keys.dueShards(DuePartition.pendingExecution), max, async (pk) => {
+    const found: (ExecutionId & { resume: boolean })[] = [];
+    const query = { index: Index.gsi2, pk, sk: { lt: gsi2sk }, filter, attributes: ["workflowId", "id", "stateGeneration"] as const };
+    for await (const page of Execution.pages(query)) {
+      for (const item of page.items) found.push({ workflowId: item.workflowId, id: item.id, resume: item.stateGeneration !== undefined });
+      if (found.length >= max) break;
+    }
+    return found;
+  });
 }
 
 /** Ends a waiting execution (`error`: its workflow was deleted); false when it is not waiting. */
@@ -426,9 +425,11 @@ export async function endWaiting(execution: ExecutionId, outcome: { endAt: numbe
 
 /** Waiting executions whose attention time is before `cutoff`, oldest first, at most `max` (pattern 26: one Query). */
 export async function waitingDue(cutoff: number, max: number): Promise<ExecutionId[]> {
-  const { gsi2pk, gsi2sk } = Keys.waitingExecution(cutoff, "");
-  const page = await Execution.query({ index: Index.gsi2, pk: gsi2pk, sk: { lt: gsi2sk }, attributes: ["workflowId", "id"], limit: max });
-  return page.items;
+  const { gsi2sk } = Keys.waitingExecution(cutoff, "");
+  return fromShards(Keys.dueShards(DuePartition.waitingExecution), max, async (pk) => {
+    const page = await Execution.query({ index: Index.gsi2, pk, sk: { lt: gsi2sk }, attributes: ["workflowId", "id"], limit: max });
+    return page.items;
+  });
 }
 
 /** The waiting executions of a workflow (pattern 13 filtered by status; every page). */

@@ -1,10 +1,11 @@
 /**
  * Expiry entry of a workflow with `expiredAt` (store pattern 21): beside the workflow record, listed by due time on
- * the sparse gsi2 `EXPIRY#due` (`<expiredAt padded>#<id>`). Written in the create transaction, deleted by the
+ * the sparse gsi2 `EXPIRY#due#<shard>` (`<expiredAt padded>#<id>`). Written in the create transaction, deleted by the
  * sweeper's expiry pass once the workflow is stored expired, and on cancel, completion and failure.
  */
 import { defineEntity } from "../entity";
-import { Keys } from "../item-keys";
+import { DuePartition, Keys } from "../item-keys";
+import { fromShards } from "../query";
 import { Index } from "../table";
 
 interface ExpiryItem {
@@ -30,9 +31,11 @@ export async function forgetExpiry(workflowId: string): Promise<void> {
 
 /** The ids of up to `max` workflows whose `expiredAt` is at or before `now`, oldest first (one Query). */
 export async function dueExpiries(now: number, max: number): Promise<string[]> {
-  const partition = Keys.expiryDue(0, "").gsi2pk;
   // Every entry due at or before `now` sorts below the padded `now + 1` (the `#` and the id follow it).
   const bound = Keys.expiryDue(now + 1, "").gsi2sk.slice(0, -1);
-  const page = await ExpiryEntry.query({ index: Index.gsi2, pk: partition, sk: { lt: bound }, attributes: ["workflowId"], limit: max });
-  return page.items.map((item) => item.workflowId);
+  const items = await fromShards(Keys.dueShards(DuePartition.expiry), max, async (pk) => {
+    const page = await ExpiryEntry.query({ index: Index.gsi2, pk, sk: { lt: bound }, attributes: ["workflowId"], limit: max });
+    return page.items;
+  });
+  return items.map((item) => item.workflowId);
 }

@@ -1,13 +1,13 @@
 /**
  * Withdrawals (API.md §11.5, §11.6; shared/wallet/withdraw*.ts): one item per withdrawal in the owner's
- * partition, per (chain, wallet) newest first by ULID; a pending one also on sparse GSI2 `WITHDRAWAL#pending`,
+ * partition, per (chain, wallet) newest first by ULID; a pending one also on sparse GSI2 `WITHDRAWAL#pending#<shard>`,
  * oldest first, for the background follow-up. Owned here: a withdrawal is settled (and leaves the pending index)
  * or touched only while it is pending.
  */
 import { defineEntity, type Stored } from "../entity";
 import { remove, set, when, type UpdateAction } from "../expression";
-import { Keys } from "../item-keys";
-import type { ListPage } from "../query";
+import { DuePartition, Keys } from "../item-keys";
+import { fromShards, type ListPage } from "../query";
 import { Index, isConditionFailure, landed } from "../table";
 
 export interface WithdrawalId {
@@ -89,7 +89,11 @@ export async function touchWithdrawal(id: WithdrawalId, now: number): Promise<vo
 
 /** The oldest pending withdrawals of every owner, at most `max` (one Query of the sparse index). */
 export async function pendingWithdrawals(max: number): Promise<Stored<WithdrawalItem>[]> {
-  return (await Withdrawal.query({ index: Index.gsi2, pk: Keys.pendingWithdrawal(0, "").gsi2pk, limit: max })).items;
+  return fromShards(
+    Keys.dueShards(DuePartition.pendingWithdrawal),
+    max,
+    async (pk) => (await Withdrawal.query({ index: Index.gsi2, pk, limit: max })).items,
+  );
 }
 
 /** Sort-key position of a withdrawal in its wallet's list, for cursors. */

@@ -1,7 +1,7 @@
 /**
  * The workflow record (store patterns 10-12): one item per workflow, `pk = WF#<id>`, `sk = WORKFLOW`, listed per
- * owner on gsi1 (newest first) and per wallet on gsi2. The domain's stored form (item `v` 2, the client's document
- * as JSON text) is built and read by shared/workflow/stored.ts; this module owns the keys, the reads and writes and
+ * owner on gsi1 (newest first) and per wallet on gsi2, its definition in an item of its own (pattern 10b). The
+ * domain's stored form (item `v` 3 without the document, `v` 2 with it as JSON text) is built and read by shared/workflow/stored.ts; this module owns the keys, the reads and writes and
  * their conditions.
  */
 import { defineEntity } from "../entity";
@@ -12,7 +12,47 @@ import { Index, isConditionFailure } from "../table";
 
 type Item = Record<string, unknown>;
 
-const WorkflowItem = defineEntity({ type: "workflow", version: 2, key: (id: string) => Keys.workflow(id) });
+const WorkflowItem = defineEntity({ type: "workflow", version: 3, key: (id: string) => Keys.workflow(id) });
+
+/**
+ * The immutable definition of a workflow (pattern 10b): the client's document as JSON text, in an item of its own
+ * so that no write of the record (a claim's count, a status) rewrites it, and kept after the record is deleted
+ * (the executions' steps name their node's config in it instead of copying it).
+ */
+const DefinitionItem = defineEntity<{ workflowId: string; document: string }, string>({
+  type: "workflowDefinition",
+  version: 1,
+  key: (id: string) => Keys.workflowDefinition(id),
+});
+
+/** Transaction item: the definition of a new workflow. */
+export const createDefinitionItem = (id: string, document: string) =>
+  DefinitionItem.tx.put(id, { workflowId: id, document }, { if: when.notExists() });
+
+/** Writes the definition of a workflow stored before definitions had items of their own, unless there is one. */
+export async function keepDefinition(id: string, document: string): Promise<void> {
+  try {
+    await DefinitionItem.put(id, { workflowId: id, document }, { if: when.notExists() });
+  } catch (err) {
+    if (!isConditionFailure(err)) throw err;
+  }
+}
+
+/** The documents of the definitions of `ids` that exist (strongly consistent BatchGetItems of 100 keys), by id. */
+export async function readDefinitions(ids: readonly string[]): Promise<Map<string, string>> {
+  const found = new Map<string, string>();
+  let keys = [...new Set(ids)].map((id) => DefinitionItem.key(id));
+  for (let attempt = 0; keys.length > 0 && attempt < 10; attempt++) {
+    const batches = [];
+    for (let i = 0; i < keys.length; i += 100) batches.push(DefinitionItem.batchGet(keys.slice(i, i + 100), { consistent: true }));
+    keys = [];
+    for (const out of await Promise.all(batches)) {
+      for (const item of out.items) found.set(item.workflowId, item.document);
+      keys.push(...out.unprocessed);
+    }
+  }
+  return found;
+}
 
 /** The workflow item (strongly consistent), or undefined when there is none. */
 export async function readWorkflowItem(id: string): Promise<Item | undefined> {
