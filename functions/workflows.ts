@@ -12,7 +12,7 @@ import { workflowExecutionRoutes } from "../shared/execution/routes";
 import { runRoutes } from "../shared/execution/run-routes";
 import { triggerRunRoutes } from "../shared/watch/trigger-run-routes";
 
-// Asynchronous triggers go to the runner function through the app's bus; create, pause, resume and cancel keep
+// Asynchronous triggers go to the runner function through the runner queue; create, pause, resume and cancel keep
 // time triggers' schedules.
 wireAws(awsBus, awsScheduler);
 

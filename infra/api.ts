@@ -6,7 +6,7 @@
 import { table, tableDescribe } from "./table";
 import { keyEnvironment, keyPermissions, tokenEnvironment } from "./kms";
 import { authAllowedUrisValue, chains, routerSecret } from "./secrets";
-import { bus } from "./bus";
+import { runnerQueue } from "./bus";
 import { schedulerEnvironment, schedulerPermissions } from "./scheduler";
 import { production } from "./stage";
 
@@ -78,7 +78,7 @@ export const wallets = group("Wallets", {
  */
 export const workflows = group("Workflows", {
   handler: "functions/workflows.handler",
-  link: [chains, bus],
+  link: [chains, runnerQueue],
   environment: { ...verify, ...schedulerEnvironment },
   permissions: [keyPermissions.open, ...schedulerPermissions.manage],
 });
@@ -87,7 +87,7 @@ export const workflows = group("Workflows", {
  * Reading executions (the buffered `:stream` is reached only by calling API Gateway directly), and signals, which
  * hand a run whose wait ended to the runner through the bus.
  */
-export const executions = group("Executions", { handler: "functions/executions.handler", link: [bus], environment: verify });
+export const executions = group("Executions", { handler: "functions/executions.handler", link: [runnerQueue], environment: verify });
 
 // SST writes an empty CORS configuration for `cors: false`, and API Gateway then answers every preflight itself,
 // without CORS headers. With no configuration at all, OPTIONS reaches the app, which answers CORS (API.md §1.4).
