@@ -18,7 +18,7 @@ export default $config({
     const { table } = await import("./infra/table");
     const { secretsKey, controllerKeyArn, tokenKey } = await import("./infra/kms");
     await import("./infra/secrets");
-    const { bus } = await import("./infra/bus");
+    const { runnerQueue } = await import("./infra/bus");
     await import("./infra/scheduler");
     await import("./infra/runner");
     const { api } = await import("./infra/api");
@@ -34,7 +34,7 @@ export default $config({
       // The origins behind it, for operators (a client uses `url`).
       api: api.url,
       stream: stream.url,
-      bus: bus.name,
+      runnerQueue: runnerQueue.url,
       table: table.name,
       secretsKey: secretsKey.arn,
       controllerKey: controllerKeyArn,

@@ -9,7 +9,7 @@ import { createApp } from "../shared/http/app";
 import { behindRouter } from "./viewer";
 import { executionRoutes } from "../shared/execution/routes";
 
-// A signal that ends a wait hands the run to the runner function through the app's bus (API.md §17.1).
+// A signal that ends a wait hands the run to the runner function through the runner queue (API.md §17.1).
 wireAws(awsBus);
 
 export const handler = handle(behindRouter(createApp(executionRoutes)));

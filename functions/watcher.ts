@@ -9,7 +9,7 @@ import { awsBus, invocation, wireAws } from "../shared/service/wire-aws";
 import { awsScheduler } from "../shared/service/wire-aws-scheduler";
 import { startWatching, watchedChains } from "../shared/watch/loop";
 
-// Fires reach the runner function through the app's bus (infra/bus.ts).
+// Fires reach the runner function through the runner queue (infra/bus.ts).
 wireAws(awsBus, awsScheduler);
 
 /** Left for the last pass to finish and the leases to be released before the function's timeout. */

@@ -13,7 +13,7 @@ import { workflowExecutionRoutes } from "../shared/execution/routes";
 import { runRoutes } from "../shared/execution/run-routes";
 import { triggerRunRoutes } from "../shared/watch/trigger-run-routes";
 
-// Asynchronous triggers go to the runner function through the app's bus; create, pause, resume and cancel keep
+// Asynchronous triggers go to the runner function through the runner queue; create, pause, resume and cancel keep
 // time triggers' schedules. Scripts of blocking triggers, simulations and nodes:run run in the sandbox function.
 wireAws(awsBus, awsScheduler, awsSandbox);
 

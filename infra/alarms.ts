@@ -4,7 +4,8 @@
 import { table } from "./table";
 import { api, core, executions, secrets, wallets, workflows } from "./api";
 import { stream } from "./stream";
-import { runner, runnerDeadLetters, runnerQueue } from "./runner";
+import { runner } from "./runner";
+import { runnerDeadLetters, runnerQueue } from "./bus";
 import { scheduleDeadLetters, scheduleGroup, scheduleTarget } from "./scheduler";
 import { watcher, watcherFailures } from "./watcher";
 import { sweeper, sweeperFailures } from "./sweeper";

@@ -6,7 +6,7 @@
 import { table, tableDescribe } from "./table";
 import { keyEnvironment, keyPermissions, tokenEnvironment } from "./kms";
 import { authAllowedUrisValue, chains, routerSecret } from "./secrets";
-import { bus } from "./bus";
+import { runnerQueue } from "./bus";
 import { schedulerEnvironment, schedulerPermissions } from "./scheduler";
 import { production } from "./stage";
 import { partnerEnvironment } from "./partners";
@@ -80,7 +80,7 @@ export const wallets = group("Wallets", {
  */
 export const workflows = group("Workflows", {
   handler: "functions/workflows.handler",
-  link: [chains, bus],
+  link: [chains, runnerQueue],
   environment: { ...verify, ...schedulerEnvironment, ...sandboxEnvironment },
   // Scripts run in the sandbox function (infra/sandbox.ts).
   permissions: [keyPermissions.open, ...schedulerPermissions.manage, sandboxInvoke],
@@ -90,7 +90,7 @@ export const workflows = group("Workflows", {
  * Reading executions (the buffered `:stream` is reached only by calling API Gateway directly), and signals, which
  * hand a run whose wait ended to the runner through the bus.
  */
-export const executions = group("Executions", { handler: "functions/executions.handler", link: [bus], environment: verify });
+export const executions = group("Executions", { handler: "functions/executions.handler", link: [runnerQueue], environment: verify });
 
 // SST writes an empty CORS configuration for `cors: false`, and API Gateway then answers every preflight itself,
 // without CORS headers. With no configuration at all, OPTIONS reaches the app, which answers CORS (API.md §1.4).

@@ -1,47 +1,15 @@
-// The runner (functions/runner.ts), fed through a queue: a rule on the app's bus puts each `execution.requested` into
-// the runner queue, and an event source mapping hands its messages to the runner under a concurrency cap, so a
-// burst of runs waits in the queue instead of taking the account's concurrency from the API (docs/deploy.md,
-// "Fairness on AWS"). A message whose run threw comes back after the visibility timeout; after 3 receives it moves
-// to the dead-letter queue for an operator, where the rule also puts what it could not deliver. A re-delivery is
+// The runner (functions/runner.ts), fed through the runner queue (infra/bus.ts): an event source mapping hands its
+// messages to the runner under a concurrency cap, so a burst of runs waits in the queue instead of taking the
+// account's concurrency from the API (docs/deploy.md, "Fairness on AWS"). A message whose run threw comes back after
+// the visibility timeout; after 3 receives it moves to the dead-letter queue for an operator. A re-delivery is
 // harmless: the runner is idempotent per execution id.
 import { table } from "./table";
 import { keyEnvironment, keyPermissions } from "./kms";
 import { chains } from "./secrets";
-import { bus } from "./bus";
+import { RUNNER_TIMEOUT_S, runnerQueue } from "./bus";
 import { schedulerEnvironment, schedulerPermissions } from "./scheduler";
 import { production } from "./stage";
 import { sandboxEnvironment, sandboxInvoke } from "./sandbox";
-
-export const runnerDeadLetters = new sst.aws.Queue("RunnerDeadLetters", {
-  transform: { queue: { messageRetentionSeconds: 14 * 24 * 3600 } },
-});
-
-// EventBridge (the rule's dead-letter config) writes here with this policy; the runner queue's redrive needs none.
-new aws.sqs.QueuePolicy("RunnerDeadLettersPolicy", {
-  queueUrl: runnerDeadLetters.url,
-  policy: $jsonStringify({
-    Version: "2012-10-17",
-    Statement: [
-      {
-        Effect: "Allow",
-        Principal: { Service: "events.amazonaws.com" },
-        Action: "sqs:SendMessage",
-        Resource: runnerDeadLetters.arn,
-      },
-    ],
-  }),
-});
-
-/** A run may wait up to userop_receipt_wait_ms per on-chain step; the sweeper ends it after 15 min, Lambda's limit. */
-const RUNNER_TIMEOUT_S = 15 * 60;
-
-// A standard queue: messages that carry a MessageGroupId (the owner) make it a fair queue, with no setting of its
-// own. AWS asks for a visibility timeout of at least six times the consumer's timeout, so that a message the event
-// source mapping retries after a throttle is not received twice meanwhile.
-export const runnerQueue = new sst.aws.Queue("RunnerQueue", {
-  visibilityTimeout: `${6 * RUNNER_TIMEOUT_S} seconds`,
-  dlq: { queue: runnerDeadLetters.arn, retry: 3 },
-});
 
 export const runner = new sst.aws.Function("Runner", {
   handler: "functions/runner.handler",
@@ -76,36 +44,4 @@ new aws.lambda.EventSourceMapping("RunnerEventSource", {
   batchSize: 1,
   functionResponseTypes: ["ReportBatchItemFailures"],
   scalingConfig: { maximumConcurrency: production ? 200 : 20 },
-});
-
-const rule = new aws.cloudwatch.EventRule("RunnerRule", {
-  eventBusName: bus.name,
-  eventPattern: JSON.stringify({ source: ["workflow-automation"], "detail-type": ["execution.requested"] }),
-});
-
-// Only this rule may send to the queue (the service principal alone would admit any account's rule).
-new aws.sqs.QueuePolicy("RunnerQueuePolicy", {
-  queueUrl: runnerQueue.url,
-  policy: $jsonStringify({
-    Version: "2012-10-17",
-    Statement: [
-      {
-        Effect: "Allow",
-        Principal: { Service: "events.amazonaws.com" },
-        Action: "sqs:SendMessage",
-        Resource: runnerQueue.arn,
-        Condition: { ArnEquals: { "aws:SourceArn": rule.arn } },
-      },
-    ],
-  }),
-});
-
-// The message body is the whole event (shared/execution/bus/sqs.ts reads it). A rule target can name only a fixed
-// message group, not one per event, so these messages carry the owner in their body alone (docs/deploy.md).
-new aws.cloudwatch.EventTarget("RunnerTarget", {
-  rule: rule.name,
-  eventBusName: bus.name,
-  arn: runnerQueue.arn,
-  retryPolicy: { maximumRetryAttempts: 8, maximumEventAgeInSeconds: 3600 },
-  deadLetterConfig: { arn: runnerDeadLetters.arn },
 });

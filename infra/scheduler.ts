@@ -9,7 +9,7 @@
 import { table } from "./table";
 import { keyEnvironment } from "./kms";
 import { chains } from "./secrets";
-import { bus } from "./bus";
+import { runnerQueue } from "./bus";
 
 const region = aws.getRegionOutput().name;
 const account = aws.getCallerIdentityOutput().accountId;
@@ -79,7 +79,7 @@ export const scheduleTarget = new sst.aws.Function("ScheduleTarget", {
   memory: "512 MB",
   timeout: "1 minute",
   // Claims and publishes; it never decrypts or signs, but the runtime's configuration names the keys.
-  link: [table, chains, bus],
+  link: [table, chains, runnerQueue],
   environment: { ...keyEnvironment, ...schedulerEnvironment },
   permissions: [
     ...schedulerPermissions.manage,

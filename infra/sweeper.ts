@@ -4,7 +4,7 @@
 import { table } from "./table";
 import { keyEnvironment } from "./kms";
 import { chains } from "./secrets";
-import { bus } from "./bus";
+import { runnerQueue } from "./bus";
 import { schedulerEnvironment, schedulerPermissions } from "./scheduler";
 
 /**
@@ -24,7 +24,7 @@ export const sweeper = new sst.aws.Cron("WithdrawalFollowUp", {
     architecture: "arm64",
     memory: "512 MB",
     timeout: "29 seconds",
-    link: [table, chains, bus],
+    link: [table, chains, runnerQueue],
     environment: { ...keyEnvironment, ...schedulerEnvironment },
     // No KMS client in its bundle (tests/functions/bundles.test.ts): no key permission.
     permissions: [...schedulerPermissions.stop, { actions: ["sqs:SendMessage"], resources: [sweeperFailures.arn] }],

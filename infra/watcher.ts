@@ -5,7 +5,7 @@
 import { table } from "./table";
 import { keyEnvironment } from "./kms";
 import { chains } from "./secrets";
-import { bus } from "./bus";
+import { runnerQueue } from "./bus";
 import { schedulerEnvironment, schedulerPermissions } from "./scheduler";
 
 /**
@@ -26,7 +26,7 @@ export const watcher = new sst.aws.Cron("ChainWatcher", {
     memory: "512 MB",
     // Polls for about 55 s; the margin lets a slow last pass finish and release its leases.
     timeout: "70 seconds",
-    link: [table, chains, bus],
+    link: [table, chains, runnerQueue],
     // Claims and publishes fires and reads chains; it never signs nor decrypts. A fire that reaches a workflow's
     // maxExecution completes it, which removes its schedules.
     environment: { ...keyEnvironment, ...schedulerEnvironment },

@@ -1,7 +1,7 @@
 /**
  * The runner function's bus (functions/runner.ts): it is the runner queue's consumer, so what it publishes itself
  * (a run handed on after its wait ended, a claim recovered) runs in this instance, through the runner's fair
- * queue, rather than going round EventBridge and the queue again. A module of its own, like
+ * queue, rather than going round the queue again. A module of its own, like
  * ./wire-aws-scheduler.ts, so that only the runner function bundles the runner through its wiring.
  */
 import type { Port } from "./wire-aws";

@@ -5,7 +5,7 @@
  * are named rather than all installed so that a function bundles only the adapters it uses: an installer a
  * function does not name is dropped from its bundle, and the scheduler's, whose adapters bring the fire and
  * croner, lives in a module of its own (./wire-aws-scheduler.ts) that only the functions naming it import
- * (tests/functions/bundles.test.ts: the secrets function carries no EventBridge client and no croner). The local host's
+ * (tests/functions/bundles.test.ts: the secrets function carries no SQS client and no croner). The local host's
  * wiring is ./wire-local.ts.
  */
 import type { Context } from "aws-lambda";
@@ -16,7 +16,7 @@ import { buildConfig } from "../config";
 import { createRuntime } from "../runtime";
 import { setAnswerEnvelope } from "../http/answer-bytes";
 import { setBus } from "../execution/bus/install";
-import { createEventBridgeBus } from "../execution/bus/eventbridge";
+import { createSqsBus } from "../execution/bus/sqs-publisher";
 import { setRuntime, useConfig } from "../current-runtime";
 import { setTokenSigner } from "../http/token";
 import { kmsTokenSigner } from "../envelope/kms-token-signer";
@@ -27,7 +27,7 @@ declare module "sst" {
   export interface Resource {
     Table: { name: string };
     Chains: { value: string };
-    Bus: { name: string };
+    RunnerQueue: { url: string };
   }
 }
 const linked = Resource;
@@ -35,8 +35,8 @@ const linked = Resource;
 /** Installs one port's AWS adapter. */
 export type Port = () => void;
 
-/** The event bus: EventBridge PutEvents to the app's bus, whose rule fills the runner's queue (infra/runner.ts). */
-export const awsBus: Port = () => void setBus(createEventBridgeBus({ busName: linked.Bus.name }));
+/** The event bus: SendMessage to the runner queue, in the run's owner's message group (infra/bus.ts). */
+export const awsBus: Port = () => void setBus(createSqsBus({ queueUrl: linked.RunnerQueue.url }));
 
 /**
  * The token signer: the stage's KMS token key (JWT_KMS_KEY_ID, infra/kms.ts), which only the sign-in function may

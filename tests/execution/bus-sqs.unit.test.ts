@@ -1,14 +1,14 @@
 /**
  * The runner queue's messages (shared/execution/bus/sqs.ts): the event read back from a message body as the bus
- * rule writes it, the message a publisher would send (grouped by owner), and a delivery's failed records answered
- * so that only they come back.
+ * rule wrote it before the publishers sent to the queue themselves (messages still queued at that deploy), the
+ * message a publisher sends (grouped by owner), and a delivery's failed records answered so that only they come back.
  */
 import { describe, expect, it } from "vitest";
 import { fromSqsRecord, handleSqsBatch, toSqsMessage } from "../../shared/execution/bus/sqs";
 import type { BusEvent } from "../../shared/execution/bus/event-bus";
 
 const event: BusEvent = { type: "execution.requested", workflowId: "wf-1", executionId: "ex-1", owner: "0xAbC" };
-/** What EventBridge writes into the queue: the whole event. */
+/** What the EventBridge rule wrote into the queue: the whole event. */
 const ruleBody = (detail: Record<string, unknown>, source = "workflow-automation") =>
   JSON.stringify({ version: "0", id: "e", "detail-type": "execution.requested", source, detail });
 

@@ -15,7 +15,7 @@ import { startUpstream, type Upstream } from "../support/upstream";
 import { jsonClient, type Json, type Owner } from "../support/client";
 import { devnet, gasCogs, setBalance } from "../support/chain";
 import { createInProcessBus } from "../../shared/execution/bus/in-process";
-import { EVENT_SOURCE } from "../../shared/execution/bus/eventbridge";
+import { EVENT_SOURCE } from "../../shared/execution/bus/sqs";
 import { sqsEvent } from "../support/lambda-host";
 import { runExecution, withRunner } from "../../shared/execution/runner";
 import { sweep } from "../../shared/execution/execution-sweep";
@@ -109,7 +109,7 @@ describe("idempotent per execution id", () => {
       setRuntime(runtime);
       if (bus) setBus(bus);
     });
-    // The runner queue delivers the event as the bus rule wrote it; the same message twice, then one not ours.
+    // The runner queue delivers the event in its envelope (bus/sqs.ts); the same message twice, then one not ours.
     const event = {
       version: "0",
       id: "e1",

@@ -51,7 +51,7 @@ const DENY: Record<string, string[]> = {
     ...ADDRESSES,
     ...SANDBOX,
     "@valibot/to-json-schema",
-    "@aws-sdk/client-eventbridge",
+    "@aws-sdk/client-sqs",
     "@aws-sdk/client-scheduler",
     "croner",
   ],
@@ -60,7 +60,7 @@ const DENY: Record<string, string[]> = {
   workflows: [...NEVER, ...SIGNING, "@valibot/to-json-schema"],
   executions: [...NEVER, ...CHAIN, ...SANDBOX, ...SIGNING, ...ADDRESSES, ...KEYS, "@valibot/to-json-schema", "croner"],
   stream: [...NEVER, ...CHAIN, ...SANDBOX, ...SIGNING, ...ADDRESSES, ...KEYS, "@valibot/to-json-schema", "croner"],
-  // The EventBridge target that runs executions: the engine and the chain, no HTTP app, no tokens.
+  // The runner queue's consumer that runs executions: the engine and the chain, no HTTP app, no tokens.
   runner: [...NEVER, ...SIGNING, "hono", "@valibot/to-json-schema"],
   // A scheduled worker: no HTTP app, no tokens.
   sweeper: [...NEVER, ...SIGNING, ...KEYS, ...SANDBOX, "hono", "@valibot/to-json-schema"],

@@ -3,8 +3,9 @@
  * Lambda hosts it (tests/support/lambda-host.ts), fed by a model of the runner queue and of its event source
  * mapping, since SQS cannot run here.
  * - Real: the runner function and its SQS contract (one record or several, failed records answered, a message
- *   delivered again), the runs and their records in DynamoDB, the triggers that claim them, and each message as
- *   a publisher would send it (shared/execution/bus/sqs.ts `toSqsMessage`: MessageGroupId = owner).
+ *   delivered again), the runs and their records in DynamoDB, the triggers that claim them, and the publisher
+ *   (shared/execution/bus/sqs-publisher.ts): every message the queue holds is one of its SendMessage or
+ *   SendMessageBatch requests as an SQS endpoint received it (tests/support/sqs-stub.ts), MessageGroupId = owner.
  * - Modelled (`FairQueue`, `startPollers`): SQS's fair-queue delivery (a message of a group with fewer messages in
  *   flight goes first, oldest first within a group: the effect AWS documents, that a quiet tenant's dwell time
  *   stays low while another floods; AWS's own algorithm cannot run here), the visibility timeout (a failed
@@ -19,8 +20,11 @@ import { signIn, type SignedIn } from "../support/auth";
 import { startUpstream, type Upstream } from "../support/upstream";
 import { LambdaHost, sqsEvent } from "../support/lambda-host";
 import { createServiceApp } from "../../shared/service/app";
+import { SQSClient } from "@aws-sdk/client-sqs";
 import { setBus } from "../../shared/execution/bus/install";
-import { toSqsMessage } from "../../shared/execution/bus/sqs";
+import { createSqsBus } from "../../shared/execution/bus/sqs-publisher";
+import type { EventBus } from "../../shared/execution/bus/event-bus";
+import { startSqsStub, type SqsStub } from "../support/sqs-stub";
 
 /** How long one run takes: its one step waits this long for the upstream's answer. */
 const RUN_MS = 400;
@@ -123,6 +127,8 @@ function startPollers(queue: FairQueue, instances: LambdaHost[]) {
 }
 
 let upstream: Upstream;
+let sqs: SqsStub;
+let bus: EventBus;
 let runners: LambdaHost[] = [];
 const queue = new FairQueue();
 const app = createServiceApp();
@@ -132,14 +138,14 @@ let bob: SignedIn & { wallet: string };
 beforeAll(async () => {
   const tableName = `fairness-${randomUUID()}`;
   await useTestRuntime({ TABLE_NAME: tableName, RATE_LIMIT_BURST: "100000", RATE_LIMIT_RPS: "10000" });
-  // This process publishes as the API groups do; each message goes into the queue as a publisher would send it.
-  setBus({
-    remote: true,
-    publish: async (event) => queue.send(toSqsMessage(event)),
-    subscribe: () => {
-      throw new Error("the runner queue has no in-process subscribers");
-    },
+  // This process publishes as the API groups do, through the SQS publisher; what SQS accepts goes into the queue.
+  sqs = await startSqsStub({ deliver: (m) => queue.send(m) });
+  const client = new SQSClient({
+    endpoint: sqs.url,
+    region: "us-east-1",
+    credentials: { accessKeyId: "AKIDHARNESS", secretAccessKey: "harness-secret" },
   });
+  bus = setBus(createSqsBus({ queueUrl: `${sqs.url}/123456789012/app-RunnerQueue`, client }));
   upstream = await startUpstream(
     (_req, res) => void setTimeout(() => res.writeHead(200, { "content-type": "application/json" }).end("{}"), RUN_MS),
   );
@@ -157,6 +163,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(runners.map((r) => r.close()));
   await upstream?.close();
+  await sqs?.close();
 });
 
 async function withWallet(who: SignedIn): Promise<SignedIn & { wallet: string }> {
@@ -214,7 +221,8 @@ describe("the runner queue on Lambda, under a concurrency cap of 2", () => {
     await pollers.stop();
 
     expect(await statusOf(bob, single, bobs)).toBe("success");
-    // Every message carries its owner as its group.
+    // Every message is one the publisher sent, and carries its owner as its group.
+    expect(queue.sent.map((m) => [m.body, m.groupId])).toEqual(sqs.messages.map((m) => [m.MessageBody, m.MessageGroupId]));
     const groups = new Set(queue.sent.map((m) => m.groupId));
     expect(groups).toEqual(new Set([alice.owner.toLowerCase(), bob.owner.toLowerCase()]));
     const bobsMessage = queue.sent.find((m) => m.groupId === bob.owner.toLowerCase())!;
@@ -222,8 +230,9 @@ describe("the runner queue on Lambda, under a concurrency cap of 2", () => {
     const longestRun = Math.max(...pollers.durations.slice(CAP)); // the warm ones
     // Alice's backlog is still there: bob's run did not wait for it. In one queue without groups it would have.
     const ahead = queue.backlog.filter((m) => m.sentAt < bobsMessage.sentAt).length;
+    const batches = sqs.requests.filter((r) => r.action === "SendMessageBatch").length;
     console.info(
-      `bob's run waited ${waited} ms in the queue (longest run ${longestRun} ms); ${ahead} of alice's runs still queued, ` +
+      `${sqs.messages.length} messages in ${sqs.requests.length} requests (${batches} batches); bob's run waited ${waited} ms in the queue (longest run ${longestRun} ms); ${ahead} of alice's runs still queued, ` +
         `which one queue without groups would have run first: about ${Math.round((ahead * longestRun) / CAP / 1000)} s`,
     );
     expect(waited).toBeLessThanOrEqual(longestRun);
@@ -235,7 +244,7 @@ describe("the runner queue on Lambda, under a concurrency cap of 2", () => {
     const executionId = await trigger(bob, workflowId);
     const good = queue.sent.at(-1)!;
     // A message the runner cannot run: DynamoDB refuses its key (a sort key is at most 1,024 bytes), so it throws.
-    queue.send(toSqsMessage({ type: "execution.requested", workflowId, executionId: "x".repeat(2_000), owner: bob.owner }));
+    await bus.publish({ type: "execution.requested", workflowId, executionId: "x".repeat(2_000), owner: bob.owner });
     const poison = queue.sent.at(-1)!;
     const calls = () => upstream.requests.filter((r) => r.path === "/slow").length;
     const before = calls();

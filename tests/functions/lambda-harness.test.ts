@@ -12,9 +12,10 @@ import { createTestClient, http } from "viem";
 import { GetCommand } from "@aws-sdk/lib-dynamodb";
 import { stackEnv, useTestRuntime } from "../support/runtime";
 import { signIn, type SignedIn } from "../support/auth";
-import { LambdaHost, eventBridgeEvent, httpEvent, sqsEvent } from "../support/lambda-host";
-import { startEventBridgeStub, type EventBridgeStub } from "../support/eventbridge-stub";
+import { LambdaHost, httpEvent, sqsEvent } from "../support/lambda-host";
 import { startLambdaInvokeStub, type LambdaInvokeStub } from "../support/lambda-invoke-stub";
+import { startSqsStub, type SqsStub } from "../support/sqs-stub";
+import { fromSqsRecord } from "../../shared/execution/bus/sqs";
 import { createServiceApp } from "../../shared/service/app";
 import { Keys } from "../../shared/store/item-keys";
 import { useRuntime } from "../../shared/current-runtime";
@@ -23,7 +24,7 @@ const WAIT_MS = 2_000;
 let workflows: LambdaHost;
 let runner: LambdaHost;
 let stream: LambdaHost;
-let bridge: EventBridgeStub;
+let sqs: SqsStub;
 /** The sandbox function, which the workflows and runner functions invoke for every script (infra/sandbox.ts). */
 let sandbox: LambdaInvokeStub;
 let alice: SignedIn & { wallet: string };
@@ -39,8 +40,9 @@ async function hostEnv(tableName: string): Promise<Record<string, string>> {
     MIN_BLOCK_INTERVAL_S: "0",
     SST_RESOURCE_Table: JSON.stringify({ name: tableName }),
     SST_RESOURCE_JwtSigningKey: JSON.stringify({ value: env.JWT_SIGNING_KEY }),
-    SST_RESOURCE_Bus: JSON.stringify({ name: "app-bus" }),
-    AWS_ENDPOINT_URL_EVENTBRIDGE: bridge.url,
+    // The queue's URL names its endpoint (the SDK sends there): the stub's.
+    SST_RESOURCE_RunnerQueue: JSON.stringify({ url: `${sqs.url}/123456789012/app-RunnerQueue` }),
+    AWS_ENDPOINT_URL_SQS: sqs.url,
     SANDBOX_FUNCTION: "sandbox",
     AWS_ENDPOINT_URL_LAMBDA: sandbox.url,
     AWS_REGION: "us-east-1",
@@ -57,9 +59,9 @@ beforeAll(async () => {
     AWS_ACCESS_KEY_ID: "AKIDSANDBOX",
     AWS_SECRET_ACCESS_KEY: "sandbox",
   });
-  bridge = await startEventBridgeStub(async (entry) => {
-    // The bus rule puts the event in the runner queue; its event source mapping hands it to the runner.
-    await runner.invoke(sqsEvent([{ body: JSON.stringify(eventBridgeEvent(entry)) }]), { timeoutMs: 60_000 });
+  sqs = await startSqsStub({
+    // The runner queue's event source mapping hands each message to the runner.
+    deliver: async (m) => void (await runner.invoke(sqsEvent([{ body: m.MessageBody, groupId: m.MessageGroupId }]), { timeoutMs: 60_000 })),
   });
   const env = await hostEnv(tableName);
   [workflows, runner, stream] = await Promise.all([
@@ -82,9 +84,12 @@ async function withWallet(who: SignedIn): Promise<SignedIn & { wallet: string }>
 
 afterAll(async () => {
   await Promise.all([workflows?.close(), runner?.close(), stream?.close()]);
-  await bridge?.close();
+  await sqs?.close();
   await sandbox?.close();
 });
+
+/** What the functions sent to the runner queue: each message's group and the event its body holds. */
+const requested = () => sqs.messages.map((m) => [m.MessageGroupId, fromSqsRecord({ body: m.MessageBody })] as const);
 
 type Answer = { statusCode: number; headers?: Record<string, string>; body?: string };
 const call = async (host: LambdaHost, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
@@ -144,12 +149,11 @@ describe("a blocking trigger on Lambda", () => {
     expect(answer.json.status).toBe("pending");
     expect(took).toBeGreaterThanOrEqual(WAIT_MS - 100);
     expect(workflows.frozen).toBe(true);
-    // The run was handed to the runner through EventBridge, not left in the frozen HTTP instance.
+    // The run was handed to the runner through its queue, in alice's group, not left in the frozen HTTP instance.
     const executionId = String(answer.json.executionId);
-    expect(bridge.entries.map((e) => [e.Source, e.DetailType, JSON.parse(e.Detail)])).toContainEqual([
-      "workflow-automation",
-      "execution.requested",
-      { workflowId: id, executionId, owner: alice.owner },
+    expect(requested()).toContainEqual([
+      alice.owner.toLowerCase(),
+      { type: "execution.requested", workflowId: id, executionId, owner: alice.owner },
     ]);
     const finished = await until(
       () => execution(id, executionId),
@@ -183,7 +187,7 @@ describe("a blocking trigger on Lambda", () => {
 });
 
 describe("an await node on Lambda (API.md §17.1)", () => {
-  it("the run suspends in the runner function; a signal to the executions function hands it back through EventBridge", async () => {
+  it("the run suspends in the runner function; a signal to the executions function hands it back through the runner queue", async () => {
     const executions = await LambdaHost.start("executions", await hostEnv(mainTable));
     try {
       const created = await call(workflows, "POST", "/workflows", {
@@ -211,9 +215,16 @@ describe("an await node on Lambda (API.md §17.1)", () => {
       // The answer waits at most BLOCKING_TRIGGER_WAIT_MS (2 s here) for the resumed run; a cold sandbox may take longer.
       expect(["pending", "success"]).toContain(signalled.json.status);
       expect(settled.status).toBe("success");
-      expect(bridge.entries.map((e) => [e.DetailType, JSON.parse(e.Detail)])).toContainEqual([
-        "execution.requested",
-        { workflowId: id, executionId, owner: alice.owner, resume: true, from: { generation: 1, pendingMs: expect.any(Number) } },
+      expect(requested()).toContainEqual([
+        alice.owner.toLowerCase(),
+        {
+          type: "execution.requested",
+          workflowId: id,
+          executionId,
+          owner: alice.owner,
+          resume: true,
+          from: { generation: 1, pendingMs: expect.any(Number) },
+        },
       ]);
       expect(settled.steps.find((s) => s.id === "after")?.output.data).toBe(42);
     } finally {
@@ -304,7 +315,7 @@ describe("the watcher invocation", () => {
       expect(item).toBeDefined();
       expect(item!.leaseOwner === undefined || (item!.leaseUntil ?? 0) <= Date.now()).toBe(true);
       const workflowId = String(((await created.json()) as { id: string }).id);
-      expect(bridge.entries.some((e) => (JSON.parse(e.Detail) as { workflowId: string }).workflowId === workflowId)).toBe(true);
+      expect(requested().some(([, e]) => e?.workflowId === workflowId)).toBe(true);
     } finally {
       await watcher.close();
     }

@@ -1,7 +1,9 @@
 /**
  * Fair shares on AWS (docs/deploy.md, "Fairness on AWS"), read from the resource graph `sst.config.ts` builds without
- * AWS (tests/infra/graph.ts): runs reach the runner through a standard SQS queue under a concurrency cap, failed
- * messages end in the dead-letter queue, and in production the stream function has a cap and the API groups a floor.
+ * AWS (tests/infra/graph.ts): the functions that request runs send them to a standard SQS queue (grouped by owner:
+ * tests/execution/bus-sqs-publisher.unit.test.ts) and nothing else can, the runner reads it under a concurrency cap,
+ * failed messages end in the dead-letter queue, and in production the stream function has a cap and the API groups a
+ * floor.
  */
 import { beforeAll, describe, expect, it } from "vitest";
 import { buildGraph, ensurePlatform, type Graph, type GraphResource } from "./graph";
@@ -43,15 +45,53 @@ describe("the runner queue", () => {
     const redrive = JSON.parse(String(queue(preview, "RunnerQueue").inputs.redrivePolicy)) as Record<string, unknown>;
     expect(redrive).toEqual({ deadLetterTargetArn: arnOf(queue(preview, "RunnerDeadLetters")), maxReceiveCount: 3 });
   });
+});
 
-  it("takes messages from the bus rule alone", () => {
-    const policy = JSON.parse(String(one(preview, "aws:sqs/queuePolicy:QueuePolicy", "RunnerQueuePolicy").inputs.policy)) as {
-      Statement: { Principal: unknown; Action: string; Condition: Record<string, Record<string, string>> }[];
-    };
-    expect(policy.Statement).toHaveLength(1);
-    expect(policy.Statement[0]).toMatchObject({ Principal: { Service: "events.amazonaws.com" }, Action: "sqs:SendMessage" });
-    // The mock names an ARN after the resource: the rule's own (tests/infra/harness.ts).
-    expect(policy.Statement[0]?.Condition.ArnEquals?.["aws:SourceArn"]).toMatch(/:RunnerRule-physical$/);
+/** The functions whose code requests runs: `:trigger`, signals, the watcher's and the schedule target's fires, the sweeper. */
+const PUBLISHERS = ["ApiWorkflows", "ApiExecutions", "ChainWatcherHandler", "ScheduleTarget", "WithdrawalFollowUpHandler"];
+
+interface Statement {
+  actions: string[];
+  resources: string[];
+}
+const statementsOf = (role: GraphResource): Statement[] =>
+  ((role.inputs.inlinePolicies ?? []) as { policy: string }[]).flatMap(
+    (p) => (JSON.parse(p.policy) as { Statement: Statement[] }).Statement,
+  );
+
+describe("sending to the runner queue", () => {
+  it("is granted to the functions that request runs, SendMessage alone, on that queue alone", () => {
+    const queueArn = arnOf(queue(preview, "RunnerQueue"));
+    const senders = preview.resources
+      .filter((r) => r.type === "aws:iam/role:Role")
+      .filter((role) => statementsOf(role).some((s) => s.resources.includes(queueArn)))
+      .map((role) => role.name.replace(/Role$/, ""))
+      .sort();
+    // The runner reads it (its own statement, below); the publishers send.
+    expect(senders).toEqual([...PUBLISHERS, "Runner"].sort());
+    for (const id of PUBLISHERS) {
+      const onQueue = statementsOf(one(preview, "aws:iam/role:Role", `${id}Role`)).filter((s) => s.resources.includes(queueArn));
+      expect(onQueue, id).toEqual([{ effect: "Allow", actions: ["sqs:SendMessage"], resources: [queueArn] }]);
+    }
+    const runnerOnQueue = statementsOf(one(preview, "aws:iam/role:Role", "RunnerRole")).filter((s) => s.resources.includes(queueArn));
+    expect(runnerOnQueue.flatMap((s) => s.actions)).not.toContain("sqs:SendMessage");
+  });
+
+  it("is open to nothing else: no queue policy, no EventBridge rule or bus in between", () => {
+    expect(preview.resources.filter((r) => r.type === "aws:sqs/queuePolicy:QueuePolicy").map((r) => r.name)).toEqual([]);
+    expect(preview.resources.filter((r) => r.type === "aws:cloudwatch/eventBus:EventBus")).toEqual([]);
+    const queueName = String(queue(preview, "RunnerQueue").inputs.name);
+    const targets = preview.resources.filter(
+      (r) => r.type === "aws:cloudwatch/eventTarget:EventTarget" && String(r.inputs.arn).includes(queueName),
+    );
+    expect(targets).toEqual([]);
+    expect(preview.resources.some((r) => r.name === "RunnerRule")).toBe(false);
+    // No other policy document in the stage names the queue (role policies, managed policies).
+    const others = preview.resources.filter(
+      (r) =>
+        r.type !== "aws:iam/role:Role" && /policy/i.test(r.type) && JSON.stringify(r.inputs).includes(arnOf(queue(preview, "RunnerQueue"))),
+    );
+    expect(others.map((r) => r.name)).toEqual([]);
   });
 });
 

@@ -22,7 +22,7 @@ const FUNCTIONS = [
   "ApiWorkflows",
   "ApiExecutions",
   "ExecutionStream",
-  "BusSubscriberRunnerFunction",
+  "Runner",
   "ChainWatcherHandler",
   "WithdrawalFollowUpHandler",
   "ScheduleTarget",
@@ -109,7 +109,7 @@ describe("key policies", () => {
     expect(keyId).toBe("ControllerKey-id");
     expectAdministrationOnly(statements);
     const use = statements.find((s) => s.Sid === "Use");
-    expect(use?.Principal.AWS).toEqual([roleOf(production, "ApiWallets"), roleOf(production, "BusSubscriberRunnerFunction")]);
+    expect(use?.Principal.AWS).toEqual([roleOf(production, "ApiWallets"), roleOf(production, "Runner")]);
     expect(use?.Action).toEqual(["kms:Sign", "kms:GetPublicKey"]);
     // Previews sign with the account's development key, whose policy is set once (docs/deploy.md): not the stage's.
     expect(preview.resources.filter((r) => r.type === "aws:kms/keyPolicy:KeyPolicy").map((r) => r.name)).toEqual(["TokenKeyPolicy"]);
@@ -136,7 +136,7 @@ describe("kms:Sign", () => {
         ApiWorkflows: [],
         ApiExecutions: [],
         ExecutionStream: [],
-        BusSubscriberRunnerFunction: [controller],
+        Runner: [controller],
         ChainWatcherHandler: [],
         WithdrawalFollowUpHandler: [],
         ScheduleTarget: [],

@@ -129,13 +129,13 @@ describe("least privilege: links, IAM actions, settings", () => {
       ApiCore: ["Chains", "RouterSecret", "Table"],
       ApiSecrets: ["RouterSecret", "Table"],
       ApiWallets: ["Chains", "RouterSecret", "Table"],
-      ApiWorkflows: ["Bus", "Chains", "RouterSecret", "Table"],
-      ApiExecutions: ["Bus", "RouterSecret", "Table"],
+      ApiWorkflows: ["Chains", "RouterSecret", "RunnerQueue", "Table"],
+      ApiExecutions: ["RouterSecret", "RunnerQueue", "Table"],
       ExecutionStream: ["RouterSecret", "Table"],
       Runner: ["Chains", "Table"],
-      ChainWatcherHandler: ["Bus", "Chains", "Table"],
-      WithdrawalFollowUpHandler: ["Bus", "Chains", "Table"],
-      ScheduleTarget: ["Bus", "Chains", "Table"],
+      ChainWatcherHandler: ["Chains", "RunnerQueue", "Table"],
+      WithdrawalFollowUpHandler: ["Chains", "RunnerQueue", "Table"],
+      ScheduleTarget: ["Chains", "RunnerQueue", "Table"],
     });
   });
 
@@ -147,8 +147,8 @@ describe("least privilege: links, IAM actions, settings", () => {
       ApiSecrets: sorted(TABLE, ["kms:GenerateDataKey"]),
       ApiWallets: sorted(TABLE, ["kms:Sign", "kms:GetPublicKey"]),
       // Blocking triggers hand their run to the runner and simulations send nothing: no signing here.
-      ApiWorkflows: sorted(TABLE, ["kms:Decrypt", "events:PutEvents"], MANAGE_SCHEDULES),
-      ApiExecutions: sorted(TABLE, ["events:PutEvents"]),
+      ApiWorkflows: sorted(TABLE, ["kms:Decrypt", "sqs:SendMessage"], MANAGE_SCHEDULES),
+      ApiExecutions: sorted(TABLE, ["sqs:SendMessage"]),
       ExecutionStream: sorted(TABLE),
       Runner: sorted(
         TABLE,
@@ -157,9 +157,9 @@ describe("least privilege: links, IAM actions, settings", () => {
         STOP_SCHEDULES,
       ),
       // The workers' failure destinations (infra/watcher.ts, infra/sweeper.ts) are written with their roles.
-      ChainWatcherHandler: sorted(TABLE, ["events:PutEvents", "sqs:SendMessage"], STOP_SCHEDULES),
-      WithdrawalFollowUpHandler: sorted(TABLE, ["events:PutEvents", "sqs:SendMessage"], STOP_SCHEDULES),
-      ScheduleTarget: sorted(TABLE, ["events:PutEvents", "sqs:SendMessage"], MANAGE_SCHEDULES),
+      ChainWatcherHandler: sorted(TABLE, ["sqs:SendMessage"], STOP_SCHEDULES),
+      WithdrawalFollowUpHandler: sorted(TABLE, ["sqs:SendMessage"], STOP_SCHEDULES),
+      ScheduleTarget: sorted(TABLE, ["sqs:SendMessage"], MANAGE_SCHEDULES),
     });
   });
 
@@ -220,7 +220,7 @@ describe("least privilege: links, IAM actions, settings", () => {
   });
 });
 
-describe("schedules, the bus and the workers", () => {
+describe("schedules and the workers", () => {
   it("lets EventBridge Scheduler invoke the schedule target only, through the stage's group", () => {
     const [group] = ofType("aws:scheduler/scheduleGroup:ScheduleGroup");
     expect(group?.inputs.name).toBe("workflow-automation-test");
@@ -232,18 +232,6 @@ describe("schedules, the bus and the workers", () => {
     expect([invoke?.Resource ?? []].flat().map((arn) => arn.split(":function:")[1])).toEqual([target, `${target}:*`]);
     expect(policy.Statement.map((s) => s.Action).sort()).toEqual(["lambda:InvokeFunction", "sqs:SendMessage"]);
     expect(lambdaOf("ScheduleTarget").inputs.deadLetterConfig).toBeTruthy();
-  });
-
-  it("sends execution.requested on the app's bus to the runner queue, retried and then dead-lettered", () => {
-    const rule = one("aws:cloudwatch/eventRule:EventRule", "RunnerRule");
-    expect(JSON.parse(String(rule.inputs.eventPattern))).toEqual({
-      "detail-type": ["execution.requested"],
-      source: ["workflow-automation"],
-    });
-    const target = one("aws:cloudwatch/eventTarget:EventTarget", "RunnerTarget");
-    expect(String(target.inputs.arn)).toContain(String(one("aws:sqs/queue:Queue", "RunnerQueueQueue").inputs.name));
-    expect(target.inputs.retryPolicy).toEqual({ maximumEventAgeInSeconds: 3600, maximumRetryAttempts: 8 });
-    expect(target.inputs.deadLetterConfig).toBeTruthy();
   });
 
   it("starts the watcher and the sweeper every minute", () => {

@@ -193,21 +193,6 @@ export function httpEvent(
   };
 }
 
-/** EventBridge's delivery of an event to a Lambda target. */
-export function eventBridgeEvent(entry: { Source: string; DetailType: string; Detail: string; EventBusName: string }) {
-  return {
-    version: "0",
-    id: `evt-${Date.now()}-${Math.random().toString(36).slice(2)}`,
-    "detail-type": entry.DetailType,
-    source: entry.Source,
-    account: "123456789012",
-    time: new Date().toISOString(),
-    region: "us-east-1",
-    resources: [],
-    detail: JSON.parse(entry.Detail) as unknown,
-  };
-}
-
 /** The runner queue's delivery of messages to the runner (an event source mapping's SQS event). */
 export function sqsEvent(messages: { body: string; messageId?: string; groupId?: string; receiveCount?: number }[]): SQSEvent {
   return {

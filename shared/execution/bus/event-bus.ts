@@ -3,9 +3,9 @@
  * `execution.requested`; the runner consumes it. The interface alone; its adapters are one file each:
  * - ./in-process.ts (`npm start`, tests): delivery on a later turn of the event loop to every subscriber, so the
  *   publisher's request answers first, as it does in AWS;
- * - ./eventbridge.ts (AWS): PutEvents to the app's bus; a rule (infra/runner.ts) fills the runner queue, which the
- *   runner function reads through ./sqs.ts, with retries and a dead-letter queue. Subscriptions there are
- *   infrastructure, not code.
+ * - ./sqs-publisher.ts (AWS): SendMessage to the runner queue (infra/bus.ts) in the owner's message group; the
+ *   runner function reads it through ./sqs.ts, with retries and a dead-letter queue. The subscription there is
+ *   infrastructure (an event source mapping), not code.
  * The host installs one (./install.ts: `setBus`); domain code publishes through `requireBus()`.
  * Delivery is at least once in both: consumers must be idempotent (the runner is, per execution id).
  */
@@ -28,7 +28,7 @@ export type BusHandler = (event: BusEvent) => Promise<void>;
 
 export interface EventBus {
   /**
-   * Delivers to another process (EventBridge → the runner function): a blocking trigger then hands its run over
+   * Delivers to another process (the runner queue → the runner function): a blocking trigger then hands its run over
    * and waits for the record, instead of running it in this process, which a Lambda freezes once it answers.
    */
   readonly remote?: boolean;

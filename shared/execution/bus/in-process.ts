@@ -19,8 +19,8 @@ export function createInProcessBus(): InProcessBus {
     try {
       await handler(event);
     } catch (err) {
-      // EventBridge would retry and then dead-letter; locally the runner already ends a failed run `error`,
-      // so an exception here is a bug worth a log line, and the sweeper ends what it left pending.
+      // The runner queue would deliver it again, then dead-letter it; locally the runner already ends a failed run
+      // `error`, so an exception here is a bug worth a log line, and the sweeper ends what it left pending.
       log.error("bus handler failed", { event: event.type, executionId: event.executionId, error: (err as Error).message });
     }
   };

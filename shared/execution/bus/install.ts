@@ -1,6 +1,6 @@
 /**
  * The event bus this process publishes to: installed by the host (`setBus`, like the runtime), used by domain code
- * (`requireBus`). The port is ./event-bus.ts; its adapters are ./in-process.ts and ./eventbridge.ts.
+ * (`requireBus`). The port is ./event-bus.ts; its adapters are ./in-process.ts and ./sqs-publisher.ts.
  */
 import type { EventBus } from "./event-bus";
 
@@ -17,7 +17,7 @@ export const currentBus = (): EventBus | undefined => current;
 
 /**
  * The installed bus. Every host installs one through its wiring (npm start and the tests: in process with the
- * runner; the AWS functions: EventBridge, or the runner function's own in-process bus); nothing installs one as a
+ * runner; the AWS functions: the runner queue, or the runner function's own in-process bus); nothing installs one as a
  * side effect of an import.
  */
 export function requireBus(): EventBus {

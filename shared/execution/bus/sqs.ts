@@ -1,14 +1,17 @@
 /**
  * The runner queue's side of the event bus (./event-bus.ts) on AWS: `execution.requested` reaches the runner
- * function through an SQS queue (infra/runner.ts) whose event source mapping caps the runner's concurrency. Each
- * message's body is the EventBridge event as the bus rule's target writes it; `fromSqsRecord` reads it back and
- * `handleSqsBatch` hands every record of a delivery to the runner, answering the ones that failed so that only
- * those are delivered again (`ReportBatchItemFailures`). `toSqsMessage` is what a publisher sending to the queue
- * itself would send: the same body, grouped by owner (docs/deploy.md, "Fairness on AWS").
+ * function through an SQS queue (infra/bus.ts) whose event source mapping caps the runner's concurrency
+ * (infra/runner.ts). `toSqsMessage` is the message a publisher sends (./sqs-publisher.ts): the event in the shape of
+ * an EventBridge event, as the bus rule that filled the queue before wrote it, in its owner's message group
+ * (docs/deploy.md, "Fairness on AWS"). `fromSqsRecord` reads it back and `handleSqsBatch` hands every record of a
+ * delivery to the runner, answering the ones that failed so that only those are delivered again
+ * (`ReportBatchItemFailures`).
  */
 import { log } from "../../log";
 import type { BusEvent, BusHandler } from "./event-bus";
-import { EVENT_SOURCE, fromEventBridge } from "./eventbridge";
+
+/** The `source` of the app's events in a message body. */
+export const EVENT_SOURCE = "workflow-automation";
 
 /** The part of an SQS record (Lambda's `SQSRecord`) the runner reads. */
 export interface SqsRecord {
@@ -30,10 +33,34 @@ export function fromSqsRecord(record: Pick<SqsRecord, "body">): BusEvent | undef
   } catch {
     return undefined;
   }
-  return event && typeof event === "object" ? fromEventBridge(event) : undefined;
+  return event && typeof event === "object" ? fromEnvelope(event) : undefined;
 }
 
-/** A message for the runner queue: the event as the rule's target would write it, in its owner's message group. */
+function fromEnvelope(event: { source?: string; "detail-type"?: string; detail?: unknown }): BusEvent | undefined {
+  if (event.source !== EVENT_SOURCE || event["detail-type"] !== "execution.requested") return undefined;
+  const detail = event.detail as
+    | {
+        workflowId?: unknown;
+        executionId?: unknown;
+        owner?: unknown;
+        resume?: unknown;
+        from?: { generation?: unknown; pendingMs?: unknown };
+      }
+    | undefined;
+  if (typeof detail?.workflowId !== "string" || typeof detail.executionId !== "string") return undefined;
+  return {
+    type: "execution.requested",
+    workflowId: detail.workflowId,
+    executionId: detail.executionId,
+    ...(typeof detail.owner === "string" ? { owner: detail.owner } : {}),
+    ...(detail.resume === true ? { resume: true } : {}),
+    ...(typeof detail.from?.generation === "number" && typeof detail.from.pendingMs === "number"
+      ? { from: { generation: detail.from.generation, pendingMs: detail.from.pendingMs } }
+      : {}),
+  };
+}
+
+/** A message for the runner queue: the event in its envelope, in its owner's message group (lower-case). */
 export function toSqsMessage(event: BusEvent): { MessageBody: string; MessageGroupId?: string } {
   const { type, ...detail } = event;
   return {
