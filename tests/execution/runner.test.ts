@@ -4,6 +4,7 @@
  * "workflow was deleted" after the step in flight, a block trigger reads the latest block at run time, and a
  * manual run sends a real ethTransfer from a funded registered wallet on the devnet.
  */
+import { installedSandbox, setSandbox } from "../../shared/sandbox/port";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { currentBus, setBus } from "../../shared/execution/bus/install";
 import { privateKeyToAccount, generatePrivateKey } from "viem/accounts";
@@ -99,15 +100,18 @@ describe("idempotent per execution id", () => {
       ...env,
       LOG_LEVEL: "error",
       SST_RESOURCE_Table: JSON.stringify({ name: runtime.config.tableName }),
-      SST_RESOURCE_JwtSigningKey: JSON.stringify({ value: env.JWT_SIGNING_KEY }),
+      // The entry point names the sandbox function (this workflow runs no script, so nothing invokes it).
+      SANDBOX_FUNCTION: "sandbox",
     });
-    // The entry point installs its own runtime and bus (wireAws, shared/service/wire-aws.ts) on the same table; this
-    // file's come back after.
+    // The entry point installs its own runtime, bus and sandbox (wireAws, shared/service/wire-aws.ts) on the same
+    // table; this file's come back after.
     const bus = currentBus();
+    const sandbox = installedSandbox();
     const { handler } = await import("../../functions/runner");
     onTestFinished(() => {
       setRuntime(runtime);
       if (bus) setBus(bus);
+      if (sandbox) setSandbox(sandbox);
     });
     // The runner queue delivers the event in its envelope (bus/sqs.ts); the same message twice, then one not ours.
     const event = {

@@ -155,6 +155,8 @@ beforeAll(async () => {
     LOG_LEVEL: "error",
     SST_RESOURCE_Table: JSON.stringify({ name: tableName }),
     SST_RESOURCE_JwtSigningKey: JSON.stringify({ value: env.JWT_SIGNING_KEY }),
+    // The runner names the sandbox function at start; these runs call no script, so nothing invokes it.
+    SANDBOX_FUNCTION: "sandbox",
   };
   runners = await Promise.all(Array.from({ length: CAP }, () => LambdaHost.start("runner", hostEnv)));
   [alice, bob] = await Promise.all([withWallet(await signIn(app)), withWallet(await signIn(app))]);

@@ -94,8 +94,16 @@ describe("the sandbox function", () => {
   });
 
   it("holds no credential: scripts see no host, and the bundle drops the role's credentials from its environment at load", async () => {
-    const probe = await invoke(expression("[typeof process, typeof require, typeof fetch, Object.keys(globalThis).join()]"));
-    expect(probe.answer).toMatchObject({ ok: true, raw: '["undefined","undefined","undefined",""]' });
+    // `require` is the loader of the three modules of API.md §21.2, nothing of the host's.
+    const probe = await invoke(
+      expression(
+        "[typeof process, typeof fetch, Object.keys(globalThis).join(), (() => { try { require('fs') } catch (e) { return e.message } })()]",
+      ),
+    );
+    expect(probe.answer).toMatchObject({
+      ok: true,
+      raw: JSON.stringify(["undefined", "undefined", "", "module 'fs' is not available (available: dayjs, lodash, uuid)"]),
+    });
     const dir = mkdtempSync(join(tmpdir(), "wa-sandbox-fn-"));
     try {
       const outfile = join(dir, "sandbox.mjs");

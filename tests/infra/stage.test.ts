@@ -23,6 +23,7 @@ const FUNCTIONS: Record<string, string> = {
   ChainWatcherHandler: "functions/watcher.handler",
   WithdrawalFollowUpHandler: "functions/sweeper.handler",
   ScheduleTarget: "functions/schedule.handler",
+  Sandbox: "functions/sandbox.handler",
 };
 const HTTP = ["ApiCore", "ApiSecrets", "ApiWallets", "ApiWorkflows", "ApiExecutions", "ExecutionStream"];
 /** The functions whose code starts or stops a workflow's schedules (create/resume/pause/cancel, completion). */
@@ -136,6 +137,7 @@ describe("least privilege: links, IAM actions, settings", () => {
       ChainWatcherHandler: ["Chains", "RunnerQueue", "Table"],
       WithdrawalFollowUpHandler: ["Chains", "RunnerQueue", "Table"],
       ScheduleTarget: ["Chains", "RunnerQueue", "Table"],
+      Sandbox: [],
     });
   });
 
@@ -147,12 +149,13 @@ describe("least privilege: links, IAM actions, settings", () => {
       ApiSecrets: sorted(TABLE, ["kms:GenerateDataKey"]),
       ApiWallets: sorted(TABLE, ["kms:Sign", "kms:GetPublicKey"]),
       // Blocking triggers hand their run to the runner and simulations send nothing: no signing here.
-      ApiWorkflows: sorted(TABLE, ["kms:Decrypt", "sqs:SendMessage"], MANAGE_SCHEDULES),
+      // Scripts of blocking triggers, simulations and nodes:run run in the sandbox function (infra/sandbox.ts).
+      ApiWorkflows: sorted(TABLE, ["kms:Decrypt", "sqs:SendMessage", "lambda:InvokeFunction"], MANAGE_SCHEDULES),
       ApiExecutions: sorted(TABLE, ["sqs:SendMessage"]),
       ExecutionStream: sorted(TABLE),
       Runner: sorted(
         TABLE,
-        ["kms:Decrypt", "kms:GenerateDataKey", "kms:Sign", "kms:GetPublicKey"],
+        ["kms:Decrypt", "kms:GenerateDataKey", "kms:Sign", "kms:GetPublicKey", "lambda:InvokeFunction"],
         ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes"],
         STOP_SCHEDULES,
       ),
@@ -160,6 +163,8 @@ describe("least privilege: links, IAM actions, settings", () => {
       ChainWatcherHandler: sorted(TABLE, ["sqs:SendMessage"], STOP_SCHEDULES),
       WithdrawalFollowUpHandler: sorted(TABLE, ["sqs:SendMessage"], STOP_SCHEDULES),
       ScheduleTarget: sorted(TABLE, ["sqs:SendMessage"], MANAGE_SCHEDULES),
+      // User JavaScript runs where no credential is: the role grants nothing but its logs.
+      Sandbox: [],
     });
   });
 

@@ -10,6 +10,7 @@ import { buildAuthMessage, messageDefaults, signIn, type SignedIn } from "../../
 import { createApp, type Route } from "../../../shared/http/app";
 import { allRoutes } from "../../../shared/service/app";
 import { openapiRoutes } from "../../../shared/service/openapi";
+import { verifyPartnerAssertion } from "../../../shared/http/partner-assertion";
 import * as v from "valibot";
 import { kinds } from "../../../shared/kinds/kinds";
 import { Interval } from "../../../shared/execution/endpoints";
@@ -19,7 +20,7 @@ type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-ex
 
 /** The service's routes plus these two (whether or not shared/service/app.ts mounts them yet). */
 const routes: Route[] = [...allRoutes, ...openapiRoutes.filter((r) => !allRoutes.includes(r))];
-const app = createApp(routes);
+const app = createApp(routes, { partners: verifyPartnerAssertion });
 const HTTP_METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
 
 let runtime: Runtime;
