@@ -9,6 +9,7 @@ import { runnerDeadLetters, runnerQueue } from "./bus";
 import { scheduleDeadLetters, scheduleGroup, scheduleTarget } from "./scheduler";
 import { watcher, watcherFailures } from "./watcher";
 import { sweeper, sweeperFailures } from "./sweeper";
+import { sandbox } from "./sandbox";
 import { metricsNamespace } from "./stage";
 
 export const alarmTopic = new sst.aws.SnsTopic("Alarms");
@@ -82,6 +83,8 @@ const functions = {
   ScheduleTarget: scheduleTarget.nodes.function.name,
   Watcher: watcher.nodes.function.name,
   Sweeper: sweeper.nodes.function.name,
+  // A script's own errors are answers; an error here is an instance that crashed or ran past its timeout.
+  Sandbox: sandbox.nodes.function.name,
 };
 for (const [name, functionName] of Object.entries(functions)) {
   const dimensions = { FunctionName: functionName };

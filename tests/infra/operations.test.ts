@@ -44,8 +44,8 @@ describe("every function", () => {
     }
   });
 
-  it("raises an alarm on its errors and on its throttles", () => {
-    for (const id of FUNCTIONS) {
+  it("raises an alarm on its errors and on its throttles (the sandbox function's too)", () => {
+    for (const id of [...FUNCTIONS, "Sandbox"]) {
       const name = lambdaOf(id).inputs.name;
       for (const metric of ["Errors", "Throttles"]) {
         const [alarm] = alarmOn(metric, { FunctionName: name });
