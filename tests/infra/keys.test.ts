@@ -5,6 +5,7 @@
  * alone, and no key or router secret is a setting a stage could share with another.
  */
 import { beforeAll, describe, expect, it } from "vitest";
+import { FUNCTIONS } from "./functions";
 import { DEFAULT_SECRETS, buildGraph, ensurePlatform, type Graph, type GraphResource } from "./graph";
 
 let preview: Graph;
@@ -14,19 +15,6 @@ beforeAll(async () => {
   ensurePlatform();
   [preview, production] = await Promise.all([buildGraph({ stage: "pr-7" }), buildGraph({ stage: "production" })]);
 }, 300_000);
-
-const FUNCTIONS = [
-  "ApiCore",
-  "ApiSecrets",
-  "ApiWallets",
-  "ApiWorkflows",
-  "ApiExecutions",
-  "ExecutionStream",
-  "Runner",
-  "ChainWatcherHandler",
-  "WithdrawalFollowUpHandler",
-  "ScheduleTarget",
-];
 
 const find = (g: Graph, type: string, name: string): GraphResource => {
   const found = g.resources.find((r) => r.type === type && r.name === name);
@@ -53,7 +41,7 @@ const policyOf = (g: Graph, name: string) => {
 /** Every IAM statement of a function's role that allows kms:Sign, by function: the key ARNs it may sign with. */
 const signersOf = (g: Graph) =>
   Object.fromEntries(
-    FUNCTIONS.map((fn) => {
+    Object.keys(FUNCTIONS).map((fn) => {
       const policies = (find(g, "aws:iam/role:Role", `${fn}Role`).inputs.inlinePolicies ?? []) as { policy: string }[];
       const statements = policies.flatMap(
         (p) => (JSON.parse(p.policy) as { Statement: { actions: string[]; resources: string[] }[] }).Statement,
@@ -76,7 +64,7 @@ describe("the token key", () => {
       const env = (fn: string) =>
         (find(g, "aws:lambda/function:Function", `${fn}Function`).inputs.environment as { variables: Record<string, string> }).variables;
       expect(env("ApiCore").JWT_KMS_KEY_ID).toBe(arnOf(keyOf(g, "TokenKey")));
-      expect(FUNCTIONS.filter((fn) => env(fn).JWT_KMS_KEY_ID !== undefined)).toEqual(["ApiCore"]);
+      expect(Object.keys(FUNCTIONS).filter((fn) => env(fn).JWT_KMS_KEY_ID !== undefined)).toEqual(["ApiCore"]);
       const read = g.calls.filter((c) => c.token === "aws:kms/getPublicKey:getPublicKey").map((c) => c.inputs.keyId);
       expect(read).toEqual([arnOf(keyOf(g, "TokenKey"))]);
     }
@@ -140,6 +128,7 @@ describe("kms:Sign", () => {
         ChainWatcherHandler: [],
         WithdrawalFollowUpHandler: [],
         ScheduleTarget: [],
+        Sandbox: [],
       });
     }
   });

@@ -2,6 +2,7 @@
  * What an operator of a stage gets (infra/tracing.ts, infra/alarms.ts, the workers' failure destinations), read
  * from the resource graph that `sst.config.ts` builds without AWS (tests/infra/graph.ts).
  */
+import { FUNCTIONS, SERVICE_FUNCTIONS } from "./functions";
 import { describe, expect, it } from "vitest";
 import { stageGraph } from "./graph";
 
@@ -14,23 +15,11 @@ const alarmOn = (metric: string, dimensions: Record<string, unknown>) =>
       Object.entries(dimensions).every(([k, v]) => (a.inputs.dimensions as Record<string, unknown> | undefined)?.[k] === v),
   );
 
-const FUNCTIONS = [
-  "ApiCore",
-  "ApiSecrets",
-  "ApiWallets",
-  "ApiWorkflows",
-  "ApiExecutions",
-  "ExecutionStream",
-  "Runner",
-  "ChainWatcherHandler",
-  "WithdrawalFollowUpHandler",
-  "ScheduleTarget",
-];
 const lambdaOf = (id: string) => one("aws:lambda/function:Function", `${id}Function`);
 
 describe("every function", () => {
   it("traces actively (X-Ray), with the managed policy that lets it write segments", () => {
-    for (const id of FUNCTIONS) {
+    for (const id of SERVICE_FUNCTIONS) {
       expect(lambdaOf(id).inputs.tracingConfig, id).toEqual({ mode: "Active" });
       const managed = (one("aws:iam/role:Role", `${id}Role`).inputs.managedPolicyArns ?? []) as string[];
       expect(managed, id).toContain("arn:aws:iam::aws:policy/AWSXRayDaemonWriteAccess");
@@ -38,14 +27,14 @@ describe("every function", () => {
   });
 
   it("writes its metrics under the stage's namespace", () => {
-    for (const id of FUNCTIONS) {
+    for (const id of SERVICE_FUNCTIONS) {
       const variables = (lambdaOf(id).inputs.environment as { variables: Record<string, string> }).variables;
       expect(variables.METRICS_NAMESPACE, id).toBe("workflow-automation/test");
     }
   });
 
   it("raises an alarm on its errors and on its throttles (the sandbox function's too)", () => {
-    for (const id of [...FUNCTIONS, "Sandbox"]) {
+    for (const id of Object.keys(FUNCTIONS)) {
       const name = lambdaOf(id).inputs.name;
       for (const metric of ["Errors", "Throttles"]) {
         const [alarm] = alarmOn(metric, { FunctionName: name });

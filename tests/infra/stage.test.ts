@@ -2,6 +2,7 @@
  * What a deploy of a stage creates, read from the resource graph that `sst.config.ts` builds against Pulumi's
  * mocks (tests/infra/graph.ts): no AWS account, the same SST components and provider a deploy runs.
  */
+import { FUNCTIONS } from "./functions";
 import { describe, expect, it } from "vitest";
 import { createPublicKey } from "node:crypto";
 import { existsSync } from "node:fs";
@@ -11,20 +12,6 @@ import { DEFAULT_SECRETS, ROOT, stageGraph } from "./graph";
 const { graph, ofType, one } = stageGraph();
 const lambdas = () => ofType("aws:lambda/function:Function");
 
-/** Each function the stage deploys (SST's component name) and its entry point. */
-const FUNCTIONS: Record<string, string> = {
-  ApiCore: "functions/core.handler",
-  ApiSecrets: "functions/secrets.handler",
-  ApiWallets: "functions/wallets.handler",
-  ApiWorkflows: "functions/workflows.handler",
-  ApiExecutions: "functions/executions.handler",
-  ExecutionStream: "functions/stream.handler",
-  Runner: "functions/runner.handler",
-  ChainWatcherHandler: "functions/watcher.handler",
-  WithdrawalFollowUpHandler: "functions/sweeper.handler",
-  ScheduleTarget: "functions/schedule.handler",
-  Sandbox: "functions/sandbox.handler",
-};
 const HTTP = ["ApiCore", "ApiSecrets", "ApiWallets", "ApiWorkflows", "ApiExecutions", "ExecutionStream"];
 /** The functions whose code starts or stops a workflow's schedules (create/resume/pause/cancel, completion). */
 const SCHEDULING = ["ApiWorkflows", "ScheduleTarget", "Runner", "WithdrawalFollowUpHandler", "ChainWatcherHandler"];
