@@ -408,6 +408,17 @@ describe("execution, step and run-input items", () => {
     expect((await raw(Keys.execution(workflowId, id)))?.gsi3pk).toBeUndefined();
   });
 
+  it("a run's last step whose finish is refused (the sweeper ended the run) is never shown", async () => {
+    const id = "01JDFFFFFFFFFFFFFFFFFFFFF3";
+    await insert(id);
+    expect((await sweep(startAt + rt.config.limits.executionTimeoutMs + 1)).timedOut.map((t) => t.id)).toContain(id);
+    const last = { ...triggerStep(startAt), id: "late", type: "customCode", name: "code", output: { data: 1 } } as never;
+    expect(await finish(workflowId, id, { status: "success", endAt: startAt + 1 }, { step: last, position: 0 })).toBe(false);
+    const record = await getRecord(workflowId, id);
+    expect(record?.execution.status).toBe("error");
+    expect(record?.execution.steps.map((s) => s.id)).not.toContain("late");
+  });
+
   it("reads pending executions from the keys-only gsi3, and those written before it from gsi2; lost runs by key", async () => {
     const [current, legacy] = ["01JDFFFFFFFFFFFFFFFFFFFFF1", "01JDFFFFFFFFFFFFFFFFFFFFF2"];
     const { gsi3pk, gsi3sk, ...old } = pending(legacy);

@@ -10,7 +10,7 @@ import { addTo, remove, set, when, type Condition, type UpdateAction } from "../
 import { DuePartition, Keys } from "../item-keys";
 import { fromShards, queryOnce, queryPages, type ListPage, type Query, type TableKey } from "../query";
 import { Index, isConditionFailure, landed } from "../table";
-import { stepPartItems, type StepRecording } from "./execution-parts";
+import { putStepParts, stepPartItems, type StepRecording } from "./execution-parts";
 
 export interface ExecutionId {
   workflowId: string;
@@ -143,13 +143,14 @@ export async function finishExecution(
   if (outcome.error !== undefined) actions.push(set("error", outcome.error));
   if (outcome.cogs) actions.push(set("cogs", outcome.cogs));
   actions.push(...offDueIndexes);
-  // The run's last step in the same transaction, as recordStepItems writes one (its cost is in `outcome.cogs`).
-  if (last) actions.push(addTo("stepIds", new Set([last.stepId])), addTo("stepBytes", last.bytes));
-  return landed(
-    last
-      ? transact([Execution.tx.update(execution, actions, { if: isPending }), ...stepPartItems(execution.id, last)])
-      : Execution.update(execution, actions, { if: isPending }),
-  );
+  if (last) {
+    // The run's last step (its cost is in `outcome.cogs`): its items first, then the update that lists it in
+    // `stepIds`. Readers show only the steps their execution lists, so a step whose update is then refused (the
+    // run had ended) is never seen; two plain writes cost half a transaction's.
+    actions.push(addTo("stepIds", new Set([last.stepId])), addTo("stepBytes", last.bytes));
+    await putStepParts(execution.id, last);
+  }
+  return landed(Execution.update(execution, actions, { if: isPending }));
 }
 
 /** The conditional "started" mark: only a pending execution not yet started takes it; the item after, or undefined. */
