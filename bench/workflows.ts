@@ -434,7 +434,7 @@ async function benchStream(ctx: BenchContext, rounds: number, who: Owner, workfl
         TableName: ctx.runtime.config.tableName,
         Key: Keys.execution(workflowId, id),
         ConditionExpression: "#status = :pending",
-        UpdateExpression: "SET #status = :status, endAt = :endAt REMOVE gsi2pk, gsi2sk",
+        UpdateExpression: "SET #status = :status, endAt = :endAt REMOVE gsi2pk, gsi2sk, gsi3pk, gsi3sk",
         ExpressionAttributeNames: { "#status": "status" },
         ExpressionAttributeValues: { ":status": "success", ":endAt": Date.now(), ":pending": "pending" },
       }),

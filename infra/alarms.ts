@@ -120,7 +120,7 @@ for (const kind of ["Read", "Write"] as const) {
     threshold: 1,
   });
 }
-for (const index of ["gsi1", "gsi2"])
+for (const index of ["gsi1", "gsi2", "gsi3"])
   alarm(`Table${index}WriteThrottles`, `Table index ${index}: writes throttled (they throttle the table's writes too)`, {
     namespace: "AWS/DynamoDB",
     metric: "WriteThrottleEvents",

@@ -1,10 +1,21 @@
 // The single table (shared/store/README.md lists its access patterns and keys).
 export const table = new sst.aws.Dynamo("Table", {
-  fields: { pk: "string", sk: "string", gsi1pk: "string", gsi1sk: "string", gsi2pk: "string", gsi2sk: "string" },
+  fields: {
+    pk: "string",
+    sk: "string",
+    gsi1pk: "string",
+    gsi1sk: "string",
+    gsi2pk: "string",
+    gsi2sk: "string",
+    gsi3pk: "string",
+    gsi3sk: "string",
+  },
   primaryIndex: { hashKey: "pk", rangeKey: "sk" },
   globalIndexes: {
     gsi1: { hashKey: "gsi1pk", rangeKey: "gsi1sk" },
     gsi2: { hashKey: "gsi2pk", rangeKey: "gsi2sk" },
+    // The executions' sparse due keys: readers need keys only, and a write that keeps them costs this index nothing.
+    gsi3: { hashKey: "gsi3pk", rangeKey: "gsi3sk", projection: "keys-only" },
   },
   ttl: "expiresAt",
 });

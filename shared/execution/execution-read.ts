@@ -225,10 +225,16 @@ export interface Assembled {
 /**
  * The execution item and its recorded steps as one Execution of at most `max_execution_record_bytes`
  * serialized: the outputs it replaces are never read, the others that lie in their own items are read then.
+ * Only the steps the item lists (`stepIds`) are its: a run's last step is written before the update that lists
+ * it, and stays unlisted when that update is refused (shared/store/entities/execution.ts `finishExecution`).
  */
 export async function assemble(item: StoredExecution, recorded: ReadStep[]): Promise<Assembled> {
   const max = useRuntime().config.limits.maxExecutionRecordBytes;
-  const ordered = orderSteps(item, recorded);
+  const listed = item.stepIds ?? new Set<string>();
+  const ordered = orderSteps(
+    item,
+    recorded.filter((s) => listed.has(s.step.id)),
+  );
   const execution = toExecution(
     item,
     ordered.map((s) => s.step),

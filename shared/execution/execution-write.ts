@@ -106,7 +106,7 @@ export interface Outcome {
 /** Ends a pending execution; false when it had already ended (another writer won) or does not exist. */
 export async function finish(workflowId: string, id: string, outcome: Outcome, last?: { step: Step; position?: number }): Promise<boolean> {
   // The pending index is sparse: the sweeper never sees a finished execution again. `last`: the run's last step,
-  // written in the same transaction (its cost is in `outcome.cogs`).
+  // listed by the same update (its cost is in `outcome.cogs`).
   const ended = await finishExecution(
     { workflowId, id },
     {

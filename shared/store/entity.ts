@@ -44,6 +44,8 @@ export interface ItemKeys extends TableKey {
   gsi1sk?: string;
   gsi2pk?: string;
   gsi2sk?: string;
+  gsi3pk?: string;
+  gsi3sk?: string;
   type: string;
   v: number;
 }

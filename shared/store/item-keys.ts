@@ -67,20 +67,25 @@ export const Keys = {
 
   /** Executions (pattern 13): the workflow's executions, newest first by ULID. */
   execution: (workflowId: string, id: string) => ({ pk: `WF#${workflowId}#EXEC`, sk: id }),
+  /** The execution an item key names (`Keys.execution`'s inverse: a keys-only index answers keys alone). */
+  executionOf: (key: { pk: string; sk: string }) => ({ workflowId: key.pk.slice("WF#".length, -"#EXEC".length), id: key.sk }),
   /** GSI1 of an execution (pattern 14): the owner's executions, newest first (ULIDs sort by startAt). */
   executionByOwner: (owner: string, id: string) => ({ gsi1pk: `${Keys.owner(owner)}#EXEC`, gsi1sk: id }),
-  /** GSI2 of a pending execution (pattern 15, sparse: removed when terminal): the sweeper reads them oldest first. */
+  /**
+   * GSI3 (keys only) of a pending execution (pattern 15, sparse: removed when terminal): the sweeper reads them
+   * oldest first. Items written before gsi3 carry the same keys as `gsi2pk`/`gsi2sk`.
+   */
   pendingExecution: (startAt: number, id: string) => ({
-    gsi2pk: due(DuePartition.pendingExecution, id),
-    gsi2sk: `${String(startAt).padStart(15, "0")}#${id}`,
+    gsi3pk: due(DuePartition.pendingExecution, id),
+    gsi3sk: `${String(startAt).padStart(15, "0")}#${id}`,
   }),
   /**
-   * GSI2 of a waiting execution (pattern 26, sparse: only while `waiting`, API.md §17.1): the sweeper reads those
-   * whose attention time (the earliest deadline of their waits, or the moment a wait ended) has come.
+   * GSI3 (keys only) of a waiting execution (pattern 26, sparse: only while `waiting`, API.md §17.1): the sweeper
+   * reads those whose attention time (the earliest deadline of their waits, or the moment a wait ended) has come.
    */
   waitingExecution: (at: number, id: string) => ({
-    gsi2pk: due(DuePartition.waitingExecution, id),
-    gsi2sk: `${String(at).padStart(15, "0")}#${id}`,
+    gsi3pk: due(DuePartition.waitingExecution, id),
+    gsi3sk: `${String(at).padStart(15, "0")}#${id}`,
   }),
   /** A waiting run's engine state (pattern 13d): sealed JSON in parts, one generation per suspension. */
   executionState: (id: string, generation: number, part: number) => ({

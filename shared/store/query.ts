@@ -42,7 +42,7 @@ type SortKey =
   | { ge: string };
 
 export interface Query<A extends string = string> extends ReadOptions<A> {
-  /** An index (`gsi1`, `gsi2`): its key attributes are `<index>pk` / `<index>sk`; none: the table's `pk` / `sk`. */
+  /** An index (`gsi1`, `gsi2`, `gsi3`): its key attributes are `<index>pk` / `<index>sk`; none: the table's `pk` / `sk`. */
   index?: (typeof Index)[keyof typeof Index];
   /** The partition key's value. */
   pk: string;
@@ -115,7 +115,7 @@ export async function* queryPages(q: Query, store = runtimeStore()): AsyncGenera
  * Up to `max` items of a sharded partition (`partitions`: item-keys.ts `Keys.dueShards`), each shard read by
  * `read` (in parallel, each in its own order) and taken in turn, so that a full shard crowds out no other.
  */
-export async function fromShards<I>(partitions: readonly string[], max: number, read: (pk: string) => Promise<I[]>): Promise<I[]> {
+export async function fromShards<I, P = string>(partitions: readonly P[], max: number, read: (partition: P) => Promise<I[]>): Promise<I[]> {
   const shards = await Promise.all(partitions.map(read));
   const out: I[] = [];
   for (let i = 0; out.length < max && shards.some((items) => i < items.length); i++)

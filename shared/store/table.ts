@@ -2,40 +2,70 @@
  * The one DynamoDB table (access patterns and key design: ./README.md).
  * Generic key attributes; every item also carries `type` (its entity) and `v` (its schema version).
  */
-import { CreateTableCommand, DescribeTableCommand, UpdateTimeToLiveCommand, type CreateTableCommandInput } from "@aws-sdk/client-dynamodb";
+import {
+  CreateTableCommand,
+  DescribeTableCommand,
+  UpdateTableCommand,
+  UpdateTimeToLiveCommand,
+  type CreateTableCommandInput,
+} from "@aws-sdk/client-dynamodb";
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 
 export const TTL_ATTRIBUTE = "expiresAt";
 
-/** Index names say which pattern family they serve (README: GSI1 "by parent, newest first", GSI2 "by second parent"). */
-export const Index = { gsi1: "gsi1", gsi2: "gsi2" } as const;
+/**
+ * Index names say which pattern family they serve (README: GSI1 "by parent, newest first", GSI2 "by second
+ * parent", GSI3 the sparse due keys of executions, keys only, so a write that leaves its keys alone costs it nothing).
+ */
+export const Index = { gsi1: "gsi1", gsi2: "gsi2", gsi3: "gsi3" } as const;
+const KEYS_ONLY_INDEXES: ReadonlySet<string> = new Set([Index.gsi3]);
+
+const keyAttribute = (name: string) => ({ AttributeName: name, AttributeType: "S" as const });
+const indexKeys = (name: string) => [keyAttribute(`${name}pk`), keyAttribute(`${name}sk`)];
+const indexDefinition = (name: string) => ({
+  IndexName: name,
+  KeySchema: [
+    { AttributeName: `${name}pk`, KeyType: "HASH" as const },
+    { AttributeName: `${name}sk`, KeyType: "RANGE" as const },
+  ],
+  Projection: { ProjectionType: KEYS_ONLY_INDEXES.has(name) ? ("KEYS_ONLY" as const) : ("ALL" as const) },
+});
 
 function tableDefinition(tableName: string): CreateTableCommandInput {
-  const s = (name: string) => ({ AttributeName: name, AttributeType: "S" as const });
-  const gsi = (name: string) => ({
-    IndexName: name,
-    KeySchema: [
-      { AttributeName: `${name}pk`, KeyType: "HASH" as const },
-      { AttributeName: `${name}sk`, KeyType: "RANGE" as const },
-    ],
-    Projection: { ProjectionType: "ALL" as const },
-  });
+  const indexes = Object.values(Index);
   return {
     TableName: tableName,
     BillingMode: "PAY_PER_REQUEST",
-    AttributeDefinitions: [s("pk"), s("sk"), s("gsi1pk"), s("gsi1sk"), s("gsi2pk"), s("gsi2sk")],
+    AttributeDefinitions: [keyAttribute("pk"), keyAttribute("sk"), ...indexes.flatMap(indexKeys)],
     KeySchema: [
       { AttributeName: "pk", KeyType: "HASH" },
       { AttributeName: "sk", KeyType: "RANGE" },
     ],
-    GlobalSecondaryIndexes: [gsi(Index.gsi1), gsi(Index.gsi2)],
+    GlobalSecondaryIndexes: indexes.map(indexDefinition),
   };
+}
+
+/** Adds the indexes a table made by an earlier version lacks (a local table kept across versions), one at a time. */
+async function addMissingIndexes(db: DynamoDBDocumentClient, tableName: string, existing: readonly string[]) {
+  for (const name of Object.values(Index).filter((n) => !existing.includes(n))) {
+    const create = { AttributeDefinitions: indexKeys(name), GlobalSecondaryIndexUpdates: [{ Create: indexDefinition(name) }] };
+    await db.send(new UpdateTableCommand({ TableName: tableName, ...create })).catch(async (err: unknown) => {
+      // Another process starting on the same table may have added it first.
+      const { Table } = await db.send(new DescribeTableCommand({ TableName: tableName }));
+      if (!Table?.GlobalSecondaryIndexes?.some((g) => g.IndexName === name)) throw err;
+    });
+  }
 }
 
 /** Creates the table when it does not exist yet (local runtime and tests; SST owns it in AWS). */
 export async function ensureTable(db: DynamoDBDocumentClient, tableName: string) {
   try {
-    await db.send(new DescribeTableCommand({ TableName: tableName }));
+    const { Table } = await db.send(new DescribeTableCommand({ TableName: tableName }));
+    await addMissingIndexes(
+      db,
+      tableName,
+      (Table?.GlobalSecondaryIndexes ?? []).map((g) => g.IndexName ?? ""),
+    );
     return;
   } catch (err) {
     if ((err as { name?: string }).name !== "ResourceNotFoundException") throw err;

@@ -155,7 +155,7 @@ describe("the stream", () => {
       new UpdateCommand({
         TableName: runtime.config.tableName,
         Key: Keys.execution(e.workflowId, e.id),
-        UpdateExpression: "SET #s = :s, endAt = :e, #err = :err REMOVE gsi2pk, gsi2sk",
+        UpdateExpression: "SET #s = :s, endAt = :e, #err = :err REMOVE gsi2pk, gsi2sk, gsi3pk, gsi3sk",
         ExpressionAttributeNames: { "#s": "status", "#err": "error" },
         ExpressionAttributeValues: { ":s": "error", ":e": e.startAt + 5, ":err": "workflow was deleted" },
       }),

@@ -18,7 +18,7 @@ import { reserveSponsoredGas } from "../../shared/wallet/sponsorship";
 import { PutCommand } from "@aws-sdk/lib-dynamodb";
 import { readRunInput, runInputStorage } from "../../shared/execution/run-input";
 import { sweep } from "../../shared/execution/execution-sweep";
-import { markRunStarted } from "../../shared/store/entities/execution";
+import { lostRuns, markRunStarted, pendingBefore } from "../../shared/store/entities/execution";
 import { CHAIN_ID, FEE, VALUE_FEE, triggerStep } from "../support/fixtures";
 import { createSecret, deleteSecret, readSecrets, replaceSecret } from "../../shared/store/entities/secret";
 import { setRuntime, useRuntime, type Runtime } from "../../shared/current-runtime";
@@ -305,8 +305,8 @@ describe("execution, step and run-input items", () => {
       sk: id,
       gsi1pk: "OWNER#0x00000000000000000000000000000000000000ff#EXEC",
       gsi1sk: id,
-      gsi2pk: expect.stringMatching(/^EXEC#pending#[0-7]$/),
-      gsi2sk: `${String(startAt).padStart(15, "0")}#${id}`,
+      gsi3pk: expect.stringMatching(/^EXEC#pending#[0-7]$/),
+      gsi3sk: `${String(startAt).padStart(15, "0")}#${id}`,
       type: "execution",
       v: 1,
       id,
@@ -379,7 +379,7 @@ describe("execution, step and run-input items", () => {
     expect(await markRunStarted({ workflowId, id }, startAt + 8)).toBeUndefined();
 
     expect(await finish(workflowId, id, { status: "error", error: "boom", endAt: startAt + 9, cogs: [] })).toBe(true);
-    const { gsi2pk: _pk, gsi2sk: _sk, ...ended } = execution;
+    const { gsi3pk: _pk, gsi3sk: _sk, ...ended } = execution;
     expect(await raw(Keys.execution(workflowId, id))).toEqual({
       ...ended,
       stepIds: new Set(["node1", "node2"]),
@@ -405,7 +405,42 @@ describe("execution, step and run-input items", () => {
     const finishes = Array.from({ length: 8 }, (_, i) => finish(workflowId, id, { status: "success", endAt: startAt + i }));
     const [sweepResult, ...won] = await Promise.all([swept, ...finishes]);
     expect(won.filter(Boolean).length + sweepResult.timedOut.filter((t) => t.id === id).length).toBe(1);
-    expect((await raw(Keys.execution(workflowId, id)))?.gsi2pk).toBeUndefined();
+    expect((await raw(Keys.execution(workflowId, id)))?.gsi3pk).toBeUndefined();
+  });
+
+  it("a run's last step whose finish is refused (the sweeper ended the run) is never shown", async () => {
+    const id = "01JDFFFFFFFFFFFFFFFFFFFFF3";
+    await insert(id);
+    expect((await sweep(startAt + rt.config.limits.executionTimeoutMs + 1)).timedOut.map((t) => t.id)).toContain(id);
+    const last = { ...triggerStep(startAt), id: "late", type: "customCode", name: "code", output: { data: 1 } } as never;
+    expect(await finish(workflowId, id, { status: "success", endAt: startAt + 1 }, { step: last, position: 0 })).toBe(false);
+    const record = await getRecord(workflowId, id);
+    expect(record?.execution.status).toBe("error");
+    expect(record?.execution.steps.map((s) => s.id)).not.toContain("late");
+  });
+
+  it("reads pending executions from the keys-only gsi3, and those written before it from gsi2; lost runs by key", async () => {
+    const [current, legacy] = ["01JDFFFFFFFFFFFFFFFFFFFFF1", "01JDFFFFFFFFFFFFFFFFFFFFF2"];
+    const { gsi3pk, gsi3sk, ...old } = pending(legacy);
+    await insert(current);
+    await useRuntime().db.send(new PutCommand({ TableName: rt.config.tableName, Item: { ...old, gsi2pk: gsi3pk, gsi2sk: gsi3sk } }));
+    const ids = async () => (await pendingBefore(startAt + 1, 1_000)).map((e) => e.id);
+    expect(await ids()).toEqual(expect.arrayContaining([current, legacy]));
+    // Never started by a runner and older than the cutoff: both lost; started: neither.
+    const lost = async () => (await lostRuns(startAt, startAt + 1, 1_000)).filter((e) => [current, legacy].includes(e.id));
+    expect(await lost()).toEqual(
+      expect.arrayContaining([
+        { workflowId, id: current, resume: false },
+        { workflowId, id: legacy, resume: false },
+      ]),
+    );
+    await markRunStarted({ workflowId, id: current }, startAt + 1);
+    await markRunStarted({ workflowId, id: legacy }, startAt + 1);
+    expect(await lost()).toEqual([]);
+    for (const id of [current, legacy]) expect(await finish(workflowId, id, { status: "success", endAt: startAt + 2 })).toBe(true);
+    expect(await ids()).not.toContain(current);
+    expect(await ids()).not.toContain(legacy);
+    expect(await raw(Keys.execution(workflowId, legacy))).not.toHaveProperty("gsi2pk");
   });
 
   it("writes a large run input in the parts the hand-written PutItems wrote, reads and discards them", async () => {

@@ -7,10 +7,10 @@ const ids = Array.from({ length: 800 }, (_, i) => `01J${String(i).padStart(23, "
 
 describe("sharded due keys", () => {
   it("puts an id on one shard of 8 for life, and spreads ids over all of them", () => {
-    const shards = ids.map((id) => Keys.pendingExecution(1, id).gsi2pk);
+    const shards = ids.map((id) => Keys.pendingExecution(1, id).gsi3pk);
     expect(new Set(shards)).toEqual(new Set(Keys.dueShards(DuePartition.pendingExecution).slice(0, 8)));
-    expect(ids.map((id) => Keys.pendingExecution(2, id).gsi2pk)).toEqual(shards);
-    expect(Keys.waitingExecution(3, ids[0]!).gsi2pk).toBe(shards[0]!.replace("pending", "waiting"));
+    expect(ids.map((id) => Keys.pendingExecution(2, id).gsi3pk)).toEqual(shards);
+    expect(Keys.waitingExecution(3, ids[0]!).gsi3pk).toBe(shards[0]!.replace("pending", "waiting"));
     const counts = [...new Set(shards)].map((shard) => shards.filter((s) => s === shard).length);
     expect(Math.max(...counts)).toBeLessThan(2 * (ids.length / 8));
   });

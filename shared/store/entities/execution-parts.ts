@@ -60,23 +60,30 @@ export interface StepRecording {
 
 /** The transaction items that write a step's parts and its output's parts. */
 export function stepPartItems(executionId: string, r: StepRecording) {
+  const { steps, outputs } = partsOf(executionId, r);
+  return [...steps.map((p) => ExecutionStep.tx.put(p.id, p.item)), ...outputs.map((p) => ExecutionStepOutput.tx.put(p.id, p.item))];
+}
+
+/** The same items as `stepPartItems`, each by a PutItem of its own (in parallel). */
+export async function putStepParts(executionId: string, r: StepRecording): Promise<void> {
+  const { steps, outputs } = partsOf(executionId, r);
+  await Promise.all([...steps.map((p) => ExecutionStep.put(p.id, p.item)), ...outputs.map((p) => ExecutionStepOutput.put(p.id, p.item))]);
+}
+
+function partsOf(executionId: string, r: StepRecording) {
   const parts = Math.max(1, Math.ceil(r.body.length / r.partBytes));
   const outputParts = r.output ? Math.ceil(r.output.length / r.partBytes) : 0;
   const slice = (bytes: Buffer, part: number) => bytes.subarray(part * r.partBytes, (part + 1) * r.partBytes);
-  return [
-    ...Array.from({ length: parts }, (_, part) =>
-      ExecutionStep.tx.put(
-        { id: executionId, stepId: r.stepId, part },
-        { stepId: r.stepId, part, parts, outputBytes: r.outputBytes, outputParts, body: slice(r.body, part) },
-      ),
-    ),
-    ...Array.from({ length: outputParts }, (_, part) =>
-      ExecutionStepOutput.tx.put(
-        { id: executionId, stepId: r.stepId, part },
-        { stepId: r.stepId, part, parts: outputParts, body: slice(r.output!, part) },
-      ),
-    ),
-  ];
+  return {
+    steps: Array.from({ length: parts }, (_, part) => ({
+      id: { id: executionId, stepId: r.stepId, part },
+      item: { stepId: r.stepId, part, parts, outputBytes: r.outputBytes, outputParts, body: slice(r.body, part) },
+    })),
+    outputs: Array.from({ length: outputParts }, (_, part) => ({
+      id: { id: executionId, stepId: r.stepId, part },
+      item: { stepId: r.stepId, part, parts: outputParts, body: slice(r.output!, part) },
+    })),
+  };
 }
 
 /** Every step part of an execution (strongly consistent Query, one page per MB). */

@@ -1,16 +1,16 @@
 /**
  * Executions (API.md §10; shared/execution/README.md describes the storage): one item per execution in its
  * workflow's partition (`WF#<wf>#EXEC` / ULID, pattern 13), on GSI1 by owner (pattern 14) and, while pending, on
- * sparse GSI2 oldest first (pattern 15). Owned here: steps are recorded, the run is marked started and the
+ * the sparse keys-only GSI3 oldest first (pattern 15). Owned here: steps are recorded, the run is marked started and the
  * execution is ended only while it is pending (ending it takes it off the pending index); the reads and lists.
  * Its steps and run input are items of their own (./execution-parts.ts).
  */
 import { defineEntity, transact, type Stored } from "../entity";
 import { addTo, remove, set, when, type Condition, type UpdateAction } from "../expression";
 import { DuePartition, Keys } from "../item-keys";
-import { fromShards, type ListPage, type Query } from "../query";
+import { fromShards, queryOnce, queryPages, type ListPage, type Query, type TableKey } from "../query";
 import { Index, isConditionFailure, landed } from "../table";
-import { stepPartItems, type StepRecording } from "./execution-parts";
+import { putStepParts, stepPartItems, type StepRecording } from "./execution-parts";
 
 export interface ExecutionId {
   workflowId: string;
@@ -56,6 +56,39 @@ const Execution = defineEntity<ExecutionItem, ExecutionId>({
 export type StoredExecutionItem = Stored<ExecutionItem>;
 
 const isPending = when.eq("status", "pending");
+
+/**
+ * Puts the execution on a due partition of gsi3 (pending or waiting), off gsi2, where items written before gsi3
+ * carry the same keys (README "Sharded due keys").
+ */
+const onDueIndex = (keys: { gsi3pk: string; gsi3sk: string }) => [
+  set("gsi3pk", keys.gsi3pk),
+  set("gsi3sk", keys.gsi3sk),
+  ...offLegacyDueIndex,
+];
+const offLegacyDueIndex = [remove("gsi2pk"), remove("gsi2sk")];
+/** Takes the execution off every due partition (it ended). */
+const offDueIndexes = [remove("gsi3pk"), remove("gsi3sk"), ...offLegacyDueIndex];
+
+/** The table keys of a keys-only Query's items. */
+const keysOf = (items: readonly Record<string, unknown>[]): TableKey[] => items.map((key) => ({ pk: String(key.pk), sk: String(key.sk) }));
+
+/** A due partition's shards on gsi3 and, for items written before it, on gsi2 (their keys alike). */
+const dueTargets = (partition: string) => {
+  const shards = Keys.dueShards(partition);
+  return [...shards.slice(0, -1).map((pk) => ({ index: Index.gsi3, pk })), ...shards.map((pk) => ({ index: Index.gsi2, pk }))];
+};
+
+/**
+ * The executions of a due partition whose sort key is before `bound`, oldest first in each shard, at most `max`
+ * (one keys-only Query per shard).
+ */
+async function dueBefore(partition: string, bound: string, max: number): Promise<ExecutionId[]> {
+  return fromShards(dueTargets(partition), max, async ({ index, pk }) => {
+    const page = await queryOnce({ index, pk, sk: { lt: bound }, attributes: ["pk", "sk"], limit: max });
+    return keysOf(page.items).map(Keys.executionOf);
+  });
+}
 
 /** Writes a claimed execution's item (built whole by shared/execution) unless it is there already (the sweeper, or a retry, wrote it). */
 export async function putClaimedExecution(item: Item): Promise<void> {
@@ -109,14 +142,15 @@ export async function finishExecution(
   const actions: UpdateAction[] = [set("status", outcome.status), set("endAt", outcome.endAt)];
   if (outcome.error !== undefined) actions.push(set("error", outcome.error));
   if (outcome.cogs) actions.push(set("cogs", outcome.cogs));
-  actions.push(remove("gsi2pk"), remove("gsi2sk"));
-  // The run's last step in the same transaction, as recordStepItems writes one (its cost is in `outcome.cogs`).
-  if (last) actions.push(addTo("stepIds", new Set([last.stepId])), addTo("stepBytes", last.bytes));
-  return landed(
-    last
-      ? transact([Execution.tx.update(execution, actions, { if: isPending }), ...stepPartItems(execution.id, last)])
-      : Execution.update(execution, actions, { if: isPending }),
-  );
+  actions.push(...offDueIndexes);
+  if (last) {
+    // The run's last step (its cost is in `outcome.cogs`): its items first, then the update that lists it in
+    // `stepIds`. Readers show only the steps their execution lists, so a step whose update is then refused (the
+    // run had ended) is never seen; two plain writes cost half a transaction's.
+    actions.push(addTo("stepIds", new Set([last.stepId])), addTo("stepBytes", last.bytes));
+    await putStepParts(execution.id, last);
+  }
+  return landed(Execution.update(execution, actions, { if: isPending }));
 }
 
 /** The conditional "started" mark: only a pending execution not yet started takes it; the item after, or undefined. */
@@ -137,11 +171,7 @@ export const getExecution = (execution: ExecutionId) => Execution.get(execution,
 
 /** Executions pending since before `cutoff` (ms), oldest first, at most `max` (pattern 15: one Query). */
 export async function pendingBefore(cutoff: number, max: number): Promise<ExecutionId[]> {
-  const { gsi2sk } = Keys.pendingExecution(cutoff, "");
-  return fromShards(Keys.dueShards(DuePartition.pendingExecution), max, async (pk) => {
-    const page = await Execution.query({ index: Index.gsi2, pk, sk: { lt: gsi2sk }, attributes: ["workflowId", "id"], limit: max });
-    return page.items;
-  });
+  return dueBefore(DuePartition.pendingExecution, Keys.pendingExecution(cutoff, "").gsi3sk, max);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -225,7 +255,7 @@ export async function readExecutions(
 //
 // An open wait is the attribute `wait:<nodeId>` of the execution item (a map: kind, deadline, …); an ended
 // signal wait leaves `end:<nodeId>` (decision, signer, payload hash) for replays. Top-level attributes, not a map
-// of waits, so that no write needs the map to exist first. While `waiting` the item is on gsi2 `EXEC#waiting#<shard>`
+// of waits, so that no write needs the map to exist first. While `waiting` the item is on gsi3 `EXEC#waiting#<shard>`
 // (pattern 26) instead of the pending index.
 
 const WAIT_PREFIX = "wait:";
@@ -270,7 +300,7 @@ export async function endOpenWait(
     addTo("stepBytes", options.recording.bytes),
   ];
   if (options.end) actions.push(set(`${END_PREFIX}${nodeId}`, options.end));
-  if (options.status === "waiting") actions.push(set("gsi2sk", Keys.waitingExecution(options.attentionAt, execution.id).gsi2sk));
+  if (options.status === "waiting") actions.push(...onDueIndex(Keys.waitingExecution(options.attentionAt, execution.id)));
   const condition = when.and(when.exists(waitName), when.eq("status", options.status), options.guard);
   return landed(transact([Execution.tx.update(execution, actions, { if: condition }), ...stepPartItems(execution.id, options.recording)]));
 }
@@ -295,11 +325,9 @@ export async function suspendRun(
 ): Promise<boolean> {
   const waiting = Keys.waitingExecution(fields.attentionAt, execution.id);
   return landed(
-    Execution.update(
-      execution,
-      [set("status", "waiting"), ...sealedState(fields), set("gsi2pk", waiting.gsi2pk), set("gsi2sk", waiting.gsi2sk)],
-      { if: when.and(isPending, ...fields.open.map((id) => when.exists(`${WAIT_PREFIX}${id}`))) },
-    ),
+    Execution.update(execution, [set("status", "waiting"), ...sealedState(fields), ...onDueIndex(waiting)], {
+      if: when.and(isPending, ...fields.open.map((id) => when.exists(`${WAIT_PREFIX}${id}`))),
+    }),
   );
 }
 
@@ -344,13 +372,7 @@ export async function resumeRun(
   try {
     return await Execution.update(
       execution,
-      [
-        set("status", "pending"),
-        set("passStartedAt", now),
-        set("driverAt", now),
-        set("gsi2pk", pending.gsi2pk),
-        set("gsi2sk", pending.gsi2sk),
-      ],
+      [set("status", "pending"), set("passStartedAt", now), set("driverAt", now), ...onDueIndex(pending)],
       { if: when.and(when.eq("status", "waiting"), when.eq("stateGeneration", stateGeneration)), returnValues: "ALL_NEW" },
     );
   } catch (err) {
@@ -396,40 +418,45 @@ export async function takeOverRun(
  * pending since before `unstartedCutoff` (the claim was written, the hand-over died with its process).
  */
 export async function lostRuns(cutoff: number, unstartedCutoff: number, max: number): Promise<(ExecutionId & { resume: boolean })[]> {
-  const { gsi2sk } = Keys.pendingExecution(Math.max(cutoff, unstartedCutoff), "");
-  const filter = when.or(
-    when.and(when.exists("stateGeneration"), when.lt("driverAt", cutoff)),
-    when.and(when.notExists("runStartedAt"), when.lt("startAt", unstartedCutoff)),
-  );
-  return fromShards(Keys.dueShards(DuePartition.pendingExecution), max, async (pk) => {
+  const bound = Keys.pendingExecution(Math.max(cutoff, unstartedCutoff), "").gsi3sk;
+  const lost = (item: Pick<ExecutionItem, (typeof LOST_RUN_ATTRIBUTES)[number]>) =>
+    item.status === "pending" &&
+    ((item.stateGeneration !== undefined && typeof item.driverAt === "number" && item.driverAt < cutoff) ||
+      (item.runStartedAt === undefined && item.startAt < unstartedCutoff));
+  return fromShards(dueTargets(DuePartition.pendingExecution), max, async ({ index, pk }) => {
     const found: (ExecutionId & { resume: boolean })[] = [];
-    const query = { index: Index.gsi2, pk, sk: { lt: gsi2sk }, filter, attributes: ["workflowId", "id", "stateGeneration"] as const };
-    for await (const page of Execution.pages(query)) {
-      for (const item of page.items) found.push({ workflowId: item.workflowId, id: item.id, resume: item.stateGeneration !== undefined });
+    // The index holds keys only: each page's items are read by key (a key left unprocessed waits for the next pass).
+    for await (const page of queryPages({ index, pk, sk: { lt: bound }, attributes: ["pk", "sk"], limit: LOST_RUN_PAGE })) {
+      const keys = keysOf(page.items);
+      if (keys.length === 0) continue;
+      const { items } = await Execution.batchGet(keys, { attributes: LOST_RUN_ATTRIBUTES });
+      const read = new Map(items.map((item) => [item.id, item]));
+      for (const key of keys) {
+        const item = read.get(key.sk);
+        if (item && lost(item)) found.push({ workflowId: item.workflowId, id: item.id, resume: item.stateGeneration !== undefined });
+      }
       if (found.length >= max) break;
     }
     return found;
   });
 }
 
+const LOST_RUN_ATTRIBUTES = ["workflowId", "id", "status", "startAt", "runStartedAt", "stateGeneration", "driverAt"] as const;
+/** Keys per Query page of `lostRuns`, one BatchGetItem each (its limit). */
+const LOST_RUN_PAGE = 100;
+
 /** Ends a waiting execution (`error`: its workflow was deleted); false when it is not waiting. */
 export async function endWaiting(execution: ExecutionId, outcome: { endAt: number; error: string }): Promise<boolean> {
   return landed(
-    Execution.update(
-      execution,
-      [set("status", "error"), set("endAt", outcome.endAt), set("error", outcome.error), remove("gsi2pk"), remove("gsi2sk")],
-      { if: when.eq("status", "waiting") },
-    ),
+    Execution.update(execution, [set("status", "error"), set("endAt", outcome.endAt), set("error", outcome.error), ...offDueIndexes], {
+      if: when.eq("status", "waiting"),
+    }),
   );
 }
 
 /** Waiting executions whose attention time is before `cutoff`, oldest first, at most `max` (pattern 26: one Query). */
 export async function waitingDue(cutoff: number, max: number): Promise<ExecutionId[]> {
-  const { gsi2sk } = Keys.waitingExecution(cutoff, "");
-  return fromShards(Keys.dueShards(DuePartition.waitingExecution), max, async (pk) => {
-    const page = await Execution.query({ index: Index.gsi2, pk, sk: { lt: gsi2sk }, attributes: ["workflowId", "id"], limit: max });
-    return page.items;
-  });
+  return dueBefore(DuePartition.waitingExecution, Keys.waitingExecution(cutoff, "").gsi3sk, max);
 }
 
 /** The waiting executions of a workflow (pattern 13 filtered by status; every page). */
