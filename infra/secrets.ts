@@ -2,7 +2,8 @@
 // for every stage without its own value). Functions read them through links (encrypted into their bundle, never a
 // plaintext environment variable), each linking only the ones it uses. No key is a setting: the token key is a KMS
 // key of the stage's own (infra/kms.ts) and the router secret is generated for the stage (below).
-import { RandomPassword } from "@pulumi/random";
+import { createRequire } from "node:module";
+import type * as PulumiRandom from "@pulumi/random";
 import { production } from "./stage";
 
 /** JSON array of chain settings (rpcUrl, bundlerUrl, factory, paymaster per chainId): see README. */
@@ -30,6 +31,9 @@ export const authAllowedUrisValue = $util.unsecret(
  * per stage and kept in its state, derived from nothing else; @pulumi/random is SST's own provider (its functions'
  * link encryption keys use it), so nothing is installed for it.
  */
+// Loaded when this file runs (inside `run`), not imported: a static import would be hoisted into the evaluated
+// config, which `sst install` runs before the platform that holds @pulumi/random exists (a fresh clone).
+const { RandomPassword } = createRequire(import.meta.url)("@pulumi/random") as typeof PulumiRandom;
 const routerSecretValue = new RandomPassword("RouterSecretValue", { length: 43, special: false }).result;
 export const routerSecret = new sst.Linkable("RouterSecret", { properties: { value: routerSecretValue } });
 export const routerSecretHeader = { name: "x-router-secret", value: routerSecretValue };
