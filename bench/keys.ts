@@ -30,7 +30,7 @@ import { GetCommand } from "@aws-sdk/lib-dynamodb";
 import { currentBus, setBus } from "../shared/execution/bus/install";
 import { createInProcessBus } from "../shared/execution/bus/in-process";
 import { withRunner } from "../shared/execution/runner";
-import { newOwner, type BenchContext, type Owner } from "./workflows";
+import { createOneNodeWorkflow, newOwner, type BenchContext, type Owner } from "./workflows";
 import { setRuntime, type Runtime } from "../shared/current-runtime";
 
 const WRU_GOAL = 8;
@@ -136,22 +136,8 @@ async function projections(runtime: Runtime): Promise<Map<string, Projection>> {
 }
 
 /** A workflow of `who`'s wallet whose one customCode node's source is `bytes` long (a comment pads it). */
-async function createScriptWorkflow(base: string, who: Owner, bytes: number): Promise<string> {
-  const source = `return 1 // ${"x".repeat(Math.max(0, bytes - 14))}`;
-  const res = await fetch(`${base}/workflows`, {
-    method: "POST",
-    headers: who.headers,
-    body: JSON.stringify({
-      smartWalletAddress: who.wallet,
-      trigger: { id: "t", name: "start", type: "manual", config: { data: {} } },
-      nodes: [{ id: "one", name: "one", type: "customCode", config: { source } }],
-      maxExecution: 1_000_000,
-    }),
-  });
-  const body = (await res.json()) as { id?: string };
-  if (res.status !== 201 || !body.id) throw new Error(`POST /workflows: ${res.status} ${JSON.stringify(body)}`);
-  return body.id;
-}
+const createScriptWorkflow = (base: string, who: Owner, bytes: number): Promise<string> =>
+  createOneNodeWorkflow(base, who, `return 1 // ${"x".repeat(Math.max(0, bytes - 14))}`);
 
 async function triggerOnce(base: string, who: Owner, workflowId: string, data?: unknown): Promise<string | undefined> {
   const res = await fetch(`${base}/workflows/${workflowId}:trigger`, {

@@ -281,14 +281,14 @@ export async function newOwner(base: string, salt: string): Promise<Owner> {
 }
 
 /** A workflow of `who`'s wallet: a manual trigger and one customCode node, runnable a million times; answers its id. */
-export async function createOneNodeWorkflow(base: string, who: Owner): Promise<string> {
+export async function createOneNodeWorkflow(base: string, who: Owner, source = "return 1"): Promise<string> {
   const res = await fetch(`${base}/workflows`, {
     method: "POST",
     headers: who.headers,
     body: JSON.stringify({
       smartWalletAddress: who.wallet,
       trigger: { id: "t", name: "start", type: "manual", config: { data: {} } },
-      nodes: [{ id: "one", name: "one", type: "customCode", config: { source: "return 1" } }],
+      nodes: [{ id: "one", name: "one", type: "customCode", config: { source } }],
       maxExecution: 1_000_000,
     }),
   });
