@@ -12,9 +12,11 @@ export const table = new sst.aws.Dynamo("Table", {
   },
   primaryIndex: { hashKey: "pk", rangeKey: "sk" },
   globalIndexes: {
-    gsi1: { hashKey: "gsi1pk", rangeKey: "gsi1sk" },
+    // Keys only: the owners' lists (workflows, executions, a workflow's secrets) read a page's items by key, so a
+    // write that keeps an item's keys (a claim's count, a run's start and finish) costs this index nothing.
+    gsi1: { hashKey: "gsi1pk", rangeKey: "gsi1sk", projection: "keys-only" },
     gsi2: { hashKey: "gsi2pk", rangeKey: "gsi2sk" },
-    // The executions' sparse due keys: readers need keys only, and a write that keeps them costs this index nothing.
+    // Keys only: the executions' sparse due keys and the workflows of a wallet.
     gsi3: { hashKey: "gsi3pk", rangeKey: "gsi3sk", projection: "keys-only" },
   },
   ttl: "expiresAt",

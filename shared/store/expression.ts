@@ -51,9 +51,16 @@ export class Placeholders {
   }
 }
 
-/** A condition, rendered against one request's placeholders. */
+/**
+ * A condition: rendered against one request's placeholders for DynamoDB, or tested on an item in memory with
+ * DynamoDB's semantics (a missing attribute or operands of different types compare false), for the reads of a
+ * keys-only index, whose filters apply once the items are read by key (./query.ts).
+ */
 export interface Condition {
   render(p: Placeholders): string;
+  test(item: Record<string, unknown>): boolean;
+  /** The top-level attribute names the condition reads (what an item read to test it must hold). */
+  readonly names: readonly string[];
 }
 
 /** An operand: a value, or another attribute of the item (`when.attr("x")`). */
@@ -62,32 +69,94 @@ class AttributeRef {
   constructor(readonly path: Path) {}
 }
 const operand = (p: Placeholders, value: Operand) => (value instanceof AttributeRef ? p.path(value.path) : p.value(value));
-const condition = (render: (p: Placeholders) => string): Condition => ({ render });
-const compare = (op: string) => (path: Path, value: Operand) => condition((p) => `${p.path(path)} ${op} ${operand(p, value)}`);
+
+const topName = (path: Path) => String(typeof path === "string" ? path : path[0]);
+/** The value at `path` in an item; undefined when any part is missing. */
+function valueAt(item: unknown, path: Path): unknown {
+  let at = item;
+  for (const part of typeof path === "string" ? [path] : path) {
+    if (at === null || typeof at !== "object") return undefined;
+    at = (at as Record<string | number, unknown>)[part];
+  }
+  return at;
+}
+const resolve = (item: Record<string, unknown>, value: Operand) => (value instanceof AttributeRef ? valueAt(item, value.path) : value);
+const namesOf = (path: Path, ...values: Operand[]) => [
+  topName(path),
+  ...values.filter((v): v is AttributeRef => v instanceof AttributeRef).map((v) => topName(v.path)),
+];
+
+/** DynamoDB orders numbers by value and strings by code unit; anything else, or two types, is not comparable. */
+function order(a: unknown, b: unknown): number | undefined {
+  const kind = (v: unknown) => (typeof v === "bigint" ? "number" : typeof v);
+  if (kind(a) !== kind(b) || (kind(a) !== "number" && kind(a) !== "string")) return undefined;
+  return a === b ? 0 : (a as number) < (b as number) ? -1 : 1;
+}
+function same(a: unknown, b: unknown): boolean {
+  if (a instanceof Set && b instanceof Set) return a.size === b.size && [...a].every((x) => b.has(x));
+  if (a !== null && b !== null && typeof a === "object" && typeof b === "object") return JSON.stringify(a) === JSON.stringify(b);
+  return a === b || order(a, b) === 0;
+}
+
+const condition = (names: readonly string[], render: Condition["render"], test: Condition["test"]): Condition => ({ names, render, test });
+const compare = (op: string, holds: (o: number) => boolean) => (path: Path, value: Operand) =>
+  condition(
+    namesOf(path, value),
+    (p) => `${p.path(path)} ${op} ${operand(p, value)}`,
+    (item) => {
+      const o = order(valueAt(item, path), resolve(item, value));
+      return o !== undefined && holds(o);
+    },
+  );
 
 export const when = {
-  exists: (path: Path = "pk") => condition((p) => `attribute_exists(${p.path(path)})`),
-  notExists: (path: Path = "pk") => condition((p) => `attribute_not_exists(${p.path(path)})`),
-  eq: compare("="),
-  ne: compare("<>"),
-  lt: compare("<"),
-  le: compare("<="),
-  gt: compare(">"),
-  ge: compare(">="),
-  beginsWith: (path: Path, prefix: string) => condition((p) => `begins_with(${p.path(path)}, ${p.value(prefix)})`),
-  between: (path: Path, low: unknown, high: unknown) => condition((p) => `${p.path(path)} BETWEEN ${p.value(low)} AND ${p.value(high)}`),
-  in: (path: Path, values: readonly unknown[]) => condition((p) => `${p.path(path)} IN (${values.map((v) => p.value(v)).join(", ")})`),
+  exists: (path: Path = "pk") =>
+    condition([topName(path)], (p) => `attribute_exists(${p.path(path)})`, (item) => valueAt(item, path) !== undefined),
+  notExists: (path: Path = "pk") =>
+    condition([topName(path)], (p) => `attribute_not_exists(${p.path(path)})`, (item) => valueAt(item, path) === undefined),
+  eq: (path: Path, value: Operand) =>
+    condition(namesOf(path, value), (p) => `${p.path(path)} = ${operand(p, value)}`, (item) => {
+      const a = valueAt(item, path);
+      return a !== undefined && same(a, resolve(item, value));
+    }),
+  ne: (path: Path, value: Operand) =>
+    condition(namesOf(path, value), (p) => `${p.path(path)} <> ${operand(p, value)}`, (item) => !same(valueAt(item, path), resolve(item, value))),
+  lt: compare("<", (o) => o < 0),
+  le: compare("<=", (o) => o <= 0),
+  gt: compare(">", (o) => o > 0),
+  ge: compare(">=", (o) => o >= 0),
+  beginsWith: (path: Path, prefix: string) =>
+    condition([topName(path)], (p) => `begins_with(${p.path(path)}, ${p.value(prefix)})`, (item) => {
+      const a = valueAt(item, path);
+      return typeof a === "string" && a.startsWith(prefix);
+    }),
+  between: (path: Path, low: unknown, high: unknown) =>
+    condition([topName(path)], (p) => `${p.path(path)} BETWEEN ${p.value(low)} AND ${p.value(high)}`, (item) => {
+      const a = valueAt(item, path);
+      const above = order(a, low);
+      const below = order(a, high);
+      return above !== undefined && below !== undefined && above >= 0 && below <= 0;
+    }),
+  in: (path: Path, values: readonly unknown[]) =>
+    condition([topName(path)], (p) => `${p.path(path)} IN (${values.map((v) => p.value(v)).join(", ")})`, (item) => {
+      const a = valueAt(item, path);
+      return a !== undefined && values.some((v) => same(a, v));
+    }),
   /** The other attribute as an operand: `when.lt("used", when.attr("limit"))`. */
   attr: (path: Path) => new AttributeRef(path),
   and: (...conditions: (Condition | undefined | false)[]) => join("AND", conditions),
   or: (...conditions: (Condition | undefined | false)[]) => join("OR", conditions),
-  not: (c: Condition) => condition((p) => `NOT (${c.render(p)})`),
+  not: (c: Condition) => condition(c.names, (p) => `NOT (${c.render(p)})`, (item) => !c.test(item)),
 };
 
-function join(op: string, conditions: (Condition | undefined | false)[]): Condition {
+function join(op: "AND" | "OR", conditions: (Condition | undefined | false)[]): Condition {
   const parts = conditions.filter((c): c is Condition => Boolean(c));
   if (parts.length === 1) return parts[0]!;
-  return condition((p) => parts.map((c) => `(${c.render(p)})`).join(` ${op} `));
+  return condition(
+    [...new Set(parts.flatMap((c) => c.names))],
+    (p) => parts.map((c) => `(${c.render(p)})`).join(` ${op} `),
+    op === "AND" ? (item) => parts.every((c) => c.test(item)) : (item) => parts.some((c) => c.test(item)),
+  );
 }
 
 /** One clause of an update. */

@@ -59,8 +59,15 @@ export const Keys = {
   workflowDefinition: (id: string) => ({ pk: `WF#${id}`, sk: "DEFINITION" }),
   /** GSI1 of a workflow (pattern 11): the owner's workflows, newest first. */
   workflowByOwner: (owner: string, id: string) => ({ gsi1pk: `${Keys.owner(owner)}#WF`, gsi1sk: id }),
-  /** GSI2 of a workflow (pattern 12): the owner's workflows of one wallet (list filter, wallet counts). */
+  /**
+   * GSI3 of a workflow (pattern 12, keys only): the owner's workflows of one wallet (list filter, wallet counts).
+   * Records written before it lie on GSI2 under the same key values (`legacyWorkflowByWallet`).
+   */
   workflowByWallet: (owner: string, wallet: string, id: string) => ({
+    gsi3pk: `${Keys.owner(owner)}#WALLET#${lower(wallet)}#WF`,
+    gsi3sk: id,
+  }),
+  legacyWorkflowByWallet: (owner: string, wallet: string, id: string) => ({
     gsi2pk: `${Keys.owner(owner)}#WALLET#${lower(wallet)}#WF`,
     gsi2sk: id,
   }),

@@ -6,7 +6,7 @@
  */
 import { BatchGetCommand, QueryCommand, type DynamoDBDocumentClient, type QueryCommandInput } from "@aws-sdk/lib-dynamodb";
 import { Placeholders, type Condition } from "./expression";
-import type { Index } from "./table";
+import { KEYS_ONLY_INDEXES, type Index } from "./table";
 import { useConfig, useRuntime } from "../current-runtime";
 
 export interface TableKey {
@@ -95,10 +95,72 @@ function queryInput(q: Query, tableName: string): QueryCommandInput {
   };
 }
 
-/** One Query request (one page), from `from` (a page's `next`). */
+/**
+ * One Query request (one page), from `from` (a page's `next`). On a keys-only index (./table.ts), a Query that
+ * filters or asks for more than keys reads the page's items by key (`queryByKeys`): the caller sees the same page.
+ */
 export async function queryOnce(q: Query, from?: Attributes, store = runtimeStore()): Promise<Page> {
+  if (readsItems(q)) return queryByKeys(q, from, store);
   const out = await store.db.send(new QueryCommand({ ...queryInput(q, store.tableName), ExclusiveStartKey: from }));
   return { items: out.Items ?? [], count: out.Count ?? 0, ...(out.LastEvaluatedKey ? { next: out.LastEvaluatedKey } : {}) };
+}
+
+const indexKeyNames = (index: string) => [`${index}pk`, `${index}sk`];
+
+/** Whether a Query of a keys-only index must read its items: it filters on them, or asks for more than keys. */
+function readsItems(q: Query): boolean {
+  if (!q.index || !KEYS_ONLY_INDEXES.has(q.index)) return false;
+  if (q.filter) return true;
+  if (q.count) return false;
+  const keys = new Set(["pk", "sk", ...indexKeyNames(q.index)]);
+  return !q.attributes || q.attributes.some((name) => !keys.has(name));
+}
+
+/**
+ * A keys-only index's page with its items: the Query reads keys (same `Limit`, order and start), then the items
+ * are read by key (BatchGetItem, eventually consistent like the index itself) and kept in the index's order when
+ * they are still where the index put them, and the filter is tested on them in memory (its DynamoDB semantics,
+ * ./expression.ts). `Limit` counts keys evaluated, as DynamoDB counts items evaluated before a filter.
+ */
+async function queryByKeys(q: Query, from: Attributes | undefined, store: EntityStore): Promise<Page> {
+  const { filter, attributes, count: _count, ...keysQuery } = q;
+  const out = await store.db.send(new QueryCommand({ ...queryInput(keysQuery, store.tableName), ExclusiveStartKey: from }));
+  const listed = out.Items ?? [];
+  const [indexPk, indexSk] = indexKeyNames(q.index!) as [string, string];
+  const projection = attributes && [...new Set([...attributes, ...(filter?.names ?? []), "pk", "sk", indexPk, indexSk])];
+  const found = await readByKeys(
+    listed.map((key) => ({ pk: String(key.pk), sk: String(key.sk) })),
+    projection,
+    store,
+  );
+  const items = listed.flatMap((key) => {
+    const item = found.get(keyId(key));
+    const inPlace = item !== undefined && item[indexPk] === key[indexPk] && item[indexSk] === key[indexSk];
+    return inPlace && (!filter || filter.test(item)) ? [item] : [];
+  });
+  return { items: q.count ? [] : items, count: items.length, ...(out.LastEvaluatedKey ? { next: out.LastEvaluatedKey } : {}) };
+}
+
+const keyId = (key: Attributes) => `${String(key.pk)}\u0000${String(key.sk)}`;
+const BATCH_GET_KEYS = 100;
+const BATCH_GET_ATTEMPTS = 8;
+
+/** The items at `keys` that exist (BatchGetItems of 100 keys in parallel, unprocessed keys asked again), by key. */
+async function readByKeys(keys: readonly TableKey[], attributes: readonly string[] | undefined, store: EntityStore) {
+  const found = new Map<string, Attributes>();
+  let left = [...keys];
+  for (let attempt = 1; left.length > 0; attempt++) {
+    if (attempt > BATCH_GET_ATTEMPTS) throw new Error(`BatchGetItem left ${left.length} keys unprocessed ${BATCH_GET_ATTEMPTS} times`);
+    if (attempt > 1) await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(1_000, 20 * 2 ** attempt)));
+    const batches = [];
+    for (let i = 0; i < left.length; i += BATCH_GET_KEYS) batches.push(batchGetOnce(left.slice(i, i + BATCH_GET_KEYS), { attributes }, store));
+    left = [];
+    for (const { items, unprocessed } of await Promise.all(batches)) {
+      for (const item of items) found.set(keyId(item), item);
+      left.push(...unprocessed);
+    }
+  }
+  return found;
 }
 
 /** Every page of a Query, following LastEvaluatedKey: `for await (const page of queryPages(q))`. */
@@ -164,6 +226,11 @@ export interface ListQuery<A extends string = string> extends Omit<Query<A>, "sk
   after?: string;
   /** The page before this position. */
   before?: string;
+  /**
+   * Partitions listed as one with this one (the same sort keys, merged in list order): where items written before
+   * their key moved to another index still lie.
+   */
+  alsoFrom?: readonly Pick<Query, "index" | "pk">[];
 }
 
 export interface ListPage<I = Attributes> {
@@ -181,8 +248,8 @@ const HIGHEST = "\uffff";
 
 export async function listPage(q: ListQuery, store = runtimeStore()): Promise<ListPage> {
   if (q.before !== undefined) {
-    const preceding = await collect(q, store, { from: q.before, forward: false, inclusive: false, want: q.limit + 1 });
-    const exists = await collect(q, store, { from: q.before, forward: true, inclusive: true, want: 1 });
+    const preceding = await collectAll(q, store, { from: q.before, forward: false, inclusive: false, want: q.limit + 1 });
+    const exists = await collectAll(q, store, { from: q.before, forward: true, inclusive: true, want: 1 });
     return {
       items: preceding.slice(0, q.limit).reverse(),
       hasPreviousPage: preceding.length > q.limit,
@@ -190,19 +257,37 @@ export async function listPage(q: ListQuery, store = runtimeStore()): Promise<Li
       backward: true,
     };
   }
-  const items = await collect(q, store, { from: q.after, forward: true, inclusive: false, want: q.limit + 1 });
+  const items = await collectAll(q, store, { from: q.after, forward: true, inclusive: false, want: q.limit + 1 });
   const hasPreviousPage =
-    q.after !== undefined && (await collect(q, store, { from: q.after, forward: false, inclusive: true, want: 1 })).length > 0;
+    q.after !== undefined && (await collectAll(q, store, { from: q.after, forward: false, inclusive: true, want: 1 })).length > 0;
   return { items: items.slice(0, q.limit), hasNextPage: items.length > q.limit, hasPreviousPage };
+}
+
+type Walk = { from?: string; forward: boolean; inclusive: boolean; want: number };
+
+/** `collect` over the list's partition and those it is `alsoFrom`, merged by sort key along the walk. */
+async function collectAll(list: ListQuery, store: EntityStore, walk: Walk): Promise<Attributes[]> {
+  const { alsoFrom = [], ...first } = list;
+  if (alsoFrom.length === 0) return collect(first, store, walk);
+  const sources: ListQuery[] = [first, ...alsoFrom.map((partition) => ({ ...first, ...partition }))];
+  const found = await Promise.all(sources.map((source) => collect(source, store, walk)));
+  const ascending = (list.order === "asc") === walk.forward;
+  const keyed = new Map<string, Attributes>();
+  found.forEach((items, i) => {
+    for (const item of items) keyed.set(String(item[sortKeyOf(sources[i]!)]), item);
+  });
+  const keys = [...keyed.keys()].sort();
+  if (!ascending) keys.reverse();
+  return keys.slice(0, walk.want).map((key) => keyed.get(key)!);
 }
 
 /** Reads up to `want` items from position `from` (or the start) along (forward) or against list order. */
 async function collect(
   list: ListQuery,
   store: EntityStore,
-  walk: { from?: string; forward: boolean; inclusive: boolean; want: number },
+  walk: Walk,
 ): Promise<Attributes[]> {
-  const { sk, after: _after, before: _before, ...q } = list;
+  const { sk, after: _after, before: _before, alsoFrom: _alsoFrom, ...q } = list;
   const ascending = (q.order === "asc") === walk.forward;
   let lo = sk.beginsWith;
   let hi = sk.beginsWith + HIGHEST;

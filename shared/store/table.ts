@@ -18,7 +18,8 @@ export const TTL_ATTRIBUTE = "expiresAt";
  * parent", GSI3 the sparse due keys of executions, keys only, so a write that leaves its keys alone costs it nothing).
  */
 export const Index = { gsi1: "gsi1", gsi2: "gsi2", gsi3: "gsi3" } as const;
-const KEYS_ONLY_INDEXES: ReadonlySet<string> = new Set([Index.gsi3]);
+/** Indexes whose entries hold keys only: a write that keeps an item's keys costs them nothing (README "Write cost"). */
+export const KEYS_ONLY_INDEXES: ReadonlySet<string> = new Set([Index.gsi1, Index.gsi3]);
 
 const keyAttribute = (name: string) => ({ AttributeName: name, AttributeType: "S" as const });
 const indexKeys = (name: string) => [keyAttribute(`${name}pk`), keyAttribute(`${name}sk`)];
@@ -45,27 +46,50 @@ function tableDefinition(tableName: string): CreateTableCommandInput {
   };
 }
 
-/** Adds the indexes a table made by an earlier version lacks (a local table kept across versions), one at a time. */
-async function addMissingIndexes(db: DynamoDBDocumentClient, tableName: string, existing: readonly string[]) {
-  for (const name of Object.values(Index).filter((n) => !existing.includes(n))) {
-    const create = { AttributeDefinitions: indexKeys(name), GlobalSecondaryIndexUpdates: [{ Create: indexDefinition(name) }] };
+type IndexDescription = { IndexName?: string; IndexStatus?: string; Projection?: { ProjectionType?: string } };
+
+async function describeIndexes(db: DynamoDBDocumentClient, tableName: string): Promise<IndexDescription[]> {
+  const { Table } = await db.send(new DescribeTableCommand({ TableName: tableName }));
+  return Table?.GlobalSecondaryIndexes ?? [];
+}
+
+/** Waits until `ready` holds for the table's indexes (DynamoDB Local builds and drops an index in moments). */
+async function untilIndexes(db: DynamoDBDocumentClient, tableName: string, ready: (indexes: IndexDescription[]) => boolean) {
+  for (let waited = 0; !ready(await describeIndexes(db, tableName)); waited += 200) {
+    if (waited > 120_000) throw new Error(`table ${tableName}: its indexes did not settle in 2 minutes`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+/**
+ * Brings a table made by an earlier version to today's indexes (a local table kept across versions; SST owns the
+ * table on AWS): adds the missing ones and rebuilds, from the items' own key attributes, those whose projection
+ * changed (gsi1 held every attribute before it held keys only), one at a time.
+ */
+async function upgradeIndexes(db: DynamoDBDocumentClient, tableName: string, existing: readonly IndexDescription[]) {
+  for (const name of Object.values(Index)) {
+    const wanted = indexDefinition(name);
+    const found = existing.find((g) => g.IndexName === name);
+    if (found?.Projection?.ProjectionType === wanted.Projection.ProjectionType) continue;
+    if (found) {
+      await db
+        .send(new UpdateTableCommand({ TableName: tableName, GlobalSecondaryIndexUpdates: [{ Delete: { IndexName: name } }] }))
+        .catch(() => undefined); // another process starting on the same table may be dropping it already
+      await untilIndexes(db, tableName, (indexes) => !indexes.some((g) => g.IndexName === name && g.Projection?.ProjectionType !== wanted.Projection.ProjectionType));
+    }
+    const create = { AttributeDefinitions: indexKeys(name), GlobalSecondaryIndexUpdates: [{ Create: wanted }] };
     await db.send(new UpdateTableCommand({ TableName: tableName, ...create })).catch(async (err: unknown) => {
       // Another process starting on the same table may have added it first.
-      const { Table } = await db.send(new DescribeTableCommand({ TableName: tableName }));
-      if (!Table?.GlobalSecondaryIndexes?.some((g) => g.IndexName === name)) throw err;
+      if (!(await describeIndexes(db, tableName)).some((g) => g.IndexName === name)) throw err;
     });
+    await untilIndexes(db, tableName, (indexes) => indexes.some((g) => g.IndexName === name && (g.IndexStatus ?? "ACTIVE") === "ACTIVE"));
   }
 }
 
 /** Creates the table when it does not exist yet (local runtime and tests; SST owns it in AWS). */
 export async function ensureTable(db: DynamoDBDocumentClient, tableName: string) {
   try {
-    const { Table } = await db.send(new DescribeTableCommand({ TableName: tableName }));
-    await addMissingIndexes(
-      db,
-      tableName,
-      (Table?.GlobalSecondaryIndexes ?? []).map((g) => g.IndexName ?? ""),
-    );
+    await upgradeIndexes(db, tableName, await describeIndexes(db, tableName));
     return;
   } catch (err) {
     if ((err as { name?: string }).name !== "ResourceNotFoundException") throw err;

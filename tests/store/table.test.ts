@@ -1,10 +1,11 @@
 /**
- * The table's indexes (shared/store/table.ts): a new table gets all three, gsi3 keys only; a table made before gsi3
- * (a local table kept across versions) gets it added.
+ * The table's indexes (shared/store/table.ts): a new table gets all three, gsi1 and gsi3 keys only; a table made
+ * before (a local table kept across versions) gets gsi3 added and gsi1 rebuilt keys only, its entries kept.
  */
 import { describe, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
 import { CreateTableCommand, DescribeTableCommand } from "@aws-sdk/client-dynamodb";
+import { PutCommand, QueryCommand } from "@aws-sdk/lib-dynamodb";
 import { ensureTable } from "../../shared/store/table";
 import { useTestRuntime } from "../support/runtime";
 
@@ -16,11 +17,11 @@ const projections = async (tableName: string) => {
 };
 
 describe("ensureTable", () => {
-  it("creates gsi1 and gsi2 projecting all attributes, gsi3 keys only", async () => {
-    expect(await projections(rt.config.tableName)).toEqual({ gsi1: "ALL", gsi2: "ALL", gsi3: "KEYS_ONLY" });
+  it("creates gsi2 projecting all attributes, gsi1 and gsi3 keys only", async () => {
+    expect(await projections(rt.config.tableName)).toEqual({ gsi1: "KEYS_ONLY", gsi2: "ALL", gsi3: "KEYS_ONLY" });
   });
 
-  it("adds gsi3 to a table made before it, and leaves a complete table as it is", async () => {
+  it("adds gsi3 to a table made before it, rebuilds gsi1 keys only with its entries, and leaves a complete table as it is", async () => {
     const tableName = `test-${randomUUID()}`;
     const key = (name: string) => ({ AttributeName: name, AttributeType: "S" as const });
     const gsi = (name: string) => ({
@@ -43,9 +44,24 @@ describe("ensureTable", () => {
         GlobalSecondaryIndexes: [gsi("gsi1"), gsi("gsi2")],
       }),
     );
+    const listed = { pk: "WF#01", sk: "WORKFLOW", gsi1pk: "OWNER#0xa#WF", gsi1sk: "01", status: "enabled" };
+    await rt.db.send(new PutCommand({ TableName: tableName, Item: listed }));
+    const gsi1Entries = async () =>
+      (
+        await rt.db.send(
+          new QueryCommand({
+            TableName: tableName,
+            IndexName: "gsi1",
+            KeyConditionExpression: "gsi1pk = :pk",
+            ExpressionAttributeValues: { ":pk": listed.gsi1pk },
+          }),
+        )
+      ).Items;
+
     await ensureTable(rt.db, tableName);
-    expect(await projections(tableName)).toEqual({ gsi1: "ALL", gsi2: "ALL", gsi3: "KEYS_ONLY" });
+    expect(await projections(tableName)).toEqual({ gsi1: "KEYS_ONLY", gsi2: "ALL", gsi3: "KEYS_ONLY" });
+    expect(await gsi1Entries()).toEqual([{ pk: listed.pk, sk: listed.sk, gsi1pk: listed.gsi1pk, gsi1sk: listed.gsi1sk }]);
     await Promise.all([ensureTable(rt.db, tableName), ensureTable(rt.db, tableName)]);
-    expect(await projections(tableName)).toEqual({ gsi1: "ALL", gsi2: "ALL", gsi3: "KEYS_ONLY" });
+    expect(await projections(tableName)).toEqual({ gsi1: "KEYS_ONLY", gsi2: "ALL", gsi3: "KEYS_ONLY" });
   });
 });

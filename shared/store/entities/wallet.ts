@@ -103,16 +103,19 @@ export async function endDeploymentTurn(id: WalletId, holder: string): Promise<v
   }
 }
 
-/** `status` and `expiredAt` of every workflow of the owner's wallet (pattern 12: GSI2 of the workflow items). */
+/**
+ * `status` and `expiredAt` of every workflow of the owner's wallet (pattern 12: the workflow records' GSI3 keys,
+ * read by key, and GSI2 for records written before GSI3).
+ */
 export async function workflowStatusesOf(owner: string, address: string): Promise<{ status?: string; expiredAt?: number }[]> {
   const statuses: { status?: string; expiredAt?: number }[] = [];
-  // The workflow items of the wallet (pattern 12): read here as their two attributes only.
-  const query = { index: Index.gsi2, pk: Keys.workflowByWallet(owner, address, "").gsi2pk, attributes: ["status", "expiredAt"] };
-  for await (const page of queryPages(query))
-    for (const { status, expiredAt } of page.items)
-      statuses.push({
-        status: typeof status === "string" ? status : undefined,
-        expiredAt: typeof expiredAt === "number" ? expiredAt : undefined,
-      });
+  const pk = Keys.workflowByWallet(owner, address, "").gsi3pk;
+  for (const index of [Index.gsi3, Index.gsi2])
+    for await (const page of queryPages({ index, pk, attributes: ["status", "expiredAt"] }))
+      for (const { status, expiredAt } of page.items)
+        statuses.push({
+          status: typeof status === "string" ? status : undefined,
+          expiredAt: typeof expiredAt === "number" ? expiredAt : undefined,
+        });
   return statuses;
 }

@@ -1,11 +1,12 @@
 /**
  * The workflow record (store patterns 10-12): one item per workflow, `pk = WF#<id>`, `sk = WORKFLOW`, listed per
- * owner on gsi1 (newest first) and per wallet on gsi2, its definition in an item of its own (pattern 10b). The
+ * owner on gsi1 (newest first) and per wallet on gsi3 (both keys only, so a claim's count update writes no index
+ * entry; records written before gsi3 are listed per wallet on gsi2), its definition in an item of its own (pattern 10b). The
  * domain's stored form (item `v` 3 without the document, `v` 2 with it as JSON text) is built and read by shared/workflow/stored.ts; this module owns the keys, the reads and writes and
  * their conditions.
  */
 import { defineEntity } from "../entity";
-import { queryPages, type ListPage, type Query } from "../query";
+import { queryPages, type ListPage, type ListQuery, type Query } from "../query";
 import { add, copy, remove, set, when, type Condition } from "../expression";
 import { Keys } from "../item-keys";
 import { Index, isConditionFailure } from "../table";
@@ -191,7 +192,7 @@ const enabledOrDisabled = () => when.in("status", ["enabled", "disabled"]);
 
 /**
  * Transaction item: the new workflow's item (`attributes`: the stored form, besides keys, `type` and `v`), listed
- * for its owner (gsi1) and its wallet (gsi2); only when no item has its key.
+ * for its owner (gsi1) and its wallet (gsi3); only when no item has its key.
  */
 export const createItem = (id: string, owner: string, wallet: string, attributes: Item) =>
   WorkflowItem.tx.put(
@@ -302,17 +303,20 @@ export interface ListScope {
   now: number;
 }
 
-/** The index partition that serves the scope (one wallet: gsi2; else gsi1), and the filter for the rest. */
-export function listQuery(owner: string, scope: ListScope): Query {
+/** Where a list reads: an index partition, and the partitions listed with it (`ListQuery.alsoFrom`). */
+export type ListSource = Query & Pick<ListQuery, "alsoFrom">;
+
+/**
+ * The index partitions that serve the scope (one wallet: gsi3, and gsi2 for records written before it; else gsi1),
+ * and the filter for the rest.
+ */
+export function listQuery(owner: string, scope: ListScope): ListSource {
   const { wallets, now } = scope;
   const terms: Condition[] = [];
-  if (wallets.length > 1)
-    terms.push(
-      when.in(
-        "gsi2pk",
-        wallets.map((w) => Keys.workflowByWallet(owner, w, "").gsi2pk),
-      ),
-    );
+  if (wallets.length > 1) {
+    const keys = wallets.map((w) => Keys.workflowByWallet(owner, w, "").gsi3pk);
+    terms.push(when.or(when.in("gsi3pk", keys), when.in("gsi2pk", keys)));
+  }
   const statuses = new Set(scope.statuses);
   if (statuses.size > 0) {
     const alive = unexpired(now);
@@ -331,9 +335,9 @@ export function listQuery(owner: string, scope: ListScope): Query {
     terms.push(parts.length > 0 ? when.or(...parts) : when.notExists("id"));
   }
   const filter = terms.length > 0 ? { filter: when.and(...terms) } : {};
-  return wallets.length === 1
-    ? { index: Index.gsi2, pk: Keys.workflowByWallet(owner, wallets[0]!, "").gsi2pk, ...filter }
-    : { index: Index.gsi1, pk: Keys.workflowByOwner(owner, "").gsi1pk, ...filter };
+  if (wallets.length !== 1) return { index: Index.gsi1, pk: Keys.workflowByOwner(owner, "").gsi1pk, ...filter };
+  const pk = Keys.workflowByWallet(owner, wallets[0]!, "").gsi3pk;
+  return { index: Index.gsi3, pk, alsoFrom: [{ index: Index.gsi2, pk }], ...filter };
 }
 
 /**
@@ -343,14 +347,16 @@ export function listQuery(owner: string, scope: ListScope): Query {
 const ULID_PREFIX = "0";
 
 /** One page of the list (`listQuery`), newest first, from a cursor position (a workflow id). */
-export function listWorkflows(q: Query, page: { limit: number; after?: string; before?: string }): Promise<ListPage<Item>> {
+export function listWorkflows(q: ListSource, page: { limit: number; after?: string; before?: string }): Promise<ListPage<Item>> {
   return WorkflowItem.list({ ...q, sk: { beginsWith: ULID_PREFIX }, order: "desc", ...page });
 }
 
-/** How many items the list has (Select COUNT, every page). */
-export async function listCount(q: Query): Promise<number> {
+/** How many items the list has (Select COUNT, every page of each of its partitions). */
+export async function listCount(q: ListSource): Promise<number> {
+  const { alsoFrom = [], ...first } = q;
   let total = 0;
-  for await (const page of WorkflowItem.pages({ ...q, count: true })) total += page.count;
+  for (const source of [first, ...alsoFrom.map((partition) => ({ ...first, ...partition }))])
+    for await (const page of WorkflowItem.pages({ ...source, count: true })) total += page.count;
   return total;
 }
 
