@@ -56,6 +56,8 @@ interface Recording {
   writes: Write[];
   rru: number;
   requests: string[];
+  /** Bytes of the items BatchGetItem answered (a keys-only index's page read by key). */
+  byKeyBytes: number;
 }
 
 export async function benchKeys(ctx: BenchContext): Promise<void> {
@@ -106,6 +108,18 @@ export async function benchKeys(ctx: BenchContext): Promise<void> {
       await bus.idle();
     });
 
+    // 3. Reading lists: a page of an owner's executions and of its workflows (gsi1 keys, then the items by key).
+    const listRead = (path: string) =>
+      recording(ctx.runtime, indexes, async () => {
+        const res = await fetch(`${ctx.base}${path}`, { headers: owners[0]!.headers });
+        if (res.status !== 200) throw new Error(`${path} answered ${res.status}`);
+        await res.arrayBuffer();
+      });
+    const lists = [
+      ["GET /executions?limit=20", await listRead("/executions?limit=20")],
+      ["GET /workflows?limit=20", await listRead("/workflows?limit=20")],
+    ] as const;
+
     const lines = [
       `keys and write cost (GSI projections: ${[...indexes].map(([name, p]) => `${name} ${p.type}${p.include.length ? `(${p.include.join(",")})` : ""}`).join(", ")}):`,
       ...describeRun("warm one-node run, 1 KB script", one),
@@ -115,6 +129,10 @@ export async function benchKeys(ctx: BenchContext): Promise<void> {
       `  cost per 1M executions (1 KB script, on-demand us-east-1 $${WRU_PRICE}/M WRU, $${RRU_PRICE}/M RRU, rate limiter included): ` +
         `${(runWru(one) + limiterWru(one)).toFixed(1)} WRU + ${one.rru.toFixed(1)} RRU per run = ` +
         `$${(((runWru(one) + limiterWru(one)) * WRU_PRICE + one.rru * RRU_PRICE) / 1).toFixed(2)}`,
+      ...lists.map(
+        ([what, r]) =>
+          `  ${what}: ${r.rru.toFixed(1)} RRU, ${r.requests.length} requests (${r.requests.join(", ")}); the same items from an index holding every attribute: ~${(Math.max(1, Math.ceil(r.byKeyBytes / 4096)) * 0.5).toFixed(1)} RRU`,
+      ),
       ...hotKeys(load, n, ids, owners, [...workflows, large]),
     ];
     console.log(lines.join("\n"));
@@ -155,7 +173,7 @@ async function triggerOnce(base: string, who: Owner, workflowId: string, data?: 
 
 /** Runs `work` with a recording client installed: every request it sends, priced. */
 async function recording(runtime: Runtime, indexes: Map<string, Projection>, work: () => Promise<void>): Promise<Recording> {
-  const rec: Recording = { writes: [], rru: 0, requests: [] };
+  const rec: Recording = { writes: [], rru: 0, requests: [], byKeyBytes: 0 };
   const db = runtime.db;
   const image = async (key: Item) =>
     (await db.send(new GetCommand({ TableName: runtime.config.tableName, Key: { pk: key.pk, sk: key.sk }, ConsistentRead: true }))).Item;
@@ -166,6 +184,7 @@ async function recording(runtime: Runtime, indexes: Map<string, Projection>, wor
     if (writes.length === 0) {
       const out = (await db.send(command as never)) as Item;
       rec.rru += readUnits(kind, command.input, out);
+      if (kind === "BatchGet") rec.byKeyBytes += Object.values((out.Responses ?? {}) as Record<string, Item[]>).flat().reduce((a, i) => a + itemSize(i), 0);
       return out;
     }
     return withLocks(

@@ -55,8 +55,13 @@ async function describeIndexes(db: DynamoDBDocumentClient, tableName: string): P
 
 /** Waits until `ready` holds for the table's indexes (DynamoDB Local builds and drops an index in moments). */
 async function untilIndexes(db: DynamoDBDocumentClient, tableName: string, ready: (indexes: IndexDescription[]) => boolean) {
-  for (let waited = 0; !ready(await describeIndexes(db, tableName)); waited += 200) {
-    if (waited > 120_000) throw new Error(`table ${tableName}: its indexes did not settle in 2 minutes`);
+  for (let waited = 0; ; waited += 200) {
+    const indexes = await describeIndexes(db, tableName);
+    if (ready(indexes)) return;
+    if (waited > 120_000) {
+      const states = indexes.map((g) => `${g.IndexName} ${g.IndexStatus} ${g.Projection?.ProjectionType}`).join(", ");
+      throw new Error(`table ${tableName}: its indexes did not settle in 2 minutes (${states})`);
+    }
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
 }

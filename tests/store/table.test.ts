@@ -63,5 +63,5 @@ describe("ensureTable", () => {
     expect(await gsi1Entries()).toEqual([{ pk: listed.pk, sk: listed.sk, gsi1pk: listed.gsi1pk, gsi1sk: listed.gsi1sk }]);
     await Promise.all([ensureTable(rt.db, tableName), ensureTable(rt.db, tableName)]);
     expect(await projections(tableName)).toEqual({ gsi1: "KEYS_ONLY", gsi2: "ALL", gsi3: "KEYS_ONLY" });
-  });
+  }, 300_000); // DynamoDB Local builds an index in moments alone, but slowly while the whole suite writes to it
 });
