@@ -17,7 +17,8 @@ type Permission = { actions: string[]; resources: $util.Input<string>[] };
 // Each group's reserved concurrency: a floor no burst of runs or streams can take from it (and also its cap). Of
 // the account's 1,000: workflows 150 (a blocking trigger holds an instance up to 25 s: 6 new ones a second, with
 // every other route of the group beside them), core 50, executions 50, wallets 25, secrets 25; the stream reserves
-// 200 (infra/stream.ts), the runner takes at most 200 (infra/runner.ts), 300 stay for the rest. Production only:
+// 200 (infra/stream.ts), the sandbox function 150 (infra/sandbox.ts), the runner takes at most 200
+// (infra/runner.ts), 150 stay for the rest. Production only:
 // previews share the account, and AWS keeps 100 of it unreserved.
 const RESERVED: Record<string, number> = { Core: 50, Secrets: 25, Wallets: 25, Workflows: 150, Executions: 50 };
 

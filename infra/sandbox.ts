@@ -6,6 +6,12 @@ import { production } from "./stage";
 
 /** Production keeps this many instances initialized ahead (provisioned concurrency on a published version). */
 const PROVISIONED = 2;
+/**
+ * Production reserves this many concurrent evaluations: a floor the runner's and the streams' bursts cannot take,
+ * and a cap, so scripts cannot take the account (about 10,000 one-line evaluations a second; a throttled
+ * invocation is sent again until its deadline, shared/sandbox/remote.ts). infra/api.ts sums the account's shares.
+ */
+export const SANDBOX_RESERVED = 150;
 const BASIC_EXECUTION = "AWSLambdaBasicExecutionRole";
 
 export const sandbox = new sst.aws.Function("Sandbox", {
@@ -19,7 +25,7 @@ export const sandbox = new sst.aws.Function("Sandbox", {
   // the backstop for an instance the interrupt could not stop.
   timeout: "10 seconds",
   versioning: production,
-  ...(production ? { concurrency: { provisioned: PROVISIONED } } : {}),
+  ...(production ? { concurrency: { provisioned: PROVISIONED, reserved: SANDBOX_RESERVED } } : {}),
   transform: {
     // Logs only: the stage's transform (infra/tracing.ts) gives every function X-Ray's write policy and active
     // tracing; this one keeps neither.

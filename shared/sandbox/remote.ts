@@ -9,7 +9,9 @@
  * time limit is enforced inside the function (QuickJS's interrupt) and here too: an answer that has not come
  * `graceMs` after the script's limit (a cold start, a hung instance) is given up as SANDBOX_TIMEOUT, and a
  * caller's signal (a simulation at its cap) abandons the invocation at once. An abandoned invocation runs on
- * in its instance until its own limit stops it; its answer is ignored.
+ * in its instance until its own limit stops it; its answer is ignored. A throttled invocation (the function's
+ * or the account's concurrency in use: Lambda refuses it before running anything) is sent again after a short
+ * jittered wait, until the same deadline.
  */
 import * as v from "valibot";
 import type { Answer, Evaluation, SandboxErrorCode } from "./quickjs";
@@ -50,6 +52,17 @@ interface Pending {
 }
 
 const failure = (errorCode: SandboxErrorCode, error: string): Answer => ({ ok: false, errorCode, error, log: "" });
+
+const THROTTLE_BACKOFF_MS = 25;
+const THROTTLE_BACKOFF_CAP_MS = 400;
+/** Lambda's refusal for concurrency (HTTP 429): nothing ran, so the same invocation may go again. */
+const isThrottle = (err: unknown) => (err as { name?: string }).name === "TooManyRequestsException";
+/** Waits `ms`, or rejects as soon as `signal` aborts. */
+const pause = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener("abort", () => (clearTimeout(timer), reject(new Error("aborted"))), { once: true });
+  });
 
 export class RemoteSandbox implements Sandbox {
   private readonly fair: FairQueue<Pending>;
@@ -97,7 +110,7 @@ export class RemoteSandbox implements Sandbox {
     const started = performance.now();
     let outcome: Outcome;
     try {
-      const reply = v.parse(SandboxReply, await this.invoke(JSON.stringify({ evaluation: job.evaluation }), controller.signal));
+      const reply = v.parse(SandboxReply, await this.invokeUnthrottled(JSON.stringify({ evaluation: job.evaluation }), controller.signal));
       outcome = { answer: reply.answer, elapsedMs: reply.elapsedMs };
     } catch {
       const elapsedMs = performance.now() - started;
@@ -112,6 +125,18 @@ export class RemoteSandbox implements Sandbox {
     }
     this.settle(job, outcome);
     this.dispatch();
+  }
+
+  /** `invoke`, sent again while Lambda refuses it for concurrency and `signal` has not given up. */
+  private async invokeUnthrottled(payload: string, signal: AbortSignal): Promise<unknown> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.invoke(payload, signal);
+      } catch (err) {
+        if (!isThrottle(err) || signal.aborted) throw err;
+        await pause(Math.random() * Math.min(THROTTLE_BACKOFF_CAP_MS, THROTTLE_BACKOFF_MS * 2 ** attempt), signal);
+      }
+    }
   }
 
   private cutOff(job: Pending): void {

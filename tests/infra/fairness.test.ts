@@ -135,16 +135,17 @@ describe("the runner queue's backlog", () => {
 describe("reserved concurrency in production", () => {
   const reserved = (g: Graph, id: string) => lambda(g, id).inputs.reservedConcurrentExecutions as number | undefined;
 
-  it("caps the stream function and gives each API group a floor, within the account's 1,000 less 100 unreserved", () => {
+  it("caps the stream and sandbox functions and gives each API group a floor, within the account's 1,000 less 100 unreserved", () => {
     expect(reserved(production, "ExecutionStream")).toBe(200);
+    expect(reserved(production, "Sandbox")).toBe(150);
     const floors = Object.fromEntries(API_GROUPS.map((id) => [id, reserved(production, id)]));
     expect(floors).toEqual({ ApiCore: 50, ApiSecrets: 25, ApiWallets: 25, ApiWorkflows: 150, ApiExecutions: 50 });
-    const total = Object.values(floors).reduce((a: number, b) => a + Number(b), 0) + 200;
+    const total = Object.values(floors).reduce((a: number, b) => a + Number(b), 0) + 200 + 150;
     const runnerCap = (mapping(production).inputs.scalingConfig as { maximumConcurrency: number }).maximumConcurrency;
     expect(total + runnerCap).toBeLessThanOrEqual(900);
   });
 
   it("reserves nothing in a preview, which shares the account", () => {
-    for (const id of [...API_GROUPS, "ExecutionStream", "Runner"]) expect(reserved(preview, id), id).toBeUndefined();
+    for (const id of [...API_GROUPS, "ExecutionStream", "Runner", "Sandbox"]) expect(reserved(preview, id), id).toBeUndefined();
   });
 });

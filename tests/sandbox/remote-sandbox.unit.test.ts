@@ -56,6 +56,23 @@ describe("the sandbox function's invoker", () => {
     await Promise.all(a);
   });
 
+  it("sends a throttled invocation again until it runs, and gives up at the deadline while throttled", async () => {
+    const throttle = () => Object.assign(new Error("Rate Exceeded."), { name: "TooManyRequestsException" });
+    const fn = fakeFunction(() => 5);
+    let refusals = 3;
+    const sometimes: Invoke = (payload, signal) => (refusals-- > 0 ? Promise.reject(throttle()) : fn.invoke(payload, signal));
+    const remote = new RemoteSandbox(sometimes, { concurrency: 1, perOwner: 1, graceMs: 1_000 });
+    expect(await remote.evaluate("A", evaluation("A0"))).toEqual({ answer: { ok: true, raw: '"A0"', log: "" }, elapsedMs: 1 });
+    expect(fn.calls).toEqual(["A0"]);
+
+    const always = new RemoteSandbox(() => Promise.reject(throttle()), { concurrency: 1, perOwner: 1, graceMs: 100 });
+    const outcome = await always.evaluate("A", evaluation("A1", 200));
+    expect(outcome.answer).toMatchObject({ ok: false, errorCode: "SANDBOX_TIMEOUT" });
+
+    const failing = new RemoteSandbox(() => Promise.reject(new Error("AccessDenied")), { concurrency: 1, perOwner: 1, graceMs: 100 });
+    expect((await failing.evaluate("A", evaluation("A2"))).answer).toMatchObject({ ok: false, errorCode: "SANDBOX_ERROR" });
+  });
+
   it("gives an answer up as SANDBOX_TIMEOUT once the script's limit and the grace have passed", async () => {
     const remote = new RemoteSandbox(fakeFunction(() => 5_000).invoke, { concurrency: 1, perOwner: 1, graceMs: 100 });
     const started = performance.now();
