@@ -184,7 +184,10 @@ async function recording(runtime: Runtime, indexes: Map<string, Projection>, wor
     if (writes.length === 0) {
       const out = (await db.send(command as never)) as Item;
       rec.rru += readUnits(kind, command.input, out);
-      if (kind === "BatchGet") rec.byKeyBytes += Object.values((out.Responses ?? {}) as Record<string, Item[]>).flat().reduce((a, i) => a + itemSize(i), 0);
+      if (kind === "BatchGet")
+        rec.byKeyBytes += Object.values((out.Responses ?? {}) as Record<string, Item[]>)
+          .flat()
+          .reduce((a, i) => a + itemSize(i), 0);
       return out;
     }
     return withLocks(

@@ -111,42 +111,75 @@ const compare = (op: string, holds: (o: number) => boolean) => (path: Path, valu
 
 export const when = {
   exists: (path: Path = "pk") =>
-    condition([topName(path)], (p) => `attribute_exists(${p.path(path)})`, (item) => valueAt(item, path) !== undefined),
+    condition(
+      [topName(path)],
+      (p) => `attribute_exists(${p.path(path)})`,
+      (item) => valueAt(item, path) !== undefined,
+    ),
   notExists: (path: Path = "pk") =>
-    condition([topName(path)], (p) => `attribute_not_exists(${p.path(path)})`, (item) => valueAt(item, path) === undefined),
+    condition(
+      [topName(path)],
+      (p) => `attribute_not_exists(${p.path(path)})`,
+      (item) => valueAt(item, path) === undefined,
+    ),
   eq: (path: Path, value: Operand) =>
-    condition(namesOf(path, value), (p) => `${p.path(path)} = ${operand(p, value)}`, (item) => {
-      const a = valueAt(item, path);
-      return a !== undefined && same(a, resolve(item, value));
-    }),
+    condition(
+      namesOf(path, value),
+      (p) => `${p.path(path)} = ${operand(p, value)}`,
+      (item) => {
+        const a = valueAt(item, path);
+        return a !== undefined && same(a, resolve(item, value));
+      },
+    ),
   ne: (path: Path, value: Operand) =>
-    condition(namesOf(path, value), (p) => `${p.path(path)} <> ${operand(p, value)}`, (item) => !same(valueAt(item, path), resolve(item, value))),
+    condition(
+      namesOf(path, value),
+      (p) => `${p.path(path)} <> ${operand(p, value)}`,
+      (item) => !same(valueAt(item, path), resolve(item, value)),
+    ),
   lt: compare("<", (o) => o < 0),
   le: compare("<=", (o) => o <= 0),
   gt: compare(">", (o) => o > 0),
   ge: compare(">=", (o) => o >= 0),
   beginsWith: (path: Path, prefix: string) =>
-    condition([topName(path)], (p) => `begins_with(${p.path(path)}, ${p.value(prefix)})`, (item) => {
-      const a = valueAt(item, path);
-      return typeof a === "string" && a.startsWith(prefix);
-    }),
+    condition(
+      [topName(path)],
+      (p) => `begins_with(${p.path(path)}, ${p.value(prefix)})`,
+      (item) => {
+        const a = valueAt(item, path);
+        return typeof a === "string" && a.startsWith(prefix);
+      },
+    ),
   between: (path: Path, low: unknown, high: unknown) =>
-    condition([topName(path)], (p) => `${p.path(path)} BETWEEN ${p.value(low)} AND ${p.value(high)}`, (item) => {
-      const a = valueAt(item, path);
-      const above = order(a, low);
-      const below = order(a, high);
-      return above !== undefined && below !== undefined && above >= 0 && below <= 0;
-    }),
+    condition(
+      [topName(path)],
+      (p) => `${p.path(path)} BETWEEN ${p.value(low)} AND ${p.value(high)}`,
+      (item) => {
+        const a = valueAt(item, path);
+        const above = order(a, low);
+        const below = order(a, high);
+        return above !== undefined && below !== undefined && above >= 0 && below <= 0;
+      },
+    ),
   in: (path: Path, values: readonly unknown[]) =>
-    condition([topName(path)], (p) => `${p.path(path)} IN (${values.map((v) => p.value(v)).join(", ")})`, (item) => {
-      const a = valueAt(item, path);
-      return a !== undefined && values.some((v) => same(a, v));
-    }),
+    condition(
+      [topName(path)],
+      (p) => `${p.path(path)} IN (${values.map((v) => p.value(v)).join(", ")})`,
+      (item) => {
+        const a = valueAt(item, path);
+        return a !== undefined && values.some((v) => same(a, v));
+      },
+    ),
   /** The other attribute as an operand: `when.lt("used", when.attr("limit"))`. */
   attr: (path: Path) => new AttributeRef(path),
   and: (...conditions: (Condition | undefined | false)[]) => join("AND", conditions),
   or: (...conditions: (Condition | undefined | false)[]) => join("OR", conditions),
-  not: (c: Condition) => condition(c.names, (p) => `NOT (${c.render(p)})`, (item) => !c.test(item)),
+  not: (c: Condition) =>
+    condition(
+      c.names,
+      (p) => `NOT (${c.render(p)})`,
+      (item) => !c.test(item),
+    ),
 };
 
 function join(op: "AND" | "OR", conditions: (Condition | undefined | false)[]): Condition {

@@ -153,7 +153,8 @@ async function readByKeys(keys: readonly TableKey[], attributes: readonly string
     if (attempt > BATCH_GET_ATTEMPTS) throw new Error(`BatchGetItem left ${left.length} keys unprocessed ${BATCH_GET_ATTEMPTS} times`);
     if (attempt > 1) await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(1_000, 20 * 2 ** attempt)));
     const batches = [];
-    for (let i = 0; i < left.length; i += BATCH_GET_KEYS) batches.push(batchGetOnce(left.slice(i, i + BATCH_GET_KEYS), { attributes }, store));
+    for (let i = 0; i < left.length; i += BATCH_GET_KEYS)
+      batches.push(batchGetOnce(left.slice(i, i + BATCH_GET_KEYS), { attributes }, store));
     left = [];
     for (const { items, unprocessed } of await Promise.all(batches)) {
       for (const item of items) found.set(keyId(item), item);
@@ -282,11 +283,7 @@ async function collectAll(list: ListQuery, store: EntityStore, walk: Walk): Prom
 }
 
 /** Reads up to `want` items from position `from` (or the start) along (forward) or against list order. */
-async function collect(
-  list: ListQuery,
-  store: EntityStore,
-  walk: Walk,
-): Promise<Attributes[]> {
+async function collect(list: ListQuery, store: EntityStore, walk: Walk): Promise<Attributes[]> {
   const { sk, after: _after, before: _before, alsoFrom: _alsoFrom, ...q } = list;
   const ascending = (q.order === "asc") === walk.forward;
   let lo = sk.beginsWith;

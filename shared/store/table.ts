@@ -80,7 +80,11 @@ async function upgradeIndexes(db: DynamoDBDocumentClient, tableName: string, exi
       await db
         .send(new UpdateTableCommand({ TableName: tableName, GlobalSecondaryIndexUpdates: [{ Delete: { IndexName: name } }] }))
         .catch(() => undefined); // another process starting on the same table may be dropping it already
-      await untilIndexes(db, tableName, (indexes) => !indexes.some((g) => g.IndexName === name && g.Projection?.ProjectionType !== wanted.Projection.ProjectionType));
+      await untilIndexes(
+        db,
+        tableName,
+        (indexes) => !indexes.some((g) => g.IndexName === name && g.Projection?.ProjectionType !== wanted.Projection.ProjectionType),
+      );
     }
     const create = { AttributeDefinitions: indexKeys(name), GlobalSecondaryIndexUpdates: [{ Create: wanted }] };
     await db.send(new UpdateTableCommand({ TableName: tableName, ...create })).catch(async (err: unknown) => {

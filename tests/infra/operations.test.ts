@@ -101,7 +101,11 @@ describe("alarms", () => {
       expect(alarmOn("WriteThrottleEvents", { GlobalSecondaryIndexName: index })).toHaveLength(1);
     // The due-key index holds keys only (a write that keeps an execution's keys costs it nothing: bench/keys.ts).
     const indexes = ofType("aws:dynamodb/table:Table")[0]!.inputs.globalSecondaryIndexes as { name: string; projectionType: string }[];
-    expect(Object.fromEntries(indexes.map((i) => [i.name, i.projectionType]))).toEqual({ gsi1: "KEYS_ONLY", gsi2: "ALL", gsi3: "KEYS_ONLY" });
+    expect(Object.fromEntries(indexes.map((i) => [i.name, i.projectionType]))).toEqual({
+      gsi1: "KEYS_ONLY",
+      gsi2: "ALL",
+      gsi3: "KEYS_ONLY",
+    });
     for (const metric of ["TargetErrorCount", "InvocationDroppedCount"]) {
       const [alarm] = alarmOn(metric, { ScheduleGroup: "workflow-automation-test" });
       expect(alarm?.inputs.namespace, metric).toBe("AWS/Scheduler");

@@ -40,10 +40,7 @@ describe("a condition tested in memory", () => {
     beginsWith: when.beginsWith("name", "al"),
     between: when.between("count", 1, 3),
     "nested path": when.eq(["costs", "n1"], 5),
-    "and / or / not": when.and(
-      when.or(when.eq("status", "enabled"), when.notExists("status")),
-      when.not(when.lt("expiredAt", 150)),
-    ),
+    "and / or / not": when.and(when.or(when.eq("status", "enabled"), when.notExists("status")), when.not(when.lt("expiredAt", 150))),
     "or of missing attributes": when.or(when.notExists("expiredAt"), when.gt("expiredAt", 120)),
   };
 
@@ -74,7 +71,13 @@ describe("lists on keys-only indexes", () => {
     const owner = `0x${randomUUID().replaceAll("-", "").padEnd(40, "0")}`;
     const ids = ["01A", "01B", "01C", "01D", "01E"];
     for (const [i, id] of ids.entries())
-      await put({ ...Keys.workflow(id + owner), ...Keys.workflowByOwner(owner, id), id, status: i % 2 ? "disabled" : "enabled", type: "workflow" });
+      await put({
+        ...Keys.workflow(id + owner),
+        ...Keys.workflowByOwner(owner, id),
+        id,
+        status: i % 2 ? "disabled" : "enabled",
+        type: "workflow",
+      });
 
     const raw = await queryOnce({ index: Index.gsi1, pk: Keys.workflowByOwner(owner, "").gsi1pk, attributes: ["gsi1sk"] });
     expect(raw.items.map((i) => i.gsi1sk)).toEqual(ids); // keys alone: no read by key
@@ -114,7 +117,10 @@ describe("lists on keys-only indexes", () => {
       if (!page.hasNextPage) break;
       after = pages.at(-1)!.at(-1);
     }
-    expect(pages).toEqual([["01D", "01C"], ["01B", "01A"]]);
+    expect(pages).toEqual([
+      ["01D", "01C"],
+      ["01B", "01A"],
+    ]);
     const before = await listWorkflows(mine, { limit: 2, before: "01B" });
     expect(before.items.map((i) => i.id)).toEqual(["01D", "01C"]);
     expect(await listCount(mine)).toBe(4);
