@@ -125,15 +125,18 @@ export const Keys = {
    * gsi2 entry once due.
    */
   claimJournal: (claimer: string, epoch: number) => ({ pk: `CLAIMJOURNAL#${claimer}#${String(epoch).padStart(15, "0")}`, sk: "JOURNAL" }),
-  /** GSI2 of a claim journal (pattern 22): listed from the instant the sweeper may take it over (`dueAt`), oldest first. */
+  /**
+   * GSI3 (keys only) of a claim journal (pattern 22): listed from the instant the sweeper may take it over (`dueAt`),
+   * oldest first. Items written before gsi3 carry the same keys as `gsi2pk`/`gsi2sk` (so for every due key below).
+   */
   claimJournalDue: (dueAt: number, claimer: string) => ({
-    gsi2pk: due(DuePartition.claimJournal, claimer),
-    gsi2sk: `${String(dueAt).padStart(15, "0")}#${claimer}`,
+    gsi3pk: due(DuePartition.claimJournal, claimer),
+    gsi3sk: `${String(dueAt).padStart(15, "0")}#${claimer}`,
   }),
-  /** GSI2 of an intent still in flight (pattern 22, sparse): the sweeper finishes the ones left by a crash, oldest first. */
+  /** GSI3 of an intent still in flight (pattern 22, sparse): the sweeper finishes the ones left by a crash, oldest first. */
   claimInFlight: (startAt: number, executionId: string) => ({
-    gsi2pk: due(DuePartition.claimInFlight, executionId),
-    gsi2sk: `${String(startAt).padStart(15, "0")}#${executionId}`,
+    gsi3pk: due(DuePartition.claimInFlight, executionId),
+    gsi3sk: `${String(startAt).padStart(15, "0")}#${executionId}`,
   }),
   /** Chain checkpoint (pattern 18): the block every caught-up query has reached, the cursors of those behind (`behind`, `floors`), and the watcher's lease. */
   chainCheckpoint: (chainId: number) => ({ pk: `CHAIN#${chainId}`, sk: "CHECKPOINT" }),
@@ -149,11 +152,11 @@ export const Keys = {
     gsi2pk: `CHAIN#${chainId}#WATCH`,
     gsi2sk: `await#${executionId}#${nodeId}`,
   }),
-  /** Expiry entry of a workflow with `expiredAt` (pattern 21): beside its record, due ones through sparse gsi2. */
+  /** Expiry entry of a workflow with `expiredAt` (pattern 21): beside its record, due ones through sparse gsi3. */
   expiry: (workflowId: string) => ({ pk: `WF#${workflowId}`, sk: "EXPIRY" }),
   expiryDue: (expiredAt: number, workflowId: string) => ({
-    gsi2pk: due(DuePartition.expiry, workflowId),
-    gsi2sk: `${String(expiredAt).padStart(15, "0")}#${workflowId}`,
+    gsi3pk: due(DuePartition.expiry, workflowId),
+    gsi3sk: `${String(expiredAt).padStart(15, "0")}#${workflowId}`,
   }),
 
   /** Per-owner counters guarded by conditional updates (secrets, wallets per chain, active workflows). */
@@ -178,10 +181,10 @@ export const Keys = {
     sk: `${Keys.withdrawalPrefix(chainId, wallet)}${id}`,
   }),
   withdrawalPrefix: (chainId: number, wallet: string) => `WITHDRAWAL#${chainId}#${lower(wallet)}#`,
-  /** GSI2 of a pending withdrawal (sparse): the background follow-up reads them oldest first. */
+  /** GSI3 of a pending withdrawal (sparse): the background follow-up reads them oldest first. */
   pendingWithdrawal: (submittedAt: number, id: string) => ({
-    gsi2pk: due(DuePartition.pendingWithdrawal, id),
-    gsi2sk: `${submittedAt}#${id}`,
+    gsi3pk: due(DuePartition.pendingWithdrawal, id),
+    gsi3sk: `${submittedAt}#${id}`,
   }),
 
   /**

@@ -6,7 +6,8 @@
  */
 import { BatchGetCommand, QueryCommand, type DynamoDBDocumentClient, type QueryCommandInput } from "@aws-sdk/lib-dynamodb";
 import { Placeholders, type Condition } from "./expression";
-import { KEYS_ONLY_INDEXES, type Index } from "./table";
+import { Index, KEYS_ONLY_INDEXES } from "./table";
+import { Keys } from "./item-keys";
 import { useConfig, useRuntime } from "../current-runtime";
 
 export interface TableKey {
@@ -185,6 +186,15 @@ export async function fromShards<I, P = string>(partitions: readonly P[], max: n
     for (const items of shards) if (i < items.length && out.length < max) out.push(items[i]!);
   return out;
 }
+
+/**
+ * Where a sharded due partition's items lie: its shards on gsi3 (keys only), and, for items written before their
+ * due keys moved there, the shards and the unsharded partition on gsi2 (the same key values).
+ */
+export const dueTargets = (partition: string): { index: (typeof Index)[keyof typeof Index]; pk: string }[] => {
+  const shards = Keys.dueShards(partition);
+  return [...shards.slice(0, -1).map((pk) => ({ index: Index.gsi3, pk })), ...shards.map((pk) => ({ index: Index.gsi2, pk }))];
+};
 
 /**
  * One BatchGetItem request (at most 100 keys), optionally of some attributes only: the items found and the keys

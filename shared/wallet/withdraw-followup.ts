@@ -52,7 +52,7 @@ export async function refresh(w: StoredWithdrawal, chain: ChainSettings): Promis
 
 /**
  * The background half of the follow-up: refreshes the oldest pending withdrawals of every owner
- * (sparse index gsi2 `WITHDRAWAL#pending#<shard>`). Run every few seconds locally, every minute in AWS.
+ * (sparse index gsi3 `WITHDRAWAL#pending#<shard>`). Run every few seconds locally, every minute in AWS.
  */
 export async function followUpPending(max = 100): Promise<{ checked: number; settled: number }> {
   const items = (await pendingWithdrawals(max)).map(fromItem);

@@ -217,8 +217,8 @@ describe("withdrawal", () => {
     const expected = {
       pk: "OWNER#0x00000000000000000000000000000000000000dd",
       sk: `WITHDRAWAL#31337#0x000000000000000000000000000000000000dead#${id}`,
-      gsi2pk: expect.stringMatching(/^WITHDRAWAL#pending#[0-7]$/),
-      gsi2sk: `5000#${id}`,
+      gsi3pk: expect.stringMatching(/^WITHDRAWAL#pending#[0-7]$/),
+      gsi3sk: `5000#${id}`,
       type: "withdrawal",
       v: 1,
       ...stored(id),
@@ -232,7 +232,7 @@ describe("withdrawal", () => {
     const settled = await settle(stored(id), { status: "failed", message: "user operation was not included", userOpHash: undefined });
     setRuntime(rt);
     expect(settled).toMatchObject({ status: "failed", message: "user operation was not included" });
-    const { gsi2pk: _pk, gsi2sk: _sk, userOpHash: _hash, ...rest } = expected;
+    const { gsi3pk: _pk, gsi3sk: _sk, userOpHash: _hash, ...rest } = expected;
     expect(await raw(key)).toEqual({ ...rest, status: "failed", message: "user operation was not included", lastCheckedAt: 7000 });
     expect((await pendingWithdrawals(100)).map((w) => w.id)).not.toContain(id);
   });

@@ -4,6 +4,7 @@
  */
 import { beforeAll, describe, expect, it } from "vitest";
 import { GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
+import { Keys } from "../../shared/store/item-keys";
 import { useTestRuntime } from "../support/runtime";
 import { transact } from "../../shared/store/entity";
 import { acquireLease, deleteCheckpoint, readCheckpoint, releaseLease, storeCursors } from "../../shared/store/entities/checkpoint";
@@ -57,8 +58,8 @@ describe("expiry entry (pattern 21)", () => {
     expect(await raw({ pk: `WF#${id}`, sk: "EXPIRY" })).toEqual({
       pk: `WF#${id}`,
       sk: "EXPIRY",
-      gsi2pk: expect.stringMatching(/^EXPIRY#due#[0-7]$/),
-      gsi2sk: `001700000000000#${id}`,
+      gsi3pk: expect.stringMatching(/^EXPIRY#due#[0-7]$/),
+      gsi3sk: `001700000000000#${id}`,
       type: "expiry",
       v: 1,
       workflowId: id,
@@ -68,6 +69,24 @@ describe("expiry entry (pattern 21)", () => {
     expect(await dueExpiries(1_700_000_000_000, 10)).toContain(id);
     await forgetExpiry(id);
     expect(await raw({ pk: `WF#${id}`, sk: "EXPIRY" })).toBeUndefined();
+  });
+
+  it("lists an entry written before gsi3 held the due keys (on gsi2) as well", async () => {
+    const id = "01JEXPIRY00000000000000002";
+    const { gsi3pk, gsi3sk } = Keys.expiryDue(1_600_000_000_000, id);
+    const item = {
+      pk: `WF#${id}`,
+      sk: "EXPIRY",
+      gsi2pk: gsi3pk,
+      gsi2sk: gsi3sk,
+      type: "expiry",
+      v: 1,
+      workflowId: id,
+      expiredAt: 1_600_000_000_000,
+    };
+    await runtime.db.send(new PutCommand({ TableName: runtime.config.tableName, Item: item }));
+    expect(await dueExpiries(1_600_000_000_000, 10)).toContain(id);
+    await forgetExpiry(id);
   });
 });
 
@@ -271,7 +290,7 @@ describe("fire record (pattern 17) and claim intent (pattern 22)", () => {
     execution,
     expiresAt: 1_700_086_400,
   });
-  const inFlight = { gsi2pk: expect.stringMatching(/^CLAIM#inflight#[0-7]$/), gsi2sk: `001700000000000#${execution.id}` };
+  const inFlight = { gsi3pk: expect.stringMatching(/^CLAIM#inflight#[0-7]$/), gsi3sk: `001700000000000#${execution.id}` };
   const common = { workflowId: "W1", executionId: execution.id, claimedAt: 1_700_000_000_000, execution, expiresAt: 1_700_086_400 };
 
   it("writes the items the claim wrote, lists them in flight, and closes them as it did", async () => {
@@ -306,6 +325,19 @@ describe("fire record (pattern 17) and claim intent (pattern 22)", () => {
     await putClaimedExecution({ ...execution, index: 4 }); // written already: a no-op
     expect(await raw({ pk: execution.pk, sk: execution.sk })).toEqual({ ...execution, index: 3 });
     expect(await executionWritten("W1", execution.id)).toBe(true);
+  });
+
+  it("an intent written before gsi3 held the due keys (on gsi2) is listed in flight, open, and closed off both", async () => {
+    const fireKey = { pk: "FIRE#F-OLD", sk: "FIRE" };
+    const { gsi3pk, gsi3sk } = Keys.claimInFlight(1_600_000_000_000, execution.id);
+    const old = { ...fireKey, gsi2pk: gsi3pk, gsi2sk: gsi3sk, type: "fire", v: 1, ...common, claimedAt: 1_600_000_000_000 };
+    await runtime.db.send(new PutCommand({ TableName: runtime.config.tableName, Item: old }));
+    expect((await intentsInFlightBefore(1_600_000_000_001, 10)).map((i) => i.key)).toContainEqual(fireKey);
+    expect(await closedMarkers([markerOf(fireKey)])).toEqual([]);
+    await closeIntent(fireKey);
+    expect(await raw(fireKey)).not.toHaveProperty("gsi2pk");
+    expect(await closedMarkers([markerOf(fireKey)])).toEqual([markerOf(fireKey)]);
+    expect((await intentsInFlightBefore(1_600_000_000_001, 10)).map((i) => i.key)).not.toContainEqual(fireKey);
   });
 
   it("race: one fire id is claimed once however many deliveries race", async () => {

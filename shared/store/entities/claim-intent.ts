@@ -4,10 +4,12 @@
  *
  * - fire records (pattern 17): an automatic fire's intent `FIRE#<fireId>` / `FIRE`, put conditionally before the
  *   workflow's count is taken (a second claim of one fire fails it), holding the execution item to write and listed
- *   on the sparse gsi2 `CLAIM#inflight#<shard>` while in flight; kept after (it guards its fire);
+ *   on the sparse, keys-only gsi3 `CLAIM#inflight#<shard>` while in flight; kept after (it guards its fire);
  * - claim journals (pattern 22): per process and minute, the workflows whose manual executions that process
  *   claimed, written before the first of those count updates, deleted once all of them wrote their executions; the
- *   sweeper takes over the journals still there when due (gsi2 `CLAIM#journal#<shard>`);
+ *   sweeper takes over the journals still there when due (gsi3 `CLAIM#journal#<shard>`);
+ * - items written before gsi3 held these due keys carry them as `gsi2pk`/`gsi2sk`: readers read both, and closing an
+ *   intent removes both;
  * - manual claim intents `CLAIM#<executionId>` / `CLAIM` (pattern 22, written by claims before the journals; only
  *   read, finished and deleted now, by the sweeper's recovery of those still in flight).
  *
@@ -16,10 +18,10 @@
  * run-input parts written before it), from which the sweeper writes the execution a crash left unwritten.
  */
 import { defineEntity, type TransactItem } from "../entity";
-import { batchGetOnce, fromShards, queryOnce, type TableKey } from "../query";
+import { batchGetOnce, dueTargets, fromShards, queryOnce, type TableKey } from "../query";
 import { addTo, remove, set, when } from "../expression";
 import { DuePartition, Keys } from "../item-keys";
-import { Index, isConditionFailure, TTL_ATTRIBUTE } from "../table";
+import { isConditionFailure, TTL_ATTRIBUTE } from "../table";
 
 type Item = Record<string, unknown>;
 
@@ -102,24 +104,31 @@ export async function closeIntent(key: TableKey): Promise<void> {
   const { entity, id } = owning(key);
   if (entity === ClaimIntent) return void (await ClaimIntent.delete(id));
   try {
-    await FireRecord.update(id, [remove("gsi2pk"), remove("gsi2sk"), remove("execution")], { if: when.exists() });
+    await FireRecord.update(id, [...offInFlightIndex, remove("execution")], { if: when.exists() });
   } catch (err) {
     if (!isConditionFailure(err)) throw err; // expired and removed: nothing to close
   }
 }
 
+const offInFlightIndex = [remove("gsi3pk"), remove("gsi3sk"), remove("gsi2pk"), remove("gsi2sk")];
+/** An intent is in flight while it is listed (on gsi3, or on gsi2 when written before gsi3). */
+const listedInFlight = when.or(when.exists("gsi3pk"), when.exists("gsi2pk"));
+
 /** Transaction item: the intent at `key` is still in flight (not closed, not expired away). */
 export const intentInFlight = (key: TableKey): TransactItem => {
   const { entity, id } = owning(key);
-  return entity.tx.check(id, when.exists("gsi2pk"));
+  return entity.tx.check(id, listedInFlight);
 };
 
-/** Up to `max` items of a sparse gsi2 partition sorting before `bound`'s sort key, oldest first (one Query). */
-const sparseBefore = (partition: string, bound: { gsi2sk: string }, max: number) =>
+/**
+ * Up to `max` items of a sparse due partition sorting before `bound`'s sort key, oldest first (one Query per
+ * shard; gsi3 holds keys, so its pages' items are read by key).
+ */
+const sparseBefore = (partition: string, bound: { gsi3sk: string }, max: number) =>
   fromShards(
-    Keys.dueShards(partition),
+    dueTargets(partition),
     max,
-    async (pk) => (await queryOnce({ index: Index.gsi2, pk, sk: { lt: bound.gsi2sk }, limit: max })).items,
+    async ({ index, pk }) => (await queryOnce({ index, pk, sk: { lt: bound.gsi3sk }, limit: max })).items,
   );
 
 /** Up to `max` intents in flight whose claim began before `before` (ms), oldest first (one Query). */
@@ -142,9 +151,9 @@ export async function intentsInFlightBefore(before: number, max: number): Promis
  * Unanswered keys count as open.
  */
 export async function closedMarkers(markers: readonly string[]): Promise<string[]> {
-  const out = await batchGetOnce(markers.map(intentKeyOfMarker), { consistent: true, attributes: ["pk", "gsi2pk"] });
+  const out = await batchGetOnce(markers.map(intentKeyOfMarker), { consistent: true, attributes: ["pk", "gsi3pk", "gsi2pk"] });
   const open = new Set<string>();
-  for (const item of out.items) if (item.gsi2pk !== undefined) open.add(String(item.pk));
+  for (const item of out.items) if (listedInFlight.test(item)) open.add(String(item.pk));
   for (const key of out.unprocessed) open.add(key.pk);
   return markers.filter((m) => !open.has(intentKeyOfMarker(m).pk));
 }
@@ -176,6 +185,8 @@ export async function journalWorkflows(
     set("claimer", journal.claimer),
     set("epoch", journal.epoch),
     ...Object.entries(Keys.claimJournalDue(dueAt, journal.claimer)).map(([name, value]) => set(name, value)),
+    remove("gsi2pk"), // a journal written before gsi3 held its due key, listed once
+    remove("gsi2sk"),
     set(TTL_ATTRIBUTE, expiresAt),
   ]);
 }
@@ -185,7 +196,7 @@ export async function closeJournal(journal: JournalId): Promise<void> {
   await ClaimJournal.delete(journal);
 }
 
-/** Up to `max` journals due at `now` (their process did not close them), oldest first (one Query of gsi2). */
+/** Up to `max` journals due at `now` (their process did not close them), oldest first (one Query per shard). */
 export async function journalsDue(now: number, max: number): Promise<(JournalId & { workflows: string[] })[]> {
   const items = await sparseBefore(DuePartition.claimJournal, Keys.claimJournalDue(now, ""), max);
   return items.map((item) => ({

@@ -8,7 +8,7 @@
 import { defineEntity, transact, type Stored } from "../entity";
 import { addTo, remove, set, when, type Condition, type UpdateAction } from "../expression";
 import { DuePartition, Keys } from "../item-keys";
-import { fromShards, queryOnce, queryPages, type ListPage, type Query, type TableKey } from "../query";
+import { dueTargets, fromShards, queryOnce, queryPages, type ListPage, type Query, type TableKey } from "../query";
 import { Index, isConditionFailure, landed } from "../table";
 import { putStepParts, stepPartItems, type StepRecording } from "./execution-parts";
 
@@ -72,12 +72,6 @@ const offDueIndexes = [remove("gsi3pk"), remove("gsi3sk"), ...offLegacyDueIndex]
 
 /** The table keys of a keys-only Query's items. */
 const keysOf = (items: readonly Record<string, unknown>[]): TableKey[] => items.map((key) => ({ pk: String(key.pk), sk: String(key.sk) }));
-
-/** A due partition's shards on gsi3 and, for items written before it, on gsi2 (their keys alike). */
-const dueTargets = (partition: string) => {
-  const shards = Keys.dueShards(partition);
-  return [...shards.slice(0, -1).map((pk) => ({ index: Index.gsi3, pk })), ...shards.map((pk) => ({ index: Index.gsi2, pk }))];
-};
 
 /**
  * The executions of a due partition whose sort key is before `bound`, oldest first in each shard, at most `max`

@@ -1,14 +1,14 @@
 /**
  * Withdrawals (API.md §11.5, §11.6; shared/wallet/withdraw*.ts): one item per withdrawal in the owner's
- * partition, per (chain, wallet) newest first by ULID; a pending one also on sparse GSI2 `WITHDRAWAL#pending#<shard>`,
+ * partition, per (chain, wallet) newest first by ULID; a pending one also on sparse, keys-only GSI3 `WITHDRAWAL#pending#<shard>` (before GSI3: GSI2),
  * oldest first, for the background follow-up. Owned here: a withdrawal is settled (and leaves the pending index)
  * or touched only while it is pending.
  */
 import { defineEntity, type Stored } from "../entity";
 import { remove, set, when, type UpdateAction } from "../expression";
 import { DuePartition, Keys } from "../item-keys";
-import { fromShards, type ListPage } from "../query";
-import { Index, isConditionFailure, landed } from "../table";
+import { dueTargets, fromShards, type ListPage } from "../query";
+import { isConditionFailure, landed } from "../table";
 
 export interface WithdrawalId {
   owner: string;
@@ -71,7 +71,7 @@ export async function settleWithdrawal(
   if (outcome.transactionHash) actions.push(set("transactionHash", outcome.transactionHash));
   if (outcome.status !== "pending") {
     // final: off the pending index, and the stored operation (kept for sending it again) is no longer needed
-    actions.push(remove("gsi2pk"), remove("gsi2sk"), remove("userOp"));
+    actions.push(remove("gsi3pk"), remove("gsi3sk"), remove("gsi2pk"), remove("gsi2sk"), remove("userOp"));
     if (outcome.removeUserOpHash) actions.push(remove("userOpHash"));
   }
   try {
@@ -90,9 +90,9 @@ export async function touchWithdrawal(id: WithdrawalId, now: number): Promise<vo
 /** The oldest pending withdrawals of every owner, at most `max` (one Query of the sparse index). */
 export async function pendingWithdrawals(max: number): Promise<Stored<WithdrawalItem>[]> {
   return fromShards(
-    Keys.dueShards(DuePartition.pendingWithdrawal),
+    dueTargets(DuePartition.pendingWithdrawal),
     max,
-    async (pk) => (await Withdrawal.query({ index: Index.gsi2, pk, limit: max })).items,
+    async ({ index, pk }) => (await Withdrawal.query({ index, pk, limit: max })).items,
   );
 }
 
