@@ -124,7 +124,7 @@ export async function benchKeys(ctx: BenchContext): Promise<void> {
       `keys and write cost (GSI projections: ${[...indexes].map(([name, p]) => `${name} ${p.type}${p.include.length ? `(${p.include.join(",")})` : ""}`).join(", ")}):`,
       ...describeRun("warm one-node run, 1 KB script", one),
       ...describeRun("warm one-node run, 60 KB script", sixty),
-      ...describeRun("warm one-node run, 1 KB script, 10 KB of manual data", withInput),
+      ...describeRun("warm one-node run, 1 KB script, 10 KB of manual data", withInput, false),
       `  a 60 KB script costs ${(runWru(sixty) / runWru(one)).toFixed(2)}x a 1 KB one per run (goal 1x: ${runWru(sixty) <= runWru(one) ? "met" : "NOT met"})`,
       `  cost per 1M executions (1 KB script, on-demand us-east-1 $${WRU_PRICE}/M WRU, $${RRU_PRICE}/M RRU, rate limiter included): ` +
         `${(runWru(one) + limiterWru(one)).toFixed(1)} WRU + ${one.rru.toFixed(1)} RRU per run = ` +
@@ -345,12 +345,13 @@ const isLimiter = (w: Write) => w.pk.startsWith("RATE#");
 const runWru = (r: Recording) => r.writes.filter((w) => !isLimiter(w)).reduce((a, w) => a + w.wru, 0);
 const limiterWru = (r: Recording) => r.writes.filter(isLimiter).reduce((a, w) => a + w.wru, 0);
 
-function describeRun(name: string, r: Recording): string[] {
+/** `goal`: whether the ≤ WRU_GOAL goal (a warm one-node run's, issue 28) applies to this run. */
+function describeRun(name: string, r: Recording, goal = true): string[] {
   const wru = runWru(r);
   const byTarget = (target: string) => r.writes.filter((w) => w.target === target && !isLimiter(w)).reduce((a, w) => a + w.wru, 0);
   const targets = [...new Set(r.writes.map((w) => w.target))];
   return [
-    `  ${name}: ${wru} WRU (${targets.map((t) => `${t} ${byTarget(t)}`).join(", ")}; goal ≤ ${WRU_GOAL}: ${wru <= WRU_GOAL ? "met" : "NOT met"}), ` +
+    `  ${name}: ${wru} WRU (${targets.map((t) => `${t} ${byTarget(t)}`).join(", ")}${goal ? `; goal ≤ ${WRU_GOAL}: ${wru <= WRU_GOAL ? "met" : "NOT met"}` : ""}), ` +
       `+${limiterWru(r)} WRU the rate limiter; ${r.rru.toFixed(1)} RRU; ${r.requests.length} requests (${r.requests.join(", ")})`,
     ...r.writes
       .filter((w) => !isLimiter(w))
