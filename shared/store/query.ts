@@ -124,7 +124,10 @@ function readsItems(q: Query): boolean {
  * ./expression.ts). `Limit` counts keys evaluated, as DynamoDB counts items evaluated before a filter.
  */
 async function queryByKeys(q: Query, from: Attributes | undefined, store: EntityStore): Promise<Page> {
-  const { filter, attributes, count: _count, ...keysQuery } = q;
+  const { filter, attributes, count: _count, ...rest } = q;
+  // A page of keys unbounded by the caller is cut at KEYS_PER_PAGE, so that reading its items takes at most
+  // KEYS_PER_PAGE / 100 BatchGetItems at once (an owner's :stats over a long window reads page by page).
+  const keysQuery = { ...rest, limit: rest.limit ?? KEYS_PER_PAGE };
   const out = await store.db.send(new QueryCommand({ ...queryInput(keysQuery, store.tableName), ExclusiveStartKey: from }));
   const listed = out.Items ?? [];
   const [indexPk, indexSk] = indexKeyNames(q.index!) as [string, string];
@@ -144,6 +147,7 @@ async function queryByKeys(q: Query, from: Attributes | undefined, store: Entity
 
 const keyId = (key: Attributes) => `${String(key.pk)}\u0000${String(key.sk)}`;
 const BATCH_GET_KEYS = 100;
+const KEYS_PER_PAGE = 800;
 const BATCH_GET_ATTEMPTS = 8;
 
 /** The items at `keys` that exist (BatchGetItems of 100 keys in parallel, unprocessed keys asked again), by key. */

@@ -5,13 +5,13 @@
  */
 import { describe, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
-import { PutCommand, QueryCommand } from "@aws-sdk/lib-dynamodb";
+import { BatchWriteCommand, PutCommand, QueryCommand } from "@aws-sdk/lib-dynamodb";
 import { useTestRuntime } from "../support/runtime";
 import { Placeholders, when, type Condition } from "../../shared/store/expression";
 import { Keys } from "../../shared/store/item-keys";
 import { listCount, listQuery, listWorkflows } from "../../shared/store/entities/workflow";
 import { workflowStatusesOf } from "../../shared/store/entities/wallet";
-import { queryOnce } from "../../shared/store/query";
+import { queryOnce, queryPages } from "../../shared/store/query";
 import { Index } from "../../shared/store/table";
 
 const rt = await useTestRuntime();
@@ -131,5 +131,34 @@ describe("lists on keys-only indexes", () => {
 
     const statuses = (await workflowStatusesOf(owner, wallet)).map((s) => s.status).sort();
     expect(statuses).toEqual(["disabled", "enabled", "enabled", "failed"]);
+  });
+
+  it("a read of every page: pages of at most 800 keys, each read by key, filtered and counted across pages", async () => {
+    const pk = `OWNER#0x${randomUUID().replaceAll("-", "")}#EXEC`;
+    const items = Array.from({ length: 850 }, (_, i) => ({
+      pk: `EXEC#${pk}`,
+      sk: String(i).padStart(4, "0"),
+      gsi1pk: pk,
+      gsi1sk: String(i).padStart(4, "0"),
+      status: i % 2 ? "failed" : "success",
+    }));
+    for (let i = 0; i < items.length; i += 25)
+      await rt.db.send(
+        new BatchWriteCommand({
+          RequestItems: { [rt.config.tableName]: items.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } })) },
+        }),
+      );
+    const filter = when.eq("status", "success");
+    const pages: number[] = [];
+    let listed = 0;
+    for await (const page of queryPages({ index: Index.gsi1, pk, filter, attributes: ["status"] })) {
+      pages.push(page.count);
+      listed += page.items.filter((i) => i.status === "success").length;
+    }
+    expect(pages).toEqual([400, 25]);
+    expect(listed).toBe(425);
+    let counted = 0;
+    for await (const page of queryPages({ index: Index.gsi1, pk, filter, count: true })) counted += page.count;
+    expect(counted).toBe(425);
   });
 });
