@@ -119,8 +119,9 @@ function readsItems(q: Query): boolean {
 
 /**
  * A keys-only index's page with its items: the Query reads keys (same `Limit`, order and start), then the items
- * are read by key (BatchGetItem, eventually consistent like the index itself) and kept in the index's order when
- * they are still where the index put them, and the filter is tested on them in memory (its DynamoDB semantics,
+ * are read by key (BatchGetItem, eventually consistent; the keys whose item that read does not show where the
+ * index put it are read again strongly) and kept in the index's order when they are still there (an item deleted
+ * or moved since is left out), and the filter is tested on them in memory (its DynamoDB semantics,
  * ./expression.ts). `Limit` counts keys evaluated, as DynamoDB counts items evaluated before a filter.
  */
 async function queryByKeys(q: Query, from: Attributes | undefined, store: EntityStore): Promise<Page> {
@@ -132,15 +133,17 @@ async function queryByKeys(q: Query, from: Attributes | undefined, store: Entity
   const listed = out.Items ?? [];
   const [indexPk, indexSk] = indexKeyNames(q.index!) as [string, string];
   const projection = attributes && [...new Set([...attributes, ...(filter?.names ?? []), "pk", "sk", indexPk, indexSk])];
-  const found = await readByKeys(
-    listed.map((key) => ({ pk: String(key.pk), sk: String(key.sk) })),
-    projection,
-    store,
-  );
+  const tableKey = (key: Attributes) => ({ pk: String(key.pk), sk: String(key.sk) });
+  const inPlace = (key: Attributes, item: Attributes | undefined): item is Attributes =>
+    item !== undefined && item[indexPk] === key[indexPk] && item[indexSk] === key[indexSk];
+  const found = await readByKeys(listed.map(tableKey), projection, store);
+  // An eventually consistent read may not show yet what the index already does (an item just written, or just
+  // moved on the index): those keys are read again strongly, so the page holds exactly what the index lists.
+  const behind = listed.filter((key) => !inPlace(key, found.get(keyId(key))));
+  if (behind.length > 0) for (const [id, item] of await readByKeys(behind.map(tableKey), projection, store, true)) found.set(id, item);
   const items = listed.flatMap((key) => {
     const item = found.get(keyId(key));
-    const inPlace = item !== undefined && item[indexPk] === key[indexPk] && item[indexSk] === key[indexSk];
-    return inPlace && (!filter || filter.test(item)) ? [item] : [];
+    return inPlace(key, item) && (!filter || filter.test(item)) ? [item] : [];
   });
   return { items: q.count ? [] : items, count: items.length, ...(out.LastEvaluatedKey ? { next: out.LastEvaluatedKey } : {}) };
 }
@@ -151,7 +154,7 @@ const KEYS_PER_PAGE = 800;
 const BATCH_GET_ATTEMPTS = 8;
 
 /** The items at `keys` that exist (BatchGetItems of 100 keys in parallel, unprocessed keys asked again), by key. */
-async function readByKeys(keys: readonly TableKey[], attributes: readonly string[] | undefined, store: EntityStore) {
+async function readByKeys(keys: readonly TableKey[], attributes: readonly string[] | undefined, store: EntityStore, consistent = false) {
   const found = new Map<string, Attributes>();
   let left = [...keys];
   for (let attempt = 1; left.length > 0; attempt++) {
@@ -159,7 +162,7 @@ async function readByKeys(keys: readonly TableKey[], attributes: readonly string
     if (attempt > 1) await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(1_000, 20 * 2 ** attempt)));
     const batches = [];
     for (let i = 0; i < left.length; i += BATCH_GET_KEYS)
-      batches.push(batchGetOnce(left.slice(i, i + BATCH_GET_KEYS), { attributes }, store));
+      batches.push(batchGetOnce(left.slice(i, i + BATCH_GET_KEYS), { attributes, consistent }, store));
     left = [];
     for (const { items, unprocessed } of await Promise.all(batches)) {
       for (const item of items) found.set(keyId(item), item);

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
-import { BatchWriteCommand, PutCommand, QueryCommand } from "@aws-sdk/lib-dynamodb";
+import { BatchGetCommand, BatchWriteCommand, DeleteCommand, PutCommand, QueryCommand } from "@aws-sdk/lib-dynamodb";
 import { useTestRuntime } from "../support/runtime";
 import { Placeholders, when, type Condition } from "../../shared/store/expression";
 import { Keys } from "../../shared/store/item-keys";
@@ -160,5 +160,34 @@ describe("lists on keys-only indexes", () => {
     let counted = 0;
     for await (const page of queryPages({ index: Index.gsi1, pk, filter, count: true })) counted += page.count;
     expect(counted).toBe(425);
+  });
+
+  it("reads again strongly what an eventually consistent read does not show yet, and leaves out what is gone", async () => {
+    const owner = `0x${randomUUID().replaceAll("-", "").padEnd(40, "0")}`;
+    for (const id of ["01A", "01B", "01C"])
+      await put({ ...Keys.workflow(id + owner), ...Keys.workflowByOwner(owner, id), id, status: "enabled" });
+    await rt.db.send(new DeleteCommand({ TableName: rt.config.tableName, Key: Keys.workflow("01C" + owner) }));
+    // A table whose eventually consistent reads lag (they show nothing yet) and whose index still lists 01C.
+    const gone = { ...Keys.workflow("01C" + owner), ...Keys.workflowByOwner(owner, "01C") };
+    const strong: number[] = [];
+    const lagging = {
+      tableName: rt.config.tableName,
+      db: {
+        send: async (command: unknown) => {
+          if (command instanceof QueryCommand) {
+            const out = await rt.db.send(command);
+            return { ...out, Items: [gone, ...(out.Items ?? [])] };
+          }
+          if (!(command instanceof BatchGetCommand)) return rt.db.send(command as never);
+          const keys = command.input.RequestItems![rt.config.tableName]!;
+          if (!keys.ConsistentRead) return { Responses: { [rt.config.tableName]: [] } };
+          strong.push(keys.Keys!.length);
+          return rt.db.send(command);
+        },
+      } as unknown as typeof rt.db,
+    };
+    const page = await queryOnce({ index: Index.gsi1, pk: Keys.workflowByOwner(owner, "").gsi1pk, order: "desc" }, undefined, lagging);
+    expect(page.items.map((i) => i.id)).toEqual(["01B", "01A"]); // 01C's entry outlived its item: left out
+    expect(strong).toEqual([3]); // every key the lagging read did not show, read again strongly once
   });
 });
