@@ -11,7 +11,8 @@
  * caller's signal (a simulation at its cap) abandons the invocation at once. An abandoned invocation runs on
  * in its instance until its own limit stops it; its answer is ignored. A throttled invocation (the function's
  * or the account's concurrency in use: Lambda refuses it before running anything) is sent again after a short
- * jittered wait, until the same deadline.
+ * jittered wait for up to `graceMs`, each attempt with its own time limit; past that the answer is SANDBOX_ERROR
+ * (busy) and nothing is charged, since the script never ran.
  */
 import * as v from "valibot";
 import type { Answer, Evaluation, SandboxErrorCode } from "./quickjs";
@@ -55,13 +56,17 @@ const failure = (errorCode: SandboxErrorCode, error: string): Answer => ({ ok: f
 
 const THROTTLE_BACKOFF_MS = 25;
 const THROTTLE_BACKOFF_CAP_MS = 400;
+const THROTTLED = Symbol("throttled");
+const SANDBOX_BUSY = "the sandbox is busy (every instance is in use); the script did not run";
 /** Lambda's refusal for concurrency (HTTP 429): nothing ran, so the same invocation may go again. */
 const isThrottle = (err: unknown) => (err as { name?: string }).name === "TooManyRequestsException";
-/** Waits `ms`, or rejects as soon as `signal` aborts. */
+/** Waits `ms`: true, or false as soon as `signal` aborts. */
 const pause = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener("abort", () => (clearTimeout(timer), reject(new Error("aborted"))), { once: true });
+  new Promise<boolean>((resolve) => {
+    if (signal.aborted) return resolve(false);
+    const onAbort = () => (clearTimeout(timer), resolve(false));
+    const timer = setTimeout(() => (signal.removeEventListener("abort", onAbort), resolve(true)), ms);
+    signal.addEventListener("abort", onAbort, { once: true });
   });
 
 export class RemoteSandbox implements Sandbox {
@@ -104,22 +109,21 @@ export class RemoteSandbox implements Sandbox {
 
   private async run(job: Pending): Promise<void> {
     this.inFlight++;
-    const controller = (job.inFlight = new AbortController());
-    const { timeLimitMs } = job.evaluation.limits;
-    const timer = setTimeout(() => controller.abort("timeout"), timeLimitMs + this.options.graceMs);
-    const started = performance.now();
-    let outcome: Outcome;
+    // Aborted by a caller's cut-off (./port.ts); each attempt also has a timer of its own.
+    const cut = (job.inFlight = new AbortController());
+    const payload = JSON.stringify({ evaluation: job.evaluation });
+    const busyUntil = performance.now() + this.options.graceMs;
+    let outcome: Outcome | undefined;
     try {
-      const reply = v.parse(SandboxReply, await this.invokeUnthrottled(JSON.stringify({ evaluation: job.evaluation }), controller.signal));
-      outcome = { answer: reply.answer, elapsedMs: reply.elapsedMs };
-    } catch {
-      const elapsedMs = performance.now() - started;
-      if (job.signal?.aborted) outcome = { answer: failure("SANDBOX_TIMEOUT", cutOffMessage(job.signal)), elapsedMs };
-      else if (controller.signal.aborted)
-        outcome = { answer: failure("SANDBOX_TIMEOUT", `script exceeded time limit of ${timeLimitMs} ms`), elapsedMs: timeLimitMs };
-      else outcome = { answer: failure("SANDBOX_ERROR", "the sandbox failed"), elapsedMs: 0 };
+      for (let attempt = 0; !outcome; attempt++) {
+        const answered = await this.attempt(job, payload, cut.signal);
+        if (answered !== THROTTLED) outcome = answered;
+        // Lambda refused it before running anything: send it again after a jittered wait, within the grace.
+        else if (performance.now() >= busyUntil) outcome = { answer: failure("SANDBOX_ERROR", SANDBOX_BUSY), elapsedMs: 0 };
+        else if (!(await pause(Math.random() * Math.min(THROTTLE_BACKOFF_CAP_MS, THROTTLE_BACKOFF_MS * 2 ** attempt), cut.signal)))
+          outcome = { answer: failure("SANDBOX_TIMEOUT", cutOffMessage(job.signal!)), elapsedMs: 0 };
+      }
     } finally {
-      clearTimeout(timer);
       this.inFlight--;
       this.fair.finish(job.owner);
     }
@@ -127,15 +131,24 @@ export class RemoteSandbox implements Sandbox {
     this.dispatch();
   }
 
-  /** `invoke`, sent again while Lambda refuses it for concurrency and `signal` has not given up. */
-  private async invokeUnthrottled(payload: string, signal: AbortSignal): Promise<unknown> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await this.invoke(payload, signal);
-      } catch (err) {
-        if (!isThrottle(err) || signal.aborted) throw err;
-        await pause(Math.random() * Math.min(THROTTLE_BACKOFF_CAP_MS, THROTTLE_BACKOFF_MS * 2 ** attempt), signal);
-      }
+  /** One invocation, given up `graceMs` after the script's limit or when cut off; THROTTLED when Lambda refused it. */
+  private async attempt(job: Pending, payload: string, cut: AbortSignal): Promise<Outcome | typeof THROTTLED> {
+    const { timeLimitMs } = job.evaluation.limits;
+    const timeout = new AbortController();
+    const timer = setTimeout(() => timeout.abort("timeout"), timeLimitMs + this.options.graceMs);
+    const started = performance.now();
+    try {
+      const reply = v.parse(SandboxReply, await this.invoke(payload, AbortSignal.any([cut, timeout.signal])));
+      return { answer: reply.answer, elapsedMs: reply.elapsedMs };
+    } catch (err) {
+      if (job.signal?.aborted)
+        return { answer: failure("SANDBOX_TIMEOUT", cutOffMessage(job.signal)), elapsedMs: performance.now() - started };
+      if (timeout.signal.aborted)
+        return { answer: failure("SANDBOX_TIMEOUT", `script exceeded time limit of ${timeLimitMs} ms`), elapsedMs: timeLimitMs };
+      if (isThrottle(err)) return THROTTLED;
+      return { answer: failure("SANDBOX_ERROR", "the sandbox failed"), elapsedMs: 0 };
+    } finally {
+      clearTimeout(timer);
     }
   }
 

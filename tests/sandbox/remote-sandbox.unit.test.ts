@@ -56,7 +56,7 @@ describe("the sandbox function's invoker", () => {
     await Promise.all(a);
   });
 
-  it("sends a throttled invocation again until it runs, and gives up at the deadline while throttled", async () => {
+  it("sends a throttled invocation again until it runs, each attempt with its own limit, and answers busy after the grace", async () => {
     const throttle = () => Object.assign(new Error("Rate Exceeded."), { name: "TooManyRequestsException" });
     const fn = fakeFunction(() => 5);
     let refusals = 3;
@@ -65,9 +65,27 @@ describe("the sandbox function's invoker", () => {
     expect(await remote.evaluate("A", evaluation("A0"))).toEqual({ answer: { ok: true, raw: '"A0"', log: "" }, elapsedMs: 1 });
     expect(fn.calls).toEqual(["A0"]);
 
+    // Throttled for 300 ms, then the script takes 250 ms of its 300: it runs to its end.
+    const slow = fakeFunction(() => 250);
+    const throttledUntil = performance.now() + 300;
+    const late: Invoke = (payload, signal) =>
+      performance.now() < throttledUntil ? Promise.reject(throttle()) : slow.invoke(payload, signal);
+    const lateRemote = new RemoteSandbox(late, { concurrency: 1, perOwner: 1, graceMs: 1_000 });
+    expect((await lateRemote.evaluate("A", evaluation("A3", 300))).answer).toMatchObject({ ok: true });
+
+    // Refused for longer than the grace: busy, and nothing charged, since the script never ran.
     const always = new RemoteSandbox(() => Promise.reject(throttle()), { concurrency: 1, perOwner: 1, graceMs: 100 });
     const outcome = await always.evaluate("A", evaluation("A1", 200));
-    expect(outcome.answer).toMatchObject({ ok: false, errorCode: "SANDBOX_TIMEOUT" });
+    expect(outcome).toEqual({
+      answer: { ok: false, errorCode: "SANDBOX_ERROR", error: expect.stringContaining("busy"), log: "" },
+      elapsedMs: 0,
+    });
+
+    // A caller's cut-off while it waits for a slot ends the wait at once.
+    const cutOff = new AbortController();
+    const waiting = always.evaluate("A", evaluation("A4", 5_000), cutOff.signal);
+    setTimeout(() => cutOff.abort("simulation cap"), 20);
+    expect((await waiting).answer).toMatchObject({ ok: false, errorCode: "SANDBOX_TIMEOUT" });
 
     const failing = new RemoteSandbox(() => Promise.reject(new Error("AccessDenied")), { concurrency: 1, perOwner: 1, graceMs: 100 });
     expect((await failing.evaluate("A", evaluation("A2"))).answer).toMatchObject({ ok: false, errorCode: "SANDBOX_ERROR" });
