@@ -237,6 +237,16 @@ describe("withdrawal", () => {
     expect((await pendingWithdrawals(100)).map((w) => w.id)).not.toContain(id);
   });
 
+  it("takes a settled withdrawal still listed as pending off the index instead of answering it", async () => {
+    const id = "01JBBBBBBBBBBBBBBBBBBBBBBC";
+    const key = Keys.withdrawal(owner, 31337, wallet, id);
+    const stale = { ...key, ...Keys.pendingWithdrawal(5000, id), type: "withdrawal", v: 1, ...stored(id), status: "confirmed" };
+    await useRuntime().db.send(new PutCommand({ TableName: rt.config.tableName, Item: stale }));
+    expect((await pendingWithdrawals(100)).map((w) => w.id)).not.toContain(id);
+    expect(await raw(key)).not.toHaveProperty("gsi3pk");
+    expect(await raw(key)).toMatchObject({ status: "confirmed" });
+  });
+
   it("settles a pending withdrawal once under concurrent settles (the first outcome stays)", async () => {
     const id = "01JCCCCCCCCCCCCCCCCCCCCCCC";
     await record(stored(id));

@@ -43,6 +43,8 @@ const Withdrawal = defineEntity<WithdrawalItem, WithdrawalId>({
 });
 
 const isPending = when.eq("status", "pending");
+/** Off the pending index (gsi3, and gsi2 where a withdrawal written before gsi3 held its key). */
+const offPendingIndex = [remove("gsi3pk"), remove("gsi3sk"), remove("gsi2pk"), remove("gsi2sk")];
 
 /**
  * Writes a new withdrawal (`record` holds the API fields and `owner`), on the pending index while pending: only if
@@ -71,7 +73,7 @@ export async function settleWithdrawal(
   if (outcome.transactionHash) actions.push(set("transactionHash", outcome.transactionHash));
   if (outcome.status !== "pending") {
     // final: off the pending index, and the stored operation (kept for sending it again) is no longer needed
-    actions.push(remove("gsi3pk"), remove("gsi3sk"), remove("gsi2pk"), remove("gsi2sk"), remove("userOp"));
+    actions.push(...offPendingIndex, remove("userOp"));
     if (outcome.removeUserOpHash) actions.push(remove("userOpHash"));
   }
   try {
@@ -87,13 +89,27 @@ export async function touchWithdrawal(id: WithdrawalId, now: number): Promise<vo
   await Withdrawal.update(id, [set("lastCheckedAt", now)], { if: isPending }).catch(() => undefined);
 }
 
-/** The oldest pending withdrawals of every owner, at most `max` (one Query of the sparse index). */
+/**
+ * The oldest pending withdrawals of every owner, at most `max` (one Query per shard of the sparse index). A
+ * settled one still listed (settled by a version that removed only its gsi2 keys, while a deploy rolled out) is
+ * taken off the index here instead of being read again every pass.
+ */
 export async function pendingWithdrawals(max: number): Promise<Stored<WithdrawalItem>[]> {
-  return fromShards(
+  const listed = await fromShards(
     dueTargets(DuePartition.pendingWithdrawal),
     max,
     async ({ index, pk }) => (await Withdrawal.query({ index, pk, limit: max })).items,
   );
+  const settled = listed.filter((item) => item.status !== "pending");
+  await Promise.all(
+    settled.map(
+      (item) =>
+        Withdrawal.update({ owner: item.owner, chainId: item.chainId, wallet: item.smartWalletAddress, id: item.id }, offPendingIndex, {
+          if: when.ne("status", "pending"),
+        }).catch(() => undefined), // pending again, or gone: the next pass sees
+    ),
+  );
+  return listed.filter((item) => item.status === "pending");
 }
 
 /** Sort-key position of a withdrawal in its wallet's list, for cursors. */
