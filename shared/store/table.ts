@@ -53,14 +53,17 @@ async function describeIndexes(db: DynamoDBDocumentClient, tableName: string): P
   return Table?.GlobalSecondaryIndexes ?? [];
 }
 
+/** How long a start waits for a local table's index to be built or dropped (a large table's rebuild takes a while). */
+const INDEX_SETTLE_MS = 10 * 60_000;
+
 /** Waits until `ready` holds for the table's indexes (DynamoDB Local builds and drops an index in moments). */
 async function untilIndexes(db: DynamoDBDocumentClient, tableName: string, ready: (indexes: IndexDescription[]) => boolean) {
   for (let waited = 0; ; waited += 200) {
     const indexes = await describeIndexes(db, tableName);
     if (ready(indexes)) return;
-    if (waited > 120_000) {
+    if (waited > INDEX_SETTLE_MS) {
       const states = indexes.map((g) => `${g.IndexName} ${g.IndexStatus} ${g.Projection?.ProjectionType}`).join(", ");
-      throw new Error(`table ${tableName}: its indexes did not settle in 2 minutes (${states})`);
+      throw new Error(`table ${tableName}: its indexes did not settle in ${INDEX_SETTLE_MS / 60_000} minutes (${states})`);
     }
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
@@ -75,7 +78,18 @@ async function upgradeIndexes(db: DynamoDBDocumentClient, tableName: string, exi
   for (const name of Object.values(Index)) {
     const wanted = indexDefinition(name);
     const found = existing.find((g) => g.IndexName === name);
-    if (found?.Projection?.ProjectionType === wanted.Projection.ProjectionType) continue;
+    const ready = (indexes: IndexDescription[]) =>
+      indexes.some(
+        (g) =>
+          g.IndexName === name &&
+          g.Projection?.ProjectionType === wanted.Projection.ProjectionType &&
+          (g.IndexStatus ?? "ACTIVE") === "ACTIVE",
+      );
+    if (found?.Projection?.ProjectionType === wanted.Projection.ProjectionType) {
+      // Another process starting on the same table may still be building it.
+      if (!ready([found])) await untilIndexes(db, tableName, ready);
+      continue;
+    }
     if (found) {
       await db
         .send(new UpdateTableCommand({ TableName: tableName, GlobalSecondaryIndexUpdates: [{ Delete: { IndexName: name } }] }))
@@ -88,10 +102,11 @@ async function upgradeIndexes(db: DynamoDBDocumentClient, tableName: string, exi
     }
     const create = { AttributeDefinitions: indexKeys(name), GlobalSecondaryIndexUpdates: [{ Create: wanted }] };
     await db.send(new UpdateTableCommand({ TableName: tableName, ...create })).catch(async (err: unknown) => {
-      // Another process starting on the same table may have added it first.
-      if (!(await describeIndexes(db, tableName)).some((g) => g.IndexName === name)) throw err;
+      // Another process starting on the same table may have added it first (as this version defines it).
+      const added = (await describeIndexes(db, tableName)).find((g) => g.IndexName === name);
+      if (added?.Projection?.ProjectionType !== wanted.Projection.ProjectionType) throw err;
     });
-    await untilIndexes(db, tableName, (indexes) => indexes.some((g) => g.IndexName === name && (g.IndexStatus ?? "ACTIVE") === "ACTIVE"));
+    await untilIndexes(db, tableName, ready);
   }
 }
 
