@@ -136,8 +136,8 @@ export async function nonce(rawAddress: string, chainId?: number): Promise<strin
 }
 
 /**
- * Workflow counts by effective status for a wallet. Workflows are stored by a later issue under
- * gsi2 `OWNER#o#WALLET#<address>#WF` (shared/store/README.md, pattern 12); none exist before it.
+ * Workflow counts by effective status for a wallet: its workflows listed on gsi3 `OWNER#o#WALLET#<address>#WF`
+ * (gsi2 for records written before gsi3; shared/store/README.md, pattern 12).
  */
 async function workflowCounts(owner: Address, address: Address) {
   const counts = { enabled: 0, disabled: 0, completed: 0, failed: 0 };
