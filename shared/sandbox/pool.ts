@@ -30,7 +30,7 @@ import { isMainThread, Worker, workerData, type WorkerOptions } from "node:worke
 import type { Answer, Evaluation, SandboxErrorCode } from "./quickjs";
 import { SANDBOX_WORKER_ROLE, type Job, type Reply } from "./worker";
 import { FairQueue } from "./fair-queue";
-import { cutOffMessage } from "./cut-off";
+import { cutOffMessage, onCutOff } from "./cut-off";
 import { installedSandbox, type Outcome, type Sandbox } from "./port";
 
 export interface PoolOptions {
@@ -74,7 +74,8 @@ interface Pending {
   owner: string;
   evaluation: Evaluation;
   signal?: AbortSignal;
-  onAbort?: () => void;
+  /** Unties the evaluation from its caller's signal (`onCutOff`). */
+  release?: () => void;
   resolve: (outcome: Outcome) => void;
 }
 
@@ -113,11 +114,8 @@ export class SandboxPool implements Sandbox {
       if (this.closed) return resolve({ answer: failure("SANDBOX_ERROR", "the sandbox is shut down"), elapsedMs: 0 });
       if (signal?.aborted) return resolve({ answer: failure("SANDBOX_TIMEOUT", cutOffMessage(signal)), elapsedMs: 0 });
       const job: Pending = { id: this.nextId++, owner, evaluation, resolve };
-      if (signal) {
-        job.signal = signal;
-        job.onAbort = () => this.cutOff(job);
-        signal.addEventListener("abort", job.onAbort, { once: true });
-      }
+      job.signal = signal;
+      job.release = onCutOff(signal, () => this.cutOff(job));
       this.fair.push(job);
       this.dispatch();
     });
@@ -188,7 +186,7 @@ export class SandboxPool implements Sandbox {
   }
 
   private settle(job: Pending, answer: Answer, elapsedMs: number): void {
-    if (job.onAbort) job.signal?.removeEventListener("abort", job.onAbort);
+    job.release?.();
     job.resolve({ answer, elapsedMs });
   }
 

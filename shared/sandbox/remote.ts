@@ -18,7 +18,7 @@ import * as v from "valibot";
 import type { Answer, Evaluation, SandboxErrorCode } from "./quickjs";
 import type { Outcome, Sandbox } from "./port";
 import { FairQueue } from "./fair-queue";
-import { cutOffMessage } from "./cut-off";
+import { cutOffMessage, onCutOff } from "./cut-off";
 import { SandboxReply } from "./protocol";
 
 /** One invocation: the request's JSON text in, the function's result out (parsed), or a throw. */
@@ -46,7 +46,8 @@ interface Pending {
   owner: string;
   evaluation: Evaluation;
   signal?: AbortSignal;
-  onAbort?: () => void;
+  /** Unties the evaluation from its caller's signal (`onCutOff`). */
+  release?: () => void;
   /** Set while its invocation is in flight. */
   inFlight?: AbortController;
   resolve: (outcome: Outcome) => void;
@@ -84,11 +85,8 @@ export class RemoteSandbox implements Sandbox {
     return new Promise((resolve) => {
       if (signal?.aborted) return resolve({ answer: failure("SANDBOX_TIMEOUT", cutOffMessage(signal)), elapsedMs: 0 });
       const job: Pending = { owner, evaluation, resolve };
-      if (signal) {
-        job.signal = signal;
-        job.onAbort = () => this.cutOff(job);
-        signal.addEventListener("abort", job.onAbort, { once: true });
-      }
+      job.signal = signal;
+      job.release = onCutOff(signal, () => this.cutOff(job));
       this.fair.push(job);
       this.dispatch();
     });
@@ -158,7 +156,7 @@ export class RemoteSandbox implements Sandbox {
   }
 
   private settle(job: Pending, outcome: Outcome): void {
-    if (job.onAbort) job.signal?.removeEventListener("abort", job.onAbort);
+    job.release?.();
     job.resolve(outcome);
   }
 }
